@@ -1,0 +1,111 @@
+//! Buffer views: a buffer plus shape and element type, what programs pass in and out.
+
+use crate::allocator::Allocator;
+use crate::buffer::Buffer;
+use crate::buffer_view_text::{element_count, HostTensor};
+use crate::element_type::ElementType;
+use crate::memory::BufferParams;
+use crate::{Error, Result};
+
+/// How elements are laid out (`iree_hal_encoding_type_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// Layout known only to the producer.
+    Opaque = 0,
+    /// Dense, row-major.
+    DenseRowMajor = 1,
+}
+
+/// A buffer with a shape and element type (`iree_hal_buffer_view_t`).
+#[derive(Debug, Clone)]
+pub struct BufferView {
+    buffer: Buffer,
+    shape: Vec<u64>,
+    element_type: ElementType,
+    encoding: Encoding,
+}
+
+impl BufferView {
+    /// Wraps `buffer`, which must hold at least the dense size of the shape.
+    ///
+    /// # Errors
+    /// `OutOfRange` when the buffer is smaller than the shape needs.
+    pub fn new(buffer: Buffer, shape: Vec<u64>, element_type: ElementType, encoding: Encoding) -> Result<Self> {
+        let needed = dense_byte_length(&shape, element_type)?;
+        if encoding == Encoding::DenseRowMajor && buffer.byte_length() < needed {
+            return Err(Error::out_of_range(format!(
+                "buffer of {} bytes is smaller than the {needed} bytes a {} view needs",
+                buffer.byte_length(),
+                shape_text(&shape, element_type)
+            )));
+        }
+        Ok(BufferView {
+            buffer,
+            shape,
+            element_type,
+            encoding,
+        })
+    }
+
+    /// Allocates a host-mappable buffer holding `tensor`'s bytes.
+    pub fn from_host(allocator: &dyn Allocator, params: BufferParams, tensor: &HostTensor) -> Result<Self> {
+        let buffer = allocator.allocate_buffer(params, tensor.bytes.len() as u64)?;
+        buffer.map_write(0, &tensor.bytes)?;
+        BufferView::new(
+            buffer,
+            tensor.shape.clone(),
+            tensor.element_type,
+            Encoding::DenseRowMajor,
+        )
+    }
+
+    /// The buffer.
+    pub fn buffer(&self) -> &Buffer {
+        &self.buffer
+    }
+    /// Dimensions.
+    pub fn shape(&self) -> &[u64] {
+        &self.shape
+    }
+    /// Element type.
+    pub fn element_type(&self) -> ElementType {
+        self.element_type
+    }
+    /// Encoding.
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+    /// Number of elements.
+    pub fn element_count(&self) -> u64 {
+        element_count(&self.shape)
+    }
+    /// Dense size in bytes.
+    pub fn byte_length(&self) -> u64 {
+        self.element_count() * self.element_type.byte_size() as u64
+    }
+
+    /// Reads the contents back into host memory (the buffer must be host-mappable).
+    pub fn to_host(&self) -> Result<HostTensor> {
+        let mut bytes = vec![0u8; self.byte_length() as usize];
+        self.buffer.map_read(0, &mut bytes)?;
+        Ok(HostTensor {
+            shape: self.shape.clone(),
+            element_type: self.element_type,
+            bytes,
+        })
+    }
+}
+
+/// Bytes a dense row-major tensor of `shape` needs.
+pub fn dense_byte_length(shape: &[u64], element_type: ElementType) -> Result<u64> {
+    shape
+        .iter()
+        .try_fold(element_type.byte_size() as u64, |acc, dim| acc.checked_mul(*dim))
+        .ok_or_else(|| Error::invalid_argument(format!("{} overflows", shape_text(shape, element_type))))
+}
+
+fn shape_text(shape: &[u64], element_type: ElementType) -> String {
+    let mut text: String = shape.iter().map(|d| format!("{d}x")).collect();
+    text.push_str(&element_type.to_string());
+    text
+}

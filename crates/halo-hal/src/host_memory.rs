@@ -1,0 +1,145 @@
+//! Host memory that devices address through raw pointers: aligned heap blocks and imported bytes.
+//!
+//! Kernels and transfers read and write this memory through pointers at any time while work is in
+//! flight, so it never hands out Rust references; every access is a raw copy in [`crate::Buffer`].
+
+use crate::buffer::Allocation;
+use crate::memory::MemoryType;
+use crate::{Error, Result};
+use std::alloc::{self, Layout};
+use std::any::Any;
+use std::ptr::NonNull;
+
+/// Alignment of every heap block: a cache line, which CPU kernels' vector loads want.
+pub const HOST_ALIGNMENT: usize = 64;
+
+/// Bytes whose owner lends them to a buffer until the buffer is dropped (`import_host`).
+pub trait HostBytes: Send + Sync + 'static {
+    /// Address of byte 0; must stay valid and unmoved while `self` lives.
+    fn host_ptr(&self) -> *mut u8;
+    /// Number of bytes.
+    fn byte_len(&self) -> usize;
+    /// Whether the owner allows writes through the pointer.
+    fn writable(&self) -> bool;
+}
+
+impl HostBytes for Vec<u8> {
+    fn host_ptr(&self) -> *mut u8 {
+        self.as_ptr().cast_mut()
+    }
+    fn byte_len(&self) -> usize {
+        self.len()
+    }
+    fn writable(&self) -> bool {
+        true
+    }
+}
+
+enum Storage {
+    Heap(Layout),
+    Imported(#[allow(dead_code, reason = "kept alive for the pointer")] Box<dyn HostBytes>),
+}
+
+/// A host allocation: zeroed aligned heap memory, or imported bytes kept alive by their owner.
+pub struct HostAllocation {
+    ptr: NonNull<u8>,
+    size: u64,
+    memory_type: MemoryType,
+    storage: Storage,
+}
+
+// SAFETY: the allocation is only a pointer to memory it owns (or whose owner is `Send + Sync`);
+// every access goes through raw copies whose synchronization is the HAL's contract (semaphores).
+unsafe impl Send for HostAllocation {}
+// SAFETY: as above; no interior state besides the pointed-to bytes.
+unsafe impl Sync for HostAllocation {}
+
+impl HostAllocation {
+    /// Allocates `size` zeroed bytes aligned to [`HOST_ALIGNMENT`] (at least 1 byte is reserved).
+    ///
+    /// # Errors
+    /// `ResourceExhausted` when the size is not representable or the heap is exhausted.
+    pub fn new(size: u64, memory_type: MemoryType) -> Result<Self> {
+        let exhausted = || Error::resource_exhausted(format!("cannot allocate {size} bytes of host memory"));
+        let bytes = usize::try_from(size).map_err(|_| exhausted())?.max(1);
+        let layout = Layout::from_size_align(bytes, HOST_ALIGNMENT).map_err(|_| exhausted())?;
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { alloc::alloc_zeroed(layout) };
+        let ptr = NonNull::new(ptr).ok_or_else(exhausted)?;
+        Ok(HostAllocation {
+            ptr,
+            size,
+            memory_type,
+            storage: Storage::Heap(layout),
+        })
+    }
+
+    /// Wraps bytes owned elsewhere; they are released when the allocation drops.
+    pub fn import(bytes: Box<dyn HostBytes>, memory_type: MemoryType) -> Self {
+        let size = bytes.byte_len() as u64;
+        let ptr = NonNull::new(bytes.host_ptr()).unwrap_or(NonNull::dangling());
+        HostAllocation {
+            ptr,
+            size,
+            memory_type,
+            storage: Storage::Imported(bytes),
+        }
+    }
+
+    /// Whether writes through the pointer are allowed.
+    pub fn writable(&self) -> bool {
+        match &self.storage {
+            Storage::Heap(_) => true,
+            Storage::Imported(bytes) => bytes.writable(),
+        }
+    }
+}
+
+impl Drop for HostAllocation {
+    fn drop(&mut self) {
+        if let Storage::Heap(layout) = self.storage {
+            // SAFETY: `ptr` came from `alloc_zeroed` with exactly this layout and is freed once.
+            unsafe { alloc::dealloc(self.ptr.as_ptr(), layout) };
+        }
+    }
+}
+
+impl Allocation for HostAllocation {
+    fn size(&self) -> u64 {
+        self.size
+    }
+    fn memory_type(&self) -> MemoryType {
+        self.memory_type
+    }
+    fn host_ptr(&self) -> Option<NonNull<u8>> {
+        Some(self.ptr)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// Copies `len` bytes between host addresses that may overlap.
+///
+/// # Safety
+/// Both ranges must be valid for `len` bytes.
+pub(crate) unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
+    // SAFETY: the caller guarantees both ranges; `copy` tolerates overlap.
+    unsafe { std::ptr::copy(src, dst, len) }
+}
+
+/// Repeats `pattern` over `len` bytes at `dst` (`len` is a multiple of the pattern length).
+///
+/// # Safety
+/// `dst` must be valid for `len` bytes of writes.
+pub(crate) unsafe fn fill_bytes(dst: *mut u8, len: usize, pattern: &[u8]) {
+    if pattern.iter().all(|b| *b == pattern[0]) {
+        // SAFETY: the caller guarantees the range.
+        unsafe { std::ptr::write_bytes(dst, pattern[0], len) };
+        return;
+    }
+    for offset in (0..len).step_by(pattern.len()) {
+        // SAFETY: `offset + pattern.len() <= len` because `len` is a multiple of the pattern length.
+        unsafe { std::ptr::copy_nonoverlapping(pattern.as_ptr(), dst.add(offset), pattern.len()) };
+    }
+}

@@ -1,0 +1,262 @@
+//! Timeline semaphores: a monotonically increasing u64 with a sticky failure state.
+
+use crate::{Error, Result, StatusCode};
+use std::any::Any;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+/// How long a wait may block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timeout {
+    /// Do not block: report `DeadlineExceeded` if not already satisfied.
+    Immediate,
+    /// Block until this instant.
+    Deadline(Instant),
+    /// Block until satisfied or failed.
+    Infinite,
+}
+
+impl From<Duration> for Timeout {
+    fn from(duration: Duration) -> Self {
+        match Instant::now().checked_add(duration) {
+            Some(deadline) => Timeout::Deadline(deadline),
+            None => Timeout::Infinite,
+        }
+    }
+}
+
+/// Called once when a semaphore reaches a value (`Ok`) or fails first (`Err`).
+pub type TimepointCallback = Box<dyn FnOnce(Result<()>) + Send>;
+
+/// A timeline semaphore (`iree_hal_semaphore_t`).
+///
+/// Ownership: shared as `Arc<dyn Semaphore>`; submissions keep the ones they signal alive.
+/// Threading: every method may be called from any thread, any number of waiters at once.
+pub trait Semaphore: Send + Sync + 'static {
+    /// Current value, or the failure if the semaphore failed.
+    fn query(&self) -> Result<u64>;
+    /// Raises the value to `value`, waking waiters and running timepoint callbacks.
+    ///
+    /// # Errors
+    /// `OutOfRange` if `value` is not above the current value; the failure if failed.
+    fn signal(&self, value: u64) -> Result<()>;
+    /// Fails the timeline: every current and later wait and query returns `error`. The first
+    /// failure wins.
+    fn fail(&self, error: Error);
+    /// Blocks until the value is at least `value`.
+    ///
+    /// # Errors
+    /// `DeadlineExceeded` when the timeout passes first; the failure if the semaphore failed.
+    fn wait(&self, value: u64, timeout: Timeout) -> Result<()>;
+    /// Runs `callback` when the value reaches `value` or the semaphore fails (at once if either
+    /// already happened). The callback runs on the signalling thread and must not block long.
+    fn on_reached(&self, value: u64, callback: TimepointCallback);
+    /// For drivers to recover their concrete type.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// The host implementation of a timeline semaphore, used by CPU drivers.
+pub struct TimelineSemaphore {
+    state: Mutex<TimelineState>,
+    changed: Condvar,
+}
+
+struct TimelineState {
+    value: u64,
+    failure: Option<Error>,
+    timepoints: Vec<(u64, TimepointCallback)>,
+}
+
+impl TimelineSemaphore {
+    /// A semaphore starting at `initial_value`.
+    pub fn new(initial_value: u64) -> Arc<Self> {
+        Arc::new(TimelineSemaphore {
+            state: Mutex::new(TimelineState {
+                value: initial_value,
+                failure: None,
+                timepoints: Vec::new(),
+            }),
+            changed: Condvar::new(),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, TimelineState> {
+        // A poisoned lock only means a callback panicked elsewhere; the state itself is consistent.
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Semaphore for TimelineSemaphore {
+    fn query(&self) -> Result<u64> {
+        let state = self.lock();
+        match &state.failure {
+            Some(failure) => Err(failure.clone()),
+            None => Ok(state.value),
+        }
+    }
+
+    fn signal(&self, value: u64) -> Result<()> {
+        let ready = {
+            let mut state = self.lock();
+            if let Some(failure) = &state.failure {
+                return Err(failure.clone());
+            }
+            if value <= state.value {
+                return Err(Error::out_of_range(format!(
+                    "semaphore signal to {value} does not advance its value {}",
+                    state.value
+                )));
+            }
+            state.value = value;
+            let (ready, waiting) = std::mem::take(&mut state.timepoints)
+                .into_iter()
+                .partition(|(v, _)| *v <= value);
+            state.timepoints = waiting;
+            ready
+        };
+        self.changed.notify_all();
+        for (_, callback) in ready {
+            callback(Ok(()));
+        }
+        Ok(())
+    }
+
+    fn fail(&self, error: Error) {
+        let ready = {
+            let mut state = self.lock();
+            if state.failure.is_some() {
+                return;
+            }
+            state.failure = Some(error.clone());
+            std::mem::take(&mut state.timepoints)
+        };
+        self.changed.notify_all();
+        for (_, callback) in ready {
+            callback(Err(error.clone()));
+        }
+    }
+
+    fn wait(&self, value: u64, timeout: Timeout) -> Result<()> {
+        let mut state = self.lock();
+        loop {
+            if let Some(failure) = &state.failure {
+                return Err(failure.clone());
+            }
+            if state.value >= value {
+                return Ok(());
+            }
+            state = match timeout {
+                Timeout::Immediate => return Err(timed_out(value, state.value)),
+                Timeout::Infinite => self.changed.wait(state).unwrap_or_else(|p| p.into_inner()),
+                Timeout::Deadline(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return Err(timed_out(value, state.value));
+                    }
+                    self.changed
+                        .wait_timeout(state, deadline - now)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0
+                }
+            };
+        }
+    }
+
+    fn on_reached(&self, value: u64, callback: TimepointCallback) {
+        let mut state = self.lock();
+        let outcome = match &state.failure {
+            Some(failure) => Err(failure.clone()),
+            None if state.value >= value => Ok(()),
+            None => {
+                state.timepoints.push((value, callback));
+                return;
+            }
+        };
+        drop(state);
+        callback(outcome);
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+fn timed_out(wanted: u64, current: u64) -> Error {
+    Error::deadline_exceeded(format!(
+        "semaphore wait for value {wanted} timed out at value {current}"
+    ))
+}
+
+/// Whether a multi-wait needs every timepoint or any one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitMode {
+    /// Every timepoint must be reached.
+    All,
+    /// One reached timepoint is enough.
+    Any,
+}
+
+/// A (semaphore, value) pair.
+pub type Timepoint = (Arc<dyn Semaphore>, u64);
+
+/// Waits on several semaphores (`iree_hal_semaphore_list_wait`); any failure ends the wait.
+pub fn wait_semaphores(mode: WaitMode, timepoints: &[Timepoint], timeout: Timeout) -> Result<()> {
+    match mode {
+        WaitMode::All => {
+            for (semaphore, value) in timepoints {
+                semaphore.wait(*value, timeout)?;
+            }
+            Ok(())
+        }
+        WaitMode::Any => wait_any(timepoints, timeout),
+    }
+}
+
+fn wait_any(timepoints: &[Timepoint], timeout: Timeout) -> Result<()> {
+    if timepoints.is_empty() {
+        return Ok(());
+    }
+    for (semaphore, value) in timepoints {
+        if semaphore.query()? >= *value {
+            return Ok(());
+        }
+    }
+    let shared = Arc::new((Mutex::new(None::<Result<()>>), Condvar::new()));
+    for (semaphore, value) in timepoints {
+        let weak: Weak<(Mutex<Option<Result<()>>>, Condvar)> = Arc::downgrade(&shared);
+        semaphore.on_reached(
+            *value,
+            Box::new(move |outcome| {
+                if let Some(shared) = weak.upgrade() {
+                    let mut slot = shared.0.lock().unwrap_or_else(|p| p.into_inner());
+                    slot.get_or_insert(outcome);
+                    shared.1.notify_all();
+                }
+            }),
+        );
+    }
+    let (slot, condvar) = &*shared;
+    let mut outcome = slot.lock().unwrap_or_else(|p| p.into_inner());
+    loop {
+        if let Some(result) = outcome.take() {
+            return result;
+        }
+        outcome = match timeout {
+            Timeout::Immediate => return Err(Error::new(StatusCode::DeadlineExceeded, "wait-any timed out")),
+            Timeout::Infinite => condvar.wait(outcome).unwrap_or_else(|p| p.into_inner()),
+            Timeout::Deadline(deadline) => {
+                let now = Instant::now();
+                if now >= deadline {
+                    return Err(Error::deadline_exceeded(format!(
+                        "wait for any of {} semaphores timed out",
+                        timepoints.len()
+                    )));
+                }
+                condvar
+                    .wait_timeout(outcome, deadline - now)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0
+            }
+        };
+    }
+}

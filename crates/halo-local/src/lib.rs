@@ -1,0 +1,1 @@
+//! CPU executables and drivers.
