@@ -1,1 +1,62 @@
-fn main() {}
+//! `halo`: run and benchmark IREE-compiled executables and modules on halo's drivers.
+//!
+//! Flag names and output text follow IREE's tools (`iree-run-module`,
+//! `iree-benchmark-executable`) so their users can switch; kebab-case spellings are accepted too.
+
+mod benchmark_executable;
+mod benchmark_report;
+mod devices;
+mod executable_args;
+mod flagfile;
+mod registry;
+mod run_executable;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// halo: a hardware abstraction layer and runtime for IREE-compiled programs.
+#[derive(Parser)]
+#[command(name = "halo", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Lists the drivers linked into this binary.
+    Drivers,
+    /// Lists the devices every driver finds on this machine.
+    Devices,
+    /// Dispatches one export of an executable once and prints every binding afterwards.
+    #[command(name = "run-executable")]
+    RunExecutable(executable_args::RunExecutableArgs),
+    /// Times dispatches of one export of an executable, like `iree-benchmark-executable`.
+    #[command(name = "benchmark-executable")]
+    BenchmarkExecutable(benchmark_executable::BenchmarkArgs),
+}
+
+fn main() -> ExitCode {
+    let args = match flagfile::expand_args(std::env::args().collect()) {
+        Ok(args) => args,
+        Err(error) => {
+            eprintln!("halo: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let cli = Cli::parse_from(args);
+    let registry = registry::default_registry();
+    let result = match cli.command {
+        Command::Drivers => devices::list_drivers(&registry),
+        Command::Devices => devices::list_devices(&registry),
+        Command::RunExecutable(args) => run_executable::run(&registry, &args),
+        Command::BenchmarkExecutable(args) => benchmark_executable::run(&registry, &args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("halo: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -314,6 +314,14 @@ pub mod host_transfer {
         Ok(())
     }
 
+    /// Reads `target.len()` bytes at `offset` into host memory.
+    pub fn copy_out(source: &Buffer, offset: u64, target: &mut [u8]) -> Result<()> {
+        let (ptr, len) = source.host_range(offset, target.len() as u64)?;
+        // SAFETY: both ranges hold `len` bytes and `target` is a distinct Rust slice.
+        unsafe { copy_bytes(ptr.as_ptr(), target.as_mut_ptr(), len) };
+        Ok(())
+    }
+
     /// Copies `length` bytes between buffers (ranges may be in the same allocation).
     pub fn copy(source: &Buffer, source_offset: u64, target: &Buffer, target_offset: u64, length: u64) -> Result<()> {
         let (src, len) = source.host_range(source_offset, length)?;

@@ -1,1 +1,31 @@
-//! CPU executables and drivers.
+//! CPU executables and the CPU drivers (`local-sync`; `local-task` builds on the same pieces).
+//!
+//! How HAL concepts map onto the CPU:
+//! - executables are IREE executable libraries: `embedded-elf-x86_64` mapped by halo's own ELF
+//!   loader ([`library`], `elf`), `system-elf-x86_64` through the system loader;
+//! - a dispatch calls the library's function once per workgroup ([`dispatch`]);
+//! - buffers are host memory from halo-hal's heap allocator; semaphores are host timelines;
+//! - command buffers are halo-hal's validated command lists, executed by [`command_buffer`].
+#![warn(missing_docs)]
+#![deny(
+    unsafe_op_in_unsafe_fn,
+    clippy::undocumented_unsafe_blocks,
+    clippy::missing_safety_doc
+)]
+
+pub mod command_buffer;
+pub mod dispatch;
+mod elf;
+pub mod executable;
+pub mod float_mode;
+pub mod library;
+pub mod sync;
+mod system_library;
+
+use halo_hal::DriverRegistry;
+use std::sync::Arc;
+
+/// Registers the CPU drivers (`local-sync`) with `registry`.
+pub fn register_drivers(registry: &mut DriverRegistry) {
+    registry.register(sync::driver::DRIVER_NAME, Box::new(|| Ok(Arc::new(sync::SyncDriver))));
+}

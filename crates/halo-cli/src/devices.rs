@@ -1,0 +1,30 @@
+//! `halo drivers` and `halo devices`.
+
+use halo_hal::{DriverRegistry, Result};
+
+/// Prints each registered driver's name.
+pub fn list_drivers(registry: &DriverRegistry) -> Result<()> {
+    for name in registry.driver_names() {
+        println!("{name}");
+    }
+    Ok(())
+}
+
+/// Prints each device as `uri  name`; drivers that are unavailable here say so.
+pub fn list_devices(registry: &DriverRegistry) -> Result<()> {
+    for name in registry.driver_names() {
+        let devices = registry
+            .create_driver(&name)
+            .and_then(|driver| driver.enumerate_devices());
+        match devices {
+            Ok(devices) => {
+                for device in devices {
+                    println!("{name}://{}\t{}", device.path, device.name);
+                }
+            }
+            Err(error) if error.is_unavailable() => println!("# {name}: unavailable ({})", error.message()),
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,13 @@
+//! The drivers linked into the `halo` binary.
+
+use halo_hal::DriverRegistry;
+
+/// Device used when `--device` is not given.
+pub const DEFAULT_DEVICE: &str = "local-sync";
+
+/// A registry with every driver this build links.
+pub fn default_registry() -> DriverRegistry {
+    let mut registry = DriverRegistry::new();
+    halo_local::register_drivers(&mut registry);
+    registry
+}

@@ -1,0 +1,150 @@
+//! `halo run-executable` on every fixture case, in both CPU formats, against IREE's recorded output.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const FORMATS: [&str; 2] = ["embedded-elf-x86_64", "system-elf-x86_64"];
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/executables")
+}
+
+/// Every `<exe>.<case>.flags` that has an `.expected` file.
+fn cases() -> Vec<(String, PathBuf)> {
+    let mut cases: Vec<_> = std::fs::read_dir(fixtures())
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "flags") && path.with_extension("expected").exists())
+        .map(|path| {
+            let name = path.file_stem().unwrap().to_string_lossy().to_string();
+            (name, path)
+        })
+        .collect();
+    cases.sort();
+    cases
+}
+
+fn halo(args: &[String]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_halo")).args(args).output().expect("running halo")
+}
+
+#[test]
+fn every_fixture_matches_iree_output() {
+    let cases = cases();
+    assert!(cases.len() >= 12, "expected the fixture cases, found {}", cases.len());
+    let mut failures = Vec::new();
+    for (name, flags) in &cases {
+        let executable = name.split('.').next().unwrap();
+        let expected = std::fs::read_to_string(flags.with_extension("expected")).unwrap();
+        for format in FORMATS {
+            for device in ["local-sync"] {
+                let file = fixtures().join(format!("{executable}.{format}.so"));
+                let output = halo(&[
+                    "run-executable".into(),
+                    format!("--device={device}"),
+                    format!("--executable_format={format}"),
+                    format!("--executable_file={}", file.display()),
+                    format!("--flagfile={}", flags.display()),
+                    "--output_max_element_count=1048576".into(),
+                ]);
+                let stdout = String::from_utf8_lossy(&output.stdout);
+                if !output.status.success() || stdout.trim_end() != expected.trim_end() {
+                    failures.push(format!(
+                        "{name} ({format}, {device}): status {}, stderr: {}",
+                        output.status,
+                        String::from_utf8_lossy(&output.stderr)
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "mismatches:\n{}", failures.join("\n"));
+}
+
+fn run_error(extra: &[&str]) -> String {
+    let file = fixtures().join("multi_export.embedded-elf-x86_64.so");
+    let mut args = vec![
+        "run-executable".to_string(),
+        "--executable_format=embedded-elf-x86_64".to_string(),
+        format!("--executable_file={}", file.display()),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let output = halo(&args);
+    assert!(!output.status.success(), "halo {args:?} should fail");
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    assert!(!stderr.contains("panicked"), "halo panicked: {stderr}");
+    stderr
+}
+
+#[test]
+fn bad_input_is_reported_not_crashed() {
+    let negate = ["--entry_point=0", "--binding=8xf32=1", "--binding=8xf32"];
+    assert!(run_error(&["--entry_point=9"]).contains("export ordinal 9 is out of range"));
+    assert!(run_error(&["--entry_point=nope"]).contains("no export named 'nope'"));
+    assert!(run_error(&["--entry_point=0", "--binding=8xf32=1 2"]).contains("2 values given for 8 elements"));
+    assert!(run_error(&["--entry_point=0", "--binding=8xq32"]).contains("unknown element type 'q32'"));
+    assert!(run_error(&["--entry_point=0", "--binding=8xf32"]).contains("1 bindings given; export 'negate' takes 2"));
+    assert!(run_error(&[&negate[..], &["--constant=1"]].concat()).contains("1 constants given"));
+    assert!(run_error(&[&negate[..], &["--workgroup_count=1,x"]].concat()).contains("--workgroup_count"));
+    assert!(run_error(&[&negate[..], &["--device=nosuch"]].concat()).contains("no driver named 'nosuch'"));
+    assert!(run_error(&[&negate[..], &["--device=local-sync://7"]].concat()).contains("has no device '7'"));
+}
+
+#[test]
+fn bad_executables_are_reported_not_crashed() {
+    let dir = std::env::temp_dir().join(format!("halo-cli-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = std::fs::read(fixtures().join("multi_export.embedded-elf-x86_64.so")).unwrap();
+    let mut other_machine = good.clone();
+    other_machine[18] = 183; // e_machine = EM_AARCH64
+    let cases: [(&str, Vec<u8>, &str); 4] = [
+        ("empty.so", vec![], "embedded-elf-x86_64"),
+        ("truncated.so", good[..good.len() / 2].to_vec(), "embedded-elf-x86_64"),
+        ("aarch64.so", other_machine, "embedded-elf-x86_64"),
+        ("good.so", good, "vulkan-spirv-fb"),
+    ];
+    for (file, bytes, format) in cases {
+        let path = dir.join(file);
+        std::fs::write(&path, bytes).unwrap();
+        let output = halo(&[
+            "run-executable".into(),
+            format!("--executable_format={format}"),
+            format!("--executable_file={}", path.display()),
+        ]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success() && !stderr.contains("panicked"), "{file}: {stderr}");
+        assert!(stderr.contains(file) || stderr.contains(format), "{file}: error should name the file: {stderr}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+    let missing = halo(&["run-executable".into(), "--executable_file=/nonexistent/x.so".into()]);
+    assert!(!missing.status.success());
+}
+
+#[test]
+fn benchmark_prints_google_benchmark_json() {
+    let file = fixtures().join("grid3d.embedded-elf-x86_64.so");
+    let output = halo(&[
+        "benchmark-executable".into(),
+        "--executable_format=embedded-elf-x86_64".into(),
+        format!("--executable_file={}", file.display()),
+        format!("--flagfile={}", fixtures().join("grid3d.basic.flags").display()),
+        "--benchmark_min_time=256x".into(),
+        "--batch_size=16".into(),
+        "--benchmark_format=json".into(),
+    ]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let run = &json["benchmarks"][0];
+    assert_eq!(run["name"], "BM_dispatch_4x3x2/process_time/real_time");
+    assert_eq!(run["iterations"], 256);
+    assert!(run["real_time"].as_f64().unwrap() > 0.0);
+    assert_eq!(run["time_unit"], "ns");
+}
+
+#[test]
+fn lists_drivers_and_devices() {
+    let drivers = halo(&["drivers".into()]);
+    assert!(String::from_utf8_lossy(&drivers.stdout).lines().any(|l| l == "local-sync"));
+    let devices = halo(&["devices".into()]);
+    assert!(String::from_utf8_lossy(&devices.stdout).contains("local-sync://0"));
+}

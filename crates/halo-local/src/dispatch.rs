@@ -1,0 +1,170 @@
+//! Calling compiled kernels: a dispatch with host pointers resolved, run one workgroup at a time.
+//!
+//! The pointers handed to kernels come from buffers this struct keeps alive, and every range was
+//! bounds-checked when it was resolved, which is what makes the kernel calls sound.
+
+use crate::executable::LocalExecutable;
+use crate::float_mode::FlushDenormals;
+use crate::library::abi::{DispatchStateV0, WorkgroupStateV0};
+use halo_hal::{downcast, Binding, Buffer, DispatchCommand, Error, Result, ResultExt, WorkgroupCount};
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// A dispatch ready to run: bindings resolved to host memory, grid known.
+pub struct PreparedDispatch {
+    executable: Arc<dyn halo_hal::Executable>,
+    export: u32,
+    workgroup_count: [u32; 3],
+    constants: Vec<u32>,
+    binding_ptrs: Vec<*mut c_void>,
+    binding_lengths: Vec<usize>,
+    local_memory_size: u32,
+    /// Keeps every bound allocation alive while kernels hold pointers into it.
+    _buffers: Vec<Buffer>,
+}
+
+// SAFETY: the raw pointers address host memory owned by `_buffers`, which are `Send + Sync`;
+// concurrent workgroups writing disjoint data is the kernel contract, as in IREE.
+unsafe impl Send for PreparedDispatch {}
+// SAFETY: as above; the struct is immutable after preparation.
+unsafe impl Sync for PreparedDispatch {}
+
+impl PreparedDispatch {
+    /// Resolves `command`'s bindings (slots from `table`) to host memory and reads the grid.
+    pub fn prepare(command: &DispatchCommand, table: &[Binding]) -> Result<Self> {
+        let local: &LocalExecutable = downcast(command.executable.as_any(), "dispatched executable")?;
+        let info = local.export(command.export);
+        let mut binding_ptrs = Vec::with_capacity(command.bindings.len());
+        let mut binding_lengths = Vec::with_capacity(command.bindings.len());
+        let mut buffers = Vec::with_capacity(command.bindings.len());
+        for (ordinal, reference) in command.bindings.iter().enumerate() {
+            let resolved = reference
+                .resolve(table)
+                .and_then(|r| {
+                    let (ptr, len) = r.buffer.host_range(r.offset, r.length)?;
+                    Ok((r.buffer, ptr, len))
+                })
+                .with_context(|| format!("binding {ordinal} of dispatch '{}'", info.name))?;
+            binding_ptrs.push(resolved.1.as_ptr().cast::<c_void>());
+            binding_lengths.push(resolved.2);
+            buffers.push(resolved.0);
+        }
+        let workgroup_count = match &command.workgroup_count {
+            WorkgroupCount::Static(count) => *count,
+            WorkgroupCount::Indirect(reference) => read_workgroup_count(reference, table)
+                .with_context(|| format!("indirect workgroup count of dispatch '{}'", info.name))?,
+        };
+        if workgroup_count[2] > u16::MAX as u32 {
+            return Err(Error::out_of_range(format!(
+                "workgroup count z {} of dispatch '{}' exceeds {}",
+                workgroup_count[2],
+                info.name,
+                u16::MAX
+            )));
+        }
+        Ok(PreparedDispatch {
+            executable: command.executable.clone(),
+            export: command.export,
+            workgroup_count,
+            constants: command.constants.clone(),
+            binding_ptrs,
+            binding_lengths,
+            local_memory_size: local.local_memory_size(command.export),
+            _buffers: buffers,
+        })
+    }
+
+    fn local(&self) -> &LocalExecutable {
+        self.executable.as_any().downcast_ref().expect("checked in prepare")
+    }
+
+    /// The grid.
+    pub fn workgroup_count(&self) -> [u32; 3] {
+        self.workgroup_count
+    }
+
+    /// Total number of workgroups.
+    pub fn workgroup_total(&self) -> u64 {
+        self.workgroup_count.iter().map(|c| *c as u64).product()
+    }
+
+    /// Scratch bytes each concurrently running workgroup needs.
+    pub fn local_memory_size(&self) -> u32 {
+        self.local_memory_size
+    }
+
+    /// The ABI's dispatch state; it points into `self` and must not outlive it.
+    pub fn state(&self, max_concurrency: u8) -> DispatchStateV0 {
+        let info = self.local().export(self.export);
+        DispatchStateV0 {
+            workgroup_size_x: info.workgroup_size[0],
+            workgroup_size_y: info.workgroup_size[1],
+            workgroup_size_z: info.workgroup_size[2] as u16,
+            constant_count: self.constants.len() as u16,
+            workgroup_count_x: self.workgroup_count[0],
+            workgroup_count_y: self.workgroup_count[1],
+            workgroup_count_z: self.workgroup_count[2] as u16,
+            max_concurrency,
+            binding_count: self.binding_ptrs.len() as u8,
+            constants: self.constants.as_ptr(),
+            binding_ptrs: self.binding_ptrs.as_ptr(),
+            binding_lengths: self.binding_lengths.as_ptr(),
+        }
+    }
+
+    /// Runs workgroups `[first, first + count)` in x-fastest order on the calling thread, which
+    /// must have denormal flushing on ([`FlushDenormals`]).
+    ///
+    /// `state` must come from [`Self::state`] of this dispatch; `local_memory` must hold at least
+    /// [`Self::local_memory_size`] bytes.
+    pub fn run_workgroups(
+        &self,
+        state: &DispatchStateV0,
+        first: u64,
+        count: u64,
+        processor_id: u32,
+        local_memory: &mut [u8],
+    ) -> Result<()> {
+        let [nx, ny, _] = self.workgroup_count.map(|c| c as u64);
+        let local_memory_ptr = if local_memory.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            local_memory.as_mut_ptr().cast::<c_void>()
+        };
+        for index in first..first + count {
+            let workgroup = WorkgroupStateV0 {
+                workgroup_id_x: (index % nx) as u32,
+                workgroup_id_y: ((index / nx) % ny) as u32,
+                workgroup_id_z: (index / (nx * ny)) as u16,
+                reserved: 0,
+                processor_id,
+                local_memory: local_memory_ptr,
+                local_memory_size: local_memory.len().min(u32::MAX as usize) as u32,
+            };
+            // SAFETY: binding pointers and lengths were resolved from live, bounds-checked host
+            // buffers that `self` keeps alive; `state` points into `self`; `local_memory` is an
+            // exclusive scratch slice of the size the export asked for.
+            unsafe {
+                self.local()
+                    .library()
+                    .dispatch_workgroup(self.export, state, &workgroup)
+            }?;
+        }
+        Ok(())
+    }
+
+    /// Runs the whole grid on the calling thread.
+    pub fn run_inline(&self) -> Result<()> {
+        let _flush = FlushDenormals::enter();
+        let state = self.state(1);
+        let mut local_memory = vec![0u8; self.local_memory_size as usize];
+        self.run_workgroups(&state, 0, self.workgroup_total(), 0, &mut local_memory)
+    }
+}
+
+fn read_workgroup_count(reference: &halo_hal::BufferRef, table: &[Binding]) -> Result<[u32; 3]> {
+    let resolved = reference.resolve(table)?;
+    let mut raw = [0u8; 12];
+    halo_hal::host_transfer::copy_out(&resolved.buffer, resolved.offset, &mut raw)?;
+    Ok([0, 1, 2].map(|i| u32::from_le_bytes(raw[4 * i..4 * i + 4].try_into().expect("4 bytes"))))
+}

@@ -1,0 +1,94 @@
+//! CPU executables: a loaded executable library wrapped as a HAL executable, and its cache.
+
+use crate::library::{Library, EMBEDDED_ELF_FORMAT, SYSTEM_ELF_FORMAT};
+use halo_hal::executable::{check_export_ordinal, unknown_format_error};
+use halo_hal::{Executable, ExecutableCache, ExecutableParams, ExportInfo, Result, ResultExt};
+use std::any::Any;
+use std::sync::Arc;
+
+/// An executable library prepared for the CPU drivers.
+pub struct LocalExecutable {
+    format: String,
+    library: Library,
+    exports: Vec<ExportInfo>,
+    local_memory_sizes: Vec<u32>,
+}
+
+impl LocalExecutable {
+    /// Loads `params.data` in `params.format`.
+    pub fn load(params: &ExecutableParams<'_>) -> Result<Self> {
+        let library = Library::load(params.format, params.data, params.constants)?;
+        let mut exports = Vec::new();
+        let mut local_memory_sizes = Vec::new();
+        for ordinal in 0..library.export_count() {
+            let attrs = library.export_attrs(ordinal);
+            exports.push(ExportInfo {
+                name: library.export_name(ordinal).unwrap_or_default().to_string(),
+                constant_count: attrs.constant_count,
+                binding_count: attrs.binding_count,
+                workgroup_size: attrs.workgroup_size,
+            });
+            local_memory_sizes.push(attrs.local_memory_bytes);
+        }
+        Ok(LocalExecutable {
+            format: params.format.to_string(),
+            library,
+            exports,
+            local_memory_sizes,
+        })
+    }
+
+    /// The loaded library.
+    pub fn library(&self) -> &Library {
+        &self.library
+    }
+
+    /// Cached information about export `ordinal` (which the caller has validated).
+    pub(crate) fn export(&self, ordinal: u32) -> &ExportInfo {
+        &self.exports[ordinal as usize]
+    }
+
+    /// Workgroup-local scratch bytes export `ordinal` needs.
+    pub(crate) fn local_memory_size(&self, ordinal: u32) -> u32 {
+        self.local_memory_sizes[ordinal as usize]
+    }
+}
+
+impl Executable for LocalExecutable {
+    fn format(&self) -> &str {
+        &self.format
+    }
+    fn export_count(&self) -> u32 {
+        self.exports.len() as u32
+    }
+    fn export_info(&self, ordinal: u32) -> Result<ExportInfo> {
+        check_export_ordinal(self, ordinal)?;
+        Ok(self.exports[ordinal as usize].clone())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// Prepares `embedded-elf-x86_64` and `system-elf-x86_64` executables.
+#[derive(Default)]
+pub struct LocalExecutableCache;
+
+impl ExecutableCache for LocalExecutableCache {
+    fn can_prepare_format(&self, format: &str) -> bool {
+        format == EMBEDDED_ELF_FORMAT || format == SYSTEM_ELF_FORMAT
+    }
+
+    fn supported_formats(&self) -> Vec<String> {
+        vec![EMBEDDED_ELF_FORMAT.to_string(), SYSTEM_ELF_FORMAT.to_string()]
+    }
+
+    fn prepare_executable(&self, params: &ExecutableParams<'_>) -> Result<Arc<dyn Executable>> {
+        if !self.can_prepare_format(params.format) {
+            return Err(unknown_format_error(params.format, &self.supported_formats()));
+        }
+        let executable =
+            LocalExecutable::load(params).with_context(|| format!("loading {} executable", params.format))?;
+        Ok(Arc::new(executable))
+    }
+}

@@ -1,0 +1,318 @@
+//! The environment halo hands every call into a library: specialization
+//! constants, resolved imports with their thunk, and the host's CPU data.
+
+use std::ffi::{c_int, c_void};
+
+use halo_hal::{Error, Result};
+
+use super::abi::{EnvironmentV0, ImportFn, ProcessorV0};
+
+/// A host function executables may import by name (IREE's import provider).
+///
+/// Kernels call it through halo's import thunk as
+/// `function(params, context, reserved)`, where `params` points at a struct the
+/// compiler packed (results first, then arguments) and `context` is the value
+/// given here. It returns 0 on success; anything else is reported by the
+/// calling dispatch as a failure.
+#[derive(Debug, Clone, Copy)]
+pub struct HostImport {
+    name: &'static str,
+    function: ImportFn,
+    context: *mut c_void,
+}
+
+// SAFETY: the context pointer is only passed back to `function`; whoever
+// supplies it through `with_context` promises it may be used from any thread.
+unsafe impl Send for HostImport {}
+// SAFETY: as above; `HostImport` itself is immutable.
+unsafe impl Sync for HostImport {}
+
+impl HostImport {
+    /// An import named `name` (without the optional-import `?` prefix) with a NULL context.
+    pub fn new(name: &'static str, function: ImportFn) -> Self {
+        HostImport {
+            name,
+            function,
+            context: std::ptr::null_mut(),
+        }
+    }
+
+    /// The same import with `context` passed to every call.
+    ///
+    /// # Safety
+    /// `context` must stay valid for as long as any library that resolved this
+    /// import is alive, and `function` must tolerate concurrent calls with it
+    /// from any thread (kernels of one dispatch run in parallel).
+    pub unsafe fn with_context(self, context: *mut c_void) -> Self {
+        HostImport { context, ..self }
+    }
+
+    /// The name executables import it by.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+/// Calls an import for a kernel; a missing optional import reports failure
+/// instead of jumping to NULL.
+unsafe extern "C" fn import_thunk(
+    function: Option<ImportFn>,
+    params: *mut c_void,
+    context: *mut c_void,
+    reserved: *mut c_void,
+) -> c_int {
+    match function {
+        // SAFETY: `function` came from a `HostImport`, whose contract covers
+        // calls with the compiler-packed `params` and its own context.
+        Some(function) => unsafe { function(params, context, reserved) },
+        None => -1,
+    }
+}
+
+/// The host's CPU data in IREE's layout (`schemas/cpu_data.h`): on x86_64 word
+/// 0 holds the feature bits of `cpu_feature_bits.inl`; other words are zero.
+pub fn host_processor() -> ProcessorV0 {
+    let mut processor = ProcessorV0::default();
+    processor.data[0] = host_feature_bits();
+    processor
+}
+
+#[cfg(target_arch = "x86_64")]
+fn host_feature_bits() -> u64 {
+    let mut bits = 0u64;
+    let mut set = |bit: u32, present: bool| {
+        if present {
+            bits |= 1 << bit;
+        }
+    };
+    set(0, std::is_x86_feature_detected!("sse3"));
+    set(1, std::is_x86_feature_detected!("ssse3"));
+    set(2, std::is_x86_feature_detected!("sse4.1"));
+    set(3, std::is_x86_feature_detected!("sse4.2"));
+    set(4, std::is_x86_feature_detected!("sse4a"));
+    let avx = std::is_x86_feature_detected!("avx");
+    set(10, avx);
+    set(11, std::is_x86_feature_detected!("fma"));
+    set(14, std::is_x86_feature_detected!("f16c"));
+    set(15, std::is_x86_feature_detected!("avx2"));
+    set(20, std::is_x86_feature_detected!("avx512f"));
+    set(21, std::is_x86_feature_detected!("avx512cd"));
+    set(22, std::is_x86_feature_detected!("avx512vl"));
+    set(23, std::is_x86_feature_detected!("avx512dq"));
+    set(24, std::is_x86_feature_detected!("avx512bw"));
+    set(25, std::is_x86_feature_detected!("avx512ifma"));
+    set(26, std::is_x86_feature_detected!("avx512vbmi"));
+    set(27, std::is_x86_feature_detected!("avx512vpopcntdq"));
+    set(28, std::is_x86_feature_detected!("avx512vnni"));
+    set(29, std::is_x86_feature_detected!("avx512vbmi2"));
+    set(30, std::is_x86_feature_detected!("avx512bitalg"));
+    set(31, std::is_x86_feature_detected!("avx512bf16"));
+    set(32, std::is_x86_feature_detected!("avx512fp16"));
+    // FMA4, XOP and AMX have no stable detection macro; read CPUID the way
+    // IREE's runtime does (`base/internal/cpu.c`).
+    let cpuid = cpuid::Leaves::read();
+    if avx {
+        set(12, cpuid.ext1_ecx & (1 << 16) != 0);
+        set(13, cpuid.ext1_ecx & (1 << 11) != 0);
+    }
+    if cpuid.xsave_eax & 0x60000 == 0x60000 {
+        set(50, cpuid.leaf7_edx & (1 << 24) != 0);
+        set(51, cpuid.leaf7_edx & (1 << 25) != 0);
+        set(52, cpuid.leaf7_edx & (1 << 22) != 0);
+    }
+    bits
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn host_feature_bits() -> u64 {
+    0
+}
+
+#[cfg(target_arch = "x86_64")]
+mod cpuid {
+    use std::arch::x86_64::{__cpuid_count, CpuidResult};
+
+    /// The CPUID registers the feature bits need (zero where a leaf is absent).
+    pub(super) struct Leaves {
+        pub ext1_ecx: u32,
+        pub leaf7_edx: u32,
+        pub xsave_eax: u32,
+    }
+
+    fn cpuid(leaf: u32, subleaf: u32) -> CpuidResult {
+        __cpuid_count(leaf, subleaf)
+    }
+
+    impl Leaves {
+        pub(super) fn read() -> Self {
+            let max_base = cpuid(0, 0).eax;
+            let max_ext = cpuid(0x8000_0000, 0).eax;
+            let none = CpuidResult {
+                eax: 0,
+                ebx: 0,
+                ecx: 0,
+                edx: 0,
+            };
+            let base = |leaf: u32, sub: u32| if leaf <= max_base { cpuid(leaf, sub) } else { none };
+            Leaves {
+                ext1_ecx: if max_ext >= 0x8000_0001 {
+                    cpuid(0x8000_0001, 0).ecx
+                } else {
+                    0
+                },
+                leaf7_edx: base(7, 0).edx,
+                xsave_eax: base(0xd, 0).eax,
+            }
+        }
+    }
+}
+
+/// The `EnvironmentV0` given to the query function and every dispatch, with
+/// the arrays it points into.
+///
+/// Ownership: the boxes never move or change after `Library` construction, so
+/// the pointers in `raw` stay valid as long as this value lives.
+#[derive(Debug)]
+pub(crate) struct Environment {
+    raw: Box<EnvironmentV0>,
+    constants: Box<[u32]>,
+    import_funcs: Box<[Option<ImportFn>]>,
+    import_contexts: Box<[*const c_void]>,
+}
+
+// SAFETY: after construction the environment is immutable; kernels only read it
+// and the import contexts are `Send + Sync` by `HostImport`'s contract.
+unsafe impl Send for Environment {}
+// SAFETY: as above.
+unsafe impl Sync for Environment {}
+
+impl Environment {
+    /// An environment with the host's processor data, `constants`, and no imports yet.
+    pub fn new(constants: &[u32]) -> Self {
+        let mut environment = Environment {
+            raw: Box::new(EnvironmentV0 {
+                constants: std::ptr::null(),
+                import_thunk: Some(import_thunk),
+                import_funcs: std::ptr::null(),
+                import_contexts: std::ptr::null(),
+                processor: host_processor(),
+            }),
+            constants: Box::new([]),
+            import_funcs: Box::new([]),
+            import_contexts: Box::new([]),
+        };
+        environment.set_constants(constants.into());
+        environment
+    }
+
+    /// Replaces the specialization constants.
+    pub fn set_constants(&mut self, constants: Box<[u32]>) {
+        self.constants = constants;
+        self.raw.constants = if self.constants.is_empty() {
+            std::ptr::null()
+        } else {
+            self.constants.as_ptr()
+        };
+    }
+
+    /// The constants the library sees.
+    pub fn constants(&self) -> &[u32] {
+        &self.constants
+    }
+
+    /// Resolves the library's import table against `provided`.
+    ///
+    /// # Errors
+    /// `NotFound` naming the first required import nobody provides.
+    pub fn resolve_imports(&mut self, names: &[String], provided: &[HostImport]) -> Result<()> {
+        let mut funcs = Vec::with_capacity(names.len());
+        let mut contexts = Vec::with_capacity(names.len());
+        for (ordinal, name) in names.iter().enumerate() {
+            let (optional, bare) = match name.strip_prefix('?') {
+                Some(bare) => (true, bare),
+                None => (false, name.as_str()),
+            };
+            match provided.iter().find(|p| p.name == bare) {
+                Some(import) => {
+                    funcs.push(Some(import.function));
+                    contexts.push(import.context.cast_const());
+                }
+                None if optional => {
+                    funcs.push(None);
+                    contexts.push(std::ptr::null());
+                }
+                None => {
+                    return Err(Error::not_found(format!(
+                        "executable imports '{name}' (import {ordinal}), which the host does not \
+                         provide"
+                    )));
+                }
+            }
+        }
+        self.import_funcs = funcs.into();
+        self.import_contexts = contexts.into();
+        let empty = self.import_funcs.is_empty();
+        self.raw.import_funcs = if empty {
+            std::ptr::null()
+        } else {
+            self.import_funcs.as_ptr()
+        };
+        self.raw.import_contexts = if empty {
+            std::ptr::null()
+        } else {
+            self.import_contexts.as_ptr()
+        };
+        Ok(())
+    }
+
+    /// The pointer kernels receive; valid while `self` lives.
+    pub fn as_ptr(&self) -> *const EnvironmentV0 {
+        &*self.raw
+    }
+
+    /// The processor data kernels see.
+    pub fn processor(&self) -> &ProcessorV0 {
+        &self.raw.processor
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    unsafe extern "C" fn returns_five(_: *mut c_void, _: *mut c_void, _: *mut c_void) -> c_int {
+        5
+    }
+
+    #[test]
+    fn optional_imports_may_be_missing_and_required_ones_may_not() {
+        let mut environment = Environment::new(&[]);
+        let names = ["?halo_missing_v0".to_string(), "halo_present_v0".to_string()];
+        let provided = [HostImport::new("halo_present_v0", returns_five)];
+        environment.resolve_imports(&names, &provided).unwrap();
+        // SAFETY: the environment's arrays hold one entry per import name.
+        let funcs = unsafe { std::slice::from_raw_parts(environment.raw.import_funcs, 2) };
+        assert!(funcs[0].is_none());
+        let thunk = environment.raw.import_thunk.unwrap();
+        let null = std::ptr::null_mut();
+        // SAFETY: both imports ignore their arguments; a missing one is never called.
+        unsafe {
+            assert_eq!(thunk(funcs[1], null, null, null), 5);
+            assert_eq!(thunk(funcs[0], null, null, null), -1);
+        }
+
+        let names = ["halo_missing_v0".to_string()];
+        let err = environment.resolve_imports(&names, &provided).unwrap_err();
+        assert_eq!(err.code(), halo_hal::StatusCode::NotFound);
+        assert!(err.message().contains("'halo_missing_v0'"), "{err}");
+    }
+
+    #[test]
+    fn constants_are_passed_through() {
+        let environment = Environment::new(&[1, 2, 3]);
+        assert_eq!(environment.constants(), &[1, 2, 3]);
+        // SAFETY: the environment holds three constants.
+        let seen = unsafe { std::slice::from_raw_parts(environment.raw.constants, 3) };
+        assert_eq!(seen, &[1, 2, 3]);
+    }
+}

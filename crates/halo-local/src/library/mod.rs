@@ -1,0 +1,506 @@
+//! CPU executable libraries: kernels compiled by `iree-compile` for the host,
+//! loaded from either CPU format and called one workgroup at a time through
+//! IREE's executable library ABI ([`abi`]).
+//!
+//! Loading runs the library's query function once (with halo's environment),
+//! copies and validates every table it returns, resolves its imports, and keeps
+//! the image loaded for as long as the [`Library`] lives.
+
+pub mod abi;
+mod environment;
+mod tables;
+
+use std::collections::HashMap;
+
+use halo_hal::{Error, Result, ResultExt};
+
+use crate::elf::ElfModule;
+use crate::system_library::SystemLibrary;
+
+pub use self::abi::{DispatchStateV0 as DispatchState, WorkgroupStateV0 as WorkgroupState};
+use self::environment::Environment;
+pub use self::environment::{host_processor, HostImport};
+use self::tables::{Bounds, Export};
+
+/// Format of static-PIE ELF libraries that halo loads itself.
+pub const EMBEDDED_ELF_FORMAT: &str = "embedded-elf-x86_64";
+/// Format of shared objects loaded through the system's `dlopen`.
+pub const SYSTEM_ELF_FORMAT: &str = "system-elf-x86_64";
+
+/// The executable formats [`Library::load`] accepts on this host.
+pub fn supported_formats() -> &'static [&'static str] {
+    if cfg!(all(target_arch = "x86_64", target_os = "linux")) {
+        &[EMBEDDED_ELF_FORMAT, SYSTEM_ELF_FORMAT]
+    } else {
+        &[]
+    }
+}
+
+/// How an export must be dispatched (`iree_hal_executable_dispatch_attrs_v0_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExportAttrs {
+    /// Workgroup size the kernel was compiled for.
+    pub workgroup_size: [u32; 3],
+    /// 32-bit push constants a dispatch must pass.
+    pub constant_count: u32,
+    /// Bindings a dispatch must pass.
+    pub binding_count: u32,
+    /// Workgroup-local scratch memory each workgroup needs, in bytes.
+    pub local_memory_bytes: u32,
+    /// Contiguous workgroups touch contiguous data; schedule them together.
+    pub sequential: bool,
+    /// The workgroup size may be chosen at dispatch time (a multiple of `workgroup_size`).
+    pub workgroup_size_dynamic: bool,
+    /// Entries in the export's parameter table.
+    pub parameter_count: u32,
+}
+
+impl Default for ExportAttrs {
+    /// What an export without an attributes entry gets: 1×1×1, nothing declared.
+    fn default() -> Self {
+        ExportAttrs {
+            workgroup_size: [1, 1, 1],
+            constant_count: 0,
+            binding_count: 0,
+            local_memory_bytes: 0,
+            sequential: false,
+            workgroup_size_dynamic: false,
+            parameter_count: 0,
+        }
+    }
+}
+
+impl ExportAttrs {
+    fn from_raw(raw: &abi::DispatchAttrsV0) -> std::result::Result<Self, String> {
+        if u32::from(raw.constant_count) > abi::MAX_CONSTANT_COUNT {
+            return Err(format!(
+                "{} constants exceed the limit of {}",
+                raw.constant_count,
+                abi::MAX_CONSTANT_COUNT
+            ));
+        }
+        if u32::from(raw.binding_count) > abi::MAX_BINDING_COUNT {
+            return Err(format!(
+                "{} bindings exceed the limit of {}",
+                raw.binding_count,
+                abi::MAX_BINDING_COUNT
+            ));
+        }
+        Ok(ExportAttrs {
+            workgroup_size: [raw.workgroup_size_x, raw.workgroup_size_y, raw.workgroup_size_z.into()],
+            constant_count: raw.constant_count.into(),
+            binding_count: raw.binding_count.into(),
+            local_memory_bytes: u32::from(raw.local_memory_pages) * abi::WORKGROUP_LOCAL_MEMORY_PAGE_SIZE,
+            sequential: raw.flags & abi::DISPATCH_FLAG_SEQUENTIAL != 0,
+            workgroup_size_dynamic: raw.flags & abi::DISPATCH_FLAG_WORKGROUP_SIZE_DYNAMIC != 0,
+            parameter_count: raw.parameter_count.into(),
+        })
+    }
+}
+
+/// What kind of value a logical export parameter is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamKind {
+    /// A value in the constants table, at byte `offset`.
+    Constant,
+    /// A buffer binding; `offset` is the binding ordinal.
+    Binding,
+    /// A raw pointer in the constants table, at byte `offset`.
+    BufferPtr,
+}
+
+/// One logical parameter of an export (`iree_hal_executable_dispatch_parameter_v0_t`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportParam {
+    /// What the parameter is.
+    pub kind: ParamKind,
+    /// Size in bytes, without padding.
+    pub size: u8,
+    /// Flag bits (none defined yet).
+    pub flags: u16,
+    /// Byte offset into the constants, or the binding ordinal.
+    pub offset: u16,
+    /// Name, when the library records one.
+    pub name: Option<String>,
+}
+
+/// Where an export came from in the compiler's input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceLocation {
+    /// File path as the compiler saw it.
+    pub path: String,
+    /// Line in that file.
+    pub line: u32,
+}
+
+/// A source file the compiler embedded for debugging.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceFile {
+    /// Path as the compiler wrote it.
+    pub path: String,
+    /// Contents (possibly binary).
+    pub content: Vec<u8>,
+}
+
+/// The loaded code behind a library; dropping it unloads the code.
+#[derive(Debug)]
+enum Loaded {
+    Embedded(ElfModule),
+    System(SystemLibrary),
+}
+
+/// One loaded CPU executable library.
+///
+/// Ownership: owns the loaded code; the dispatch functions and every table
+/// copied from the library stay valid until it is dropped. Threading: immutable
+/// after load; `dispatch_workgroup` may run on many threads at once.
+#[derive(Debug)]
+pub struct Library {
+    format: &'static str,
+    name: String,
+    exports: Vec<Export>,
+    ordinals: HashMap<String, u32>,
+    imports: Vec<String>,
+    constant_count: u32,
+    sources: Vec<SourceFile>,
+    environment: Environment,
+    // Last, so the code is unloaded only after everything pointing into it is gone.
+    _loaded: Loaded,
+}
+
+impl Library {
+    /// Loads `bytes` in `format` with library specialization `constants`
+    /// (empty: all zero) and no host imports.
+    ///
+    /// # Errors
+    /// `Incompatible` for an unsupported format, machine or ABI version;
+    /// `InvalidArgument` for malformed bytes or tables; `NotFound` for a missing
+    /// query symbol or a required import. Messages name the part at fault.
+    pub fn load(format: &str, bytes: &[u8], constants: &[u32]) -> Result<Self> {
+        Self::load_with_imports(format, bytes, constants, &[])
+    }
+
+    /// Like [`Library::load`], resolving the library's imports against `imports`.
+    ///
+    /// # Errors
+    /// As [`Library::load`].
+    pub fn load_with_imports(format: &str, bytes: &[u8], constants: &[u32], imports: &[HostImport]) -> Result<Self> {
+        Self::load_inner(format, bytes, constants, imports)
+            .with_context(|| format!("loading {format} executable library ({} bytes)", bytes.len()))
+    }
+
+    fn load_inner(format: &str, bytes: &[u8], constants: &[u32], imports: &[HostImport]) -> Result<Self> {
+        let (format, loaded) = match format {
+            EMBEDDED_ELF_FORMAT if supported_formats().contains(&format) => (
+                EMBEDDED_ELF_FORMAT,
+                Loaded::Embedded(ElfModule::load(bytes, abi::LIBRARY_QUERY_SYMBOL)?),
+            ),
+            SYSTEM_ELF_FORMAT if supported_formats().contains(&format) => {
+                (SYSTEM_ELF_FORMAT, Loaded::System(SystemLibrary::load(bytes)?))
+            }
+            _ => {
+                return Err(Error::incompatible(format!(
+                    "executable format '{format}' is not loadable here; supported: {}",
+                    supported_formats().join(", ")
+                )));
+            }
+        };
+        let (query, bounds) = match &loaded {
+            Loaded::Embedded(module) => (
+                module.entry_address(),
+                Bounds::Image {
+                    readable: module.readable(),
+                    executable: module.executable(),
+                },
+            ),
+            Loaded::System(library) => (library.function(abi::LIBRARY_QUERY_SYMBOL)?, Bounds::Trusted),
+        };
+        let mut environment = Environment::new(constants);
+        // SAFETY: `query` is the library's query symbol in `loaded`, which is
+        // alive for the call, and `bounds` describes the same image.
+        let tables = unsafe { tables::query(query, &environment, bounds) }?;
+
+        if constants.is_empty() {
+            environment.set_constants(vec![0; tables.constant_count as usize].into());
+        } else if constants.len() != tables.constant_count as usize {
+            return Err(Error::invalid_argument(format!(
+                "library '{}' declares {} specialization constants but {} were given",
+                tables.name,
+                tables.constant_count,
+                constants.len()
+            )));
+        }
+        environment.resolve_imports(&tables.imports, imports)?;
+        let ordinals = tables
+            .exports
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.name.clone(), i as u32))
+            .collect();
+        Ok(Library {
+            format,
+            name: tables.name,
+            exports: tables.exports,
+            ordinals,
+            imports: tables.imports,
+            constant_count: tables.constant_count,
+            sources: tables.sources,
+            environment,
+            _loaded: loaded,
+        })
+    }
+
+    /// The format it was loaded from.
+    pub fn format(&self) -> &'static str {
+        self.format
+    }
+
+    /// The library's name, for diagnostics.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Number of exported dispatch functions.
+    pub fn export_count(&self) -> u32 {
+        self.exports.len() as u32
+    }
+
+    /// Name of export `ordinal`.
+    pub fn export_name(&self, ordinal: u32) -> Option<&str> {
+        self.exports.get(ordinal as usize).map(|e| e.name.as_str())
+    }
+
+    /// Ordinal of the export named `name`.
+    pub fn export_ordinal(&self, name: &str) -> Option<u32> {
+        self.ordinals.get(name).copied()
+    }
+
+    /// Dispatch attributes of export `ordinal` (defaults when the library lists none).
+    ///
+    /// # Panics
+    /// When `ordinal >= export_count()`; callers validate ordinals first.
+    pub fn export_attrs(&self, ordinal: u32) -> ExportAttrs {
+        self.exports[ordinal as usize].attrs
+    }
+
+    /// Human-readable tag of export `ordinal`, if the library has one.
+    pub fn export_tag(&self, ordinal: u32) -> Option<&str> {
+        self.exports.get(ordinal as usize)?.tag.as_deref()
+    }
+
+    /// Logical parameters of export `ordinal`, if the library records them.
+    pub fn export_params(&self, ordinal: u32) -> Option<&[ExportParam]> {
+        self.exports.get(ordinal as usize)?.params.as_deref()
+    }
+
+    /// Source location of export `ordinal`, if the library records it.
+    pub fn export_source_location(&self, ordinal: u32) -> Option<&SourceLocation> {
+        self.exports.get(ordinal as usize)?.source_location.as_ref()
+    }
+
+    /// Number of library-level specialization constants.
+    pub fn constant_count(&self) -> u32 {
+        self.constant_count
+    }
+
+    /// The specialization constants kernels see.
+    pub fn constants(&self) -> &[u32] {
+        self.environment.constants()
+    }
+
+    /// Import names as the library lists them (`?` marks optional ones).
+    pub fn import_names(&self) -> &[String] {
+        &self.imports
+    }
+
+    /// Source files embedded in the library.
+    pub fn source_files(&self) -> &[SourceFile] {
+        &self.sources
+    }
+
+    /// Processor data given to kernels.
+    pub fn processor(&self) -> &abi::ProcessorV0 {
+        self.environment.processor()
+    }
+
+    /// Runs one workgroup of export `ordinal` on the calling thread.
+    ///
+    /// Checks the ordinal, that the state carries at least the constants and
+    /// bindings the export declares, and that `workgroup` offers the local
+    /// memory it needs; everything else is the caller's contract.
+    ///
+    /// # Errors
+    /// `OutOfRange` for a bad ordinal; `InvalidArgument` when the state is
+    /// short of constants, bindings or local memory; `Internal` naming the
+    /// export and workgroup when the kernel returns non-zero.
+    ///
+    /// # Safety
+    /// `dispatch_state.constants` must point at `constant_count` values and
+    /// `binding_ptrs`/`binding_lengths` at `binding_count` entries, each binding
+    /// pointer valid for reads and writes of its length for the whole call and
+    /// not written by anyone else except other workgroups of the same dispatch;
+    /// `workgroup.local_memory` must be valid for `local_memory_size` bytes and
+    /// exclusive to this call. The workgroup id and counts must describe a grid
+    /// the kernel's bindings are sized for.
+    pub unsafe fn dispatch_workgroup(
+        &self,
+        ordinal: u32,
+        dispatch_state: &DispatchState,
+        workgroup: &WorkgroupState,
+    ) -> Result<()> {
+        let export = self.exports.get(ordinal as usize).ok_or_else(|| {
+            Error::out_of_range(format!(
+                "export ordinal {ordinal} is out of range; library '{}' has {} exports",
+                self.name,
+                self.exports.len()
+            ))
+        })?;
+        let attrs = &export.attrs;
+        if u32::from(dispatch_state.constant_count) < attrs.constant_count
+            || u32::from(dispatch_state.binding_count) < attrs.binding_count
+            || (attrs.local_memory_bytes > 0
+                && (workgroup.local_memory.is_null() || workgroup.local_memory_size < attrs.local_memory_bytes))
+        {
+            return Err(Error::invalid_argument(format!(
+                "dispatch of export {ordinal} '{}' passes {} constants, {} bindings and {} bytes of \
+                 local memory; it needs {}, {} and {}",
+                export.name,
+                dispatch_state.constant_count,
+                dispatch_state.binding_count,
+                if workgroup.local_memory.is_null() {
+                    0
+                } else {
+                    workgroup.local_memory_size
+                },
+                attrs.constant_count,
+                attrs.binding_count,
+                attrs.local_memory_bytes
+            )));
+        }
+        // SAFETY: `export.function` is a dispatch function of the library that
+        // `self` keeps loaded; the environment lives in `self`; the caller
+        // guarantees the dispatch and workgroup state per this function's contract.
+        let rc = unsafe { (export.function)(self.environment.as_ptr(), dispatch_state, workgroup) };
+        if rc != 0 {
+            return Err(Error::internal(format!(
+                "export {ordinal} '{}' of library '{}' failed with code {rc} in workgroup ({}, {}, {})",
+                export.name, self.name, workgroup.workgroup_id_x, workgroup.workgroup_id_y, workgroup.workgroup_id_z
+            )));
+        }
+        Ok(())
+    }
+
+    /// Runs every workgroup of `dispatch_state`'s grid on the calling thread, in
+    /// x-fastest order, with local memory allocated here.
+    ///
+    /// # Errors
+    /// As [`Library::dispatch_workgroup`]; stops at the first failing workgroup.
+    ///
+    /// # Safety
+    /// As [`Library::dispatch_workgroup`], for every workgroup of the grid.
+    pub unsafe fn dispatch_inline(&self, ordinal: u32, dispatch_state: &DispatchState) -> Result<()> {
+        let local_bytes = self
+            .exports
+            .get(ordinal as usize)
+            .map_or(0, |e| e.attrs.local_memory_bytes);
+        let mut local_memory = LocalMemory::new(local_bytes as usize);
+        for z in 0..u32::from(dispatch_state.workgroup_count_z) {
+            for y in 0..dispatch_state.workgroup_count_y {
+                for x in 0..dispatch_state.workgroup_count_x {
+                    let workgroup = WorkgroupState {
+                        workgroup_id_x: x,
+                        workgroup_id_y: y,
+                        workgroup_id_z: z as u16,
+                        reserved: 0,
+                        processor_id: 0,
+                        local_memory: local_memory.as_mut_ptr(),
+                        local_memory_size: local_bytes,
+                    };
+                    // SAFETY: forwarded from this function's contract; the
+                    // local memory is owned here and exclusive to this call.
+                    unsafe { self.dispatch_workgroup(ordinal, dispatch_state, &workgroup) }?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Cache-line-aligned scratch memory for one workgroup.
+struct LocalMemory(Vec<LocalBlock>);
+
+#[repr(C, align(64))]
+#[derive(Clone, Copy)]
+struct LocalBlock([u8; 64]);
+
+impl LocalMemory {
+    fn new(bytes: usize) -> Self {
+        LocalMemory(vec![LocalBlock([0; 64]); bytes.div_ceil(64)])
+    }
+
+    fn as_mut_ptr(&mut self) -> *mut std::ffi::c_void {
+        if self.0.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            self.0.as_mut_ptr().cast()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn library_is_send_and_sync() {
+        assert_send_sync::<Library>();
+        assert_send_sync::<HostImport>();
+    }
+
+    #[test]
+    fn unknown_format_is_incompatible_and_lists_supported() {
+        let err = Library::load("vulkan-spirv-fb", b"", &[]).unwrap_err();
+        assert_eq!(err.code(), halo_hal::StatusCode::Incompatible);
+        assert!(err.message().contains("vulkan-spirv-fb"), "{err}");
+        assert!(err.message().contains(EMBEDDED_ELF_FORMAT), "{err}");
+    }
+
+    #[test]
+    fn attrs_over_the_binding_limit_are_rejected() {
+        let raw = abi::DispatchAttrsV0 {
+            binding_count: 65,
+            ..Default::default()
+        };
+        assert!(ExportAttrs::from_raw(&raw).unwrap_err().contains("65 bindings"));
+        let raw = abi::DispatchAttrsV0 {
+            flags: abi::DISPATCH_FLAG_SEQUENTIAL,
+            local_memory_pages: 2,
+            constant_count: 3,
+            binding_count: 4,
+            workgroup_size_x: 8,
+            workgroup_size_y: 2,
+            workgroup_size_z: 1,
+            parameter_count: 7,
+            reserved_1: [0; 5],
+        };
+        let attrs = ExportAttrs::from_raw(&raw).unwrap();
+        assert_eq!(attrs.workgroup_size, [8, 2, 1]);
+        assert_eq!(attrs.local_memory_bytes, 8192);
+        assert!(attrs.sequential && !attrs.workgroup_size_dynamic);
+        assert_eq!(
+            (attrs.constant_count, attrs.binding_count, attrs.parameter_count),
+            (3, 4, 7)
+        );
+    }
+
+    #[test]
+    fn host_processor_reports_baseline_x86_features() {
+        let data = host_processor().data;
+        if cfg!(target_arch = "x86_64") && std::is_x86_feature_detected!("sse4.2") {
+            assert_ne!(data[0] & (1 << 3), 0, "SSE4.2 bit 3 missing from {:#x}", data[0]);
+        }
+        assert!(data[1..].iter().all(|&w| w == 0));
+    }
+}

@@ -1,0 +1,100 @@
+//! The `local-sync` device: every queue operation runs to completion inside the call.
+
+use super::driver::DRIVER_NAME;
+use crate::command_buffer::execute_inline;
+use crate::executable::LocalExecutableCache;
+use halo_hal::device::query_common_i64;
+use halo_hal::{
+    Allocator, Binding, Buffer, BufferParams, CommandBuffer, Device, DeviceInfo, ExecutableCache, Fence, HeapAllocator,
+    QueueAffinity, Result, Timeout,
+};
+use std::any::Any;
+use std::sync::Arc;
+
+/// A device that executes on the calling thread.
+pub struct SyncDevice {
+    info: DeviceInfo,
+    allocator: HeapAllocator,
+}
+
+impl SyncDevice {
+    /// A device with identity `info`.
+    pub fn new(info: DeviceInfo) -> Self {
+        SyncDevice {
+            info,
+            allocator: HeapAllocator::new(),
+        }
+    }
+
+    /// Waits for `wait`, runs `work`, then signals `signal`; a failure of either fails `signal`.
+    ///
+    /// Failures are reported through the signal fence (as on asynchronous drivers) so callers
+    /// handle them in one place: at their next wait.
+    fn run_ordered(&self, wait: &Fence, signal: &Fence, work: impl FnOnce() -> Result<()>) -> Result<()> {
+        match wait.wait(Timeout::Infinite).and_then(|()| work()) {
+            Ok(()) => signal.signal(),
+            Err(error) => {
+                signal.fail(&error);
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Device for SyncDevice {
+    fn driver_name(&self) -> &str {
+        DRIVER_NAME
+    }
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+    fn allocator(&self) -> &dyn Allocator {
+        &self.allocator
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn query_i64(&self, category: &str, key: &str) -> Result<i64> {
+        query_common_i64(self, &LocalExecutableCache, category, key)
+    }
+
+    fn create_executable_cache(&self) -> Result<Arc<dyn ExecutableCache>> {
+        Ok(Arc::new(LocalExecutableCache))
+    }
+
+    fn queue_execute(
+        &self,
+        _queue_affinity: QueueAffinity,
+        wait: &Fence,
+        signal: &Fence,
+        command_buffer: Option<&Arc<CommandBuffer>>,
+        binding_table: &[Binding],
+    ) -> Result<()> {
+        if let Some(command_buffer) = command_buffer {
+            command_buffer.validate_submission(binding_table)?;
+        }
+        self.run_ordered(wait, signal, || match command_buffer {
+            Some(command_buffer) => execute_inline(command_buffer, binding_table),
+            None => Ok(()),
+        })
+    }
+
+    fn queue_alloca(
+        &self,
+        _queue_affinity: QueueAffinity,
+        wait: &Fence,
+        signal: &Fence,
+        params: BufferParams,
+        size: u64,
+    ) -> Result<Buffer> {
+        let buffer = self.allocator.allocate_buffer(params, size)?;
+        self.run_ordered(wait, signal, || Ok(()))?;
+        Ok(buffer)
+    }
+
+    fn wait_idle(&self, _timeout: Timeout) -> Result<()> {
+        // Every operation finished before its queue call returned.
+        Ok(())
+    }
+}

@@ -1,0 +1,43 @@
+//! The `local-sync` driver: one device, the calling thread.
+
+use super::device::SyncDevice;
+use halo_hal::driver::select_device;
+use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, Result};
+use std::sync::Arc;
+
+/// Name under which the driver registers.
+pub const DRIVER_NAME: &str = "local-sync";
+
+/// Creates `local-sync` devices.
+#[derive(Default)]
+pub struct SyncDriver;
+
+impl SyncDriver {
+    fn devices() -> Vec<DeviceInfo> {
+        vec![DeviceInfo {
+            id: 0,
+            path: "0".into(),
+            name: "local-sync (calling thread)".into(),
+        }]
+    }
+}
+
+impl Driver for SyncDriver {
+    fn name(&self) -> &str {
+        DRIVER_NAME
+    }
+
+    fn enumerate_devices(&self) -> Result<Vec<DeviceInfo>> {
+        Ok(Self::devices())
+    }
+
+    fn create_device(&self, path: &str, params: &DeviceParams) -> Result<Arc<dyn Device>> {
+        if let Some(key) = params.keys().next() {
+            return Err(Error::invalid_argument(format!(
+                "local-sync takes no device parameter '{key}'"
+            )));
+        }
+        let info = select_device(DRIVER_NAME, &Self::devices(), path)?.clone();
+        Ok(Arc::new(SyncDevice::new(info)))
+    }
+}
