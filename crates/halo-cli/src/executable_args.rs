@@ -47,7 +47,11 @@ pub struct RunExecutableArgs {
     #[command(flatten)]
     pub executable: ExecutableArgs,
     /// Elements printed per binding before the rest is elided with `...` (as `iree-run-module`).
-    #[arg(long = "output_max_element_count", visible_alias = "output-max-element-count", default_value_t = 1024)]
+    #[arg(
+        long = "output_max_element_count",
+        visible_alias = "output-max-element-count",
+        default_value_t = 1024
+    )]
     pub output_max_element_count: usize,
 }
 

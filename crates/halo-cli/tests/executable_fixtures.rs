@@ -5,6 +5,9 @@ use std::process::Command;
 
 const FORMATS: [&str; 2] = ["embedded-elf-x86_64", "system-elf-x86_64"];
 
+/// CPU devices every case runs on.
+const DEVICES: &[&str] = &["local-sync"];
+
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/executables")
 }
@@ -25,7 +28,10 @@ fn cases() -> Vec<(String, PathBuf)> {
 }
 
 fn halo(args: &[String]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_halo")).args(args).output().expect("running halo")
+    Command::new(env!("CARGO_BIN_EXE_halo"))
+        .args(args)
+        .output()
+        .expect("running halo")
 }
 
 #[test]
@@ -37,7 +43,7 @@ fn every_fixture_matches_iree_output() {
         let executable = name.split('.').next().unwrap();
         let expected = std::fs::read_to_string(flags.with_extension("expected")).unwrap();
         for format in FORMATS {
-            for device in ["local-sync"] {
+            for device in DEVICES {
                 let file = fixtures().join(format!("{executable}.{format}.so"));
                 let output = halo(&[
                     "run-executable".into(),
@@ -112,8 +118,14 @@ fn bad_executables_are_reported_not_crashed() {
             format!("--executable_file={}", path.display()),
         ]);
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(!output.status.success() && !stderr.contains("panicked"), "{file}: {stderr}");
-        assert!(stderr.contains(file) || stderr.contains(format), "{file}: error should name the file: {stderr}");
+        assert!(
+            !output.status.success() && !stderr.contains("panicked"),
+            "{file}: {stderr}"
+        );
+        assert!(
+            stderr.contains(file) || stderr.contains(format),
+            "{file}: error should name the file: {stderr}"
+        );
     }
     std::fs::remove_dir_all(dir).unwrap();
     let missing = halo(&["run-executable".into(), "--executable_file=/nonexistent/x.so".into()]);
@@ -144,7 +156,9 @@ fn benchmark_prints_google_benchmark_json() {
 #[test]
 fn lists_drivers_and_devices() {
     let drivers = halo(&["drivers".into()]);
-    assert!(String::from_utf8_lossy(&drivers.stdout).lines().any(|l| l == "local-sync"));
+    assert!(String::from_utf8_lossy(&drivers.stdout)
+        .lines()
+        .any(|l| l == "local-sync"));
     let devices = halo(&["devices".into()]);
     assert!(String::from_utf8_lossy(&devices.stdout).contains("local-sync://0"));
 }

@@ -1,6 +1,6 @@
 //! The device handed to each case, with the helpers cases share.
 
-use crate::Manifest;
+use crate::{DeviceFactory, Manifest};
 use halo_hal::{
     Binding, Buffer, BufferParams, BufferRef, CommandBuffer, CommandBufferMode, CommandCategory, Device, Executable,
     ExecutableParams, Fence, QueueAffinity, Result, Timeout,
@@ -26,17 +26,25 @@ pub struct CtsDevice {
     pub manifest: &'static Manifest,
     /// How command buffer cases reference buffers.
     pub recording: Recording,
+    /// Creates more devices from URIs, as the suite's registry does.
+    pub factory: DeviceFactory,
 }
 
 /// Generous bound on any wait in the suite, so a hang fails instead of blocking CI.
 pub const WAIT: Duration = Duration::from_secs(20);
 
 impl CtsDevice {
-    pub(crate) fn new(device: Arc<dyn Device>, manifest: &'static Manifest, recording: Recording) -> Self {
+    pub(crate) fn new(
+        device: Arc<dyn Device>,
+        manifest: &'static Manifest,
+        recording: Recording,
+        factory: DeviceFactory,
+    ) -> Self {
         CtsDevice {
             device,
             manifest,
             recording,
+            factory,
         }
     }
 

@@ -68,7 +68,7 @@ pub fn run_case(
         }
         Err(error) => panic!("{full_name}: creating device {}: {error}", manifest.device_uri),
     };
-    let context = CtsDevice::new(device, manifest, recording);
+    let context = CtsDevice::new(device, manifest, recording, factory);
     let outcome = catch_unwind(AssertUnwindSafe(|| case(&context)));
     match (
         manifest.expected_failures.iter().find(|(case, _)| *case == name),

@@ -9,6 +9,7 @@ use crate::executable::{check_export_ordinal, Executable};
 use crate::memory::{BufferUsage, MemoryAccess, MemoryType, QueueAffinity};
 use crate::{Error, Result, ResultExt};
 use bitflags::bitflags;
+use std::any::Any;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -247,6 +248,7 @@ pub struct CommandBuffer {
     recording: Mutex<Recording>,
     recorded: OnceLock<Recorded>,
     submitted: AtomicBool,
+    driver_cache: OnceLock<Box<dyn Any + Send + Sync>>,
 }
 
 impl CommandBuffer {
@@ -270,6 +272,7 @@ impl CommandBuffer {
             }),
             recorded: OnceLock::new(),
             submitted: AtomicBool::new(false),
+            driver_cache: OnceLock::new(),
         })
     }
 
@@ -336,6 +339,24 @@ impl CommandBuffer {
             .get()
             .map(|r| &r.commands)
             .ok_or_else(|| Error::failed_precondition("command buffer has not ended recording"))
+    }
+
+    /// A driver's translation of the recorded commands, built once by `build` on first use and
+    /// reused by later submissions (e.g. pre-resolved dispatches, a native command buffer).
+    ///
+    /// # Errors
+    /// `FailedPrecondition` before `end`; whatever `build` returns; `Internal` if another type was
+    /// cached (two drivers sharing one command buffer).
+    pub fn driver_cache<T: Any + Send + Sync>(&self, build: impl FnOnce(&[Command]) -> Result<T>) -> Result<&T> {
+        if self.driver_cache.get().is_none() {
+            let built = build(self.commands()?)?;
+            // Another thread may have won the race; both translations are equivalent.
+            let _ = self.driver_cache.set(Box::new(built));
+        }
+        self.driver_cache
+            .get()
+            .and_then(|cached| cached.downcast_ref::<T>())
+            .ok_or_else(|| Error::internal("command buffer translated by a different driver"))
     }
 
     fn validated(&self) -> bool {

@@ -4,7 +4,6 @@
 //! bounds-checked when it was resolved, which is what makes the kernel calls sound.
 
 use crate::executable::LocalExecutable;
-use crate::float_mode::FlushDenormals;
 use crate::library::abi::{DispatchStateV0, WorkgroupStateV0};
 use halo_hal::{downcast, Binding, Buffer, DispatchCommand, Error, Result, ResultExt, WorkgroupCount};
 use std::ffi::c_void;
@@ -15,12 +14,19 @@ pub struct PreparedDispatch {
     executable: Arc<dyn halo_hal::Executable>,
     export: u32,
     workgroup_count: [u32; 3],
+    local_memory_size: u32,
+    /// The ABI state; its pointers address `_storage`, whose heap memory never moves.
+    state: DispatchStateV0,
+    _storage: StateStorage,
+}
+
+/// What the ABI state points into, and the buffers behind the binding pointers.
+#[expect(dead_code, reason = "owned only to keep the memory the state points into alive")]
+struct StateStorage {
     constants: Vec<u32>,
     binding_ptrs: Vec<*mut c_void>,
     binding_lengths: Vec<usize>,
-    local_memory_size: u32,
-    /// Keeps every bound allocation alive while kernels hold pointers into it.
-    _buffers: Vec<Buffer>,
+    buffers: Vec<Buffer>,
 }
 
 // SAFETY: the raw pointers address host memory owned by `_buffers`, which are `Send + Sync`;
@@ -62,15 +68,33 @@ impl PreparedDispatch {
                 u16::MAX
             )));
         }
+        let constants = command.constants.clone();
+        let state = DispatchStateV0 {
+            workgroup_size_x: info.workgroup_size[0],
+            workgroup_size_y: info.workgroup_size[1],
+            workgroup_size_z: info.workgroup_size[2] as u16,
+            constant_count: constants.len() as u16,
+            workgroup_count_x: workgroup_count[0],
+            workgroup_count_y: workgroup_count[1],
+            workgroup_count_z: workgroup_count[2] as u16,
+            max_concurrency: 1,
+            binding_count: binding_ptrs.len() as u8,
+            constants: constants.as_ptr(),
+            binding_ptrs: binding_ptrs.as_ptr(),
+            binding_lengths: binding_lengths.as_ptr(),
+        };
         Ok(PreparedDispatch {
             executable: command.executable.clone(),
             export: command.export,
             workgroup_count,
-            constants: command.constants.clone(),
-            binding_ptrs,
-            binding_lengths,
             local_memory_size: local.local_memory_size(command.export),
-            _buffers: buffers,
+            state,
+            _storage: StateStorage {
+                constants,
+                binding_ptrs,
+                binding_lengths,
+                buffers,
+            },
         })
     }
 
@@ -93,27 +117,17 @@ impl PreparedDispatch {
         self.local_memory_size
     }
 
-    /// The ABI's dispatch state; it points into `self` and must not outlive it.
+    /// The ABI's dispatch state for `max_concurrency` workers; it points into `self` and must not
+    /// outlive it.
     pub fn state(&self, max_concurrency: u8) -> DispatchStateV0 {
-        let info = self.local().export(self.export);
         DispatchStateV0 {
-            workgroup_size_x: info.workgroup_size[0],
-            workgroup_size_y: info.workgroup_size[1],
-            workgroup_size_z: info.workgroup_size[2] as u16,
-            constant_count: self.constants.len() as u16,
-            workgroup_count_x: self.workgroup_count[0],
-            workgroup_count_y: self.workgroup_count[1],
-            workgroup_count_z: self.workgroup_count[2] as u16,
             max_concurrency,
-            binding_count: self.binding_ptrs.len() as u8,
-            constants: self.constants.as_ptr(),
-            binding_ptrs: self.binding_ptrs.as_ptr(),
-            binding_lengths: self.binding_lengths.as_ptr(),
+            ..self.state
         }
     }
 
     /// Runs workgroups `[first, first + count)` in x-fastest order on the calling thread, which
-    /// must have denormal flushing on ([`FlushDenormals`]).
+    /// must have denormal flushing on ([`crate::float_mode::FlushDenormals`]).
     ///
     /// `state` must come from [`Self::state`] of this dispatch; `local_memory` must hold at least
     /// [`Self::local_memory_size`] bytes.
@@ -126,39 +140,48 @@ impl PreparedDispatch {
         local_memory: &mut [u8],
     ) -> Result<()> {
         let [nx, ny, _] = self.workgroup_count.map(|c| c as u64);
+        let local_memory_size = local_memory.len().min(u32::MAX as usize) as u32;
+        let bound = self
+            .local()
+            .library()
+            .bind_dispatch(self.export, state, local_memory_size)?;
         let local_memory_ptr = if local_memory.is_empty() {
             std::ptr::null_mut()
         } else {
             local_memory.as_mut_ptr().cast::<c_void>()
         };
-        for index in first..first + count {
-            let workgroup = WorkgroupStateV0 {
-                workgroup_id_x: (index % nx) as u32,
-                workgroup_id_y: ((index / nx) % ny) as u32,
-                workgroup_id_z: (index / (nx * ny)) as u16,
-                reserved: 0,
-                processor_id,
-                local_memory: local_memory_ptr,
-                local_memory_size: local_memory.len().min(u32::MAX as usize) as u32,
-            };
+        let mut workgroup = WorkgroupStateV0 {
+            workgroup_id_x: (first % nx) as u32,
+            workgroup_id_y: ((first / nx) % ny) as u32,
+            workgroup_id_z: (first / (nx * ny)) as u16,
+            reserved: 0,
+            processor_id,
+            local_memory: local_memory_ptr,
+            local_memory_size,
+        };
+        for _ in 0..count {
             // SAFETY: binding pointers and lengths were resolved from live, bounds-checked host
             // buffers that `self` keeps alive; `state` points into `self`; `local_memory` is an
             // exclusive scratch slice of the size the export asked for.
-            unsafe {
-                self.local()
-                    .library()
-                    .dispatch_workgroup(self.export, state, &workgroup)
-            }?;
+            unsafe { bound.run(&workgroup) }?;
+            // Step in x-fastest order without dividing per workgroup.
+            workgroup.workgroup_id_x += 1;
+            if workgroup.workgroup_id_x as u64 == nx {
+                workgroup.workgroup_id_x = 0;
+                workgroup.workgroup_id_y += 1;
+                if workgroup.workgroup_id_y as u64 == ny {
+                    workgroup.workgroup_id_y = 0;
+                    workgroup.workgroup_id_z += 1;
+                }
+            }
         }
         Ok(())
     }
 
-    /// Runs the whole grid on the calling thread.
+    /// Runs the whole grid on the calling thread (with denormal flushing on).
     pub fn run_inline(&self) -> Result<()> {
-        let _flush = FlushDenormals::enter();
-        let state = self.state(1);
         let mut local_memory = vec![0u8; self.local_memory_size as usize];
-        self.run_workgroups(&state, 0, self.workgroup_total(), 0, &mut local_memory)
+        self.run_workgroups(&self.state, 0, self.workgroup_total(), 0, &mut local_memory)
     }
 }
 

@@ -188,6 +188,12 @@ fn bad_ordinal_and_short_state_are_errors() {
         "{err}"
     );
 
+    let mut empty_grid = state;
+    empty_grid.workgroup_count_x = 0;
+    // SAFETY: the ordinal is rejected before any kernel runs.
+    let err = unsafe { library.dispatch_inline(7, &empty_grid) }.unwrap_err();
+    assert_eq!(err.code(), StatusCode::OutOfRange);
+
     let mut short = state;
     short.binding_count = 1;
     // SAFETY: the binding count is rejected before any kernel runs.

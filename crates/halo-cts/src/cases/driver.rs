@@ -10,33 +10,27 @@ pub fn enumerates_the_tested_device(ctx: &CtsDevice) {
     assert_eq!(ctx.device.driver_name(), ctx.manifest.driver);
 }
 
-/// Creating a device that does not exist is `NotFound`, naming what exists.
+/// Creating a device or driver that does not exist is `NotFound`, naming what exists.
 pub fn rejects_unknown_device_path(ctx: &CtsDevice) {
-    let mut registry = halo_hal::DriverRegistry::new();
-    let device = ctx.device.clone();
-    let driver_name = ctx.manifest.driver.to_string();
-    // The registry under test may not be reachable from here; check URI-level errors via a
-    // registry that does not know the driver, and path errors via the device's own enumeration.
-    registry.register(
-        "other",
-        Box::new(move || Err(halo_hal::Error::unavailable(format!("{}", device.info().name)))),
+    let driver = ctx.manifest.driver;
+    let error = (ctx.factory)(&format!("{driver}://99"))
+        .err()
+        .expect("device 99 must not exist");
+    assert_eq!(error.code(), StatusCode::NotFound, "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains(&format!("{driver}://{}", ctx.device.info().path)),
+        "{error}"
     );
-    let error = registry
-        .create_device(&format!("{driver_name}://0"))
+    let error = (ctx.factory)("no-such-driver://")
         .err()
         .expect("unknown driver must fail");
     assert_eq!(error.code(), StatusCode::NotFound, "{error}");
     assert!(
-        error.to_string().contains("other"),
-        "error should list available drivers: {error}"
+        error.to_string().contains(driver),
+        "error should list the available drivers: {error}"
     );
-    let devices = [ctx.device.info().clone()];
-    let error = halo_hal::driver::select_device(&driver_name, &devices, "99").unwrap_err();
-    assert_eq!(error.code(), StatusCode::NotFound);
-    assert!(
-        error
-            .to_string()
-            .contains(&format!("{driver_name}://{}", devices[0].path)),
-        "{error}"
-    );
+    let again = (ctx.factory)(&format!("{driver}://{}", ctx.device.info().path)).unwrap();
+    assert_eq!(again.info(), ctx.device.info());
 }

@@ -323,6 +323,16 @@ impl Library {
         self.environment.processor()
     }
 
+    fn export(&self, ordinal: u32) -> Result<&Export> {
+        self.exports.get(ordinal as usize).ok_or_else(|| {
+            Error::out_of_range(format!(
+                "export ordinal {ordinal} is out of range; library '{}' has {} exports",
+                self.name,
+                self.exports.len()
+            ))
+        })
+    }
+
     /// Runs one workgroup of export `ordinal` on the calling thread.
     ///
     /// Checks the ordinal, that the state carries at least the constants and
@@ -348,18 +358,32 @@ impl Library {
         dispatch_state: &DispatchState,
         workgroup: &WorkgroupState,
     ) -> Result<()> {
-        let export = self.exports.get(ordinal as usize).ok_or_else(|| {
-            Error::out_of_range(format!(
-                "export ordinal {ordinal} is out of range; library '{}' has {} exports",
-                self.name,
-                self.exports.len()
-            ))
-        })?;
+        let local_memory_size = if workgroup.local_memory.is_null() {
+            0
+        } else {
+            workgroup.local_memory_size
+        };
+        let bound = self.bind_dispatch(ordinal, dispatch_state, local_memory_size)?;
+        // SAFETY: forwarded from this function's contract.
+        unsafe { bound.run(workgroup) }
+    }
+
+    /// Checks once that `dispatch_state` and `local_memory_size` bytes of local memory suit export
+    /// `ordinal`, and returns a handle that runs its workgroups without checking again.
+    ///
+    /// # Errors
+    /// As [`Library::dispatch_workgroup`]'s checks.
+    pub fn bind_dispatch<'a>(
+        &'a self,
+        ordinal: u32,
+        dispatch_state: &'a DispatchState,
+        local_memory_size: u32,
+    ) -> Result<BoundDispatch<'a>> {
+        let export = self.export(ordinal)?;
         let attrs = &export.attrs;
         if u32::from(dispatch_state.constant_count) < attrs.constant_count
             || u32::from(dispatch_state.binding_count) < attrs.binding_count
-            || (attrs.local_memory_bytes > 0
-                && (workgroup.local_memory.is_null() || workgroup.local_memory_size < attrs.local_memory_bytes))
+            || local_memory_size < attrs.local_memory_bytes
         {
             return Err(Error::invalid_argument(format!(
                 "dispatch of export {ordinal} '{}' passes {} constants, {} bindings and {} bytes of \
@@ -367,27 +391,18 @@ impl Library {
                 export.name,
                 dispatch_state.constant_count,
                 dispatch_state.binding_count,
-                if workgroup.local_memory.is_null() {
-                    0
-                } else {
-                    workgroup.local_memory_size
-                },
+                local_memory_size,
                 attrs.constant_count,
                 attrs.binding_count,
                 attrs.local_memory_bytes
             )));
         }
-        // SAFETY: `export.function` is a dispatch function of the library that
-        // `self` keeps loaded; the environment lives in `self`; the caller
-        // guarantees the dispatch and workgroup state per this function's contract.
-        let rc = unsafe { (export.function)(self.environment.as_ptr(), dispatch_state, workgroup) };
-        if rc != 0 {
-            return Err(Error::internal(format!(
-                "export {ordinal} '{}' of library '{}' failed with code {rc} in workgroup ({}, {}, {})",
-                export.name, self.name, workgroup.workgroup_id_x, workgroup.workgroup_id_y, workgroup.workgroup_id_z
-            )));
-        }
-        Ok(())
+        Ok(BoundDispatch {
+            library: self,
+            ordinal,
+            function: export.function,
+            state: dispatch_state,
+        })
     }
 
     /// Runs every workgroup of `dispatch_state`'s grid on the calling thread, in
@@ -399,10 +414,7 @@ impl Library {
     /// # Safety
     /// As [`Library::dispatch_workgroup`], for every workgroup of the grid.
     pub unsafe fn dispatch_inline(&self, ordinal: u32, dispatch_state: &DispatchState) -> Result<()> {
-        let local_bytes = self
-            .exports
-            .get(ordinal as usize)
-            .map_or(0, |e| e.attrs.local_memory_bytes);
+        let local_bytes = self.export(ordinal)?.attrs.local_memory_bytes;
         let mut local_memory = LocalMemory::new(local_bytes as usize);
         for z in 0..u32::from(dispatch_state.workgroup_count_z) {
             for y in 0..dispatch_state.workgroup_count_y {
@@ -495,12 +507,55 @@ mod tests {
         );
     }
 
+    #[cfg(target_arch = "x86_64")]
     #[test]
     fn host_processor_reports_baseline_x86_features() {
         let data = host_processor().data;
-        if cfg!(target_arch = "x86_64") && std::is_x86_feature_detected!("sse4.2") {
+        if std::is_x86_feature_detected!("sse4.2") {
             assert_ne!(data[0] & (1 << 3), 0, "SSE4.2 bit 3 missing from {:#x}", data[0]);
         }
         assert!(data[1..].iter().all(|&w| w == 0));
+    }
+}
+
+/// A dispatch whose state was checked against its export: runs workgroups with no further checks.
+pub struct BoundDispatch<'a> {
+    library: &'a Library,
+    ordinal: u32,
+    function: abi::DispatchFn,
+    state: &'a DispatchState,
+}
+
+impl BoundDispatch<'_> {
+    /// Runs one workgroup on the calling thread.
+    ///
+    /// # Errors
+    /// `Internal` naming the export and workgroup when the kernel returns non-zero.
+    ///
+    /// # Safety
+    /// As [`Library::dispatch_workgroup`]; `workgroup.local_memory` must hold at least the bytes
+    /// given to [`Library::bind_dispatch`].
+    #[inline]
+    pub unsafe fn run(&self, workgroup: &WorkgroupState) -> Result<()> {
+        // SAFETY: `function` is a dispatch function of the library that `library` keeps loaded;
+        // the environment lives in the library; the caller guarantees the states.
+        let rc = unsafe { (self.function)(self.library.environment.as_ptr(), self.state, workgroup) };
+        if rc != 0 {
+            return Err(self.failure(rc, workgroup));
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn failure(&self, rc: i32, workgroup: &WorkgroupState) -> Error {
+        let name = self.library.export_name(self.ordinal).unwrap_or_default();
+        Error::internal(format!(
+            "export {} '{name}' of library '{}' failed with code {rc} in workgroup ({}, {}, {})",
+            self.ordinal,
+            self.library.name,
+            workgroup.workgroup_id_x,
+            workgroup.workgroup_id_y,
+            workgroup.workgroup_id_z
+        ))
     }
 }

@@ -97,10 +97,15 @@ impl Reader<'_> {
 
     /// Element `index` of the array at `base`.
     fn element<T: Plain>(&self, base: *const T, index: usize, what: &dyn Fn() -> String) -> Result<T> {
+        if base.is_null() {
+            return Err(Error::invalid_argument(format!(
+                "{}: the table pointer is NULL",
+                what()
+            )));
+        }
         let size = std::mem::size_of::<T>();
         let addr = (base as usize)
             .checked_add(index.saturating_mul(size))
-            .filter(|_| !base.is_null())
             .ok_or_else(|| Error::invalid_argument(format!("{} address overflows", what())))?;
         self.read(addr as *const T, what)
     }
@@ -397,4 +402,246 @@ fn read_params(
         });
     }
     Ok(Some(params))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::c_int;
+    use std::ptr::null;
+
+    use super::*;
+    use crate::library::abi::*;
+
+    unsafe extern "C" fn kernel(
+        _: *const EnvironmentV0,
+        _: *const DispatchStateV0,
+        _: *const WorkgroupStateV0,
+    ) -> c_int {
+        0
+    }
+
+    /// A library built in Rust memory, exercising the optional tables real
+    /// 3.13 artifacts leave empty (tags, parameters, sources, imports).
+    struct Synthetic {
+        header: LibraryHeader,
+        ptrs: [Option<DispatchFn>; 2],
+        names: [*const c_char; 2],
+        tags: [*const c_char; 2],
+        attrs: [DispatchAttrsV0; 2],
+        params_a: [DispatchParameterV0; 2],
+        params: [*const DispatchParameterV0; 2],
+        param_names: [*const c_char; 1],
+        imports: [*const c_char; 1],
+        files: [SourceFileV0; 1],
+    }
+
+    impl Synthetic {
+        fn new() -> Box<Self> {
+            let mut s = Box::new(Synthetic {
+                header: LibraryHeader {
+                    version: 6,
+                    name: c"synthetic".as_ptr(),
+                    features: 0,
+                    sanitizer: 0,
+                },
+                ptrs: [Some(kernel), Some(kernel)],
+                names: [c"first".as_ptr(), c"second".as_ptr()],
+                tags: [c"the first".as_ptr(), null()],
+                attrs: [
+                    DispatchAttrsV0 {
+                        flags: DISPATCH_FLAG_WORKGROUP_SIZE_DYNAMIC,
+                        constant_count: 1,
+                        binding_count: 1,
+                        workgroup_size_x: 64,
+                        workgroup_size_y: 1,
+                        workgroup_size_z: 1,
+                        parameter_count: 2,
+                        ..Default::default()
+                    },
+                    DispatchAttrsV0::default(),
+                ],
+                params_a: [
+                    DispatchParameterV0 {
+                        kind: DISPATCH_PARAM_TYPE_BINDING,
+                        size: 8,
+                        flags: 0,
+                        name: 0,
+                        offset: 0,
+                    },
+                    DispatchParameterV0 {
+                        kind: DISPATCH_PARAM_TYPE_CONSTANT,
+                        size: 4,
+                        flags: 0,
+                        name: u16::MAX,
+                        offset: 0,
+                    },
+                ],
+                params: [null(), null()],
+                param_names: [c"input".as_ptr()],
+                imports: [c"?halo_optional_v1".as_ptr()],
+                files: [SourceFileV0 {
+                    path_length: 6,
+                    path: c"a.mlir".as_ptr(),
+                    content_length: 3,
+                    content: b"abc".as_ptr(),
+                }],
+            });
+            s.params[0] = s.params_a.as_ptr();
+            s
+        }
+
+        fn library(&self) -> LibraryV0 {
+            LibraryV0 {
+                header: &self.header,
+                imports: ImportTableV0 {
+                    count: 1,
+                    symbols: self.imports.as_ptr(),
+                },
+                exports: ExportTableV0 {
+                    count: 2,
+                    ptrs: self.ptrs.as_ptr(),
+                    attrs: self.attrs.as_ptr(),
+                    params: self.params.as_ptr(),
+                    occupancy: null(),
+                    names: self.names.as_ptr(),
+                    tags: self.tags.as_ptr(),
+                    parameter_names: self.param_names.as_ptr(),
+                    source_locations: null(),
+                    stage_locations: null(),
+                },
+                constants: ConstantTableV0 { count: 3 },
+                sources: SourceFileTableV0 {
+                    count: 1,
+                    files: self.files.as_ptr(),
+                },
+            }
+        }
+    }
+
+    fn read_trusted(library: &LibraryV0) -> Result<Tables> {
+        read(
+            Reader {
+                bounds: Bounds::Trusted,
+            },
+            (library as *const LibraryV0).cast(),
+        )
+    }
+
+    #[test]
+    fn optional_tables_are_copied() {
+        let synthetic = Synthetic::new();
+        let tables = read_trusted(&synthetic.library()).unwrap();
+        assert_eq!(tables.name, "synthetic");
+        assert_eq!(tables.imports, ["?halo_optional_v1"]);
+        assert_eq!(tables.constant_count, 3);
+        assert_eq!(
+            tables.sources,
+            [SourceFile {
+                path: "a.mlir".into(),
+                content: b"abc".to_vec()
+            }]
+        );
+        let [first, second] = &tables.exports[..] else {
+            panic!("two exports")
+        };
+        assert_eq!(first.tag.as_deref(), Some("the first"));
+        assert!(first.attrs.workgroup_size_dynamic);
+        assert_eq!(first.attrs.workgroup_size, [64, 1, 1]);
+        let params = first.params.as_ref().unwrap();
+        assert_eq!(params[0].kind, ParamKind::Binding);
+        assert_eq!(params[0].name.as_deref(), Some("input"));
+        assert_eq!(
+            (params[1].kind, params[1].size, params[1].name.as_deref()),
+            (ParamKind::Constant, 4, None)
+        );
+        assert_eq!(second.tag, None);
+        assert_eq!(second.params, None);
+    }
+
+    #[test]
+    fn missing_attrs_give_defaults() {
+        let synthetic = Synthetic::new();
+        let mut library = synthetic.library();
+        library.exports.attrs = null();
+        library.exports.params = null();
+        let tables = read_trusted(&library).unwrap();
+        assert_eq!(tables.exports[0].attrs, ExportAttrs::default());
+        assert_eq!(tables.exports[0].attrs.workgroup_size, [1, 1, 1]);
+    }
+
+    #[test]
+    fn broken_export_tables_name_the_export() {
+        let mut synthetic = Synthetic::new();
+        let mut library = synthetic.library();
+        library.exports.names = null();
+        let err = read_trusted(&library).unwrap_err();
+        assert!(
+            err.message().contains("export 0 name: the table pointer is NULL"),
+            "{err}"
+        );
+
+        synthetic.ptrs[1] = None;
+        let err = read_trusted(&synthetic.library()).unwrap_err();
+        assert!(
+            err.message()
+                .contains("export 1 ('second'): dispatch function pointer is NULL"),
+            "{err}"
+        );
+
+        let mut synthetic = Synthetic::new();
+        synthetic.names[1] = c"first".as_ptr();
+        let err = read_trusted(&synthetic.library()).unwrap_err();
+        assert!(
+            err.message().contains("exports 0 and 1 are both named 'first'"),
+            "{err}"
+        );
+
+        let mut synthetic = Synthetic::new();
+        synthetic.params_a[1].kind = 9;
+        let err = read_trusted(&synthetic.library()).unwrap_err();
+        assert!(
+            err.message()
+                .contains("export 0 ('first') parameter 1 has unknown type 9"),
+            "{err}"
+        );
+
+        let mut synthetic = Synthetic::new();
+        synthetic.attrs[1].constant_count = 65;
+        let err = read_trusted(&synthetic.library()).unwrap_err();
+        assert_eq!(err.code(), halo_hal::StatusCode::OutOfRange);
+        assert!(err.message().contains("export 1 ('second'): 65 constants"), "{err}");
+
+        let mut synthetic = Synthetic::new();
+        synthetic.names[0] = c"".as_ptr();
+        let err = read_trusted(&synthetic.library()).unwrap_err();
+        assert!(err.message().contains("export 0 has an empty name"), "{err}");
+
+        let synthetic = Synthetic::new();
+        let mut library = synthetic.library();
+        library.exports.count = u32::MAX;
+        let err = read_trusted(&library).unwrap_err();
+        assert!(err.message().contains("export count 4294967295 exceeds"), "{err}");
+    }
+
+    #[test]
+    fn image_bounds_reject_pointers_outside_segments() {
+        let synthetic = Synthetic::new();
+        let library = synthetic.library();
+        let start = &library as *const LibraryV0 as usize;
+        let header = &synthetic.header as *const LibraryHeader as usize;
+        // Only the library struct and the header are "loaded": the name string is outside.
+        let readable = [
+            start..start + size_of::<LibraryV0>(),
+            header..header + size_of::<LibraryHeader>(),
+        ];
+        let reader = Reader {
+            bounds: Bounds::Image {
+                readable: &readable,
+                executable: &[],
+            },
+        };
+        let err = read(reader, (&library as *const LibraryV0).cast()).unwrap_err();
+        assert!(err.message().contains("the library name"), "{err}");
+        assert!(err.message().contains("outside the library's loaded segments"), "{err}");
+    }
 }
