@@ -459,6 +459,48 @@ impl LocalMemory {
     }
 }
 
+/// A dispatch whose state was checked against its export: runs workgroups with no further checks.
+pub struct BoundDispatch<'a> {
+    library: &'a Library,
+    ordinal: u32,
+    function: abi::DispatchFn,
+    state: &'a DispatchState,
+}
+
+impl BoundDispatch<'_> {
+    /// Runs one workgroup on the calling thread.
+    ///
+    /// # Errors
+    /// `Internal` naming the export and workgroup when the kernel returns non-zero.
+    ///
+    /// # Safety
+    /// As [`Library::dispatch_workgroup`]; `workgroup.local_memory` must hold at least the bytes
+    /// given to [`Library::bind_dispatch`].
+    #[inline]
+    pub unsafe fn run(&self, workgroup: &WorkgroupState) -> Result<()> {
+        // SAFETY: `function` is a dispatch function of the library that `library` keeps loaded;
+        // the environment lives in the library; the caller guarantees the states.
+        let rc = unsafe { (self.function)(self.library.environment.as_ptr(), self.state, workgroup) };
+        if rc != 0 {
+            return Err(self.failure(rc, workgroup));
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn failure(&self, rc: i32, workgroup: &WorkgroupState) -> Error {
+        let name = self.library.export_name(self.ordinal).unwrap_or_default();
+        Error::internal(format!(
+            "export {} '{name}' of library '{}' failed with code {rc} in workgroup ({}, {}, {})",
+            self.ordinal,
+            self.library.name,
+            workgroup.workgroup_id_x,
+            workgroup.workgroup_id_y,
+            workgroup.workgroup_id_z
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -515,47 +557,5 @@ mod tests {
             assert_ne!(data[0] & (1 << 3), 0, "SSE4.2 bit 3 missing from {:#x}", data[0]);
         }
         assert!(data[1..].iter().all(|&w| w == 0));
-    }
-}
-
-/// A dispatch whose state was checked against its export: runs workgroups with no further checks.
-pub struct BoundDispatch<'a> {
-    library: &'a Library,
-    ordinal: u32,
-    function: abi::DispatchFn,
-    state: &'a DispatchState,
-}
-
-impl BoundDispatch<'_> {
-    /// Runs one workgroup on the calling thread.
-    ///
-    /// # Errors
-    /// `Internal` naming the export and workgroup when the kernel returns non-zero.
-    ///
-    /// # Safety
-    /// As [`Library::dispatch_workgroup`]; `workgroup.local_memory` must hold at least the bytes
-    /// given to [`Library::bind_dispatch`].
-    #[inline]
-    pub unsafe fn run(&self, workgroup: &WorkgroupState) -> Result<()> {
-        // SAFETY: `function` is a dispatch function of the library that `library` keeps loaded;
-        // the environment lives in the library; the caller guarantees the states.
-        let rc = unsafe { (self.function)(self.library.environment.as_ptr(), self.state, workgroup) };
-        if rc != 0 {
-            return Err(self.failure(rc, workgroup));
-        }
-        Ok(())
-    }
-
-    #[cold]
-    fn failure(&self, rc: i32, workgroup: &WorkgroupState) -> Error {
-        let name = self.library.export_name(self.ordinal).unwrap_or_default();
-        Error::internal(format!(
-            "export {} '{name}' of library '{}' failed with code {rc} in workgroup ({}, {}, {})",
-            self.ordinal,
-            self.library.name,
-            workgroup.workgroup_id_x,
-            workgroup.workgroup_id_y,
-            workgroup.workgroup_id_z
-        ))
     }
 }
