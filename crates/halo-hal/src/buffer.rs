@@ -402,6 +402,13 @@ impl Mapping<'_> {
         Ok(())
     }
 
+    /// Makes device writes visible to the host again (non-coherent memory), e.g. after a wait.
+    pub fn invalidate(&self) -> Result<()> {
+        self.buffer
+            .allocation
+            .invalidate(self.buffer.offset + self.offset, self.len as u64)
+    }
+
     /// Makes writes so far visible to the device without unmapping.
     pub fn flush(&self) -> Result<()> {
         self.buffer

@@ -15,8 +15,8 @@ pub const HOST_ALIGNMENT: usize = 64;
 
 /// Bytes whose owner lends them to a buffer until the buffer is dropped (`import_host`).
 pub trait HostBytes: Send + Sync + 'static {
-    /// Address of byte 0; must stay valid and unmoved while `self` lives.
-    fn host_ptr(&self) -> *mut u8;
+    /// Address of byte 0, taken once at import; must stay valid and unmoved while `self` lives.
+    fn host_ptr(&mut self) -> *mut u8;
     /// Number of bytes.
     fn byte_len(&self) -> usize;
     /// Whether the owner allows writes through the pointer.
@@ -24,8 +24,8 @@ pub trait HostBytes: Send + Sync + 'static {
 }
 
 impl HostBytes for Vec<u8> {
-    fn host_ptr(&self) -> *mut u8 {
-        self.as_ptr().cast_mut()
+    fn host_ptr(&mut self) -> *mut u8 {
+        self.as_mut_ptr()
     }
     fn byte_len(&self) -> usize {
         self.len()
@@ -75,7 +75,7 @@ impl HostAllocation {
     }
 
     /// Wraps bytes owned elsewhere; they are released when the allocation drops.
-    pub fn import(bytes: Box<dyn HostBytes>, memory_type: MemoryType) -> Self {
+    pub fn import(mut bytes: Box<dyn HostBytes>, memory_type: MemoryType) -> Self {
         let size = bytes.byte_len() as u64;
         let ptr = NonNull::new(bytes.host_ptr()).unwrap_or(NonNull::dangling());
         HostAllocation {

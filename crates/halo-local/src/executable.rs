@@ -2,7 +2,7 @@
 
 use crate::library::{Library, EMBEDDED_ELF_FORMAT, SYSTEM_ELF_FORMAT};
 use halo_hal::executable::{check_export_ordinal, unknown_format_error};
-use halo_hal::{Executable, ExecutableCache, ExecutableParams, ExportInfo, Result, ResultExt};
+use halo_hal::{Executable, ExecutableCache, ExecutableParams, ExportInfo, Result};
 use std::any::Any;
 use std::sync::Arc;
 
@@ -87,8 +87,6 @@ impl ExecutableCache for LocalExecutableCache {
         if !self.can_prepare_format(params.format) {
             return Err(unknown_format_error(params.format, &self.supported_formats()));
         }
-        let executable =
-            LocalExecutable::load(params).with_context(|| format!("loading {} executable", params.format))?;
-        Ok(Arc::new(executable))
+        Ok(Arc::new(LocalExecutable::load(params)?))
     }
 }
