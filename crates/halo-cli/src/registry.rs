@@ -3,7 +3,7 @@
 use halo_hal::DriverRegistry;
 
 /// Device used when `--device` is not given.
-pub const DEFAULT_DEVICE: &str = "local-sync";
+pub const DEFAULT_DEVICE: &str = "local-task";
 
 /// A registry with every driver this build links.
 pub fn default_registry() -> DriverRegistry {

@@ -6,7 +6,7 @@ use std::process::Command;
 const FORMATS: [&str; 2] = ["embedded-elf-x86_64", "system-elf-x86_64"];
 
 /// CPU devices every case runs on.
-const DEVICES: &[&str] = &["local-sync"];
+const DEVICES: &[&str] = &["local-sync", "local-task"];
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/executables")

@@ -1,6 +1,6 @@
 //! The conformance suite on every driver linked here.
 
-use halo_cts::{cts_suite, Manifest};
+use halo_cts::{cts_suite, Manifest, Tag};
 use halo_hal::{Device, DriverRegistry, Result};
 use std::sync::Arc;
 
@@ -20,3 +20,14 @@ static LOCAL_SYNC: Manifest = Manifest {
 };
 
 cts_suite!(local_sync, LOCAL_SYNC, super::create_device);
+
+static LOCAL_TASK: Manifest = Manifest {
+    driver: "local-task",
+    device_uri: "local-task://",
+    executable_format: "embedded-elf-x86_64",
+    tags: &[Tag::AsyncQueue],
+    unsupported: &[],
+    expected_failures: &[],
+};
+
+cts_suite!(local_task, LOCAL_TASK, super::create_device);

@@ -9,19 +9,22 @@ use halo_hal::{
     host_transfer, Binding, BufferSource, Command, CommandBuffer, CommandBufferMode, DispatchCommand, Result,
     ResultExt, WorkgroupCount,
 };
+use std::sync::Arc;
 
 /// One step of a host program.
 pub enum HostOp {
     /// A command resolved at execution time (transfers, barriers, slot-bound dispatches).
     Command(Command),
     /// A dispatch resolved when the program was built.
-    Dispatch(PreparedDispatch),
+    Dispatch(Arc<PreparedDispatch>),
 }
 
 /// Commands ready to run on the host.
 pub struct HostProgram {
     /// The steps, in recorded order.
     pub ops: Vec<HostOp>,
+    /// Ranges of `ops` between barriers: everything in one range may run concurrently.
+    pub regions: Vec<std::ops::Range<usize>>,
 }
 
 impl HostProgram {
@@ -31,17 +34,30 @@ impl HostProgram {
             .iter()
             .map(|command| match command {
                 Command::Dispatch(dispatch) if is_fixed(dispatch) => {
-                    PreparedDispatch::prepare(dispatch, &[]).map(HostOp::Dispatch)
+                    PreparedDispatch::prepare(dispatch, &[]).map(|d| HostOp::Dispatch(Arc::new(d)))
                 }
                 other => Ok(HostOp::Command(other.clone())),
             })
-            .collect::<Result<_>>()?;
-        Ok(HostProgram { ops })
+            .collect::<Result<Vec<_>>>()?;
+        let mut regions = Vec::new();
+        let mut start = 0;
+        for (index, command) in commands.iter().enumerate() {
+            if matches!(command, Command::Barrier) {
+                if index > start {
+                    regions.push(start..index);
+                }
+                start = index + 1;
+            }
+        }
+        if commands.len() > start {
+            regions.push(start..commands.len());
+        }
+        Ok(HostProgram { ops, regions })
     }
 }
 
 /// True when a dispatch names no binding-table slot and has a static grid.
-fn is_fixed(dispatch: &DispatchCommand) -> bool {
+pub fn is_fixed(dispatch: &DispatchCommand) -> bool {
     matches!(dispatch.workgroup_count, WorkgroupCount::Static(_))
         && dispatch
             .bindings

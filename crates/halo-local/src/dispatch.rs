@@ -107,6 +107,16 @@ impl PreparedDispatch {
         self.workgroup_count
     }
 
+    /// The export's measured cost per workgroup, if known.
+    pub fn workgroup_ns(&self) -> Option<u64> {
+        self.local().workgroup_ns(self.export)
+    }
+
+    /// Records a timed run of `workgroups` workgroups of this dispatch.
+    pub fn record_time(&self, workgroups: u64, elapsed_ns: u64) {
+        self.local().record_workgroup_time(self.export, workgroups, elapsed_ns);
+    }
+
     /// Total number of workgroups.
     pub fn workgroup_total(&self) -> u64 {
         self.workgroup_count.iter().map(|c| *c as u64).product()

@@ -4,6 +4,7 @@ use crate::library::{Library, EMBEDDED_ELF_FORMAT, SYSTEM_ELF_FORMAT};
 use halo_hal::executable::{check_export_ordinal, unknown_format_error};
 use halo_hal::{Executable, ExecutableCache, ExecutableParams, ExportInfo, Result};
 use std::any::Any;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// An executable library prepared for the CPU drivers.
@@ -12,6 +13,8 @@ pub struct LocalExecutable {
     library: Library,
     exports: Vec<ExportInfo>,
     local_memory_sizes: Vec<u32>,
+    /// Measured nanoseconds per workgroup of each export (0 until measured), for scheduling.
+    workgroup_ns: Vec<AtomicU64>,
 }
 
 impl LocalExecutable {
@@ -30,11 +33,13 @@ impl LocalExecutable {
             });
             local_memory_sizes.push(attrs.local_memory_bytes);
         }
+        let workgroup_ns = exports.iter().map(|_| AtomicU64::new(0)).collect();
         Ok(LocalExecutable {
             format: params.format.to_string(),
             library,
             exports,
             local_memory_sizes,
+            workgroup_ns,
         })
     }
 
@@ -46,6 +51,24 @@ impl LocalExecutable {
     /// Cached information about export `ordinal` (which the caller has validated).
     pub(crate) fn export(&self, ordinal: u32) -> &ExportInfo {
         &self.exports[ordinal as usize]
+    }
+
+    /// Measured cost of one workgroup of export `ordinal`, if any run was timed.
+    pub(crate) fn workgroup_ns(&self, ordinal: u32) -> Option<u64> {
+        Some(self.workgroup_ns[ordinal as usize].load(Ordering::Relaxed)).filter(|ns| *ns > 0)
+    }
+
+    /// Folds a timed run of `workgroups` workgroups into the export's cost estimate.
+    pub(crate) fn record_workgroup_time(&self, ordinal: u32, workgroups: u64, elapsed_ns: u64) {
+        if workgroups == 0 {
+            return;
+        }
+        let sample = (elapsed_ns / workgroups).max(1);
+        let slot = &self.workgroup_ns[ordinal as usize];
+        let old = slot.load(Ordering::Relaxed);
+        // An exponential average: recent runs dominate, one outlier does not.
+        let new = if old == 0 { sample } else { (old * 3 + sample) / 4 };
+        slot.store(new.max(1), Ordering::Relaxed);
     }
 
     /// Workgroup-local scratch bytes export `ordinal` needs.

@@ -1,4 +1,4 @@
-//! CPU executables and the CPU drivers (`local-sync`; `local-task` builds on the same pieces).
+//! CPU executables and the CPU drivers, `local-sync` and `local-task`.
 //!
 //! How HAL concepts map onto the CPU:
 //! - executables are IREE executable libraries: `embedded-elf-x86_64` mapped by halo's own ELF
@@ -21,11 +21,13 @@ pub mod float_mode;
 pub mod library;
 pub mod sync;
 mod system_library;
+pub mod task;
 
 use halo_hal::DriverRegistry;
 use std::sync::Arc;
 
-/// Registers the CPU drivers (`local-sync`) with `registry`.
+/// Registers the CPU drivers (`local-sync`, `local-task`) with `registry`.
 pub fn register_drivers(registry: &mut DriverRegistry) {
     registry.register(sync::driver::DRIVER_NAME, Box::new(|| Ok(Arc::new(sync::SyncDriver))));
+    registry.register(task::driver::DRIVER_NAME, Box::new(|| Ok(Arc::new(task::TaskDriver))));
 }

@@ -1,0 +1,123 @@
+//! The `local-task` device: queue operations become submissions on a shared worker pool.
+
+use super::driver::{TaskDeviceOptions, DRIVER_NAME};
+use super::executor::{on_worker_thread, Executor};
+use super::submission::{Queue, Work};
+use crate::executable::LocalExecutableCache;
+use halo_hal::device::query_common_i64;
+use halo_hal::{
+    Allocator, Binding, Buffer, BufferParams, CommandBuffer, Device, DeviceInfo, ExecutableCache, Fence, HeapAllocator,
+    QueueAffinity, Result, Timeout,
+};
+use std::any::Any;
+use std::sync::Arc;
+
+/// A device whose work runs on a pool of worker threads.
+///
+/// Dropping it cancels submissions still waiting on their fences (their signal semaphores fail
+/// with `CANCELLED`), lets started ones finish, then stops the workers.
+pub struct TaskDevice {
+    info: DeviceInfo,
+    allocator: HeapAllocator,
+    queue: Arc<Queue>,
+}
+
+impl TaskDevice {
+    /// Starts the device's workers.
+    pub fn new(info: DeviceInfo, options: &TaskDeviceOptions) -> Result<Self> {
+        let executor = Executor::new(&options.executor)?;
+        Ok(TaskDevice {
+            info,
+            allocator: HeapAllocator::new(),
+            queue: Queue::new(executor, options.scheduling.clone()),
+        })
+    }
+
+    /// Number of worker threads.
+    pub fn worker_count(&self) -> usize {
+        self.queue.executor.worker_count()
+    }
+}
+
+impl Drop for TaskDevice {
+    fn drop(&mut self) {
+        self.queue.cancel_pending();
+        if !on_worker_thread() {
+            let _ = self.queue.wait_idle(Timeout::Infinite);
+        }
+        self.queue.executor.shutdown();
+    }
+}
+
+impl Device for TaskDevice {
+    fn driver_name(&self) -> &str {
+        DRIVER_NAME
+    }
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+    fn allocator(&self) -> &dyn Allocator {
+        &self.allocator
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn query_i64(&self, category: &str, key: &str) -> Result<i64> {
+        query_common_i64(self, &LocalExecutableCache, category, key)
+    }
+
+    fn create_executable_cache(&self) -> Result<Arc<dyn ExecutableCache>> {
+        Ok(Arc::new(LocalExecutableCache))
+    }
+
+    fn queue_execute(
+        &self,
+        _queue_affinity: QueueAffinity,
+        wait: &Fence,
+        signal: &Fence,
+        command_buffer: Option<&Arc<CommandBuffer>>,
+        binding_table: &[Binding],
+    ) -> Result<()> {
+        let work = match command_buffer {
+            Some(command_buffer) => {
+                command_buffer.validate_submission(binding_table)?;
+                Work::Execute {
+                    command_buffer: command_buffer.clone(),
+                    table: binding_table.into(),
+                }
+            }
+            None => Work::Barrier,
+        };
+        self.queue.submit(wait, signal.clone(), work);
+        Ok(())
+    }
+
+    fn queue_alloca(
+        &self,
+        _queue_affinity: QueueAffinity,
+        wait: &Fence,
+        signal: &Fence,
+        params: BufferParams,
+        size: u64,
+    ) -> Result<Buffer> {
+        let buffer = self.allocator.allocate_buffer(params, size)?;
+        self.queue.submit(wait, signal.clone(), Work::Barrier);
+        Ok(buffer)
+    }
+
+    fn queue_dealloca(
+        &self,
+        _queue_affinity: QueueAffinity,
+        wait: &Fence,
+        signal: &Fence,
+        buffer: &Buffer,
+    ) -> Result<()> {
+        self.queue.submit(wait, signal.clone(), Work::Release(buffer.clone()));
+        Ok(())
+    }
+
+    fn wait_idle(&self, timeout: Timeout) -> Result<()> {
+        self.queue.wait_idle(timeout)
+    }
+}

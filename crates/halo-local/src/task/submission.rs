@@ -1,0 +1,249 @@
+//! Queue operations on `local-task`: each waits for its fence, runs its regions, then signals.
+//!
+//! Readiness arrives as a semaphore callback on whichever thread signalled. Ready submissions are
+//! run through a per-thread trampoline so that a chain of submissions releasing each other never
+//! recurses deeper than one level. Regions cheap enough to run where they are (by the measured
+//! cost of their kernels) run on the current thread; larger ones become executor jobs whose
+//! completion continues with the next region.
+
+use super::executor::{Executor, Job, WorkerContext};
+use super::region::Region;
+use crate::command_buffer::HostProgram;
+use crate::float_mode::FlushDenormals;
+use halo_hal::{Binding, Buffer, CommandBuffer, Error, Fence, Result, Timeout};
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::time::Instant;
+
+/// Scheduling settings of a `local-task` device.
+#[derive(Debug, Clone)]
+pub struct SchedulingOptions {
+    /// Regions estimated below this many nanoseconds run on the thread that reaches them.
+    pub inline_ns: u64,
+}
+
+impl Default for SchedulingOptions {
+    fn default() -> Self {
+        SchedulingOptions { inline_ns: 20_000 }
+    }
+}
+
+/// State shared by a device and its submissions.
+pub struct Queue {
+    pub(crate) executor: Executor,
+    options: SchedulingOptions,
+    in_flight: Mutex<u64>,
+    idle: Condvar,
+    pending: Mutex<Vec<Weak<Submission>>>,
+}
+
+/// What a submission does once its waits are met.
+pub enum Work {
+    /// Nothing: a barrier (or an allocation that is already usable).
+    Barrier,
+    /// Releases a buffer reference (queue dealloca).
+    Release(Buffer),
+    /// Runs a command buffer with a binding table.
+    Execute {
+        /// The command buffer.
+        command_buffer: Arc<CommandBuffer>,
+        /// Buffers for its slots.
+        table: Arc<[Binding]>,
+    },
+}
+
+/// One queue operation in flight.
+pub struct Submission {
+    queue: Arc<Queue>,
+    signal: Fence,
+    work: Work,
+    started: AtomicBool,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+thread_local! {
+    /// Submissions made ready on this thread while it is already running one.
+    static READY: RefCell<Option<VecDeque<Arc<Submission>>>> = const { RefCell::new(None) };
+    /// Scratch and processor id for tiles run on this thread outside the executor's workers.
+    static CONTEXT: RefCell<WorkerContext> = RefCell::new(WorkerContext::new(0));
+}
+
+impl Queue {
+    /// A queue running on `executor`.
+    pub fn new(executor: Executor, options: SchedulingOptions) -> Arc<Self> {
+        Arc::new(Queue {
+            executor,
+            options,
+            in_flight: Mutex::new(0),
+            idle: Condvar::new(),
+            pending: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Queues `work` to run after `wait`, signalling `signal` when done.
+    pub fn submit(self: &Arc<Self>, wait: &Fence, signal: Fence, work: Work) {
+        *lock(&self.in_flight) += 1;
+        let submission = Arc::new(Submission {
+            queue: self.clone(),
+            signal,
+            work,
+            started: AtomicBool::new(false),
+        });
+        {
+            let mut pending = lock(&self.pending);
+            pending.retain(|weak| weak.strong_count() > 0);
+            pending.push(Arc::downgrade(&submission));
+        }
+        wait.on_reached(move |outcome| submission.ready(outcome));
+    }
+
+    /// Blocks until nothing is in flight.
+    pub fn wait_idle(&self, timeout: Timeout) -> Result<()> {
+        let mut in_flight = lock(&self.in_flight);
+        while *in_flight > 0 {
+            in_flight = match timeout {
+                Timeout::Infinite => self.idle.wait(in_flight).unwrap_or_else(|p| p.into_inner()),
+                Timeout::Immediate => break,
+                Timeout::Deadline(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        break;
+                    }
+                    self.idle
+                        .wait_timeout(in_flight, deadline - now)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0
+                }
+            };
+        }
+        match *in_flight {
+            0 => Ok(()),
+            n => Err(Error::deadline_exceeded(format!("{n} submissions still in flight"))),
+        }
+    }
+
+    /// Fails every submission whose waits have not been met yet (the device is going away).
+    pub fn cancel_pending(&self) {
+        let pending: Vec<_> = lock(&self.pending)
+            .drain(..)
+            .filter_map(|weak| weak.upgrade())
+            .collect();
+        for submission in pending {
+            if !submission.started.swap(true, Ordering::AcqRel) {
+                submission.finish(Err(Error::cancelled(
+                    "the device was dropped before this submission started",
+                )));
+            }
+        }
+    }
+}
+
+impl Submission {
+    fn ready(self: Arc<Self>, outcome: Result<()>) {
+        if self.started.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if let Err(error) = outcome {
+            self.finish(Err(error));
+            return;
+        }
+        let nested = READY.with(|ready| match ready.borrow_mut().as_mut() {
+            Some(queue) => {
+                queue.push_back(self.clone());
+                true
+            }
+            None => false,
+        });
+        if nested {
+            return;
+        }
+        READY.with(|ready| *ready.borrow_mut() = Some(VecDeque::new()));
+        let mut next = Some(self);
+        while let Some(submission) = next {
+            submission.start();
+            next = READY.with(|ready| ready.borrow_mut().as_mut().and_then(VecDeque::pop_front));
+        }
+        READY.with(|ready| *ready.borrow_mut() = None);
+    }
+
+    fn start(self: Arc<Self>) {
+        match &self.work {
+            Work::Barrier | Work::Release(_) => self.finish(Ok(())),
+            Work::Execute { .. } => self.advance(0),
+        }
+    }
+
+    /// Runs regions from `index` on: inline while they are cheap, else as a job that resumes here.
+    fn advance(self: Arc<Self>, mut index: usize) {
+        let Work::Execute { command_buffer, table } = &self.work else {
+            unreachable!("only executes have regions")
+        };
+        let program = match command_buffer.driver_cache(HostProgram::build) {
+            Ok(program) => program,
+            Err(error) => return self.finish(Err(error)),
+        };
+        let max_concurrency = (self.queue.executor.worker_count() + 1).min(u8::MAX as usize) as u8;
+        while let Some(ops) = program.regions.get(index) {
+            let region = match Region::build(
+                command_buffer.clone(),
+                program,
+                ops.clone(),
+                table.clone(),
+                max_concurrency,
+            ) {
+                Ok(region) => region,
+                Err(error) => return self.finish(Err(error)),
+            };
+            let tiles = region.tile_count();
+            let cheap = tiles <= 1
+                || region
+                    .estimated_ns()
+                    .is_some_and(|ns| ns <= self.queue.options.inline_ns);
+            if cheap {
+                let outcome = CONTEXT.with(|context| {
+                    let _flush = FlushDenormals::enter();
+                    super::executor::run_inline(&region, tiles, &mut context.borrow_mut())
+                });
+                if let Err(error) = outcome {
+                    return self.finish(Err(error));
+                }
+                index += 1;
+                continue;
+            }
+            let chunk = tiles.div_ceil(self.queue.executor.worker_count() as u64 * 4);
+            let this = self.clone();
+            let job = Job::new(
+                Box::new(region),
+                tiles,
+                chunk,
+                Box::new(move |outcome| match outcome {
+                    Ok(()) => this.advance(index + 1),
+                    Err(error) => this.finish(Err(error)),
+                }),
+            );
+            self.queue.executor.post(job);
+            return;
+        }
+        self.finish(Ok(()));
+    }
+
+    fn finish(&self, outcome: Result<()>) {
+        match outcome {
+            // A user may have failed the signal semaphore meanwhile; that failure stands.
+            Ok(()) => {
+                let _ = self.signal.signal();
+            }
+            Err(error) => self.signal.fail(&error),
+        }
+        let mut in_flight = lock(&self.queue.in_flight);
+        *in_flight -= 1;
+        if *in_flight == 0 {
+            self.queue.idle.notify_all();
+        }
+    }
+}
