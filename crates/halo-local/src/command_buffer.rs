@@ -1,68 +1,90 @@
-//! Executing recorded command buffers on the host, shared by the CPU drivers.
+//! Command buffers on the CPU: split at barriers into regions, resolved once where possible.
 //!
-//! A reusable command buffer is translated once into a [`HostProgram`] whose dispatches with
-//! direct bindings are already resolved, so resubmitting it costs only the kernel calls.
+//! A command buffer is translated once (and cached on it) into a [`HostProgram`]: regions whose
+//! commands name no binding-table slot are resolved up front, so resubmitting costs only the
+//! kernel calls; the others are resolved against each submission's binding table.
 
-use crate::dispatch::PreparedDispatch;
 use crate::float_mode::FlushDenormals;
-use halo_hal::{
-    host_transfer, Binding, BufferSource, Command, CommandBuffer, CommandBufferMode, DispatchCommand, Result,
-    ResultExt, WorkgroupCount,
-};
+use crate::region::Region;
+use crate::task::executor::{TileWork, WorkerContext};
+use halo_hal::{Binding, BufferRef, BufferSource, Command, CommandBuffer, Result, WorkgroupCount};
+use std::cell::RefCell;
+use std::ops::Range;
 use std::sync::Arc;
 
-/// One step of a host program.
-pub enum HostOp {
-    /// A command resolved at execution time (transfers, barriers, slot-bound dispatches).
-    Command(Command),
-    /// A dispatch resolved when the program was built.
-    Dispatch(Arc<PreparedDispatch>),
+/// One region of a program.
+pub enum RegionPlan {
+    /// Resolved when the program was built.
+    Fixed(Arc<Region>),
+    /// Names binding-table slots: resolved per submission from these commands.
+    PerSubmission(Range<usize>),
 }
 
-/// Commands ready to run on the host.
+/// A command buffer ready to run on the host.
 pub struct HostProgram {
-    /// The steps, in recorded order.
-    pub ops: Vec<HostOp>,
-    /// Ranges of `ops` between barriers: everything in one range may run concurrently.
-    pub regions: Vec<std::ops::Range<usize>>,
+    /// The regions, in order; a barrier separates each from the next.
+    pub regions: Vec<RegionPlan>,
 }
 
 impl HostProgram {
-    /// Translates `commands`, resolving what does not depend on the binding table.
+    /// Splits `commands` at barriers and resolves the regions that need no binding table.
     pub fn build(commands: &[Command]) -> Result<Self> {
-        let ops = commands
-            .iter()
-            .map(|command| match command {
-                Command::Dispatch(dispatch) if is_fixed(dispatch) => {
-                    PreparedDispatch::prepare(dispatch, &[]).map(|d| HostOp::Dispatch(Arc::new(d)))
-                }
-                other => Ok(HostOp::Command(other.clone())),
-            })
-            .collect::<Result<Vec<_>>>()?;
         let mut regions = Vec::new();
         let mut start = 0;
-        for (index, command) in commands.iter().enumerate() {
-            if matches!(command, Command::Barrier) {
-                if index > start {
-                    regions.push(start..index);
-                }
-                start = index + 1;
+        for end in commands
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| matches!(c, Command::Barrier).then_some(i))
+            .chain([commands.len()])
+        {
+            if end > start {
+                let range = start..end;
+                regions.push(if commands[range.clone()].iter().all(is_fixed) {
+                    RegionPlan::Fixed(Arc::new(Region::build(commands, range, Arc::from([]))?))
+                } else {
+                    RegionPlan::PerSubmission(range)
+                });
+            }
+            start = end + 1;
+        }
+        Ok(HostProgram { regions })
+    }
+
+    /// Region `index` for a submission with `table`.
+    pub fn region(&self, command_buffer: &CommandBuffer, index: usize, table: &Arc<[Binding]>) -> Result<Arc<Region>> {
+        match &self.regions[index] {
+            RegionPlan::Fixed(region) => Ok(region.clone()),
+            RegionPlan::PerSubmission(range) => {
+                Ok(Arc::new(Region::build(command_buffer.commands()?, range.clone(), table.clone())?))
             }
         }
-        if commands.len() > start {
-            regions.push(start..commands.len());
-        }
-        Ok(HostProgram { ops, regions })
     }
 }
 
-/// True when a dispatch names no binding-table slot and has a static grid.
-pub fn is_fixed(dispatch: &DispatchCommand) -> bool {
-    matches!(dispatch.workgroup_count, WorkgroupCount::Static(_))
-        && dispatch
-            .bindings
-            .iter()
-            .all(|b| matches!(b.source, BufferSource::Direct(_)))
+/// True when a command's buffers and grid are known at record time.
+fn is_fixed(command: &Command) -> bool {
+    let direct = |r: &BufferRef| matches!(r.source, BufferSource::Direct(_));
+    match command {
+        Command::Barrier => true,
+        Command::Fill { target, .. } | Command::Update { target, .. } => direct(target),
+        Command::Copy { source, target } => direct(source) && direct(target),
+        Command::Dispatch(dispatch) => {
+            matches!(dispatch.workgroup_count, WorkgroupCount::Static(_)) && dispatch.bindings.iter().all(direct)
+        }
+    }
+}
+
+thread_local! {
+    /// Scratch memory and processor id for tiles run outside the executor's workers.
+    static CONTEXT: RefCell<WorkerContext> = RefCell::new(WorkerContext::new(0, 1));
+}
+
+/// Runs every tile of `region` in order on the calling thread.
+pub fn run_region_inline(region: &Region) -> Result<()> {
+    CONTEXT.with(|context| {
+        let _flush = FlushDenormals::enter();
+        region.run_tiles(0..region.tile_count(), &mut context.borrow_mut())
+    })
 }
 
 /// Runs every command of `command_buffer` in order on the calling thread.
@@ -70,47 +92,10 @@ pub fn is_fixed(dispatch: &DispatchCommand) -> bool {
 /// The command buffer was validated when recorded and the binding table at submit; what can still
 /// fail here is a kernel reporting an error.
 pub fn execute_inline(command_buffer: &CommandBuffer, table: &[Binding]) -> Result<()> {
-    let _flush = FlushDenormals::enter();
-    if command_buffer.mode().contains(CommandBufferMode::ONE_SHOT) {
-        for (index, command) in command_buffer.commands()?.iter().enumerate() {
-            execute_command(command, table).with_context(|| format!("executing command {index}"))?;
-        }
-        return Ok(());
-    }
     let program = command_buffer.driver_cache(HostProgram::build)?;
-    for (index, op) in program.ops.iter().enumerate() {
-        match op {
-            HostOp::Command(command) => execute_command(command, table),
-            HostOp::Dispatch(dispatch) => dispatch.run_inline(),
-        }
-        .with_context(|| format!("executing command {index}"))?;
+    let table: Arc<[Binding]> = table.into();
+    for index in 0..program.regions.len() {
+        run_region_inline(program.region(command_buffer, index, &table)?.as_ref())?;
     }
     Ok(())
-}
-
-/// Runs one command on the calling thread (with denormal flushing already on).
-pub fn execute_command(command: &Command, table: &[Binding]) -> Result<()> {
-    match command {
-        Command::Barrier => Ok(()),
-        Command::Fill { target, pattern } => {
-            let target = target.resolve(table)?;
-            host_transfer::fill(&target.buffer, target.offset, target.length, pattern)
-        }
-        Command::Update { data, target } => {
-            let target = target.resolve(table)?;
-            host_transfer::update(data, &target.buffer, target.offset)
-        }
-        Command::Copy { source, target } => {
-            let source = source.resolve(table)?;
-            let target = target.resolve(table)?;
-            host_transfer::copy(
-                &source.buffer,
-                source.offset,
-                &target.buffer,
-                target.offset,
-                source.length,
-            )
-        }
-        Command::Dispatch(dispatch) => PreparedDispatch::prepare(dispatch, table)?.run_inline(),
-    }
 }

@@ -188,11 +188,6 @@ impl PreparedDispatch {
         Ok(())
     }
 
-    /// Runs the whole grid on the calling thread (with denormal flushing on).
-    pub fn run_inline(&self) -> Result<()> {
-        let mut local_memory = vec![0u8; self.local_memory_size as usize];
-        self.run_workgroups(&self.state, 0, self.workgroup_total(), 0, &mut local_memory)
-    }
 }
 
 fn read_workgroup_count(reference: &halo_hal::BufferRef, table: &[Binding]) -> Result<[u32; 3]> {

@@ -19,6 +19,7 @@ mod elf;
 pub mod executable;
 pub mod float_mode;
 pub mod library;
+pub mod region;
 pub mod sync;
 mod system_library;
 pub mod task;

@@ -39,16 +39,15 @@ impl Default for ExecutorOptions {
 pub struct WorkerContext {
     /// Logical processor id (worker index).
     pub processor_id: u32,
+    /// How many threads may run workgroups of one dispatch at once (the ABI's `max_concurrency`).
+    pub max_concurrency: u8,
     scratch: Vec<u8>,
 }
 
 impl WorkerContext {
-    /// A context for processor `processor_id`.
-    pub fn new(processor_id: u32) -> Self {
-        WorkerContext {
-            processor_id,
-            scratch: Vec::new(),
-        }
+    /// A context for processor `processor_id` of `max_concurrency`.
+    pub fn new(processor_id: u32, max_concurrency: u8) -> Self {
+        WorkerContext { processor_id, max_concurrency, scratch: Vec::new() }
     }
 
     /// Zeroed-on-first-use scratch memory of at least `bytes` bytes, reused across tiles.
@@ -65,6 +64,12 @@ pub trait TileWork: Send + Sync {
     /// Runs tiles `[tiles.start, tiles.end)`; tiles of one job may run concurrently on different
     /// threads.
     fn run_tiles(&self, tiles: Range<u64>, context: &mut WorkerContext) -> Result<()>;
+}
+
+impl<T: TileWork + ?Sized> TileWork for Arc<T> {
+    fn run_tiles(&self, tiles: Range<u64>, context: &mut WorkerContext) -> Result<()> {
+        (**self).run_tiles(tiles, context)
+    }
 }
 
 /// Called once with the job's outcome by the thread that finished its last tile.
@@ -133,11 +138,6 @@ impl Job {
             completion(outcome);
         }
     }
-}
-
-/// Runs all `tiles` tiles of `work` on the calling thread (which has denormal flushing on).
-pub fn run_inline(work: &dyn TileWork, tiles: u64, context: &mut WorkerContext) -> Result<()> {
-    work.run_tiles(0..tiles, context)
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -221,7 +221,7 @@ impl Executor {
                     if let Some(core) = core {
                         core_affinity::set_for_current(core);
                     }
-                    worker_loop(&shared, index as u32)
+                    worker_loop(&shared, index as u32, worker_count.min(u8::MAX as usize) as u8)
                 })
                 .map_err(|e| Error::resource_exhausted(format!("cannot start worker thread {index}: {e}")))?;
             threads.push(thread);
@@ -273,9 +273,9 @@ impl Drop for Executor {
     }
 }
 
-fn worker_loop(shared: &Shared, processor_id: u32) {
+fn worker_loop(shared: &Shared, processor_id: u32, max_concurrency: u8) {
     IS_WORKER.with(|flag| flag.set(true));
-    let mut context = WorkerContext::new(processor_id);
+    let mut context = WorkerContext::new(processor_id, max_concurrency);
     let _flush = crate::float_mode::FlushDenormals::enter();
     loop {
         if let Some(job) = shared.next_job() {

@@ -12,7 +12,6 @@
 mod device;
 pub mod driver;
 pub mod executor;
-mod region;
 pub mod submission;
 
 pub use device::TaskDevice;

@@ -6,10 +6,8 @@
 //! cost of their kernels) run on the current thread; larger ones become executor jobs whose
 //! completion continues with the next region.
 
-use super::executor::{Executor, Job, WorkerContext};
-use super::region::Region;
-use crate::command_buffer::HostProgram;
-use crate::float_mode::FlushDenormals;
+use super::executor::{Executor, Job};
+use crate::command_buffer::{run_region_inline, HostProgram};
 use halo_hal::{Binding, Buffer, CommandBuffer, Error, Fence, Result, Timeout};
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -69,8 +67,6 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 thread_local! {
     /// Submissions made ready on this thread while it is already running one.
     static READY: RefCell<Option<VecDeque<Arc<Submission>>>> = const { RefCell::new(None) };
-    /// Scratch and processor id for tiles run on this thread outside the executor's workers.
-    static CONTEXT: RefCell<WorkerContext> = RefCell::new(WorkerContext::new(0));
 }
 
 impl Queue {
@@ -180,36 +176,20 @@ impl Submission {
 
     /// Runs regions from `index` on: inline while they are cheap, else as a job that resumes here.
     fn advance(self: Arc<Self>, mut index: usize) {
-        let Work::Execute { command_buffer, table } = &self.work else {
-            unreachable!("only executes have regions")
-        };
+        let Work::Execute { command_buffer, table } = &self.work else { unreachable!("only executes have regions") };
         let program = match command_buffer.driver_cache(HostProgram::build) {
             Ok(program) => program,
             Err(error) => return self.finish(Err(error)),
         };
-        let max_concurrency = (self.queue.executor.worker_count() + 1).min(u8::MAX as usize) as u8;
-        while let Some(ops) = program.regions.get(index) {
-            let region = match Region::build(
-                command_buffer.clone(),
-                program,
-                ops.clone(),
-                table.clone(),
-                max_concurrency,
-            ) {
+        while index < program.regions.len() {
+            let region = match program.region(command_buffer, index, table) {
                 Ok(region) => region,
                 Err(error) => return self.finish(Err(error)),
             };
             let tiles = region.tile_count();
-            let cheap = tiles <= 1
-                || region
-                    .estimated_ns()
-                    .is_some_and(|ns| ns <= self.queue.options.inline_ns);
+            let cheap = tiles <= 1 || region.estimated_ns().is_some_and(|ns| ns <= self.queue.options.inline_ns);
             if cheap {
-                let outcome = CONTEXT.with(|context| {
-                    let _flush = FlushDenormals::enter();
-                    super::executor::run_inline(&region, tiles, &mut context.borrow_mut())
-                });
-                if let Err(error) = outcome {
+                if let Err(error) = run_region_inline(&region) {
                     return self.finish(Err(error));
                 }
                 index += 1;

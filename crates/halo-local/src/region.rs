@@ -1,0 +1,135 @@
+//! Regions: the commands between two barriers, as tiles any thread may run.
+//!
+//! Every workgroup of every dispatch in a region is one tile and every transfer another; all may
+//! run at once, since only barriers order commands. `local-sync` runs a region's tiles in order
+//! on the submitting thread; `local-task` spreads them over its workers.
+
+use crate::dispatch::PreparedDispatch;
+use crate::task::executor::{TileWork, WorkerContext};
+use halo_hal::{host_transfer, Binding, Command, Result, ResultExt};
+use std::ops::Range;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Timing every run would cost as much as a tiny kernel; once a cost is known, sample 1 in this.
+const TIMING_SAMPLE_PERIOD: u32 = 32;
+
+enum Item {
+    /// A dispatch; its tiles are its workgroups.
+    Dispatch { dispatch: PreparedDispatch, runs: AtomicU32 },
+    /// A transfer command: one tile, run by the host.
+    Transfer(Command),
+}
+
+/// The tiles of one region, resolved against one binding table.
+pub struct Region {
+    items: Vec<Item>,
+    /// First tile of each item; the last entry is the tile count.
+    starts: Vec<u64>,
+    /// Index of each item's command in the command buffer, for error messages.
+    command_indices: Vec<usize>,
+    table: Arc<[Binding]>,
+}
+
+impl Region {
+    /// Resolves `commands[range]` against `table` (which only slot references use).
+    pub fn build(commands: &[Command], range: Range<usize>, table: Arc<[Binding]>) -> Result<Self> {
+        let mut items = Vec::with_capacity(range.len());
+        let mut starts = vec![0];
+        let mut command_indices = Vec::with_capacity(range.len());
+        for index in range {
+            let (item, tiles) = match &commands[index] {
+                Command::Barrier => continue,
+                Command::Dispatch(dispatch) => {
+                    let dispatch =
+                        PreparedDispatch::prepare(dispatch, &table).with_context(|| format!("command {index}"))?;
+                    let tiles = dispatch.workgroup_total();
+                    (Item::Dispatch { dispatch, runs: AtomicU32::new(0) }, tiles)
+                }
+                transfer => (Item::Transfer(transfer.clone()), 1),
+            };
+            starts.push(starts.last().copied().unwrap_or(0) + tiles);
+            items.push(item);
+            command_indices.push(index);
+        }
+        Ok(Region { items, starts, command_indices, table })
+    }
+
+    /// Number of tiles.
+    pub fn tile_count(&self) -> u64 {
+        self.starts.last().copied().unwrap_or(0)
+    }
+
+    /// Estimated cost in nanoseconds, `None` while some dispatch has never been timed.
+    pub fn estimated_ns(&self) -> Option<u64> {
+        self.items.iter().try_fold(0u64, |total, item| match item {
+            Item::Dispatch { dispatch, .. } => {
+                dispatch.workgroup_ns().map(|ns| total.saturating_add(ns.saturating_mul(dispatch.workgroup_total())))
+            }
+            // Command buffer transfers are small updates or memory-bandwidth fills and copies.
+            Item::Transfer(_) => Some(total + 1_000),
+        })
+    }
+
+    fn run_item(&self, index: usize, tiles: Range<u64>, context: &mut WorkerContext) -> Result<()> {
+        match &self.items[index] {
+            Item::Dispatch { dispatch, runs } => {
+                // A plain load and store: a lost increment between racing threads only shifts the
+                // sampling, and avoids a locked instruction per run.
+                let run = runs.load(Ordering::Relaxed);
+                runs.store(run.wrapping_add(1), Ordering::Relaxed);
+                let timed = run.is_multiple_of(TIMING_SAMPLE_PERIOD) || dispatch.workgroup_ns().is_none();
+                let started = timed.then(Instant::now);
+                let state = dispatch.state(context.max_concurrency);
+                let processor_id = context.processor_id;
+                let scratch = context.scratch(dispatch.local_memory_size() as usize);
+                dispatch.run_workgroups(&state, tiles.start, tiles.end - tiles.start, processor_id, scratch)?;
+                if let Some(started) = started {
+                    dispatch.record_time(tiles.end - tiles.start, started.elapsed().as_nanos() as u64);
+                }
+                Ok(())
+            }
+            Item::Transfer(command) => execute_transfer(command, &self.table),
+        }
+    }
+}
+
+impl TileWork for Region {
+    fn run_tiles(&self, tiles: Range<u64>, context: &mut WorkerContext) -> Result<()> {
+        let first_item = self.starts.partition_point(|start| *start <= tiles.start).saturating_sub(1);
+        for index in first_item..self.items.len() {
+            let item_tiles = self.starts[index]..self.starts[index + 1];
+            if item_tiles.start >= tiles.end {
+                break;
+            }
+            let first = tiles.start.max(item_tiles.start) - item_tiles.start;
+            let last = tiles.end.min(item_tiles.end) - item_tiles.start;
+            if first < last {
+                self.run_item(index, first..last, context)
+                    .with_context(|| format!("executing command {}", self.command_indices[index]))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs a fill, update or copy on the calling thread.
+pub fn execute_transfer(command: &Command, table: &[Binding]) -> Result<()> {
+    match command {
+        Command::Fill { target, pattern } => {
+            let target = target.resolve(table)?;
+            host_transfer::fill(&target.buffer, target.offset, target.length, pattern)
+        }
+        Command::Update { data, target } => {
+            let target = target.resolve(table)?;
+            host_transfer::update(data, &target.buffer, target.offset)
+        }
+        Command::Copy { source, target } => {
+            let source = source.resolve(table)?;
+            let target = target.resolve(table)?;
+            host_transfer::copy(&source.buffer, source.offset, &target.buffer, target.offset, source.length)
+        }
+        Command::Barrier | Command::Dispatch(_) => unreachable!("regions hold only transfers here"),
+    }
+}
