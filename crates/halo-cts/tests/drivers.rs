@@ -31,3 +31,16 @@ static LOCAL_TASK: Manifest = Manifest {
 };
 
 cts_suite!(local_task, LOCAL_TASK, super::create_device);
+
+/// `local-task` with every multi-tile region handed to the workers, so the suite exercises the
+/// parallel path too (the default runs regions this cheap on the submitting thread).
+static LOCAL_TASK_PARALLEL: Manifest = Manifest {
+    driver: "local-task",
+    device_uri: "local-task://?inline_ns=0",
+    executable_format: "embedded-elf-x86_64",
+    tags: &[Tag::AsyncQueue],
+    unsupported: &[],
+    expected_failures: &[],
+};
+
+cts_suite!(local_task_parallel, LOCAL_TASK_PARALLEL, super::create_device);

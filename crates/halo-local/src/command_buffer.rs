@@ -54,9 +54,11 @@ impl HostProgram {
     pub fn region(&self, command_buffer: &CommandBuffer, index: usize, table: &Arc<[Binding]>) -> Result<Arc<Region>> {
         match &self.regions[index] {
             RegionPlan::Fixed(region) => Ok(region.clone()),
-            RegionPlan::PerSubmission(range) => {
-                Ok(Arc::new(Region::build(command_buffer.commands()?, range.clone(), table.clone())?))
-            }
+            RegionPlan::PerSubmission(range) => Ok(Arc::new(Region::build(
+                command_buffer.commands()?,
+                range.clone(),
+                table.clone(),
+            )?)),
         }
     }
 }

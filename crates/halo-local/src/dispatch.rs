@@ -187,7 +187,6 @@ impl PreparedDispatch {
         }
         Ok(())
     }
-
 }
 
 fn read_workgroup_count(reference: &halo_hal::BufferRef, table: &[Binding]) -> Result<[u32; 3]> {

@@ -1,6 +1,6 @@
 //! CPU executables: a loaded executable library wrapped as a HAL executable, and its cache.
 
-use crate::library::{Library, EMBEDDED_ELF_FORMAT, SYSTEM_ELF_FORMAT};
+use crate::library::{HostImport, Library, EMBEDDED_ELF_FORMAT, SYSTEM_ELF_FORMAT};
 use halo_hal::executable::{check_export_ordinal, unknown_format_error};
 use halo_hal::{Executable, ExecutableCache, ExecutableParams, ExportInfo, Result};
 use std::any::Any;
@@ -18,9 +18,9 @@ pub struct LocalExecutable {
 }
 
 impl LocalExecutable {
-    /// Loads `params.data` in `params.format`.
-    pub fn load(params: &ExecutableParams<'_>) -> Result<Self> {
-        let library = Library::load(params.format, params.data, params.constants)?;
+    /// Loads `params.data` in `params.format`, resolving its imports from `imports`.
+    pub fn load(params: &ExecutableParams<'_>, imports: &[HostImport]) -> Result<Self> {
+        let library = Library::load_with_imports(params.format, params.data, params.constants, imports)?;
         let mut exports = Vec::new();
         let mut local_memory_sizes = Vec::new();
         for ordinal in 0..library.export_count() {
@@ -94,8 +94,17 @@ impl Executable for LocalExecutable {
 }
 
 /// Prepares `embedded-elf-x86_64` and `system-elf-x86_64` executables.
-#[derive(Default)]
-pub struct LocalExecutableCache;
+#[derive(Default, Clone)]
+pub struct LocalExecutableCache {
+    imports: Arc<[HostImport]>,
+}
+
+impl LocalExecutableCache {
+    /// A cache whose executables may import the host functions in `imports`.
+    pub fn new(imports: Arc<[HostImport]>) -> Self {
+        LocalExecutableCache { imports }
+    }
+}
 
 impl ExecutableCache for LocalExecutableCache {
     fn can_prepare_format(&self, format: &str) -> bool {
@@ -110,6 +119,6 @@ impl ExecutableCache for LocalExecutableCache {
         if !self.can_prepare_format(params.format) {
             return Err(unknown_format_error(params.format, &self.supported_formats()));
         }
-        Ok(Arc::new(LocalExecutable::load(params)?))
+        Ok(Arc::new(LocalExecutable::load(params, &self.imports)?))
     }
 }

@@ -17,7 +17,10 @@ const TIMING_SAMPLE_PERIOD: u32 = 32;
 
 enum Item {
     /// A dispatch; its tiles are its workgroups.
-    Dispatch { dispatch: PreparedDispatch, runs: AtomicU32 },
+    Dispatch {
+        dispatch: PreparedDispatch,
+        runs: AtomicU32,
+    },
     /// A transfer command: one tile, run by the host.
     Transfer(Command),
 }
@@ -45,7 +48,13 @@ impl Region {
                     let dispatch =
                         PreparedDispatch::prepare(dispatch, &table).with_context(|| format!("command {index}"))?;
                     let tiles = dispatch.workgroup_total();
-                    (Item::Dispatch { dispatch, runs: AtomicU32::new(0) }, tiles)
+                    (
+                        Item::Dispatch {
+                            dispatch,
+                            runs: AtomicU32::new(0),
+                        },
+                        tiles,
+                    )
                 }
                 transfer => (Item::Transfer(transfer.clone()), 1),
             };
@@ -53,7 +62,12 @@ impl Region {
             items.push(item);
             command_indices.push(index);
         }
-        Ok(Region { items, starts, command_indices, table })
+        Ok(Region {
+            items,
+            starts,
+            command_indices,
+            table,
+        })
     }
 
     /// Number of tiles.
@@ -64,9 +78,9 @@ impl Region {
     /// Estimated cost in nanoseconds, `None` while some dispatch has never been timed.
     pub fn estimated_ns(&self) -> Option<u64> {
         self.items.iter().try_fold(0u64, |total, item| match item {
-            Item::Dispatch { dispatch, .. } => {
-                dispatch.workgroup_ns().map(|ns| total.saturating_add(ns.saturating_mul(dispatch.workgroup_total())))
-            }
+            Item::Dispatch { dispatch, .. } => dispatch
+                .workgroup_ns()
+                .map(|ns| total.saturating_add(ns.saturating_mul(dispatch.workgroup_total()))),
             // Command buffer transfers are small updates or memory-bandwidth fills and copies.
             Item::Transfer(_) => Some(total + 1_000),
         })
@@ -97,7 +111,10 @@ impl Region {
 
 impl TileWork for Region {
     fn run_tiles(&self, tiles: Range<u64>, context: &mut WorkerContext) -> Result<()> {
-        let first_item = self.starts.partition_point(|start| *start <= tiles.start).saturating_sub(1);
+        let first_item = self
+            .starts
+            .partition_point(|start| *start <= tiles.start)
+            .saturating_sub(1);
         for index in first_item..self.items.len() {
             let item_tiles = self.starts[index]..self.starts[index + 1];
             if item_tiles.start >= tiles.end {
@@ -128,7 +145,13 @@ pub fn execute_transfer(command: &Command, table: &[Binding]) -> Result<()> {
         Command::Copy { source, target } => {
             let source = source.resolve(table)?;
             let target = target.resolve(table)?;
-            host_transfer::copy(&source.buffer, source.offset, &target.buffer, target.offset, source.length)
+            host_transfer::copy(
+                &source.buffer,
+                source.offset,
+                &target.buffer,
+                target.offset,
+                source.length,
+            )
         }
         Command::Barrier | Command::Dispatch(_) => unreachable!("regions hold only transfers here"),
     }

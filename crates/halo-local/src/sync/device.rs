@@ -3,6 +3,7 @@
 use super::driver::DRIVER_NAME;
 use crate::command_buffer::execute_inline;
 use crate::executable::LocalExecutableCache;
+use crate::library::HostImport;
 use halo_hal::device::query_common_i64;
 use halo_hal::{
     Allocator, Binding, Buffer, BufferParams, CommandBuffer, Device, DeviceInfo, ExecutableCache, Fence, HeapAllocator,
@@ -15,14 +16,16 @@ use std::sync::Arc;
 pub struct SyncDevice {
     info: DeviceInfo,
     allocator: HeapAllocator,
+    executables: LocalExecutableCache,
 }
 
 impl SyncDevice {
-    /// A device with identity `info`.
-    pub fn new(info: DeviceInfo) -> Self {
+    /// A device with identity `info` whose executables may import the host functions `imports`.
+    pub fn new(info: DeviceInfo, imports: Arc<[HostImport]>) -> Self {
         SyncDevice {
             info,
             allocator: HeapAllocator::new(),
+            executables: LocalExecutableCache::new(imports),
         }
     }
 
@@ -56,11 +59,11 @@ impl Device for SyncDevice {
     }
 
     fn query_i64(&self, category: &str, key: &str) -> Result<i64> {
-        query_common_i64(self, &LocalExecutableCache, category, key)
+        query_common_i64(self, &self.executables, category, key)
     }
 
     fn create_executable_cache(&self) -> Result<Arc<dyn ExecutableCache>> {
-        Ok(Arc::new(LocalExecutableCache))
+        Ok(Arc::new(self.executables.clone()))
     }
 
     fn queue_execute(

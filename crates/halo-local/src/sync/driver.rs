@@ -38,6 +38,6 @@ impl Driver for SyncDriver {
             )));
         }
         let info = select_device(DRIVER_NAME, &Self::devices(), path)?.clone();
-        Ok(Arc::new(SyncDevice::new(info)))
+        Ok(Arc::new(SyncDevice::new(info, Arc::from([]))))
     }
 }

@@ -19,6 +19,7 @@ use std::sync::Arc;
 pub struct TaskDevice {
     info: DeviceInfo,
     allocator: HeapAllocator,
+    executables: LocalExecutableCache,
     queue: Arc<Queue>,
 }
 
@@ -29,6 +30,7 @@ impl TaskDevice {
         Ok(TaskDevice {
             info,
             allocator: HeapAllocator::new(),
+            executables: LocalExecutableCache::new(options.imports.clone()),
             queue: Queue::new(executor, options.scheduling.clone()),
         })
     }
@@ -64,11 +66,11 @@ impl Device for TaskDevice {
     }
 
     fn query_i64(&self, category: &str, key: &str) -> Result<i64> {
-        query_common_i64(self, &LocalExecutableCache, category, key)
+        query_common_i64(self, &self.executables, category, key)
     }
 
     fn create_executable_cache(&self) -> Result<Arc<dyn ExecutableCache>> {
-        Ok(Arc::new(LocalExecutableCache))
+        Ok(Arc::new(self.executables.clone()))
     }
 
     fn queue_execute(

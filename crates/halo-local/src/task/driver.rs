@@ -3,6 +3,7 @@
 use super::device::TaskDevice;
 use super::executor::ExecutorOptions;
 use super::submission::SchedulingOptions;
+use crate::library::HostImport;
 use halo_hal::driver::select_device;
 use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, Result};
 use std::sync::Arc;
@@ -23,6 +24,8 @@ pub struct TaskDeviceOptions {
     pub executor: ExecutorOptions,
     /// Scheduling thresholds.
     pub scheduling: SchedulingOptions,
+    /// Host functions executables may import.
+    pub imports: Arc<[HostImport]>,
 }
 
 impl TaskDeviceOptions {

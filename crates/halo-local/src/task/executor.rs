@@ -47,7 +47,11 @@ pub struct WorkerContext {
 impl WorkerContext {
     /// A context for processor `processor_id` of `max_concurrency`.
     pub fn new(processor_id: u32, max_concurrency: u8) -> Self {
-        WorkerContext { processor_id, max_concurrency, scratch: Vec::new() }
+        WorkerContext {
+            processor_id,
+            max_concurrency,
+            scratch: Vec::new(),
+        }
     }
 
     /// Zeroed-on-first-use scratch memory of at least `bytes` bytes, reused across tiles.
@@ -392,6 +396,46 @@ mod tests {
         let executor = Executor::new(&options).unwrap();
         std::thread::sleep(Duration::from_millis(20));
         run(&executor, 1000, 1).1.unwrap();
+    }
+
+    /// Tiles that only finish when the other job's tile is running at the same time.
+    struct Rendezvous(Arc<AtomicUsize>);
+
+    impl TileWork for Rendezvous {
+        fn run_tiles(&self, _: Range<u64>, _: &mut WorkerContext) -> Result<()> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while self.0.load(Ordering::SeqCst) < 2 {
+                if Instant::now() > deadline {
+                    return Err(Error::deadline_exceeded("the other job never ran concurrently"));
+                }
+                std::hint::spin_loop();
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn independent_jobs_run_at_the_same_time() {
+        let executor = Executor::new(&ExecutorOptions {
+            worker_count: 2,
+            ..Default::default()
+        })
+        .unwrap();
+        let arrived = Arc::new(AtomicUsize::new(0));
+        let (tx, rx) = mpsc::channel();
+        for _ in 0..2 {
+            let tx = tx.clone();
+            executor.post(Job::new(
+                Box::new(Rendezvous(arrived.clone())),
+                1,
+                1,
+                Box::new(move |r| tx.send(r).unwrap()),
+            ));
+        }
+        for _ in 0..2 {
+            rx.recv_timeout(Duration::from_secs(20)).unwrap().unwrap();
+        }
     }
 
     #[test]

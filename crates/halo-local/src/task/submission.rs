@@ -176,7 +176,9 @@ impl Submission {
 
     /// Runs regions from `index` on: inline while they are cheap, else as a job that resumes here.
     fn advance(self: Arc<Self>, mut index: usize) {
-        let Work::Execute { command_buffer, table } = &self.work else { unreachable!("only executes have regions") };
+        let Work::Execute { command_buffer, table } = &self.work else {
+            unreachable!("only executes have regions")
+        };
         let program = match command_buffer.driver_cache(HostProgram::build) {
             Ok(program) => program,
             Err(error) => return self.finish(Err(error)),
@@ -187,7 +189,10 @@ impl Submission {
                 Err(error) => return self.finish(Err(error)),
             };
             let tiles = region.tile_count();
-            let cheap = tiles <= 1 || region.estimated_ns().is_some_and(|ns| ns <= self.queue.options.inline_ns);
+            let cheap = tiles <= 1
+                || region
+                    .estimated_ns()
+                    .is_some_and(|ns| ns <= self.queue.options.inline_ns);
             if cheap {
                 if let Err(error) = run_region_inline(&region) {
                     return self.finish(Err(error));

@@ -1,0 +1,362 @@
+//! Behaviour only `local-task` can show: concurrency, ordering under parallelism, failure
+//! isolation, stress and shutdown.
+
+use halo_hal::{
+    BufferParams, BufferRef, CommandBufferMode, CommandCategory, Device, DeviceInfo, DispatchCommand, Executable,
+    ExecutableParams, Fence, QueueAffinity, Semaphore, StatusCode, Timeout, WorkgroupCount,
+};
+use halo_local::library::HostImport;
+use halo_local::task::driver::TaskDeviceOptions;
+use halo_local::task::TaskDevice;
+use std::ffi::{c_int, c_void};
+use std::path::Path;
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+const ANY: QueueAffinity = QueueAffinity::ANY;
+const WAIT: Duration = Duration::from_secs(30);
+
+fn device_with(options: TaskDeviceOptions) -> Arc<TaskDevice> {
+    let info = DeviceInfo {
+        id: 0,
+        path: "0".into(),
+        name: "test".into(),
+    };
+    Arc::new(TaskDevice::new(info, &options).unwrap())
+}
+
+/// A device that never runs regions inline, so every dispatch goes through the workers.
+fn parallel_device() -> Arc<TaskDevice> {
+    let mut options = TaskDeviceOptions::default();
+    options.scheduling.inline_ns = 0;
+    options.executor.worker_count = 2;
+    device_with(options)
+}
+
+fn load(device: &dyn Device, path: &Path) -> Arc<dyn Executable> {
+    let data = std::fs::read(path).unwrap();
+    let params = ExecutableParams {
+        format: "embedded-elf-x86_64",
+        data: &data,
+        constants: &[],
+    };
+    device
+        .create_executable_cache()
+        .unwrap()
+        .prepare_executable(&params)
+        .unwrap()
+}
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/executables")
+        .join(name)
+}
+
+fn f32s(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+#[test]
+fn independent_submissions_do_not_wait_for_each_other() {
+    let device = parallel_device();
+    let (gate, first, second) = (
+        device.create_semaphore(0).unwrap(),
+        device.create_semaphore(0).unwrap(),
+        device.create_semaphore(0).unwrap(),
+    );
+    let (a, b) = (
+        device
+            .allocator()
+            .allocate_buffer(BufferParams::host_mappable(), 64)
+            .unwrap(),
+        device
+            .allocator()
+            .allocate_buffer(BufferParams::host_mappable(), 64)
+            .unwrap(),
+    );
+    device
+        .queue_fill(
+            ANY,
+            &Fence::at(gate.clone(), 1),
+            &Fence::at(first.clone(), 1),
+            &a,
+            0,
+            64,
+            &[1],
+        )
+        .unwrap();
+    device
+        .queue_fill(ANY, &Fence::new(), &Fence::at(second.clone(), 1), &b, 0, 64, &[2])
+        .unwrap();
+    second.wait(1, Timeout::from(WAIT)).unwrap();
+    assert_eq!(
+        first.query().unwrap(),
+        0,
+        "the gated submission ran before its gate opened"
+    );
+    assert_eq!(b.read_all().unwrap(), vec![2u8; 64]);
+    gate.signal(1).unwrap();
+    first.wait(1, Timeout::from(WAIT)).unwrap();
+    assert_eq!(a.read_all().unwrap(), vec![1u8; 64]);
+}
+
+#[test]
+fn barriers_order_parallel_dispatches() {
+    let device = parallel_device();
+    let executable = load(device.as_ref(), &fixture("multi_export.embedded-elf-x86_64.so"));
+    let buffers: Vec<_> = (0..2)
+        .map(|_| {
+            device
+                .allocator()
+                .allocate_buffer(BufferParams::host_mappable(), 32)
+                .unwrap()
+        })
+        .collect();
+    buffers[0]
+        .map_write(
+            0,
+            &[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+                .map(f32::to_le_bytes)
+                .concat(),
+        )
+        .unwrap();
+    let cb = device
+        .create_command_buffer(CommandBufferMode::empty(), CommandCategory::ANY, ANY, 0)
+        .unwrap();
+    cb.begin().unwrap();
+    // Ten rounds of: double buffer 0 in place (2 workgroups), then negate it into buffer 1 and
+    // back; each step reads what the previous one wrote, so a missing order shows in the result.
+    for _ in 0..10 {
+        let double = DispatchCommand {
+            executable: executable.clone(),
+            export: 1,
+            workgroup_count: WorkgroupCount::Static([2, 1, 1]),
+            constants: vec![],
+            bindings: vec![BufferRef::whole(&buffers[0])],
+        };
+        cb.dispatch(double).unwrap();
+        cb.execution_barrier().unwrap();
+        for (from, to) in [(0, 1), (1, 0)] {
+            let negate = DispatchCommand {
+                executable: executable.clone(),
+                export: 0,
+                workgroup_count: WorkgroupCount::Static([1, 1, 1]),
+                constants: vec![],
+                bindings: vec![BufferRef::whole(&buffers[from]), BufferRef::whole(&buffers[to])],
+            };
+            cb.dispatch(negate).unwrap();
+            cb.execution_barrier().unwrap();
+        }
+    }
+    cb.end().unwrap();
+    let done = device.create_semaphore(0).unwrap();
+    for round in 1..=3u64 {
+        device
+            .queue_execute(ANY, &Fence::new(), &Fence::at(done.clone(), round), Some(&cb), &[])
+            .unwrap();
+        done.wait(round, Timeout::from(WAIT)).unwrap();
+        let scale = 2f32.powi(10 * round as i32);
+        assert_eq!(
+            f32s(&buffers[0].read_all().unwrap()),
+            (1..=8).map(|i| i as f32 * scale).collect::<Vec<_>>()
+        );
+    }
+}
+
+#[test]
+fn ten_thousand_cross_dependent_submissions_from_four_threads() {
+    const THREADS: usize = 4;
+    const PER_THREAD: u64 = 2500;
+    let device = device_with(TaskDeviceOptions::default());
+    let semaphores: Arc<Vec<Arc<dyn Semaphore>>> =
+        Arc::new((0..THREADS).map(|_| device.create_semaphore(0).unwrap()).collect());
+    let buffers: Arc<Vec<_>> = Arc::new(
+        (0..THREADS)
+            .map(|_| {
+                device
+                    .allocator()
+                    .allocate_buffer(BufferParams::host_mappable(), PER_THREAD * 4)
+                    .unwrap()
+            })
+            .collect(),
+    );
+    // Submission (t, i) copies element i-1 of thread t+1's buffer into element i of its own, after
+    // its own previous submission and thread t+1's submission i-1; (t, 0) fills element 0 with t+1.
+    let threads: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (device, semaphores, buffers) = (device.clone(), semaphores.clone(), buffers.clone());
+            thread::spawn(move || {
+                let next = (t + 1) % THREADS;
+                for i in 0..PER_THREAD {
+                    let wait = Fence::join([
+                        &Fence::at(semaphores[t].clone(), i),
+                        &Fence::at(semaphores[next].clone(), i),
+                    ]);
+                    let signal = Fence::at(semaphores[t].clone(), i + 1);
+                    if i == 0 {
+                        device
+                            .queue_fill(ANY, &wait, &signal, &buffers[t], 0, 4, &(t as u32 + 1).to_le_bytes())
+                            .unwrap();
+                    } else {
+                        device
+                            .queue_copy(ANY, &wait, &signal, &buffers[next], (i - 1) * 4, &buffers[t], i * 4, 4)
+                            .unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    for (t, semaphore) in semaphores.iter().enumerate() {
+        semaphore.wait(PER_THREAD, Timeout::from(WAIT)).unwrap();
+        let values: Vec<u32> = buffers[t]
+            .read_all()
+            .unwrap()
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        let expected: Vec<u32> = (0..PER_THREAD as usize)
+            .map(|i| ((t + i) % THREADS) as u32 + 1)
+            .collect();
+        assert_eq!(values, expected, "thread {t}");
+    }
+    device.wait_idle(Timeout::from(WAIT)).unwrap();
+}
+
+#[test]
+fn dropping_the_device_cancels_waiting_work_and_finishes_running_work() {
+    let device = parallel_device();
+    let (gate, waiting, running) = (
+        device.create_semaphore(0).unwrap(),
+        device.create_semaphore(0).unwrap(),
+        device.create_semaphore(0).unwrap(),
+    );
+    let big = device
+        .allocator()
+        .allocate_buffer(BufferParams::host_mappable(), 64 << 20)
+        .unwrap();
+    device
+        .queue_fill(
+            ANY,
+            &Fence::new(),
+            &Fence::at(running.clone(), 1),
+            &big,
+            0,
+            64 << 20,
+            &[7],
+        )
+        .unwrap();
+    device
+        .queue_fill(
+            ANY,
+            &Fence::at(gate.clone(), 1),
+            &Fence::at(waiting.clone(), 1),
+            &big,
+            0,
+            4,
+            &[9],
+        )
+        .unwrap();
+    drop(device);
+    assert_eq!(
+        running.query().unwrap(),
+        1,
+        "started work finishes before the device goes away"
+    );
+    let error = waiting.wait(1, Timeout::from(WAIT)).unwrap_err();
+    assert_eq!(error.code(), StatusCode::Cancelled, "{error}");
+    // Opening the gate later must not run the cancelled work.
+    gate.signal(1).unwrap();
+    assert_eq!(&big.read_all().unwrap()[..4], &[7; 4]);
+}
+
+/// `out = halo_test_mul_add(i, k)`; fails with code 7 when k is 99.
+unsafe extern "C" fn mul_add(params: *mut c_void, _context: *mut c_void, _reserved: *mut c_void) -> c_int {
+    // SAFETY: the kernel passes its packed `{ i32 result; i32 a; i32 b; }` params.
+    unsafe {
+        let p = params.cast::<i32>();
+        let (a, b) = (*p.add(1), *p.add(2));
+        if b == 99 {
+            return 7;
+        }
+        *p = a * b + 1;
+    }
+    0
+}
+
+#[test]
+fn a_failing_kernel_fails_only_its_submission() {
+    let options = TaskDeviceOptions {
+        imports: Arc::from([HostImport::new("halo_test_mul_add", mul_add)]),
+        ..Default::default()
+    };
+    let device = device_with(options);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/library_import.embedded-elf-x86_64.so");
+    let executable = load(device.as_ref(), &path);
+    let run = |k: u32, signal: &Arc<dyn Semaphore>| {
+        let out = device
+            .allocator()
+            .allocate_buffer(BufferParams::host_mappable(), 32)
+            .unwrap();
+        let cb = device
+            .create_command_buffer(CommandBufferMode::ONE_SHOT, CommandCategory::ANY, ANY, 0)
+            .unwrap();
+        cb.begin().unwrap();
+        cb.dispatch(DispatchCommand {
+            executable: executable.clone(),
+            export: 0,
+            workgroup_count: WorkgroupCount::Static([1, 1, 1]),
+            constants: vec![k],
+            bindings: vec![BufferRef::whole(&out)],
+        })
+        .unwrap();
+        cb.end().unwrap();
+        device
+            .queue_execute(ANY, &Fence::new(), &Fence::at(signal.clone(), 1), Some(&cb), &[])
+            .unwrap();
+        out
+    };
+    let (failing, fine, after) = (
+        device.create_semaphore(0).unwrap(),
+        device.create_semaphore(0).unwrap(),
+        device.create_semaphore(0).unwrap(),
+    );
+    let downstream = device.create_semaphore(0).unwrap();
+    device
+        .queue_barrier(ANY, &Fence::at(failing.clone(), 1), &Fence::at(downstream.clone(), 1))
+        .unwrap();
+    run(99, &failing);
+    let out = run(3, &fine);
+    let error = failing.wait(1, Timeout::from(WAIT)).unwrap_err();
+    assert_eq!(error.code(), StatusCode::Internal, "{error}");
+    assert!(
+        error.to_string().contains("call_import") && error.to_string().contains("code 7"),
+        "{error}"
+    );
+    assert_eq!(
+        downstream.wait(1, Timeout::from(WAIT)).unwrap_err().code(),
+        StatusCode::Internal
+    );
+    fine.wait(1, Timeout::from(WAIT)).unwrap();
+    let values: Vec<i32> = out
+        .read_all()
+        .unwrap()
+        .chunks_exact(4)
+        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(values, (0..8).map(|i| 3 * i + 1).collect::<Vec<_>>());
+    let out = run(5, &after);
+    after.wait(1, Timeout::from(WAIT)).unwrap();
+    assert_eq!(
+        &out.read_all().unwrap()[4..8],
+        &6i32.to_le_bytes(),
+        "the device stays usable"
+    );
+}
