@@ -60,13 +60,14 @@ fn print_console(runs: &[BenchmarkRun]) {
     }
 }
 
+/// Google Benchmark's console rounding: more decimals for small values, always in nanoseconds.
 fn time(ns: f64) -> String {
-    if ns < 10_000.0 {
-        format!("{ns:.0} ns")
-    } else if ns < 10_000_000.0 {
-        format!("{:.0} us", ns / 1e3)
+    if ns < 10.0 {
+        format!("{ns:.2} ns")
+    } else if ns < 100.0 {
+        format!("{ns:.1} ns")
     } else {
-        format!("{:.0} ms", ns / 1e6)
+        format!("{ns:.0} ns")
     }
 }
 
@@ -134,6 +135,8 @@ mod tests {
         assert_eq!(entry["time_unit"], "ns");
         assert_eq!(entry["run_type"], "iteration");
         assert_eq!(time(104.2), "104 ns");
+        assert_eq!(time(86.44), "86.4 ns");
+        assert_eq!(time(129148174.2), "129148174 ns");
         assert_eq!(human(19.1652e6), "19.1652M");
     }
 }

@@ -3,8 +3,8 @@
 use crate::registry::DEFAULT_DEVICE;
 use clap::Args;
 use halo_hal::{
-    BufferParams, BufferRef, BufferView, Device, DispatchCommand, DriverRegistry, Error, Executable, ExecutableParams,
-    HostTensor, Result, ResultExt, WorkgroupCount,
+    BufferParams, BufferRef, BufferView, Device, DeviceUri, DispatchCommand, DriverRegistry, Error, Executable,
+    ExecutableParams, HostTensor, Result, ResultExt, WorkgroupCount,
 };
 use std::sync::Arc;
 
@@ -32,6 +32,12 @@ pub struct ExecutableArgs {
     /// A 32-bit dispatch constant (push constant); one per constant, in order.
     #[arg(long, allow_hyphen_values = true)]
     pub constant: Vec<String>,
+    /// Upper bound on `local-task` worker threads (IREE's topology flag).
+    #[arg(
+        long = "task_topology_max_group_count",
+        visible_alias = "task-topology-max-group-count"
+    )]
+    pub task_topology_max_group_count: Option<usize>,
     /// A 32-bit executable-level specialization constant.
     #[arg(
         long = "executable_constant",
@@ -68,7 +74,7 @@ pub struct DispatchSetup {
 impl ExecutableArgs {
     /// Creates the device, loads the executable and allocates the bindings.
     pub fn setup(&self, registry: &DriverRegistry) -> Result<DispatchSetup> {
-        let device = registry.create_device(&self.device)?;
+        let device = create_device(registry, &self.device, self.task_topology_max_group_count)?;
         let executable = self.load_executable(device.as_ref())?;
         let export = resolve_entry_point(executable.as_ref(), &self.entry_point)?;
         let workgroup_count = parse_workgroup_count(&self.workgroup_count)?;
@@ -116,6 +122,21 @@ impl ExecutableArgs {
             })
             .with_context(|| format!("preparing executable '{}'", self.executable_file))
     }
+}
+
+/// Creates the device `uri` names, capping `local-task` workers at `max_workers` if given.
+pub fn create_device(registry: &DriverRegistry, uri: &str, max_workers: Option<usize>) -> Result<Arc<dyn Device>> {
+    let mut parsed = DeviceUri::parse(uri)?;
+    if let (Some(max), "local-task") = (max_workers, parsed.driver.as_str()) {
+        let available = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        parsed
+            .params
+            .entry("workers".into())
+            .or_insert_with(|| max.clamp(1, available).to_string());
+    }
+    registry
+        .create_device_from(&parsed)
+        .with_context(|| format!("creating device '{uri}'"))
 }
 
 fn resolve_entry_point(executable: &dyn Executable, entry_point: &str) -> Result<u32> {

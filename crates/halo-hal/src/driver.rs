@@ -108,10 +108,13 @@ impl DriverRegistry {
 
     /// Creates the device a URI names.
     pub fn create_device(&self, uri: &str) -> Result<Arc<dyn Device>> {
-        let parsed = DeviceUri::parse(uri)?;
-        self.create_driver(&parsed.driver)?
-            .create_device(&parsed.path, &parsed.params)
+        self.create_device_from(&DeviceUri::parse(uri)?)
             .with_context(|| format!("creating device '{uri}'"))
+    }
+
+    /// Creates the device a parsed URI names.
+    pub fn create_device_from(&self, uri: &DeviceUri) -> Result<Arc<dyn Device>> {
+        self.create_driver(&uri.driver)?.create_device(&uri.path, &uri.params)
     }
 }
 

@@ -2,6 +2,7 @@
 
 use crate::{Error, Result, StatusCode};
 use std::any::Any;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
@@ -59,7 +60,16 @@ pub trait Semaphore: Send + Sync + 'static {
 pub struct TimelineSemaphore {
     state: Mutex<TimelineState>,
     changed: Condvar,
+    /// The value (or [`FAILED`]) readable without the lock, so waiters can spin on it.
+    published: AtomicU64,
 }
+
+/// `published` value meaning the semaphore failed.
+const FAILED: u64 = u64::MAX;
+
+/// How long a waiter spins on `published` before sleeping: waking a sleeping thread costs tens of
+/// microseconds on the machines halo is measured on, a spinning one about one (DESIGN.md).
+const WAIT_SPIN: Duration = Duration::from_micros(20);
 
 struct TimelineState {
     value: u64,
@@ -77,7 +87,26 @@ impl TimelineSemaphore {
                 timepoints: Vec::new(),
             }),
             changed: Condvar::new(),
+            published: AtomicU64::new(initial_value),
         })
+    }
+
+    /// Spins briefly until the value reaches `value` or the semaphore fails.
+    fn spin_until(&self, value: u64, timeout: Timeout) {
+        let start = Instant::now();
+        let limit = match timeout {
+            Timeout::Immediate => return,
+            Timeout::Infinite => WAIT_SPIN,
+            Timeout::Deadline(deadline) => WAIT_SPIN.min(deadline.saturating_duration_since(start)),
+        };
+        loop {
+            if self.published.load(Ordering::Acquire) >= value || start.elapsed() >= limit {
+                return;
+            }
+            for _ in 0..32 {
+                std::hint::spin_loop();
+            }
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, TimelineState> {
@@ -101,13 +130,14 @@ impl Semaphore for TimelineSemaphore {
             if let Some(failure) = &state.failure {
                 return Err(failure.clone());
             }
-            if value <= state.value {
+            if value <= state.value || value == FAILED {
                 return Err(Error::out_of_range(format!(
                     "semaphore signal to {value} does not advance its value {}",
                     state.value
                 )));
             }
             state.value = value;
+            self.published.store(value, Ordering::Release);
             let (ready, waiting) = std::mem::take(&mut state.timepoints)
                 .into_iter()
                 .partition(|(v, _)| *v <= value);
@@ -128,6 +158,7 @@ impl Semaphore for TimelineSemaphore {
                 return;
             }
             state.failure = Some(error.clone());
+            self.published.store(FAILED, Ordering::Release);
             std::mem::take(&mut state.timepoints)
         };
         self.changed.notify_all();
@@ -137,6 +168,7 @@ impl Semaphore for TimelineSemaphore {
     }
 
     fn wait(&self, value: u64, timeout: Timeout) -> Result<()> {
+        self.spin_until(value, timeout);
         let mut state = self.lock();
         loop {
             if let Some(failure) = &state.failure {
