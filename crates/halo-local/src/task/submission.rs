@@ -200,7 +200,9 @@ impl Submission {
                 index += 1;
                 continue;
             }
-            let chunk = tiles.div_ceil(self.queue.executor.worker_count() as u64 * 4);
+            // Small claims keep workers busy to the end even when one is slowed down; a claim is
+            // one atomic add, cheap next to even a few workgroups.
+            let chunk = tiles.div_ceil(self.queue.executor.worker_count() as u64 * 16);
             let this = self.clone();
             let job = Job::new(
                 Box::new(region),
