@@ -102,11 +102,6 @@ impl PreparedDispatch {
         self.executable.as_any().downcast_ref().expect("checked in prepare")
     }
 
-    /// The grid.
-    pub fn workgroup_count(&self) -> [u32; 3] {
-        self.workgroup_count
-    }
-
     /// The export's measured cost per workgroup, if known.
     pub fn workgroup_ns(&self) -> Option<u64> {
         self.local().workgroup_ns(self.export)
