@@ -1,0 +1,2 @@
+//! halo's VM: loads, verifies and interprets IREE bytecode modules (`.vmfb`).
+#![warn(missing_docs)]
