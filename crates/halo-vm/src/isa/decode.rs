@@ -122,7 +122,11 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
-        let end = self.pc.checked_add(n).filter(|end| *end <= self.code.len()).ok_or(DecodeError::Truncated)?;
+        let end = self
+            .pc
+            .checked_add(n)
+            .filter(|end| *end <= self.code.len())
+            .ok_or(DecodeError::Truncated)?;
         let bytes = &self.code[self.pc..end];
         self.pc = end;
         Ok(bytes)
@@ -150,7 +154,10 @@ impl<'a> Reader<'a> {
         let count = self.u16()? as usize;
         self.take(count * 2)?;
         let bytes = &self.code[self.pc - count * 2..self.pc];
-        Ok(bytes.chunks_exact(2).map(|c| RawRegister(u16::from_le_bytes([c[0], c[1]]))).collect())
+        Ok(bytes
+            .chunks_exact(2)
+            .map(|c| RawRegister(u16::from_le_bytes([c[0], c[1]])))
+            .collect())
     }
     fn remap(&mut self) -> Result<Vec<(RawRegister, RawRegister)>, DecodeError> {
         self.align2();
@@ -158,7 +165,12 @@ impl<'a> Reader<'a> {
         let bytes = self.take(count * 4)?;
         Ok(bytes
             .chunks_exact(4)
-            .map(|c| (RawRegister(u16::from_le_bytes([c[0], c[1]])), RawRegister(u16::from_le_bytes([c[2], c[3]]))))
+            .map(|c| {
+                (
+                    RawRegister(u16::from_le_bytes([c[0], c[1]])),
+                    RawRegister(u16::from_le_bytes([c[2], c[3]])),
+                )
+            })
             .collect())
     }
 }
@@ -172,13 +184,19 @@ pub fn decode(code: &[u8], pc: usize) -> Result<Decoded<'_>, DecodeError> {
     let mut set = OpcodeSet::Core;
     let mut opcode = reader.u8()?;
     if opcode == PREFIX_EXT_F32 || opcode == PREFIX_EXT_F64 {
-        set = if opcode == PREFIX_EXT_F32 { OpcodeSet::ExtF32 } else { OpcodeSet::ExtF64 };
+        set = if opcode == PREFIX_EXT_F32 {
+            OpcodeSet::ExtF32
+        } else {
+            OpcodeSet::ExtF64
+        };
         opcode = reader.u8()?;
     }
     if set == OpcodeSet::Core && opcode == BLOCK_MARKER {
         return Err(DecodeError::UnknownOpcode(set, opcode));
     }
-    let id = opcode_tables().lookup(set, opcode).ok_or(DecodeError::UnknownOpcode(set, opcode))?;
+    let id = opcode_tables()
+        .lookup(set, opcode)
+        .ok_or(DecodeError::UnknownOpcode(set, opcode))?;
     let def = instruction(id);
     let mut operands = Vec::with_capacity(def.fields.len());
     let mut last_count = 0u16;
@@ -219,7 +237,11 @@ pub fn decode(code: &[u8], pc: usize) -> Result<Decoded<'_>, DecodeError> {
         };
         operands.push(operand);
     }
-    Ok(Decoded { id, operands, next_pc: reader.pc })
+    Ok(Decoded {
+        id,
+        operands,
+        next_pc: reader.pc,
+    })
 }
 
 #[cfg(test)]
@@ -250,8 +272,14 @@ mod tests {
     fn rejects_truncation_and_unknown_opcodes() {
         assert_eq!(decode(&[0x22, 1, 0, 2], 0), Err(DecodeError::Truncated));
         assert_eq!(decode(&[0xE0], 0), Err(DecodeError::Truncated));
-        assert_eq!(decode(&[0xF7], 0), Err(DecodeError::UnknownOpcode(OpcodeSet::Core, 0xF7)));
-        assert_eq!(decode(&[0xE1, 0x70], 0), Err(DecodeError::UnknownOpcode(OpcodeSet::ExtF64, 0x70)));
+        assert_eq!(
+            decode(&[0xF7], 0),
+            Err(DecodeError::UnknownOpcode(OpcodeSet::Core, 0xF7))
+        );
+        assert_eq!(
+            decode(&[0xE1, 0x70], 0),
+            Err(DecodeError::UnknownOpcode(OpcodeSet::ExtF64, 0x70))
+        );
         // A list claiming more registers than remain.
         assert_eq!(decode(&[0x5a, 0, 9, 0, 1, 0], 0), Err(DecodeError::Truncated));
     }

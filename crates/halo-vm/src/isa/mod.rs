@@ -7,7 +7,7 @@
 pub mod decode;
 mod table;
 
-pub use table::INSTRUCTIONS;
+pub use table::{Op, INSTRUCTIONS};
 
 /// Bytecode version this ISA describes: (major, minor).
 pub const BYTECODE_VERSION: (u16, u16) = (17, 0);
@@ -135,6 +135,8 @@ pub enum Flow {
 /// One instruction of the ISA.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InstructionDef {
+    /// Its name for the interpreter.
+    pub op: Op,
     /// Its opcode set.
     pub set: OpcodeSet,
     /// Its opcode within the set.
@@ -220,6 +222,9 @@ mod tests {
             tables.lookup(OpcodeSet::Core, BLOCK_MARKER).is_none(),
             "the block marker is not an instruction"
         );
+        for (index, def) in INSTRUCTIONS.iter().enumerate() {
+            assert_eq!(def.op as usize, index, "{} is out of order", def.mnemonic);
+        }
         let mut mnemonics: Vec<_> = INSTRUCTIONS.iter().map(|d| d.mnemonic).collect();
         mnemonics.sort();
         mnemonics.dedup();
