@@ -10,6 +10,7 @@ mod executable_args;
 mod flagfile;
 mod registry;
 mod run_executable;
+mod run_module;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -31,6 +32,9 @@ enum Command {
     /// Dispatches one export of an executable once and prints every binding afterwards.
     #[command(name = "run-executable")]
     RunExecutable(executable_args::RunExecutableArgs),
+    /// Calls a function of a bytecode module (`.vmfb`) and prints its results, like `iree-run-module`.
+    #[command(name = "run-module")]
+    RunModule(run_module::RunModuleArgs),
     /// Times dispatches of one export of an executable, like `iree-benchmark-executable`.
     #[command(name = "benchmark-executable")]
     BenchmarkExecutable(benchmark_executable::BenchmarkArgs),
@@ -51,6 +55,7 @@ fn main() -> ExitCode {
         Command::Devices => devices::list_devices(&registry),
         Command::RunExecutable(args) => run_executable::run(&registry, &args),
         Command::BenchmarkExecutable(args) => benchmark_executable::run(&registry, &args),
+        Command::RunModule(args) => run_module::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -82,8 +82,10 @@ pub struct Inst {
     pub op: Op,
     /// Register operands in field order (raw: refs keep their bank and move bits).
     pub regs: [u16; 6],
-    /// The first immediate: constant bits, global offset, rodata/type/function ordinal, or count.
+    /// The immediate: constant bits, global offset, rodata or function ordinal, or count.
     pub imm: u64,
+    /// Type table index of instructions that name a type.
+    pub type_id: u32,
     /// Index into [`Function::extras`] for instructions with list or branch operands.
     pub extra: u32,
     /// Byte offset of the instruction in the function, for error messages.
@@ -183,11 +185,11 @@ impl Lowering<'_, '_> {
             op: def.op,
             regs: [0; 6],
             imm: 0,
+            type_id: 0,
             extra: u32::MAX,
             pc: pc as u32,
         };
         let mut reg_slot = 0;
-        let mut imm_set = false;
         let mut branches = Vec::new();
         let mut lists = Vec::new();
         let mut callee = None;
@@ -206,12 +208,10 @@ impl Lowering<'_, '_> {
                         Immediate::F32(v) => v.to_bits() as u64,
                         Immediate::F64(v) => v.to_bits(),
                     };
-                    imm_set = true;
                 }
                 (_, Operand::Global(offset)) => {
                     self.check_global(def.op, *offset)?;
                     inst.imm = *offset as u64;
-                    imm_set = true;
                 }
                 (_, Operand::Rodata(ordinal)) => {
                     if *ordinal >= self.shape.rodata_count {
@@ -221,22 +221,17 @@ impl Lowering<'_, '_> {
                         ));
                     }
                     inst.imm = *ordinal as u64;
-                    imm_set = true;
                 }
                 (_, Operand::Type(id)) => {
                     if *id >= self.shape.type_count {
                         return Err(format!("type ordinal {id} out of range {}", self.shape.type_count));
                     }
-                    if !imm_set {
-                        inst.imm = *id as u64;
-                        imm_set = true;
-                    }
+                    inst.type_id = *id;
                 }
                 (_, Operand::Function(ordinal)) => {
                     self.check_function(*ordinal)?;
                     callee = Some(*ordinal);
                     inst.imm = *ordinal as u64;
-                    imm_set = true;
                 }
                 (_, Operand::String(bytes)) => message = Some(String::from_utf8_lossy(bytes).into_owned()),
                 (_, Operand::Count(count)) => {

@@ -1,13 +1,30 @@
 //! halo's VM: loads, verifies and interprets IREE bytecode modules (`.vmfb`).
 //!
 //! - [`isa`]: the instruction set as data, with the table-driven decoder.
-//! - `module`: the `.vmfb` loader (FlatBuffer + appended rodata).
+//! - [`module`]: the `.vmfb` loader (FlatBuffer + appended rodata), zero-copy.
 //! - [`compile`]: the verifier, which also lowers each function for the interpreter.
+//! - [`context`]: modules linked together, imports resolved, globals, initializers.
+//! - `interp`: the interpreter over lowered functions.
+//! - [`native`]: modules written in Rust that bytecode imports.
 //! - [`value`] and [`ref_types`]: what registers hold; `vm.buffer` and `vm.list`.
 #![warn(missing_docs)]
+#![deny(
+    unsafe_op_in_unsafe_fn,
+    clippy::undocumented_unsafe_blocks,
+    clippy::missing_safety_doc
+)]
 
 pub mod cconv;
 pub mod compile;
+pub mod context;
+mod interp;
 pub mod isa;
+pub mod module;
+pub mod native;
 pub mod ref_types;
 pub mod value;
+
+pub use context::{Context, Instance};
+pub use module::BytecodeModule;
+pub use native::NativeModule;
+pub use value::Value;

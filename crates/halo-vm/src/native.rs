@@ -1,0 +1,100 @@
+//! Native modules: functions written in Rust that bytecode imports by name.
+//!
+//! A native function receives its arguments as [`Value`]s in calling-convention order (variadic
+//! segments flattened) and returns its results the same way; the VM checks both against the
+//! declared convention.
+
+use crate::cconv::Signature;
+use crate::value::Value;
+use halo_hal::{Error, Result};
+use std::sync::Arc;
+
+/// The Rust side of a native function.
+pub type NativeFn = Arc<dyn Fn(&[Value]) -> Result<Vec<Value>> + Send + Sync>;
+
+/// One function of a native module.
+pub struct NativeFunction {
+    /// Name within the module (`buffer_view.create`).
+    pub name: String,
+    /// Calling convention.
+    pub signature: Signature,
+    /// Implementation.
+    pub function: NativeFn,
+}
+
+/// A module implemented in Rust (IREE's native module).
+pub struct NativeModule {
+    name: String,
+    version: u32,
+    functions: Vec<Arc<NativeFunction>>,
+}
+
+impl NativeModule {
+    /// Starts a module called `name` with `version` (checked against importers' minimum versions).
+    pub fn builder(name: &str, version: u32) -> NativeModuleBuilder {
+        NativeModuleBuilder {
+            module: NativeModule {
+                name: name.to_string(),
+                version,
+                functions: Vec::new(),
+            },
+        }
+    }
+
+    /// Module name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Module version.
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
+    /// The function called `name`.
+    pub fn function(&self, name: &str) -> Option<&Arc<NativeFunction>> {
+        self.functions.iter().find(|f| f.name == name)
+    }
+
+    /// All functions.
+    pub fn functions(&self) -> &[Arc<NativeFunction>] {
+        &self.functions
+    }
+}
+
+/// Builds a [`NativeModule`].
+pub struct NativeModuleBuilder {
+    module: NativeModule,
+}
+
+impl NativeModuleBuilder {
+    /// Adds `name` with calling convention `cconv` implemented by `function`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a malformed convention or a duplicate name.
+    pub fn function(
+        mut self,
+        name: &str,
+        cconv: &str,
+        function: impl Fn(&[Value]) -> Result<Vec<Value>> + Send + Sync + 'static,
+    ) -> Result<Self> {
+        if self.module.function(name).is_some() {
+            return Err(Error::invalid_argument(format!(
+                "module '{}' defines '{name}' twice",
+                self.module.name
+            )));
+        }
+        let signature = Signature::parse(cconv)?;
+        self.module.functions.push(Arc::new(NativeFunction {
+            name: name.to_string(),
+            signature,
+            function: Arc::new(function),
+        }));
+        Ok(self)
+    }
+
+    /// The finished module.
+    pub fn build(self) -> Arc<NativeModule> {
+        Arc::new(self.module)
+    }
+}
