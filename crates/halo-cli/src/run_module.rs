@@ -5,6 +5,7 @@ use clap::Args;
 use halo_hal::element_text::format_g;
 use halo_hal::{Error, Result, ResultExt};
 use halo_vm::cconv::Signature;
+use halo_vm::ref_types::{ElementType, List};
 use halo_vm::{BytecodeModule, Context, Value};
 use std::sync::Arc;
 
@@ -109,14 +110,35 @@ pub fn parse_input(kind: char, text: &str) -> Result<Value> {
     })
 }
 
-/// Formats a result as `iree-run-module` prints it (`i32=5`, `f32=0.5`, `f64=1e+308`).
+/// Formats a result as `iree-run-module` prints it (`i32=5`, `f32=0.5`, `f64=1e+308`); lists
+/// print their items as `child_list[i]: ...` lines followed by a blank line.
 pub fn format_value(value: &Value) -> String {
+    format_typed(value, None)
+}
+
+fn format_typed(value: &Value, element_type: Option<&ElementType>) -> String {
     match value {
-        Value::I32(v) => format!("i32={v}"),
+        Value::I32(v) => match element_type {
+            Some(ElementType::I8) => format!("i8={v}"),
+            Some(ElementType::I16) => format!("i16={v}"),
+            _ => format!("i32={v}"),
+        },
         Value::I64(v) => format!("i64={v}"),
         Value::F32(v) => format!("f32={}", format_g(*v as f64).to_lowercase()),
         Value::F64(v) => format!("f64={}", format_g(*v).to_lowercase()),
         Value::Ref(None) => "(null)".to_string(),
-        Value::Ref(Some(r)) => format!("!{}", r.type_name()),
+        Value::Ref(Some(r)) => match r.downcast::<List>() {
+            Some(list) => {
+                let mut text = String::from("vm.list\n");
+                for (index, item) in list.to_vec().iter().enumerate() {
+                    text.push_str(&format!(
+                        "child_list[{index}]: {}\n",
+                        format_typed(item, Some(list.element_type()))
+                    ));
+                }
+                text
+            }
+            None => format!("{}\n(no printer)", r.type_name()),
+        },
     }
 }

@@ -115,7 +115,9 @@ impl Instance {
     pub(crate) fn element_type(&self, type_id: u32) -> ElementType {
         let name = self.types.get(type_id as usize).map(String::as_str).unwrap_or("?");
         match name {
-            "i8" | "i16" | "i32" => ElementType::I32,
+            "i8" => ElementType::I8,
+            "i16" => ElementType::I16,
+            "i32" => ElementType::I32,
             "i64" => ElementType::I64,
             "f32" => ElementType::F32,
             "f64" => ElementType::F64,

@@ -97,13 +97,15 @@ impl Machine<'_> {
             )));
         }
         let frame = self.frames.last().expect("frame pushed");
-        let (mut i32_next, mut ref_next) = (frame.i32_base, frame.ref_base);
+        let (base, mut ref_next) = (frame.i32_base, frame.ref_base);
+        // Offsets within the frame: 64-bit values go to even registers of the frame.
+        let mut i32_next = 0;
         for (index, (kind, value)) in kinds.iter().zip(values).enumerate() {
             match (kind, value) {
-                ('i', Value::I32(v)) => self.put32(&mut i32_next, *v as u32),
-                ('f', Value::F32(v)) => self.put32(&mut i32_next, v.to_bits()),
-                ('I', Value::I64(v)) => self.put64(&mut i32_next, *v as u64),
-                ('F', Value::F64(v)) => self.put64(&mut i32_next, v.to_bits()),
+                ('i', Value::I32(v)) => self.put32(base, &mut i32_next, *v as u32),
+                ('f', Value::F32(v)) => self.put32(base, &mut i32_next, v.to_bits()),
+                ('I', Value::I64(v)) => self.put64(base, &mut i32_next, *v as u64),
+                ('F', Value::F64(v)) => self.put64(base, &mut i32_next, v.to_bits()),
                 ('r', Value::Ref(r)) => {
                     self.refs[ref_next] = r.clone();
                     ref_next += 1;
@@ -119,15 +121,15 @@ impl Machine<'_> {
         Ok(())
     }
 
-    fn put32(&mut self, next: &mut usize, value: u32) {
-        self.i32s[*next] = value;
+    fn put32(&mut self, base: usize, next: &mut usize, value: u32) {
+        self.i32s[base + *next] = value;
         *next += 1;
     }
 
-    fn put64(&mut self, next: &mut usize, value: u64) {
+    fn put64(&mut self, base: usize, next: &mut usize, value: u64) {
         *next += *next & 1;
-        self.i32s[*next] = value as u32;
-        self.i32s[*next + 1] = (value >> 32) as u32;
+        self.i32s[base + *next] = value as u32;
+        self.i32s[base + *next + 1] = (value >> 32) as u32;
         *next += 2;
     }
 
@@ -433,7 +435,8 @@ impl Machine<'_> {
                 Op::BitcastI32F32 | Op::BitcastF32I32 => set32!(1, u32!(0)),
                 Op::CmpEQF32O => set32!(2, (f32!(0) == f32!(1)) as u32),
                 Op::CmpEQF32U => set32!(2, (unordered32(f32!(0), f32!(1)) || f32!(0) == f32!(1)) as u32),
-                Op::CmpNEF32O => set32!(2, (!unordered32(f32!(0), f32!(1)) && f32!(0) != f32!(1)) as u32),
+                // IREE's ordered not-equal is C's `!=`, which is true for NaN operands.
+                Op::CmpNEF32O => set32!(2, (f32!(0) != f32!(1)) as u32),
                 Op::CmpNEF32U => set32!(2, (f32!(0) != f32!(1)) as u32),
                 Op::CmpLTF32O => set32!(2, (f32!(0) < f32!(1)) as u32),
                 Op::CmpLTF32U => set32!(2, (unordered32(f32!(0), f32!(1)) || f32!(0) < f32!(1)) as u32),
@@ -461,11 +464,14 @@ impl Machine<'_> {
                 Op::ExpF64 => setf64!(1, f64!(0).exp()),
                 Op::Exp2F64 => setf64!(1, f64!(0).exp2()),
                 Op::ExpM1F64 => setf64!(1, f64!(0).exp_m1()),
-                Op::LogF64 => setf64!(1, f64!(0).ln()),
+                Op::LogF64 => setf64!(1, domain_nan(f64!(0).ln(), f64!(0).is_nan())),
                 Op::Log10F64 => setf64!(1, f64!(0).log10()),
                 Op::Log1pF64 => setf64!(1, f64!(0).ln_1p()),
-                Op::Log2F64 => setf64!(1, f64!(0).log2()),
-                Op::PowF64 => setf64!(2, f64!(0).powf(f64!(1))),
+                Op::Log2F64 => setf64!(1, domain_nan(f64!(0).log2(), f64!(0).is_nan())),
+                Op::PowF64 => setf64!(
+                    2,
+                    domain_nan(f64!(0).powf(f64!(1)), f64!(0).is_nan() || f64!(1).is_nan())
+                ),
                 Op::RsqrtF64 => setf64!(1, 1.0 / f64!(0).sqrt()),
                 Op::SqrtF64 => setf64!(1, f64!(0).sqrt()),
                 Op::TanhF64 => setf64!(1, f64!(0).tanh()),
@@ -483,7 +489,7 @@ impl Machine<'_> {
                 Op::BitcastI64F64 | Op::BitcastF64I64 => set64!(1, i64!(0)),
                 Op::CmpEQF64O => set32!(2, (f64!(0) == f64!(1)) as u32),
                 Op::CmpEQF64U => set32!(2, (unordered64(f64!(0), f64!(1)) || f64!(0) == f64!(1)) as u32),
-                Op::CmpNEF64O => set32!(2, (!unordered64(f64!(0), f64!(1)) && f64!(0) != f64!(1)) as u32),
+                Op::CmpNEF64O => set32!(2, (f64!(0) != f64!(1)) as u32),
                 Op::CmpNEF64U => set32!(2, (f64!(0) != f64!(1)) as u32),
                 Op::CmpLTF64O => set32!(2, (f64!(0) < f64!(1)) as u32),
                 Op::CmpLTF64U => set32!(2, (unordered64(f64!(0), f64!(1)) || f64!(0) < f64!(1)) as u32),
@@ -980,6 +986,17 @@ impl Machine<'_> {
     }
 }
 
+/// IREE's runtime binaries link glibc's compatibility `log`, `log2` and `pow`, which return a
+/// positive NaN for a domain error where current glibc (and so Rust) returns the negative default
+/// NaN; programs print the difference, so halo returns what IREE does.
+fn domain_nan(result: f64, input_was_nan: bool) -> f64 {
+    if result.is_nan() && !input_was_nan {
+        f64::NAN
+    } else {
+        result
+    }
+}
+
 fn unordered32(a: f32, b: f32) -> bool {
     a.is_nan() || b.is_nan()
 }
@@ -1056,7 +1073,8 @@ fn status_code(code: u32) -> StatusCode {
         Deferred,
         Incompatible,
     ]
-    .get(code.wrapping_sub(1) as usize)
+    // IREE keeps only the low 5 bits of a status code (99 becomes 3, INVALID_ARGUMENT).
+    .get(((code & 0x1F) as usize).wrapping_sub(1))
     .copied()
     .unwrap_or(Unknown)
 }

@@ -176,6 +176,10 @@ pub fn check_range(offset: u64, length: u64, len: usize) -> Result<Range<usize>>
 /// What a list may hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ElementType {
+    /// 8-bit integers (held as sign-extended i32 values).
+    I8,
+    /// 16-bit integers (held as sign-extended i32 values).
+    I16,
     /// 32-bit integers.
     I32,
     /// 64-bit integers.
@@ -245,7 +249,7 @@ impl List {
     /// Sets the size, filling new slots with zero values (or null refs).
     pub fn resize(&self, size: usize) -> Result<()> {
         let zero = match self.element_type {
-            ElementType::I32 => Value::I32(0),
+            ElementType::I8 | ElementType::I16 | ElementType::I32 => Value::I32(0),
             ElementType::I64 => Value::I64(0),
             ElementType::F32 => Value::F32(0.0),
             ElementType::F64 => Value::F64(0.0),
@@ -264,11 +268,20 @@ impl List {
 
     /// The item at `index`.
     pub fn get(&self, index: usize) -> Result<Value> {
-        self.items().get(index).cloned().ok_or_else(|| self.out_of_range(index))
+        let items = self.items();
+        items
+            .get(index)
+            .cloned()
+            .ok_or_else(|| out_of_range(index, items.len()))
     }
 
-    /// Replaces the item at `index`.
+    /// Replaces the item at `index` (narrowing integers to the element width).
     pub fn set(&self, index: usize, value: Value) -> Result<()> {
+        let value = match (&self.element_type, value) {
+            (ElementType::I8, Value::I32(v)) => Value::I32(v as i8 as i32),
+            (ElementType::I16, Value::I32(v)) => Value::I32(v as i16 as i32),
+            (_, value) => value,
+        };
         let mut items = self.items();
         let len = items.len();
         let slot = items.get_mut(index).ok_or_else(|| out_of_range(index, len))?;
@@ -284,10 +297,6 @@ impl List {
     /// A copy of every item.
     pub fn to_vec(&self) -> Vec<Value> {
         self.items().clone()
-    }
-
-    fn out_of_range(&self, index: usize) -> Error {
-        out_of_range(index, self.len())
     }
 }
 

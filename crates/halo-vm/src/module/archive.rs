@@ -9,9 +9,10 @@
 //! [external rodata segments at `rodata base + external_data_offset`]
 //! [ZIP central directory]                                          only with the polyglot-zip option
 //! ```
-//! With the ZIP option each external segment is itself preceded by a ZIP local-file header, which
-//! is why the first segment's `external_data_offset` is 64 rather than 0; the offsets already
-//! account for it.
+//! With the ZIP option each external segment is itself preceded by a ZIP local-file header (its
+//! extra field pads the data to the segment's alignment), which is why the first segment's
+//! `external_data_offset` is 64 or 96 rather than 0; the offsets already account for it. Without
+//! the ZIP option the first segment sits at offset 0.
 
 use halo_hal::{Error, Result};
 use std::ops::Range;
@@ -20,7 +21,8 @@ use std::ops::Range;
 pub const ZIP_LOCAL_FILE_HEADER_SIGNATURE: u32 = 0x0403_4B50;
 /// Size of the fixed part of a ZIP local-file header.
 pub const ZIP_LOCAL_FILE_HEADER_SIZE: usize = 30;
-/// Alignment of the rodata base (and of every external segment) within the file.
+/// Alignment of the rodata base within the file. External segments are aligned to their own
+/// `alignment` relative to it (16 for executables), not necessarily to 64.
 pub const ARCHIVE_SEGMENT_ALIGNMENT: usize = 64;
 /// File identifier of a `BytecodeModuleDef` FlatBuffer.
 pub const FILE_IDENTIFIER: &[u8; 4] = b"IREE";

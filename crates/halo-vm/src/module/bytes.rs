@@ -56,8 +56,8 @@ impl ModuleBytes {
         }
     }
 
-    /// True when the bytes are a memory map of a file (page-aligned, so 64-byte-aligned file
-    /// offsets are 64-byte-aligned addresses).
+    /// True when the bytes are a memory map of a file (page-aligned, so a segment's alignment in
+    /// the file is its alignment in memory).
     pub fn is_mapped(&self) -> bool {
         matches!(self.storage, Storage::Mapped(_))
     }

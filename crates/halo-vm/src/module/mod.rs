@@ -1,8 +1,8 @@
 //! Loading IREE bytecode modules (`.vmfb`) as iree-compile 3.13 writes them.
 //!
 //! A `.vmfb` is an archive: an optional ZIP local-file header, a size-prefixed FlatBuffer whose
-//! root is `BytecodeModuleDef` (identifier `IREE`), then external rodata segments at 64-byte
-//! aligned offsets ([`archive`] has the exact layout). [`BytecodeModule`] checks all of it once at
+//! root is `BytecodeModuleDef` (identifier `IREE`), then external rodata segments at offsets
+//! from the 64-byte-aligned end of the FlatBuffer ([`archive`] has the exact layout). [`BytecodeModule`] checks all of it once at
 //! load: the FlatBuffer is verified (every offset, vector and string in bounds) and then the
 //! module-level rules IREE's loader enforces are checked (bytecode version, required names,
 //! function descriptor ranges and register counts, export ordinals, rodata ranges, features).
