@@ -53,8 +53,6 @@ pub struct Branch {
 /// Operands that do not fit an [`Inst`]'s fixed slots.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Extra {
-    /// `br`, `cond_br`, `br_table`, `break`: one branch per successor (default first for tables).
-    Branches(Vec<Branch>),
     /// Calls: callee ordinal, argument and result registers, variadic segment sizes, and the
     /// resume point of yieldable calls.
     Call {
@@ -86,7 +84,8 @@ pub struct Inst {
     pub imm: u64,
     /// Type table index of instructions that name a type.
     pub type_id: u32,
-    /// Index into [`Function::extras`] for instructions with list or branch operands.
+    /// Index into [`Function::extras`] for instructions with list operands, or of the first of
+    /// a branch's successors in [`Function::branches`].
     pub extra: u32,
     /// Byte offset of the instruction in the function, for error messages.
     pub pc: u32,
@@ -99,6 +98,8 @@ pub struct Function {
     pub insts: Vec<Inst>,
     /// Side data of complex instructions.
     pub extras: Vec<Extra>,
+    /// Successors of branches, consecutive per instruction (a table's default first).
+    pub branches: Vec<Branch>,
     /// Register lists of all instructions.
     pub regs: Vec<u16>,
     /// Remap pairs of all branches.
@@ -273,7 +274,11 @@ impl Lowering<'_, '_> {
                     resume: branches.into_iter().next(),
                 })
             }
-            _ if !branches.is_empty() => Some(Extra::Branches(branches)),
+            _ if !branches.is_empty() => {
+                inst.extra = self.function.branches.len() as u32;
+                self.function.branches.extend(branches);
+                return Ok(inst);
+            }
             _ if message.is_some() => Some(Extra::Message(message.unwrap_or_default())),
             _ => lists.into_iter().next().map(Extra::List),
         };

@@ -22,6 +22,7 @@ pub mod isa;
 pub mod module;
 pub mod native;
 pub mod ref_types;
+mod registers;
 pub mod value;
 
 pub use context::{Context, Instance};
