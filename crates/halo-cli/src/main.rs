@@ -6,6 +6,7 @@
 mod benchmark_executable;
 mod benchmark_report;
 mod devices;
+mod dump_module;
 mod executable_args;
 mod flagfile;
 mod registry;
@@ -35,6 +36,12 @@ enum Command {
     /// Calls a function of a bytecode module (`.vmfb`) and prints its results, like `iree-run-module`.
     #[command(name = "run-module")]
     RunModule(run_module::RunModuleArgs),
+    /// Describes a bytecode module and disassembles its functions, like `iree-dump-module`.
+    #[command(name = "dump-module")]
+    DumpModule {
+        /// The `.vmfb` file.
+        module: String,
+    },
     /// Times dispatches of one export of an executable, like `iree-benchmark-executable`.
     #[command(name = "benchmark-executable")]
     BenchmarkExecutable(benchmark_executable::BenchmarkArgs),
@@ -56,6 +63,7 @@ fn main() -> ExitCode {
         Command::RunExecutable(args) => run_executable::run(&registry, &args),
         Command::BenchmarkExecutable(args) => benchmark_executable::run(&registry, &args),
         Command::RunModule(args) => run_module::run(&args),
+        Command::DumpModule { module } => dump_module::run(&module),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

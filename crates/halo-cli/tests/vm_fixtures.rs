@@ -66,3 +66,29 @@ fn every_vm_fixture_matches_iree_run_module() {
         failures.join("\n---\n")
     );
 }
+
+#[test]
+fn dump_module_lists_tables_and_disassembles() {
+    let output = Command::new(env!("CARGO_BIN_EXE_halo"))
+        .arg("dump-module")
+        .arg(fixtures().join("recursion.vmfb"))
+        .output()
+        .expect("running halo");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.starts_with("@recursion : version 0"), "{text}");
+    assert!(
+        text.contains("Exported Functions:") && text.contains("fib -> func["),
+        "{text}"
+    );
+    assert!(
+        text.contains("    call func[") && text.contains("    return ["),
+        "{text}"
+    );
+    let missing = Command::new(env!("CARGO_BIN_EXE_halo"))
+        .args(["dump-module", "/nonexistent.vmfb"])
+        .output()
+        .unwrap();
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("/nonexistent.vmfb"));
+}

@@ -5,6 +5,7 @@
 //! driven by this table; only the interpreter's semantics are written per instruction.
 
 pub mod decode;
+pub mod disasm;
 mod table;
 
 pub use table::{Op, INSTRUCTIONS};
