@@ -127,6 +127,52 @@ impl Instance {
     }
 }
 
+/// Verifies every function of `module` (the bytecode verifier), returning the lowered functions
+/// and each function's calling convention. Linking does this; tools and fuzzers may call it alone.
+///
+/// # Errors
+/// `InvalidArgument` naming the function, byte offset and reason.
+pub fn verify(module: &BytecodeModule) -> Result<(Vec<Function>, Vec<Option<Signature>>)> {
+    let count = module.function_count();
+    let signatures: Vec<Option<Signature>> = (0..count)
+        .map(|i| {
+            module
+                .function_signature(i)
+                .and_then(|s| s.calling_convention)
+                .map(Signature::parse)
+                .transpose()
+        })
+        .collect::<Result<_>>()?;
+    let shape = ModuleShape {
+        type_count: module.types().len() as u32,
+        rodata_count: module.rodata_count(),
+        global_bytes: module.global_bytes_capacity(),
+        global_refs: module.global_ref_count(),
+        function_cconvs: signatures.iter().map(|s| s.as_ref().map(|s| s.text.clone())).collect(),
+        import_cconvs: module
+            .imports()
+            .iter()
+            .map(|i| i.calling_convention.map(str::to_string))
+            .collect(),
+    };
+    let mut functions = Vec::with_capacity(count as usize);
+    for ordinal in 0..count {
+        let descriptor = module.function(ordinal).expect("ordinal below the count");
+        let name = module
+            .function_name(ordinal)
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("#{ordinal}"));
+        let source = FunctionSource {
+            name: &name,
+            code: module.function_bytecode(ordinal).expect("ordinal below the count"),
+            i32_registers: descriptor.i32_register_count,
+            ref_registers: descriptor.ref_register_count,
+        };
+        functions.push(compile(&source, &shape)?);
+    }
+    Ok((functions, signatures))
+}
+
 /// True for the type names that accept any ref (`?`, `!vm.ref<?>`, `!vm.opaque`).
 fn is_any_ref(name: &str) -> bool {
     matches!(name.trim_start_matches('!'), "?" | "vm.ref<?>" | "vm.opaque")
@@ -240,7 +286,6 @@ impl Context {
         }
         let mut imports = Vec::new();
         let mut import_names = Vec::new();
-        let mut import_cconvs = Vec::new();
         for import in module.imports() {
             let target = self.resolve(import.full_name, import.calling_convention)?;
             if target.is_none() && !import.optional {
@@ -251,41 +296,8 @@ impl Context {
             }
             imports.push(target);
             import_names.push(import.full_name.to_string());
-            import_cconvs.push(import.calling_convention.map(str::to_string));
         }
-        let count = module.function_count();
-        let signatures: Vec<Option<Signature>> = (0..count)
-            .map(|i| {
-                module
-                    .function_signature(i)
-                    .and_then(|s| s.calling_convention)
-                    .map(Signature::parse)
-                    .transpose()
-            })
-            .collect::<Result<_>>()?;
-        let shape = ModuleShape {
-            type_count: module.types().len() as u32,
-            rodata_count: module.rodata_count(),
-            global_bytes: module.global_bytes_capacity(),
-            global_refs: module.global_ref_count(),
-            function_cconvs: signatures.iter().map(|s| s.as_ref().map(|s| s.text.clone())).collect(),
-            import_cconvs,
-        };
-        let mut functions = Vec::with_capacity(count as usize);
-        for ordinal in 0..count {
-            let descriptor = module.function(ordinal).expect("ordinal below the count");
-            let name = module
-                .function_name(ordinal)
-                .map(str::to_string)
-                .unwrap_or_else(|| format!("#{ordinal}"));
-            let source = FunctionSource {
-                name: &name,
-                code: module.function_bytecode(ordinal).expect("ordinal below the count"),
-                i32_registers: descriptor.i32_register_count,
-                ref_registers: descriptor.ref_register_count,
-            };
-            functions.push(compile(&source, &shape)?);
-        }
+        let (functions, signatures) = verify(&module)?;
         let owner: Arc<dyn AsRef<[u8]> + Send + Sync> = module.bytes().clone();
         let rodata = (0..module.rodata_count())
             .map(|i| {
