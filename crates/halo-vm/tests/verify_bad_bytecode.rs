@@ -26,7 +26,7 @@ fn function_offset(file: &[u8], ordinal: u32) -> usize {
 
 fn verify_error(file: Vec<u8>) -> String {
     let module = BytecodeModule::from_bytes(file).unwrap();
-    let error = verify(&module).err().expect("corrupted bytecode must not verify");
+    let error = verify(&module).expect_err("corrupted bytecode must not verify");
     assert_eq!(error.code(), StatusCode::InvalidArgument);
     error.to_string()
 }
