@@ -1,6 +1,6 @@
 //! CPU executables: a loaded executable library wrapped as a HAL executable, and its cache.
 
-use crate::library::{HostImport, Library, EMBEDDED_ELF_FORMAT, SYSTEM_ELF_FORMAT};
+use crate::library::{self, HostImport, Library};
 use halo_hal::executable::{check_export_ordinal, unknown_format_error};
 use halo_hal::{Executable, ExecutableCache, ExecutableParams, ExportInfo, Result};
 use std::any::Any;
@@ -93,7 +93,7 @@ impl Executable for LocalExecutable {
     }
 }
 
-/// Prepares `embedded-elf-x86_64` and `system-elf-x86_64` executables.
+/// Prepares the executable formats the library loaders accept on this host.
 #[derive(Default, Clone)]
 pub struct LocalExecutableCache {
     imports: Arc<[HostImport]>,
@@ -108,11 +108,11 @@ impl LocalExecutableCache {
 
 impl ExecutableCache for LocalExecutableCache {
     fn can_prepare_format(&self, format: &str) -> bool {
-        format == EMBEDDED_ELF_FORMAT || format == SYSTEM_ELF_FORMAT
+        library::supported_formats().contains(&format)
     }
 
     fn supported_formats(&self) -> Vec<String> {
-        vec![EMBEDDED_ELF_FORMAT.to_string(), SYSTEM_ELF_FORMAT.to_string()]
+        library::supported_formats().iter().map(|f| f.to_string()).collect()
     }
 
     fn prepare_executable(&self, params: &ExecutableParams<'_>) -> Result<Arc<dyn Executable>> {
