@@ -8,7 +8,7 @@
 //! decoding and no range checks the verifier already proved.
 
 use crate::isa::decode::{decode, Immediate, Operand, RawRegister};
-use crate::isa::{Access, Bank, Field, Op, BLOCK_MARKER, IMPORT_ORDINAL_BIT, REF_ORDINAL_MASK};
+use crate::isa::{Bank, Field, Op, BLOCK_MARKER, IMPORT_ORDINAL_BIT, REF_ORDINAL_MASK};
 use halo_hal::{Error, Result};
 use std::collections::HashMap;
 use std::ops::Range;
@@ -197,8 +197,8 @@ impl Lowering<'_, '_> {
         let mut message = None;
         for (field, operand) in def.fields.iter().zip(&instruction.operands) {
             match (field, operand) {
-                (Field::Register { bank, access, moves }, Operand::Register(_, raw)) => {
-                    self.check_register(*bank, *raw, *moves, *access)?;
+                (Field::Register { bank, moves, .. }, Operand::Register(_, raw)) => {
+                    self.check_register(*bank, *raw, *moves)?;
                     inst.regs[reg_slot] = raw.0;
                     reg_slot += 1;
                 }
@@ -289,7 +289,7 @@ impl Lowering<'_, '_> {
         Ok(inst)
     }
 
-    fn check_register(&self, bank: Bank, raw: RawRegister, moves: bool, _access: Access) -> Check<()> {
+    fn check_register(&self, bank: Bank, raw: RawRegister, moves: bool) -> Check<()> {
         let i32_count = self.source.i32_registers as u32;
         match bank {
             Bank::Ref => {
@@ -330,9 +330,9 @@ impl Lowering<'_, '_> {
         let start = self.function.regs.len() as u32;
         for raw in registers {
             match bank {
-                Some(bank) => self.check_register(bank, *raw, bank == Bank::Ref, Access::Read)?,
-                None if raw.is_ref() => self.check_register(Bank::Ref, *raw, true, Access::Read)?,
-                None => self.check_register(Bank::I32, *raw, false, Access::Read)?,
+                Some(bank) => self.check_register(bank, *raw, bank == Bank::Ref)?,
+                None if raw.is_ref() => self.check_register(Bank::Ref, *raw, true)?,
+                None => self.check_register(Bank::I32, *raw, false)?,
             }
             self.function.regs.push(raw.0);
         }
@@ -346,8 +346,8 @@ impl Lowering<'_, '_> {
                 return Err(format!("block argument {from} -> {to} crosses register banks"));
             }
             let bank = if from.is_ref() { Bank::Ref } else { Bank::I32 };
-            self.check_register(bank, *from, true, Access::Read)?;
-            self.check_register(bank, *to, true, Access::Write)?;
+            self.check_register(bank, *from, true)?;
+            self.check_register(bank, *to, true)?;
             self.function.pairs.push((from.0, to.0));
         }
         Ok(start..self.function.pairs.len() as u32)
