@@ -7,10 +7,11 @@
 //! instructions with branch targets turned into instruction indices, so the interpreter does no
 //! decoding and no range checks the verifier already proved.
 
+use crate::interp::hot::Handler;
 use crate::isa::decode::{decode, Immediate, Operand, RawRegister};
 use crate::isa::{Bank, Field, Op, BLOCK_MARKER, IMPORT_ORDINAL_BIT, REF_ORDINAL_MASK};
 use halo_hal::{Error, Result};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
 /// What the verifier needs to know about the module around a function.
@@ -42,12 +43,16 @@ pub struct FunctionSource<'a> {
 }
 
 /// A branch: target instruction index and the block-argument moves to make.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Moves are kept per bank: IREE applies them in order, and order only matters within a bank.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Branch {
     /// Index of the first instruction of the target block.
     pub target: u32,
-    /// `(source, target)` raw registers into [`Function::pairs`].
-    pub remap: Range<u32>,
+    /// `(source, target)` i32-bank registers.
+    pub moves: Box<[(u16, u16)]>,
+    /// `(source, target)` raw ref registers.
+    pub ref_moves: Box<[(u16, u16)]>,
 }
 
 /// Operands that do not fit an [`Inst`]'s fixed slots.
@@ -74,10 +79,12 @@ pub enum Extra {
 }
 
 /// One lowered instruction.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Inst {
     /// What to do.
     pub op: Op,
+    /// The interpreter's function for `op`.
+    pub(crate) handler: Handler,
     /// Register operands in field order (raw: refs keep their bank and move bits).
     pub regs: [u16; 6],
     /// The immediate: constant bits, global offset, rodata or function ordinal, or count.
@@ -87,8 +94,6 @@ pub struct Inst {
     /// Index into [`Function::extras`] for instructions with list operands, or of the first of
     /// a branch's successors in [`Function::branches`].
     pub extra: u32,
-    /// Byte offset of the instruction in the function, for error messages.
-    pub pc: u32,
 }
 
 /// A verified, lowered function.
@@ -96,14 +101,16 @@ pub struct Inst {
 pub struct Function {
     /// Instructions in order; block starts are branch targets.
     pub insts: Vec<Inst>,
+    /// Byte offset of each instruction in the function's bytecode, for error messages.
+    pub offsets: Vec<u32>,
     /// Side data of complex instructions.
     pub extras: Vec<Extra>,
     /// Successors of branches, consecutive per instruction (a table's default first).
     pub branches: Vec<Branch>,
     /// Register lists of all instructions.
     pub regs: Vec<u16>,
-    /// Remap pairs of all branches.
-    pub pairs: Vec<(u16, u16)>,
+    /// Handlers of the instructions that carry [`crate::interp::hot::checkpoint`] instead.
+    pub(crate) checkpoints: HashMap<u32, Handler>,
     /// Registers the function needs.
     pub i32_registers: u16,
     /// Ref registers the function needs.
@@ -152,22 +159,87 @@ pub fn compile(source: &FunctionSource<'_>, shape: &ModuleShape) -> Result<Funct
         shape,
         function: &mut function,
         block_starts: &block_starts,
+        instruction_count: decoded.len() as u32,
     };
     for (pc, instruction) in &decoded {
         let inst = lowering
-            .lower(*pc, instruction)
+            .lower(instruction)
             .map_err(|reason| fail(source, *pc, reason))?;
         lowering.function.insts.push(inst);
+        lowering.function.offsets.push(*pc as u32);
     }
+    let targets: HashSet<u32> = block_starts.values().copied().collect();
+    fuse_compare_branches(&mut function, &targets);
+    place_checkpoints(&mut function, &targets);
+    // The interpreter relies on this: execution never runs past the last instruction.
     let last = function.insts.last().expect("not empty");
-    if crate::isa::instruction(last.op as u16).flow != crate::isa::Flow::Terminator && last.op != Op::Fail {
-        return Err(fail(
-            source,
-            last.pc as usize,
-            "the last block does not end in a terminator",
-        ));
+    if crate::isa::instruction(last.op as u16).flow != crate::isa::Flow::Terminator {
+        let offset = *function.offsets.last().expect("not empty") as usize;
+        return Err(fail(source, offset, "the last block does not end in a terminator"));
     }
     Ok(function)
+}
+
+/// Tag on the target of a block-argument move that copies an aligned register pair at once.
+pub const WIDE_MOVE: u16 = 0x8000;
+
+/// Joins moves of both halves of an aligned pair into one [`WIDE_MOVE`]: IREE's compiler moves
+/// 64-bit values as two 32-bit halves, and reading the pair back as one 64-bit value right after
+/// two 32-bit writes stalls the processor (no store-to-load forwarding), which doubled the time of
+/// `add.i64` in `fixtures/vm/perf_loop`. Applying the two halves at once is equivalent: the
+/// second source is never the first target, as that would be an odd register.
+fn merge_wide_moves(moves: &[(u16, u16)]) -> Vec<(u16, u16)> {
+    let mut merged = Vec::with_capacity(moves.len());
+    let mut index = 0;
+    while index < moves.len() {
+        let (from, to) = moves[index];
+        let pair = from % 2 == 0 && to % 2 == 0 && moves.get(index + 1) == Some(&(from + 1, to + 1));
+        if pair {
+            merged.push((from, to | WIDE_MOVE));
+            index += 2;
+        } else {
+            merged.push((from, to));
+            index += 1;
+        }
+    }
+    merged
+}
+
+/// Gives a compare followed by a `cond_br` on its result one handler for both, unless the
+/// `cond_br` starts a block (something may jump to it without running the compare).
+fn fuse_compare_branches(function: &mut Function, targets: &HashSet<u32>) {
+    for index in 1..function.insts.len() {
+        let (compare, cond_br) = (&function.insts[index - 1], &function.insts[index]);
+        let Some(fused) = crate::interp::hot::compare_and_branch(compare.op) else {
+            continue;
+        };
+        let result = if matches!(compare.op, Op::CmpNZI32 | Op::CmpNZI64) {
+            1
+        } else {
+            2
+        };
+        if cond_br.op != Op::CondBranch || cond_br.regs[0] != compare.regs[result] || targets.contains(&(index as u32))
+        {
+            continue;
+        }
+        let successors = &function.branches[cond_br.extra as usize..][..2];
+        if successors.iter().all(|branch| branch.ref_moves.is_empty()) {
+            function.insts[index - 1].handler = fused;
+        }
+    }
+}
+
+/// Cuts straight-line runs of instructions with checkpoints (see [`crate::interp::hot`]).
+fn place_checkpoints(function: &mut Function, targets: &HashSet<u32>) {
+    let mut run = 0;
+    for (index, inst) in function.insts.iter_mut().enumerate() {
+        run = if targets.contains(&(index as u32)) { 1 } else { run + 1 };
+        if run == crate::interp::hot::CHECKPOINT_INTERVAL {
+            function.checkpoints.insert(index as u32, inst.handler);
+            inst.handler = crate::interp::hot::checkpoint;
+            run = 0;
+        }
+    }
 }
 
 struct Lowering<'a, 'b> {
@@ -175,20 +247,21 @@ struct Lowering<'a, 'b> {
     shape: &'a ModuleShape,
     function: &'a mut Function,
     block_starts: &'a HashMap<u32, u32>,
+    instruction_count: u32,
 }
 
 type Check<T> = std::result::Result<T, String>;
 
 impl Lowering<'_, '_> {
-    fn lower(&mut self, pc: usize, instruction: &crate::isa::decode::Decoded<'_>) -> Check<Inst> {
+    fn lower(&mut self, instruction: &crate::isa::decode::Decoded<'_>) -> Check<Inst> {
         let def = instruction.def();
         let mut inst = Inst {
             op: def.op,
+            handler: crate::interp::hot::handler(def.op),
             regs: [0; 6],
             imm: 0,
             type_id: 0,
             extra: u32::MAX,
-            pc: pc as u32,
         };
         let mut reg_slot = 0;
         let mut branches = Vec::new();
@@ -240,17 +313,20 @@ impl Lowering<'_, '_> {
                 }
                 (_, Operand::Target(target)) => branches.push(Branch {
                     target: self.target(*target)?,
-                    remap: 0..0,
+                    ..Branch::default()
                 }),
                 (_, Operand::Remap(pairs)) => {
-                    let remap = self.remap(pairs)?;
-                    branches.last_mut().ok_or("remap list without a branch target")?.remap = remap;
+                    let branch = branches.last_mut().ok_or("remap list without a branch target")?;
+                    self.remap(pairs, branch)?;
                 }
                 (_, Operand::Cases(cases)) => {
                     for (target, pairs) in cases {
-                        let target = self.target(*target)?;
-                        let remap = self.remap(pairs)?;
-                        branches.push(Branch { target, remap });
+                        let mut branch = Branch {
+                            target: self.target(*target)?,
+                            ..Branch::default()
+                        };
+                        self.remap(pairs, &mut branch)?;
+                        branches.push(branch);
                     }
                 }
                 (_, Operand::List(bank, registers)) => lists.push(self.list(*bank, registers)?),
@@ -275,6 +351,10 @@ impl Lowering<'_, '_> {
                 })
             }
             _ if !branches.is_empty() => {
+                if branches.iter().any(|branch| !branch.ref_moves.is_empty()) {
+                    // Moving refs may drop values; the hot handlers only move i32-bank registers.
+                    inst.handler = crate::interp::hot::slow;
+                }
                 inst.extra = self.function.branches.len() as u32;
                 self.function.branches.extend(branches);
                 return Ok(inst);
@@ -339,8 +419,8 @@ impl Lowering<'_, '_> {
         Ok(start..self.function.regs.len() as u32)
     }
 
-    fn remap(&mut self, pairs: &[(RawRegister, RawRegister)]) -> Check<Range<u32>> {
-        let start = self.function.pairs.len() as u32;
+    /// Checks a branch's block-argument moves and records them, per bank, on `branch`.
+    fn remap(&mut self, pairs: &[(RawRegister, RawRegister)], branch: &mut Branch) -> Check<()> {
         for (from, to) in pairs {
             if from.is_ref() != to.is_ref() {
                 return Err(format!("block argument {from} -> {to} crosses register banks"));
@@ -348,15 +428,25 @@ impl Lowering<'_, '_> {
             let bank = if from.is_ref() { Bank::Ref } else { Bank::I32 };
             self.check_register(bank, *from, true)?;
             self.check_register(bank, *to, true)?;
-            self.function.pairs.push((from.0, to.0));
         }
-        Ok(start..self.function.pairs.len() as u32)
+        let ref_moves = pairs.iter().filter(|(from, _)| from.is_ref());
+        branch.ref_moves = ref_moves.map(|(from, to)| (from.0, to.0)).collect();
+        let moves: Vec<(u16, u16)> = pairs
+            .iter()
+            .filter(|(from, _)| !from.is_ref())
+            .map(|(f, t)| (f.0, t.0))
+            .collect();
+        branch.moves = merge_wide_moves(&moves).into();
+        Ok(())
     }
 
+    /// The instruction index of the block at byte offset `pc`; a block with no instructions
+    /// (a marker at the very end) is no target.
     fn target(&self, pc: u32) -> Check<u32> {
         self.block_starts
             .get(&pc)
             .copied()
+            .filter(|index| *index < self.instruction_count)
             .ok_or_else(|| format!("branch target {pc} is not the start of a block"))
     }
 

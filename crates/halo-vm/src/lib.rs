@@ -22,7 +22,7 @@ pub mod isa;
 pub mod module;
 pub mod native;
 pub mod ref_types;
-mod registers;
+mod unchecked;
 pub mod value;
 
 pub use context::{Context, Instance};

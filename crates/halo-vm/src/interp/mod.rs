@@ -1,0 +1,403 @@
+//! The interpreter: runs lowered functions over a register stack.
+//!
+//! Registers live in two stacks shared by all frames of an invocation: an i32 bank (64-bit values
+//! in aligned pairs, as IREE lays them out) and a ref bank. Internal calls push a frame without
+//! recursing on the Rust stack; calls to imports marshal values through the callee's calling
+//! convention. Everything the verifier proved (register and ordinal ranges, branch targets) is not
+//! checked again beyond Rust's own bounds checks.
+
+use crate::cconv::Signature;
+use crate::compile::{Branch, Extra, Function, Inst};
+use crate::context::{ImportTarget, Instance, ModuleState};
+use crate::isa::{IMPORT_ORDINAL_BIT, REF_BANK_BIT, REF_MOVE_BIT, REF_ORDINAL_MASK};
+use crate::ref_types::Ref;
+use crate::unchecked::{Code, Registers};
+use crate::value::Value;
+use halo_hal::{Error, Result, ResultExt};
+use std::ops::ControlFlow;
+use std::sync::{Arc, MutexGuard};
+
+pub(crate) mod hot;
+mod ops;
+
+/// Deepest call stack an invocation may build before failing (guards runaway recursion).
+const MAX_FRAMES: usize = 16 * 1024;
+
+struct Frame {
+    function: u32,
+    pc: usize,
+    i32_base: usize,
+    ref_base: usize,
+    /// Result registers in the caller's frame (into the caller's register pool).
+    results: std::ops::Range<u32>,
+}
+
+struct Machine<'a> {
+    instance: &'a Arc<Instance>,
+    i32s: Vec<u32>,
+    refs: Vec<Option<Ref>>,
+    frames: Vec<Frame>,
+    state: Option<MutexGuard<'a, ModuleState>>,
+}
+
+/// Calls internal function `ordinal` of `instance` with `args`, returning its results.
+pub(crate) fn invoke(instance: &Arc<Instance>, ordinal: u32, args: &[Value]) -> Result<Vec<Value>> {
+    let signature = instance.signature(ordinal)?;
+    let mut machine = Machine {
+        instance,
+        i32s: Vec::new(),
+        refs: Vec::new(),
+        frames: Vec::new(),
+        state: None,
+    };
+    machine.state = Some(instance.lock_state());
+    let function = &instance.functions[ordinal as usize];
+    machine.push_frame(ordinal, function, 0..0);
+    machine.write_arguments(&signature, args)?;
+    machine
+        .run()
+        .with_context(|| format!("executing '{}.{}'", instance.name, instance.function_name(ordinal)))
+}
+
+fn ref_ordinal(raw: u16) -> usize {
+    (raw & REF_ORDINAL_MASK) as usize
+}
+
+fn is_move(raw: u16) -> bool {
+    raw & REF_BANK_BIT != 0 && raw & REF_MOVE_BIT != 0
+}
+
+fn null_error(what: &str) -> Error {
+    Error::invalid_argument(format!("{what} is null"))
+}
+
+impl Machine<'_> {
+    fn push_frame(&mut self, ordinal: u32, function: &Function, results: std::ops::Range<u32>) {
+        let i32_base = self.i32s.len();
+        let ref_base = self.refs.len();
+        self.i32s.resize(i32_base + function.i32_registers as usize, 0);
+        self.refs.resize(ref_base + function.ref_registers as usize, None);
+        self.frames.push(Frame {
+            function: ordinal,
+            pc: 0,
+            i32_base,
+            ref_base,
+            results,
+        });
+    }
+
+    /// Places `values` in the newest frame's registers, left-aligned per bank (i64/f64 on pairs).
+    fn write_arguments(&mut self, signature: &Signature, values: &[Value]) -> Result<()> {
+        let kinds = signature.flatten_arguments(&[]).unwrap_or_default();
+        if kinds.len() != values.len() {
+            return Err(Error::invalid_argument(format!(
+                "{} arguments given; '{}' takes {}",
+                values.len(),
+                signature.text,
+                kinds.len()
+            )));
+        }
+        let frame = self.frames.last().expect("frame pushed");
+        let (base, mut ref_next) = (frame.i32_base, frame.ref_base);
+        // Offsets within the frame: 64-bit values go to even registers of the frame.
+        let mut i32_next = 0;
+        for (index, (kind, value)) in kinds.iter().zip(values).enumerate() {
+            match (kind, value) {
+                ('i', Value::I32(v)) => self.put32(base, &mut i32_next, *v as u32),
+                ('f', Value::F32(v)) => self.put32(base, &mut i32_next, v.to_bits()),
+                ('I', Value::I64(v)) => self.put64(base, &mut i32_next, *v as u64),
+                ('F', Value::F64(v)) => self.put64(base, &mut i32_next, v.to_bits()),
+                ('r', Value::Ref(r)) => {
+                    self.refs[ref_next] = r.clone();
+                    ref_next += 1;
+                }
+                (kind, value) => {
+                    return Err(Error::invalid_argument(format!(
+                        "argument {index} is {value:?} but '{}' expects '{kind}'",
+                        signature.text
+                    )))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn put32(&mut self, base: usize, next: &mut usize, value: u32) {
+        self.i32s[base + *next] = value;
+        *next += 1;
+    }
+
+    fn put64(&mut self, base: usize, next: &mut usize, value: u64) {
+        *next += *next & 1;
+        self.i32s[base + *next] = value as u32;
+        self.i32s[base + *next + 1] = (value >> 32) as u32;
+        *next += 2;
+    }
+
+    fn run(&mut self) -> Result<Vec<Value>> {
+        let instance = self.instance;
+        loop {
+            let frame = self.frames.last().expect("a frame is running");
+            let function = &instance.functions[frame.function as usize];
+            let (ib, rb, pc) = (frame.i32_base, frame.ref_base, frame.pc);
+            let Machine { i32s, refs, state, .. } = self;
+            let regs = &mut i32s[ib..ib + function.i32_registers as usize];
+            let frame_refs = &mut refs[rb..rb + function.ref_registers as usize];
+            let state = state.as_mut().expect("state held outside import calls");
+            match execute(instance, function, regs, frame_refs, state, pc)? {
+                Exit::Call(pc) => {
+                    self.frames.last_mut().expect("frame").pc = pc + 1;
+                    self.call(function, &function.insts[pc])?;
+                }
+                Exit::Return(pc) => {
+                    if let Some(results) = self.return_from(function, &function.insts[pc])? {
+                        return Ok(results);
+                    }
+                }
+            }
+        }
+    }
+
+    fn call(&mut self, function: &Function, inst: &Inst) -> Result<()> {
+        let Some(Extra::Call {
+            callee,
+            segments,
+            args,
+            results,
+            ..
+        }) = function.extras.get(inst.extra as usize)
+        else {
+            unreachable!("calls were lowered")
+        };
+        let frame = self.frames.last().expect("frame");
+        let (ib, rb) = (frame.i32_base, frame.ref_base);
+        if callee & IMPORT_ORDINAL_BIT == 0 {
+            if self.frames.len() >= MAX_FRAMES {
+                return Err(Error::resource_exhausted(format!(
+                    "call depth exceeds {MAX_FRAMES} frames"
+                )));
+            }
+            let callee_function = &self.instance.functions[*callee as usize];
+            let signature = self.instance.signature(*callee)?;
+            let values = self.read_registers(function, args, ib, rb, &signature.flatten_arguments(&[])?)?;
+            self.push_frame(*callee, callee_function, results.clone());
+            return self.write_arguments(&signature, &values);
+        }
+        let import = (*callee & !IMPORT_ORDINAL_BIT) as usize;
+        let target = self.instance.imports[import].clone().ok_or_else(|| {
+            Error::not_found(format!(
+                "import '{}' is not resolved",
+                self.instance.import_names[import]
+            ))
+        })?;
+        let sizes: Vec<usize> = function.regs[segments.start as usize..segments.end as usize]
+            .iter()
+            .map(|r| self.i32s[ib + *r as usize] as usize)
+            .collect();
+        let kinds = target.signature().flatten_arguments(&sizes)?;
+        let values = self.read_registers(function, args, ib, rb, &kinds)?;
+        // The module state is not held across the call: the callee may call back into this module.
+        self.state = None;
+        let outcome = target
+            .call(&values)
+            .with_context(|| format!("calling import '{}'", self.instance.import_names[import]));
+        self.state = Some(self.instance.lock_state());
+        let returned = outcome?;
+        self.write_results(function, results, ib, rb, &returned)
+    }
+
+    /// Reads the registers of `list` as values of `kinds`, moving refs that carry the move bit.
+    fn read_registers(
+        &mut self,
+        function: &Function,
+        list: &std::ops::Range<u32>,
+        ib: usize,
+        rb: usize,
+        kinds: &[char],
+    ) -> Result<Vec<Value>> {
+        let regs = &function.regs[list.start as usize..list.end as usize];
+        if regs.len() != kinds.len() {
+            return Err(Error::invalid_argument(format!(
+                "{} values passed where {} are expected",
+                regs.len(),
+                kinds.len()
+            )));
+        }
+        let mut values = Vec::with_capacity(regs.len());
+        for (raw, kind) in regs.iter().zip(kinds) {
+            let at = ib + *raw as usize;
+            values.push(match kind {
+                'i' => Value::I32(self.i32s[at] as i32),
+                'f' => Value::F32(f32::from_bits(self.i32s[at])),
+                'I' => Value::I64((self.i32s[at] as u64 | (self.i32s[at + 1] as u64) << 32) as i64),
+                'F' => Value::F64(f64::from_bits(self.i32s[at] as u64 | (self.i32s[at + 1] as u64) << 32)),
+                _ => {
+                    let slot = &mut self.refs[rb + ref_ordinal(*raw)];
+                    Value::Ref(if is_move(*raw) { slot.take() } else { slot.clone() })
+                }
+            });
+        }
+        Ok(values)
+    }
+
+    fn write_results(
+        &mut self,
+        function: &Function,
+        list: &std::ops::Range<u32>,
+        ib: usize,
+        rb: usize,
+        values: &[Value],
+    ) -> Result<()> {
+        let regs = &function.regs[list.start as usize..list.end as usize];
+        if regs.len() != values.len() {
+            return Err(Error::invalid_argument(format!(
+                "{} results returned where {} are expected",
+                values.len(),
+                regs.len()
+            )));
+        }
+        for (raw, value) in regs.iter().zip(values) {
+            let at = ib + *raw as usize;
+            match value {
+                Value::I32(v) => self.i32s[at] = *v as u32,
+                Value::F32(v) => self.i32s[at] = v.to_bits(),
+                Value::I64(v) => {
+                    self.i32s[at] = *v as u32;
+                    self.i32s[at + 1] = (*v as u64 >> 32) as u32;
+                }
+                Value::F64(v) => {
+                    self.i32s[at] = v.to_bits() as u32;
+                    self.i32s[at + 1] = (v.to_bits() >> 32) as u32;
+                }
+                Value::Ref(r) => self.refs[rb + ref_ordinal(*raw)] = r.clone(),
+            }
+        }
+        Ok(())
+    }
+
+    /// Pops the current frame; returns the results when it was the outermost one.
+    fn return_from(&mut self, function: &Function, inst: &Inst) -> Result<Option<Vec<Value>>> {
+        let frame = self.frames.last().expect("frame");
+        let (ib, rb, ordinal) = (frame.i32_base, frame.ref_base, frame.function);
+        let signature = self.instance.signature(ordinal)?;
+        let list = match function.extras.get(inst.extra as usize) {
+            Some(Extra::List(list)) => list.clone(),
+            _ => 0..0,
+        };
+        let values = self.read_registers(function, &list, ib, rb, &signature.flatten_results()?)?;
+        let frame = self.frames.pop().expect("frame");
+        self.i32s.truncate(frame.i32_base);
+        self.refs.truncate(frame.ref_base);
+        let Some(caller) = self.frames.last() else {
+            return Ok(Some(values));
+        };
+        let (cib, crb) = (caller.i32_base, caller.ref_base);
+        let caller_function = &self.instance.functions[caller.function as usize];
+        self.write_results(caller_function, &frame.results, cib, crb, &values)?;
+        Ok(None)
+    }
+}
+
+/// Why [`execute`] stopped.
+pub(super) enum Exit {
+    /// The instruction at this index is a call.
+    Call(usize),
+    /// The instruction at this index is a return.
+    Return(usize),
+}
+
+/// Runs `function` from instruction `pc` over its frame's registers until it calls or returns.
+///
+/// Keeping the frame's registers in local slices (rather than indexing the whole stack through
+/// the machine) is what makes the loop fast. Only scalar arithmetic and branches run here, so
+/// the loop's state stays in machine registers; everything else (refs, buffers, lists, globals,
+/// library math, calls) goes through [`ops::step`], and calls and returns back to
+/// [`Machine::run`].
+#[inline(never)]
+fn execute(
+    instance: &Arc<Instance>,
+    function: &Function,
+    regs: &mut [u32],
+    refs: &mut [Option<Ref>],
+    state: &mut ModuleState,
+    mut pc: usize,
+) -> Result<Exit> {
+    let code = Code::new(&function.insts);
+    let mut fast = Registers::new(regs);
+    loop {
+        let inst = code.at(pc);
+        let next = (inst.handler)(inst, fast.reborrow(), function, hot::BUDGET);
+        if next & hot::CHECKPOINT != 0 {
+            pc = next & !hot::CHECKPOINT;
+            let handler = function.checkpoints[&(pc as u32)];
+            pc = handler(code.at(pc), fast.reborrow(), function, hot::BUDGET);
+        } else {
+            pc = next;
+        }
+        if pc & hot::SLOW == 0 {
+            continue;
+        }
+        pc &= !hot::SLOW;
+        let inst = code.at(pc);
+        let step = ops::step(instance, function, inst, pc, &mut fast, refs, state);
+        match step.map_err(|e| e.context(format!("at bytecode offset {}", function.offsets[pc])))? {
+            ControlFlow::Continue(target) => pc = target,
+            ControlFlow::Break(exit) => return Ok(exit),
+        }
+    }
+}
+
+/// Moves block arguments for successor `index` of `inst` and returns the target instruction.
+#[inline(always)]
+fn branch(function: &Function, inst: &Inst, index: usize, regs: &mut Registers<'_>, refs: &mut [Option<Ref>]) -> usize {
+    let Branch {
+        target,
+        moves,
+        ref_moves,
+    } = &function.branches[inst.extra as usize + index];
+    hot::move_block_arguments(moves, regs);
+    if !ref_moves.is_empty() {
+        move_refs(ref_moves, refs);
+    }
+    *target as usize
+}
+
+#[inline(never)]
+fn move_refs(pairs: &[(u16, u16)], refs: &mut [Option<Ref>]) {
+    for &(from, to) in pairs {
+        refs[ref_ordinal(to)] = if is_move(from) {
+            refs[ref_ordinal(from)].take()
+        } else {
+            refs[ref_ordinal(from)].clone()
+        };
+    }
+}
+
+fn division_by_zero() -> Error {
+    Error::invalid_argument("integer division by zero")
+}
+
+/// Signed division: zero divisors are errors; the one overflowing case wraps.
+fn checked<T>(value: Option<T>, divisor_zero: bool, overflow: T) -> Result<T> {
+    match value {
+        Some(v) => Ok(v),
+        None if divisor_zero => Err(division_by_zero()),
+        None => Ok(overflow),
+    }
+}
+
+impl ImportTarget {
+    fn signature(&self) -> &Signature {
+        match self {
+            ImportTarget::Native(native) => &native.signature,
+            ImportTarget::Bytecode { signature, .. } => signature,
+        }
+    }
+
+    fn call(&self, args: &[Value]) -> Result<Vec<Value>> {
+        match self {
+            ImportTarget::Native(native) => (native.function)(args),
+            ImportTarget::Bytecode { instance, ordinal, .. } => invoke(instance, *ordinal, args),
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! Interpreter paths no recorded IREE output covers: execution that would leave a function,
+//! errors naming the failing instruction, and chains longer than the hot loop's budget.
+
+use halo_hal::StatusCode;
+use halo_vm::{BytecodeModule, Context, Value};
+use std::path::Path;
+use std::sync::Arc;
+
+fn context(name: &str) -> Context {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/vm")
+        .join(format!("{name}.vmfb"));
+    let mut context = Context::new();
+    context
+        .add_bytecode(Arc::new(BytecodeModule::from_file(&path).unwrap()))
+        .unwrap();
+    context
+}
+
+#[test]
+fn fail_with_status_zero_at_the_end_of_a_function_is_an_error() {
+    // `vm.fail` with status 0 does not fail and continues with the next instruction; in these
+    // functions there is none.
+    let context = context("fail");
+    for function in ["fail_with", "fail_plain"] {
+        let error = context.invoke(function, &[Value::I32(0)]).unwrap_err();
+        assert_eq!(error.code(), StatusCode::InvalidArgument, "{error}");
+        assert!(error.to_string().contains("falls off the end"), "{error}");
+        assert!(error.to_string().contains(&format!("'fail.{function}'")), "{error}");
+    }
+}
+
+#[test]
+fn runtime_errors_name_the_bytecode_offset() {
+    let context = context("fail");
+    let error = context.invoke("fail_with", &[Value::I32(13)]).unwrap_err();
+    assert_eq!(error.code(), StatusCode::Internal, "{error}");
+    assert!(error.to_string().contains("at bytecode offset 1"), "{error}");
+}
+
+/// The values `iree-run-module` printed for a fixture case, in order.
+fn recorded_values(case: &str) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../fixtures/vm/{case}.expected"));
+    let text = std::fs::read_to_string(path).unwrap();
+    let values = text.lines().filter_map(|line| line.split_once('='));
+    values.map(|(_, value)| value.to_string()).collect()
+}
+
+fn printed(value: &Value) -> String {
+    match value {
+        Value::I32(v) => v.to_string(),
+        Value::I64(v) => v.to_string(),
+        other => panic!("unexpected result {other:?}"),
+    }
+}
+
+#[test]
+fn long_blocks_and_loops_run_past_the_chaining_budget() {
+    // 1000 straight-line instructions (checkpoints every 256) and a loop of 100000 iterations
+    // (each a backward jump counted against the budget).
+    let context = context("long_block");
+    let results = context.invoke("chain", &[Value::I32(7)]).unwrap();
+    assert_eq!(printed(&results[0]), recorded_values("long_block.seven")[0]);
+    let context = self::context("perf_loop");
+    let results = context.invoke("perf_loop", &[Value::I32(100000)]).unwrap();
+    let recorded = recorded_values("perf_loop.n_100000");
+    for index in [0, 2, 3] {
+        assert_eq!(printed(&results[index]), recorded[index], "result {index}");
+    }
+}
