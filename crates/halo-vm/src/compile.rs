@@ -170,6 +170,7 @@ pub fn compile(source: &FunctionSource<'_>, shape: &ModuleShape) -> Result<Funct
     }
     let targets: HashSet<u32> = block_starts.values().copied().collect();
     fuse_compare_branches(&mut function, &targets);
+    fuse_branches(&mut function, &targets);
     place_checkpoints(&mut function, &targets);
     // The interpreter relies on this: execution never runs past the last instruction.
     let last = function.insts.last().expect("not empty");
@@ -224,6 +225,24 @@ fn fuse_compare_branches(function: &mut Function, targets: &HashSet<u32>) {
         }
         let successors = &function.branches[cond_br.extra as usize..][..2];
         if successors.iter().all(|branch| branch.ref_moves.is_empty()) {
+            function.insts[index - 1].handler = fused;
+        }
+    }
+}
+
+/// Gives a hot instruction followed by a `br` one handler for both, unless the `br` starts a
+/// block or moves refs.
+fn fuse_branches(function: &mut Function, targets: &HashSet<u32>) {
+    for index in 1..function.insts.len() {
+        let (previous, br) = (&function.insts[index - 1], &function.insts[index]);
+        if br.op != Op::Branch || targets.contains(&(index as u32)) {
+            continue;
+        }
+        if !function.branches[br.extra as usize].ref_moves.is_empty() {
+            continue;
+        }
+        // A compare already fused with a `cond_br` is not followed by a `br`.
+        if let Some(fused) = crate::interp::hot::handler_then_branch(previous.op) {
             function.insts[index - 1].handler = fused;
         }
     }

@@ -163,132 +163,151 @@ impl Bits64 for f64 {
     }
 }
 
-/// The handler of `op`: its own for hot instructions, otherwise [`slow`].
-pub(crate) fn handler(op: Op) -> Handler {
-    macro_rules! h {
-        ($o:ident => $body:expr) => {
-            |inst, regs, function, budget| {
-                let mut $o = Operands { inst, regs };
-                $body;
-                next(inst, $o.regs, function, budget)
+/// Defines [`handler`] and [`handler_then_branch`] from one list of hot instructions: `Op |
+/// Op => statement` over operands `$o`.
+macro_rules! hot_instructions {
+    ($o:ident; $($($op:ident)|+ => $body:expr,)*) => {
+        /// The handler of `op`: its own for hot instructions, otherwise [`slow`].
+        pub(crate) fn handler(op: Op) -> Handler {
+            match op {
+                $($(Op::$op)|+ => |inst, regs, function, budget| {
+                    let mut $o = Operands { inst, regs };
+                    $body;
+                    next(inst, $o.regs, function, budget)
+                },)*
+                Op::Branch => |inst, regs, function, budget| branch(inst, 0, regs, function, budget),
+                Op::CondBranch => |inst, regs, function, budget| {
+                    let taken = regs.get(inst.regs[0] as usize) != 0;
+                    branch(inst, if taken { 0 } else { 1 }, regs, function, budget)
+                },
+                _ => slow,
             }
-        };
-    }
-    match op {
-        Op::ConstI32Zero | Op::ConstF32Zero => h!(o => o.set32(0, 0u32)),
-        Op::ConstI64Zero | Op::ConstF64Zero => h!(o => o.set64(0, 0u64)),
-        Op::ConstI32 | Op::ConstF32 => h!(o => o.set32(0, o.imm() as u32)),
-        Op::ConstI64 | Op::ConstF64 => h!(o => o.set64(0, o.imm())),
-        Op::AddI32 => h!(o => o.set32(2, o.i32(0).wrapping_add(o.i32(1)))),
-        Op::SubI32 => h!(o => o.set32(2, o.i32(0).wrapping_sub(o.i32(1)))),
-        Op::MulI32 => h!(o => o.set32(2, o.i32(0).wrapping_mul(o.i32(1)))),
-        Op::FMAI32 => h!(o => o.set32(3, o.i32(0).wrapping_mul(o.i32(1)).wrapping_add(o.i32(2)))),
-        Op::AbsI32 => h!(o => o.set32(1, o.i32(0).wrapping_abs())),
-        Op::MinI32S => h!(o => o.set32(2, o.i32(0).min(o.i32(1)))),
-        Op::MinI32U => h!(o => o.set32(2, o.u32(0).min(o.u32(1)))),
-        Op::MaxI32S => h!(o => o.set32(2, o.i32(0).max(o.i32(1)))),
-        Op::MaxI32U => h!(o => o.set32(2, o.u32(0).max(o.u32(1)))),
-        Op::CtlzI32 => h!(o => o.set32(1, o.u32(0).leading_zeros())),
-        Op::AddI64 => h!(o => o.set64(2, o.i64(0).wrapping_add(o.i64(1)))),
-        Op::SubI64 => h!(o => o.set64(2, o.i64(0).wrapping_sub(o.i64(1)))),
-        Op::MulI64 => h!(o => o.set64(2, o.i64(0).wrapping_mul(o.i64(1)))),
-        Op::FMAI64 => h!(o => o.set64(3, o.i64(0).wrapping_mul(o.i64(1)).wrapping_add(o.i64(2)))),
-        Op::AbsI64 => h!(o => o.set64(1, o.i64(0).wrapping_abs())),
-        Op::MinI64S => h!(o => o.set64(2, o.i64(0).min(o.i64(1)))),
-        Op::MinI64U => h!(o => o.set64(2, (o.i64(0) as u64).min(o.i64(1) as u64))),
-        Op::MaxI64S => h!(o => o.set64(2, o.i64(0).max(o.i64(1)))),
-        Op::MaxI64U => h!(o => o.set64(2, (o.i64(0) as u64).max(o.i64(1) as u64))),
-        Op::CtlzI64 => h!(o => o.set64(1, (o.i64(0) as u64).leading_zeros() as u64)),
-        Op::NotI32 => h!(o => o.set32(1, !o.u32(0))),
-        Op::AndI32 => h!(o => o.set32(2, o.u32(0) & o.u32(1))),
-        Op::OrI32 => h!(o => o.set32(2, o.u32(0) | o.u32(1))),
-        Op::XorI32 => h!(o => o.set32(2, o.u32(0) ^ o.u32(1))),
-        Op::NotI64 => h!(o => o.set64(1, !o.i64(0))),
-        Op::AndI64 => h!(o => o.set64(2, o.i64(0) & o.i64(1))),
-        Op::OrI64 => h!(o => o.set64(2, o.i64(0) | o.i64(1))),
-        Op::XorI64 => h!(o => o.set64(2, o.i64(0) ^ o.i64(1))),
-        Op::ShlI32 => h!(o => o.set32(2, o.u32(0) << (o.u32(1) & 31))),
-        Op::ShrI32S => h!(o => o.set32(2, o.i32(0) >> (o.u32(1) & 31))),
-        Op::ShrI32U => h!(o => o.set32(2, o.u32(0) >> (o.u32(1) & 31))),
-        Op::ShlI64 => h!(o => o.set64(2, (o.i64(0) as u64) << (o.u32(1) & 63))),
-        Op::ShrI64S => h!(o => o.set64(2, o.i64(0) >> (o.u32(1) & 63))),
-        Op::ShrI64U => h!(o => o.set64(2, (o.i64(0) as u64) >> (o.u32(1) & 63))),
-        Op::TruncI32I8 => h!(o => o.set32(1, o.u32(0) as u8 as u32)),
-        Op::TruncI32I16 => h!(o => o.set32(1, o.u32(0) as u16 as u32)),
-        Op::TruncI64I32 => h!(o => o.set32(1, o.i64(0) as u32)),
-        Op::ExtI8I32S => h!(o => o.set32(1, o.u32(0) as i8 as i32)),
-        Op::ExtI8I32U => h!(o => o.set32(1, o.u32(0) as u8 as u32)),
-        Op::ExtI16I32S => h!(o => o.set32(1, o.u32(0) as i16 as i32)),
-        Op::ExtI16I32U => h!(o => o.set32(1, o.u32(0) as u16 as u32)),
-        Op::ExtI32I64S => h!(o => o.set64(1, o.i32(0) as i64)),
-        Op::ExtI32I64U => h!(o => o.set64(1, o.u32(0) as u64)),
-        Op::CmpEQI32 => h!(o => o.set32(2, (o.u32(0) == o.u32(1)) as u32)),
-        Op::CmpNEI32 => h!(o => o.set32(2, (o.u32(0) != o.u32(1)) as u32)),
-        Op::CmpLTI32S => h!(o => o.set32(2, (o.i32(0) < o.i32(1)) as u32)),
-        Op::CmpLTI32U => h!(o => o.set32(2, (o.u32(0) < o.u32(1)) as u32)),
-        Op::CmpNZI32 => h!(o => o.set32(1, (o.u32(0) != 0) as u32)),
-        Op::CmpEQI64 => h!(o => o.set32(2, (o.i64(0) == o.i64(1)) as u32)),
-        Op::CmpNEI64 => h!(o => o.set32(2, (o.i64(0) != o.i64(1)) as u32)),
-        Op::CmpLTI64S => h!(o => o.set32(2, (o.i64(0) < o.i64(1)) as u32)),
-        Op::CmpLTI64U => h!(o => o.set32(2, ((o.i64(0) as u64) < (o.i64(1) as u64)) as u32)),
-        Op::CmpNZI64 => h!(o => o.set32(1, (o.i64(0) != 0) as u32)),
-        Op::SelectI32 | Op::SelectF32 => h!(o => o.set32(3, if o.i32(0) != 0 { o.u32(1) } else { o.u32(2) })),
-        Op::SelectI64 | Op::SelectF64 => h!(o => o.set64(3, if o.i32(0) != 0 { o.i64(1) } else { o.i64(2) })),
-        Op::AddF32 => h!(o => o.set32(2, o.f32(0) + o.f32(1))),
-        Op::SubF32 => h!(o => o.set32(2, o.f32(0) - o.f32(1))),
-        Op::MulF32 => h!(o => o.set32(2, o.f32(0) * o.f32(1))),
-        Op::DivF32 => h!(o => o.set32(2, o.f32(0) / o.f32(1))),
-        Op::FMAF32 => h!(o => o.set32(3, o.f32(0) * o.f32(1) + o.f32(2))),
-        Op::AbsF32 => h!(o => o.set32(1, o.f32(0).abs())),
-        Op::NegF32 => h!(o => o.set32(1, -o.f32(0))),
-        Op::MinF32 => h!(o => o.set32(2, if o.f32(1) < o.f32(0) { o.f32(1) } else { o.f32(0) })),
-        Op::MaxF32 => h!(o => o.set32(2, if o.f32(0) < o.f32(1) { o.f32(1) } else { o.f32(0) })),
-        Op::CastSI32F32 => h!(o => o.set32(1, o.i32(0) as f32)),
-        Op::CastUI32F32 => h!(o => o.set32(1, o.u32(0) as f32)),
-        Op::CastSI64F32 => h!(o => o.set32(1, o.i64(0) as f32)),
-        Op::CastUI64F32 => h!(o => o.set32(1, o.i64(0) as u64 as f32)),
-        Op::BitcastI32F32 | Op::BitcastF32I32 => h!(o => o.set32(1, o.u32(0))),
-        Op::CmpEQF32O => h!(o => o.set32(2, (o.f32(0) == o.f32(1)) as u32)),
-        Op::CmpEQF32U => h!(o => o.set32(2, (unordered32(o.f32(0), o.f32(1)) || o.f32(0) == o.f32(1)) as u32)),
-        Op::CmpNEF32O => h!(o => o.set32(2, (o.f32(0) != o.f32(1)) as u32)),
-        Op::CmpNEF32U => h!(o => o.set32(2, (o.f32(0) != o.f32(1)) as u32)),
-        Op::CmpLTF32O => h!(o => o.set32(2, (o.f32(0) < o.f32(1)) as u32)),
-        Op::CmpLTF32U => h!(o => o.set32(2, (unordered32(o.f32(0), o.f32(1)) || o.f32(0) < o.f32(1)) as u32)),
-        Op::CmpLTEF32O => h!(o => o.set32(2, (o.f32(0) <= o.f32(1)) as u32)),
-        Op::CmpLTEF32U => h!(o => o.set32(2, (unordered32(o.f32(0), o.f32(1)) || o.f32(0) <= o.f32(1)) as u32)),
-        Op::CmpNaNF32 => h!(o => o.set32(1, o.f32(0).is_nan() as u32)),
-        Op::AddF64 => h!(o => o.set64(2, o.f64(0) + o.f64(1))),
-        Op::SubF64 => h!(o => o.set64(2, o.f64(0) - o.f64(1))),
-        Op::MulF64 => h!(o => o.set64(2, o.f64(0) * o.f64(1))),
-        Op::DivF64 => h!(o => o.set64(2, o.f64(0) / o.f64(1))),
-        Op::FMAF64 => h!(o => o.set64(3, o.f64(0) * o.f64(1) + o.f64(2))),
-        Op::AbsF64 => h!(o => o.set64(1, o.f64(0).abs())),
-        Op::NegF64 => h!(o => o.set64(1, -o.f64(0))),
-        Op::MinF64 => h!(o => o.set64(2, if o.f64(1) < o.f64(0) { o.f64(1) } else { o.f64(0) })),
-        Op::MaxF64 => h!(o => o.set64(2, if o.f64(0) < o.f64(1) { o.f64(1) } else { o.f64(0) })),
-        Op::TruncF64F32 => h!(o => o.set32(1, o.f64(0) as f32)),
-        Op::ExtF32F64 => h!(o => o.set64(1, o.f32(0) as f64)),
-        Op::CastSI32F64 => h!(o => o.set64(1, o.i32(0) as f64)),
-        Op::CastUI32F64 => h!(o => o.set64(1, o.u32(0) as f64)),
-        Op::CastSI64F64 => h!(o => o.set64(1, o.i64(0) as f64)),
-        Op::CastUI64F64 => h!(o => o.set64(1, o.i64(0) as u64 as f64)),
-        Op::BitcastI64F64 | Op::BitcastF64I64 => h!(o => o.set64(1, o.i64(0))),
-        Op::CmpEQF64O => h!(o => o.set32(2, (o.f64(0) == o.f64(1)) as u32)),
-        Op::CmpEQF64U => h!(o => o.set32(2, (unordered64(o.f64(0), o.f64(1)) || o.f64(0) == o.f64(1)) as u32)),
-        Op::CmpNEF64O => h!(o => o.set32(2, (o.f64(0) != o.f64(1)) as u32)),
-        Op::CmpNEF64U => h!(o => o.set32(2, (o.f64(0) != o.f64(1)) as u32)),
-        Op::CmpLTF64O => h!(o => o.set32(2, (o.f64(0) < o.f64(1)) as u32)),
-        Op::CmpLTF64U => h!(o => o.set32(2, (unordered64(o.f64(0), o.f64(1)) || o.f64(0) < o.f64(1)) as u32)),
-        Op::CmpLTEF64O => h!(o => o.set32(2, (o.f64(0) <= o.f64(1)) as u32)),
-        Op::CmpLTEF64U => h!(o => o.set32(2, (unordered64(o.f64(0), o.f64(1)) || o.f64(0) <= o.f64(1)) as u32)),
-        Op::CmpNaNF64 => h!(o => o.set32(1, o.f64(0).is_nan() as u32)),
-        Op::Branch => |inst, regs, function, budget| branch(inst, 0, regs, function, budget),
-        Op::CondBranch => |inst, regs, function, budget| {
-            let taken = regs.get(inst.regs[0] as usize) != 0;
-            branch(inst, if taken { 0 } else { 1 }, regs, function, budget)
-        },
-        _ => slow,
-    }
+        }
+
+        /// The handler of hot `op` followed by a `br` (that is not a branch target and moves no
+        /// refs): one step for both, as most loops end with one. `None` for other instructions.
+        pub(crate) fn handler_then_branch(op: Op) -> Option<Handler> {
+            match op {
+                $($(Op::$op)|+ => Some(|inst, regs, function, budget| {
+                    let mut $o = Operands { inst, regs };
+                    $body;
+                    let br = Code::new(&function.insts).after(inst);
+                    branch(br, 0, $o.regs, function, budget)
+                }),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+hot_instructions! { o;
+    ConstI32Zero | ConstF32Zero => o.set32(0, 0u32),
+    ConstI64Zero | ConstF64Zero => o.set64(0, 0u64),
+    ConstI32 | ConstF32 => o.set32(0, o.imm() as u32),
+    ConstI64 | ConstF64 => o.set64(0, o.imm()),
+    AddI32 => o.set32(2, o.i32(0).wrapping_add(o.i32(1))),
+    SubI32 => o.set32(2, o.i32(0).wrapping_sub(o.i32(1))),
+    MulI32 => o.set32(2, o.i32(0).wrapping_mul(o.i32(1))),
+    FMAI32 => o.set32(3, o.i32(0).wrapping_mul(o.i32(1)).wrapping_add(o.i32(2))),
+    AbsI32 => o.set32(1, o.i32(0).wrapping_abs()),
+    MinI32S => o.set32(2, o.i32(0).min(o.i32(1))),
+    MinI32U => o.set32(2, o.u32(0).min(o.u32(1))),
+    MaxI32S => o.set32(2, o.i32(0).max(o.i32(1))),
+    MaxI32U => o.set32(2, o.u32(0).max(o.u32(1))),
+    CtlzI32 => o.set32(1, o.u32(0).leading_zeros()),
+    AddI64 => o.set64(2, o.i64(0).wrapping_add(o.i64(1))),
+    SubI64 => o.set64(2, o.i64(0).wrapping_sub(o.i64(1))),
+    MulI64 => o.set64(2, o.i64(0).wrapping_mul(o.i64(1))),
+    FMAI64 => o.set64(3, o.i64(0).wrapping_mul(o.i64(1)).wrapping_add(o.i64(2))),
+    AbsI64 => o.set64(1, o.i64(0).wrapping_abs()),
+    MinI64S => o.set64(2, o.i64(0).min(o.i64(1))),
+    MinI64U => o.set64(2, (o.i64(0) as u64).min(o.i64(1) as u64)),
+    MaxI64S => o.set64(2, o.i64(0).max(o.i64(1))),
+    MaxI64U => o.set64(2, (o.i64(0) as u64).max(o.i64(1) as u64)),
+    CtlzI64 => o.set64(1, (o.i64(0) as u64).leading_zeros() as u64),
+    NotI32 => o.set32(1, !o.u32(0)),
+    AndI32 => o.set32(2, o.u32(0) & o.u32(1)),
+    OrI32 => o.set32(2, o.u32(0) | o.u32(1)),
+    XorI32 => o.set32(2, o.u32(0) ^ o.u32(1)),
+    NotI64 => o.set64(1, !o.i64(0)),
+    AndI64 => o.set64(2, o.i64(0) & o.i64(1)),
+    OrI64 => o.set64(2, o.i64(0) | o.i64(1)),
+    XorI64 => o.set64(2, o.i64(0) ^ o.i64(1)),
+    ShlI32 => o.set32(2, o.u32(0) << (o.u32(1) & 31)),
+    ShrI32S => o.set32(2, o.i32(0) >> (o.u32(1) & 31)),
+    ShrI32U => o.set32(2, o.u32(0) >> (o.u32(1) & 31)),
+    ShlI64 => o.set64(2, (o.i64(0) as u64) << (o.u32(1) & 63)),
+    ShrI64S => o.set64(2, o.i64(0) >> (o.u32(1) & 63)),
+    ShrI64U => o.set64(2, (o.i64(0) as u64) >> (o.u32(1) & 63)),
+    TruncI32I8 => o.set32(1, o.u32(0) as u8 as u32),
+    TruncI32I16 => o.set32(1, o.u32(0) as u16 as u32),
+    TruncI64I32 => o.set32(1, o.i64(0) as u32),
+    ExtI8I32S => o.set32(1, o.u32(0) as i8 as i32),
+    ExtI8I32U => o.set32(1, o.u32(0) as u8 as u32),
+    ExtI16I32S => o.set32(1, o.u32(0) as i16 as i32),
+    ExtI16I32U => o.set32(1, o.u32(0) as u16 as u32),
+    ExtI32I64S => o.set64(1, o.i32(0) as i64),
+    ExtI32I64U => o.set64(1, o.u32(0) as u64),
+    CmpEQI32 => o.set32(2, (o.u32(0) == o.u32(1)) as u32),
+    CmpNEI32 => o.set32(2, (o.u32(0) != o.u32(1)) as u32),
+    CmpLTI32S => o.set32(2, (o.i32(0) < o.i32(1)) as u32),
+    CmpLTI32U => o.set32(2, (o.u32(0) < o.u32(1)) as u32),
+    CmpNZI32 => o.set32(1, (o.u32(0) != 0) as u32),
+    CmpEQI64 => o.set32(2, (o.i64(0) == o.i64(1)) as u32),
+    CmpNEI64 => o.set32(2, (o.i64(0) != o.i64(1)) as u32),
+    CmpLTI64S => o.set32(2, (o.i64(0) < o.i64(1)) as u32),
+    CmpLTI64U => o.set32(2, ((o.i64(0) as u64) < (o.i64(1) as u64)) as u32),
+    CmpNZI64 => o.set32(1, (o.i64(0) != 0) as u32),
+    SelectI32 | SelectF32 => o.set32(3, if o.i32(0) != 0 { o.u32(1) } else { o.u32(2) }),
+    SelectI64 | SelectF64 => o.set64(3, if o.i32(0) != 0 { o.i64(1) } else { o.i64(2) }),
+    AddF32 => o.set32(2, o.f32(0) + o.f32(1)),
+    SubF32 => o.set32(2, o.f32(0) - o.f32(1)),
+    MulF32 => o.set32(2, o.f32(0) * o.f32(1)),
+    DivF32 => o.set32(2, o.f32(0) / o.f32(1)),
+    FMAF32 => o.set32(3, o.f32(0) * o.f32(1) + o.f32(2)),
+    AbsF32 => o.set32(1, o.f32(0).abs()),
+    NegF32 => o.set32(1, -o.f32(0)),
+    MinF32 => o.set32(2, if o.f32(1) < o.f32(0) { o.f32(1) } else { o.f32(0) }),
+    MaxF32 => o.set32(2, if o.f32(0) < o.f32(1) { o.f32(1) } else { o.f32(0) }),
+    CastSI32F32 => o.set32(1, o.i32(0) as f32),
+    CastUI32F32 => o.set32(1, o.u32(0) as f32),
+    CastSI64F32 => o.set32(1, o.i64(0) as f32),
+    CastUI64F32 => o.set32(1, o.i64(0) as u64 as f32),
+    BitcastI32F32 | BitcastF32I32 => o.set32(1, o.u32(0)),
+    CmpEQF32O => o.set32(2, (o.f32(0) == o.f32(1)) as u32),
+    CmpEQF32U => o.set32(2, (unordered32(o.f32(0), o.f32(1)) || o.f32(0) == o.f32(1)) as u32),
+    CmpNEF32O => o.set32(2, (o.f32(0) != o.f32(1)) as u32),
+    CmpNEF32U => o.set32(2, (o.f32(0) != o.f32(1)) as u32),
+    CmpLTF32O => o.set32(2, (o.f32(0) < o.f32(1)) as u32),
+    CmpLTF32U => o.set32(2, (unordered32(o.f32(0), o.f32(1)) || o.f32(0) < o.f32(1)) as u32),
+    CmpLTEF32O => o.set32(2, (o.f32(0) <= o.f32(1)) as u32),
+    CmpLTEF32U => o.set32(2, (unordered32(o.f32(0), o.f32(1)) || o.f32(0) <= o.f32(1)) as u32),
+    CmpNaNF32 => o.set32(1, o.f32(0).is_nan() as u32),
+    AddF64 => o.set64(2, o.f64(0) + o.f64(1)),
+    SubF64 => o.set64(2, o.f64(0) - o.f64(1)),
+    MulF64 => o.set64(2, o.f64(0) * o.f64(1)),
+    DivF64 => o.set64(2, o.f64(0) / o.f64(1)),
+    FMAF64 => o.set64(3, o.f64(0) * o.f64(1) + o.f64(2)),
+    AbsF64 => o.set64(1, o.f64(0).abs()),
+    NegF64 => o.set64(1, -o.f64(0)),
+    MinF64 => o.set64(2, if o.f64(1) < o.f64(0) { o.f64(1) } else { o.f64(0) }),
+    MaxF64 => o.set64(2, if o.f64(0) < o.f64(1) { o.f64(1) } else { o.f64(0) }),
+    TruncF64F32 => o.set32(1, o.f64(0) as f32),
+    ExtF32F64 => o.set64(1, o.f32(0) as f64),
+    CastSI32F64 => o.set64(1, o.i32(0) as f64),
+    CastUI32F64 => o.set64(1, o.u32(0) as f64),
+    CastSI64F64 => o.set64(1, o.i64(0) as f64),
+    CastUI64F64 => o.set64(1, o.i64(0) as u64 as f64),
+    BitcastI64F64 | BitcastF64I64 => o.set64(1, o.i64(0)),
+    CmpEQF64O => o.set32(2, (o.f64(0) == o.f64(1)) as u32),
+    CmpEQF64U => o.set32(2, (unordered64(o.f64(0), o.f64(1)) || o.f64(0) == o.f64(1)) as u32),
+    CmpNEF64O => o.set32(2, (o.f64(0) != o.f64(1)) as u32),
+    CmpNEF64U => o.set32(2, (o.f64(0) != o.f64(1)) as u32),
+    CmpLTF64O => o.set32(2, (o.f64(0) < o.f64(1)) as u32),
+    CmpLTF64U => o.set32(2, (unordered64(o.f64(0), o.f64(1)) || o.f64(0) < o.f64(1)) as u32),
+    CmpLTEF64O => o.set32(2, (o.f64(0) <= o.f64(1)) as u32),
+    CmpLTEF64U => o.set32(2, (unordered64(o.f64(0), o.f64(1)) || o.f64(0) <= o.f64(1)) as u32),
+    CmpNaNF64 => o.set32(1, o.f64(0).is_nan() as u32),
 }
 
 /// The handler for compare `op` followed by a `cond_br` on its result (that is not a branch
