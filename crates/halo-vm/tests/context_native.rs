@@ -117,3 +117,18 @@ fn invocation_checks_arguments_and_names() {
     let error = context.add_bytecode(module("add")).err().expect("duplicate module");
     assert_eq!(error.code(), StatusCode::AlreadyExists);
 }
+
+#[test]
+fn yieldable_calls_resume_at_their_resume_block() {
+    let mut context = Context::new();
+    context.add_native(other(2, false)).unwrap();
+    context.add_bytecode(module("yieldable")).unwrap();
+    assert_eq!(
+        context.invoke("double_plus_one", &[Value::I32(5)]).unwrap(),
+        vec![Value::I32(11)]
+    );
+    assert_eq!(
+        context.invoke("double_plus_one", &[Value::I32(-3)]).unwrap(),
+        vec![Value::I32(-1)]
+    );
+}

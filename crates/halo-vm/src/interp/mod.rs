@@ -146,7 +146,7 @@ impl Machine<'_> {
             let state = state.as_mut().expect("state held outside import calls");
             match execute(instance, function, regs, frame_refs, state, pc)? {
                 Exit::Call(pc) => {
-                    self.frames.last_mut().expect("frame").pc = pc + 1;
+                    self.frames.last_mut().expect("frame").pc = resume_point(function, pc);
                     self.call(function, &function.insts[pc])?;
                 }
                 Exit::Return(pc) => {
@@ -295,6 +295,17 @@ impl Machine<'_> {
         let caller_function = &self.instance.functions[caller.function as usize];
         self.write_results(caller_function, &frame.results, cib, crb, &values)?;
         Ok(None)
+    }
+}
+
+/// Where the caller continues after the call at `pc` returns: the next instruction, or the resume
+/// block of a yieldable call (whose results are the block's arguments, so nothing moves).
+fn resume_point(function: &Function, pc: usize) -> usize {
+    match function.extras.get(function.insts[pc].extra as usize) {
+        Some(Extra::Call {
+            resume: Some(resume), ..
+        }) => resume.target as usize,
+        _ => pc + 1,
     }
 }
 

@@ -129,7 +129,7 @@ pub enum Field {
 pub enum Flow {
     /// Falls through to the next instruction.
     Next,
-    /// Never falls through (branches, returns, fails).
+    /// Never falls through (branches, returns, fails, yieldable calls, which resume at a block).
     Terminator,
 }
 

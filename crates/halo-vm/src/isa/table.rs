@@ -1186,7 +1186,7 @@ pub static INSTRUCTIONS: &[InstructionDef] = &[
         0x87,
         "call.yieldable",
         YIELDABLE_CALL,
-        Flow::Next,
+        Flow::Terminator,
     ),
     def(
         Op::CallVariadicYieldable,
@@ -1194,7 +1194,7 @@ pub static INSTRUCTIONS: &[InstructionDef] = &[
         0x88,
         "call.variadic.yieldable",
         CALL_VARIADIC_YIELDABLE,
-        Flow::Next,
+        Flow::Terminator,
     ),
     def(
         Op::GlobalLoadF32,
