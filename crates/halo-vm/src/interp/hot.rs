@@ -25,8 +25,9 @@ pub(crate) type Handler = fn(&Inst, Registers<'_>, &Function, u32) -> usize;
 /// [`super::execute`].
 pub(crate) const BUDGET: u32 = 64;
 
-/// The longest run of instructions that chain without a budget check (release builds).
-pub(crate) const CHECKPOINT_INTERVAL: usize = 256;
+/// The longest run of instructions that chain without a budget check (release builds). Debug
+/// builds place checkpoints closer than [`BUDGET`], so tests chain through several.
+pub(crate) const CHECKPOINT_INTERVAL: usize = if cfg!(debug_assertions) { 16 } else { 256 };
 
 /// Tag on a [`Handler`]'s result: the instruction at that index has no hot handler.
 pub(crate) const SLOW: usize = 1 << (usize::BITS - 1);

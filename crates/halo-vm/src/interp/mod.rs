@@ -337,13 +337,11 @@ fn execute(
     let mut fast = Registers::new(regs);
     loop {
         let inst = code.at(pc);
-        let next = (inst.handler)(inst, fast.reborrow(), function, hot::BUDGET);
-        if next & hot::CHECKPOINT != 0 {
-            pc = next & !hot::CHECKPOINT;
-            let handler = function.checkpoints[&(pc as u32)];
-            pc = handler(code.at(pc), fast.reborrow(), function, hot::BUDGET);
-        } else {
-            pc = next;
+        pc = (inst.handler)(inst, fast.reborrow(), function, hot::BUDGET);
+        while pc & hot::CHECKPOINT != 0 {
+            let at = pc & !hot::CHECKPOINT;
+            let handler = function.checkpoints[&(at as u32)];
+            pc = handler(code.at(at), fast.reborrow(), function, hot::BUDGET);
         }
         if pc & hot::SLOW == 0 {
             continue;
