@@ -57,8 +57,7 @@ fn printed(value: &Value) -> String {
 #[test]
 fn long_blocks_and_loops_run_past_the_chaining_budget() {
     // 1000 straight-line instructions (a checkpoint every 16 in debug builds, several within one
-    // budget) and a loop of 100000 iterations
-    // (each a backward jump counted against the budget).
+    // budget) and a loop of 100000 iterations (each a backward jump counted against the budget).
     let context = context("long_block");
     let results = context.invoke("chain", &[Value::I32(7)]).unwrap();
     assert_eq!(printed(&results[0]), recorded_values("long_block.seven")[0]);
