@@ -249,16 +249,16 @@ hot_instructions! { o;
     ExtI16I32U => o.set32(1, o.u32(0) as u16 as u32),
     ExtI32I64S => o.set64(1, o.i32(0) as i64),
     ExtI32I64U => o.set64(1, o.u32(0) as u64),
-    CmpEQI32 => o.set32(2, (o.u32(0) == o.u32(1)) as u32),
-    CmpNEI32 => o.set32(2, (o.u32(0) != o.u32(1)) as u32),
-    CmpLTI32S => o.set32(2, (o.i32(0) < o.i32(1)) as u32),
-    CmpLTI32U => o.set32(2, (o.u32(0) < o.u32(1)) as u32),
-    CmpNZI32 => o.set32(1, (o.u32(0) != 0) as u32),
-    CmpEQI64 => o.set32(2, (o.i64(0) == o.i64(1)) as u32),
-    CmpNEI64 => o.set32(2, (o.i64(0) != o.i64(1)) as u32),
-    CmpLTI64S => o.set32(2, (o.i64(0) < o.i64(1)) as u32),
-    CmpLTI64U => o.set32(2, ((o.i64(0) as u64) < (o.i64(1) as u64)) as u32),
-    CmpNZI64 => o.set32(1, (o.i64(0) != 0) as u32),
+    CmpEQI32 => o.set32(2, int_compare(Op::CmpEQI32, &o) as u32),
+    CmpNEI32 => o.set32(2, int_compare(Op::CmpNEI32, &o) as u32),
+    CmpLTI32S => o.set32(2, int_compare(Op::CmpLTI32S, &o) as u32),
+    CmpLTI32U => o.set32(2, int_compare(Op::CmpLTI32U, &o) as u32),
+    CmpNZI32 => o.set32(1, int_compare(Op::CmpNZI32, &o) as u32),
+    CmpEQI64 => o.set32(2, int_compare(Op::CmpEQI64, &o) as u32),
+    CmpNEI64 => o.set32(2, int_compare(Op::CmpNEI64, &o) as u32),
+    CmpLTI64S => o.set32(2, int_compare(Op::CmpLTI64S, &o) as u32),
+    CmpLTI64U => o.set32(2, int_compare(Op::CmpLTI64U, &o) as u32),
+    CmpNZI64 => o.set32(1, int_compare(Op::CmpNZI64, &o) as u32),
     SelectI32 | SelectF32 => o.set32(3, if o.i32(0) != 0 { o.u32(1) } else { o.u32(2) }),
     SelectI64 | SelectF64 => o.set64(3, if o.i32(0) != 0 { o.i64(1) } else { o.i64(2) }),
     AddF32 => o.set32(2, o.f32(0) + o.f32(1)),
@@ -326,17 +326,36 @@ pub(crate) fn compare_and_branch(op: Op) -> Option<Handler> {
         };
     }
     match op {
-        Op::CmpEQI32 => f!(o => o.u32(0) == o.u32(1), 2),
-        Op::CmpNEI32 => f!(o => o.u32(0) != o.u32(1), 2),
-        Op::CmpLTI32S => f!(o => o.i32(0) < o.i32(1), 2),
-        Op::CmpLTI32U => f!(o => o.u32(0) < o.u32(1), 2),
-        Op::CmpNZI32 => f!(o => o.u32(0) != 0, 1),
-        Op::CmpEQI64 => f!(o => o.i64(0) == o.i64(1), 2),
-        Op::CmpNEI64 => f!(o => o.i64(0) != o.i64(1), 2),
-        Op::CmpLTI64S => f!(o => o.i64(0) < o.i64(1), 2),
-        Op::CmpLTI64U => f!(o => (o.i64(0) as u64) < (o.i64(1) as u64), 2),
-        Op::CmpNZI64 => f!(o => o.i64(0) != 0, 1),
+        Op::CmpEQI32 => f!(o => int_compare(Op::CmpEQI32, &o), 2),
+        Op::CmpNEI32 => f!(o => int_compare(Op::CmpNEI32, &o), 2),
+        Op::CmpLTI32S => f!(o => int_compare(Op::CmpLTI32S, &o), 2),
+        Op::CmpLTI32U => f!(o => int_compare(Op::CmpLTI32U, &o), 2),
+        Op::CmpNZI32 => f!(o => int_compare(Op::CmpNZI32, &o), 1),
+        Op::CmpEQI64 => f!(o => int_compare(Op::CmpEQI64, &o), 2),
+        Op::CmpNEI64 => f!(o => int_compare(Op::CmpNEI64, &o), 2),
+        Op::CmpLTI64S => f!(o => int_compare(Op::CmpLTI64S, &o), 2),
+        Op::CmpLTI64U => f!(o => int_compare(Op::CmpLTI64U, &o), 2),
+        Op::CmpNZI64 => f!(o => int_compare(Op::CmpNZI64, &o), 1),
         _ => None,
+    }
+}
+
+/// The integer compares that [`compare_and_branch`] fuses, evaluated once for both tables
+/// (`op` is a constant at every call, so the `match` folds away).
+#[inline(always)]
+fn int_compare(op: Op, o: &Operands<'_, '_>) -> bool {
+    match op {
+        Op::CmpEQI32 => o.u32(0) == o.u32(1),
+        Op::CmpNEI32 => o.u32(0) != o.u32(1),
+        Op::CmpLTI32S => o.i32(0) < o.i32(1),
+        Op::CmpLTI32U => o.u32(0) < o.u32(1),
+        Op::CmpNZI32 => o.u32(0) != 0,
+        Op::CmpEQI64 => o.i64(0) == o.i64(1),
+        Op::CmpNEI64 => o.i64(0) != o.i64(1),
+        Op::CmpLTI64S => o.i64(0) < o.i64(1),
+        Op::CmpLTI64U => (o.i64(0) as u64) < (o.i64(1) as u64),
+        Op::CmpNZI64 => o.i64(0) != 0,
+        _ => unreachable!("{op:?} is not an integer compare"),
     }
 }
 
