@@ -5,10 +5,12 @@
 
 mod benchmark_executable;
 mod benchmark_report;
+mod compare;
 mod devices;
 mod dump_module;
 mod executable_args;
 mod flagfile;
+mod module_args;
 mod registry;
 mod run_executable;
 mod run_module;
@@ -62,7 +64,7 @@ fn main() -> ExitCode {
         Command::Devices => devices::list_devices(&registry),
         Command::RunExecutable(args) => run_executable::run(&registry, &args),
         Command::BenchmarkExecutable(args) => benchmark_executable::run(&registry, &args),
-        Command::RunModule(args) => run_module::run(&args),
+        Command::RunModule(args) => run_module::run(&registry, &args),
         Command::DumpModule { module } => dump_module::run(&module),
     };
     match result {

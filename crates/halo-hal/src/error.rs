@@ -45,6 +45,35 @@ pub enum StatusCode {
 }
 
 impl StatusCode {
+    /// The code a program's raw status number names, as IREE reads it: only the low 5 bits
+    /// count (99 becomes 3, `INVALID_ARGUMENT`); 0 and unused numbers are `UNKNOWN`.
+    pub fn from_masked(code: u32) -> StatusCode {
+        use StatusCode::*;
+        [
+            Cancelled,
+            Unknown,
+            InvalidArgument,
+            DeadlineExceeded,
+            NotFound,
+            AlreadyExists,
+            PermissionDenied,
+            ResourceExhausted,
+            FailedPrecondition,
+            Aborted,
+            OutOfRange,
+            Unimplemented,
+            Internal,
+            Unavailable,
+            DataLoss,
+            Unauthenticated,
+            Deferred,
+            Incompatible,
+        ]
+        .get(((code & 0x1F) as usize).wrapping_sub(1))
+        .copied()
+        .unwrap_or(Unknown)
+    }
+
     /// IREE's spelling of the code, as its tools print it.
     pub fn name(self) -> &'static str {
         match self {

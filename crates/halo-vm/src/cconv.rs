@@ -116,7 +116,12 @@ fn flatten(items: &[Item], segment_sizes: &[usize], text: &str) -> Result<Vec<ch
     Ok(out)
 }
 
-fn check_kinds(what: &str, expected: &[char], is_ref: &[bool], text: &str) -> std::result::Result<(), String> {
+pub(crate) fn check_kinds(
+    what: &str,
+    expected: &[char],
+    is_ref: &[bool],
+    text: &str,
+) -> std::result::Result<(), String> {
     if expected.len() != is_ref.len() {
         return Err(format!(
             "{} {what}s passed; '{text}' takes {}",

@@ -63,7 +63,7 @@ pub enum Extra {
     Call {
         /// Function ordinal (import bit included).
         callee: u32,
-        /// Segment sizes of a variadic call (registers holding i32 counts).
+        /// Tuple counts of a variadic call's variadic arguments, in order (literal values).
         segments: Range<u32>,
         /// Argument registers, raw.
         args: Range<u32>,
@@ -287,6 +287,7 @@ impl Lowering<'_, '_> {
         let mut lists = Vec::new();
         let mut callee = None;
         let mut message = None;
+        let mut sizes: Option<Vec<u16>> = None;
         for (field, operand) in def.fields.iter().zip(&instruction.operands) {
             match (field, operand) {
                 (Field::Register { bank, moves, .. }, Operand::Register(_, raw)) => {
@@ -349,18 +350,18 @@ impl Lowering<'_, '_> {
                     }
                 }
                 (_, Operand::List(bank, registers)) => lists.push(self.list(*bank, registers)?),
+                (_, Operand::Sizes(values)) => sizes = Some(values.clone()),
                 (field, operand) => return Err(format!("operand {operand:?} does not match field {field:?}")),
             }
         }
         let extra = match def.op {
             Op::Call | Op::CallYieldable | Op::CallVariadic | Op::CallVariadicYieldable => {
                 let callee = callee.ok_or("call without a callee")?;
-                let (segments, args, results) = match lists.as_slice() {
-                    [args, results] => (0..0, args.clone(), results.clone()),
-                    [segments, args, results] => (segments.clone(), args.clone(), results.clone()),
+                let (args, results) = match lists.as_slice() {
+                    [args, results] => (args.clone(), results.clone()),
                     _ => return Err("call with unexpected operand lists".into()),
                 };
-                self.check_call(def.op, callee, &segments, &args, &results)?;
+                let segments = self.check_call(callee, sizes.as_deref(), &args, &results)?;
                 Some(Extra::Call {
                     callee,
                     segments,
@@ -501,21 +502,22 @@ impl Lowering<'_, '_> {
         Ok(())
     }
 
-    /// Checks argument and result registers against the callee's calling convention.
+    /// Checks argument and result registers against the callee's calling convention; returns
+    /// where the tuple counts of a variadic call's variadic arguments were recorded.
     fn check_call(
-        &self,
-        op: Op,
+        &mut self,
         callee: u32,
-        segments: &Range<u32>,
+        sizes: Option<&[u16]>,
         args: &Range<u32>,
         results: &Range<u32>,
-    ) -> Check<()> {
+    ) -> Check<Range<u32>> {
         let cconv = if callee & IMPORT_ORDINAL_BIT != 0 {
             &self.shape.import_cconvs[(callee & !IMPORT_ORDINAL_BIT) as usize]
         } else {
             &self.shape.function_cconvs[callee as usize]
         };
-        let Some(cconv) = cconv else { return Ok(()) };
+        let start = self.function.regs.len() as u32;
+        let Some(cconv) = cconv else { return Ok(start..start) };
         let signature = crate::cconv::Signature::parse(cconv).map_err(|e| e.message().to_string())?;
         let regs = &self.function.regs;
         let banks = |range: &Range<u32>| -> Vec<bool> {
@@ -524,18 +526,31 @@ impl Lowering<'_, '_> {
                 .map(|r| RawRegister(*r).is_ref())
                 .collect()
         };
-        let variadic = matches!(op, Op::CallVariadic | Op::CallVariadicYieldable);
-        if !variadic {
-            signature.check_registers(&banks(args), &banks(results))
-        } else {
-            let segment_count = segments.len();
-            if segment_count != signature.argument_segments() {
-                return Err(format!(
-                    "variadic call passes {segment_count} segment sizes; '{cconv}' has {}",
-                    signature.argument_segments()
-                ));
-            }
-            signature.check_results(&banks(results))
+        let Some(sizes) = sizes else {
+            signature.check_registers(&banks(args), &banks(results))?;
+            return Ok(start..start);
+        };
+        if sizes.len() != signature.arguments.len() {
+            return Err(format!(
+                "variadic call passes {} segment sizes; '{cconv}' has {} arguments",
+                sizes.len(),
+                signature.arguments.len()
+            ));
         }
+        let counts: Vec<usize> = signature
+            .arguments
+            .iter()
+            .zip(sizes)
+            .filter(|(item, _)| matches!(item, crate::cconv::Item::Variadic(_)))
+            .map(|(_, size)| *size as usize)
+            .collect();
+        let kinds = signature
+            .flatten_arguments(&counts)
+            .map_err(|e| e.message().to_string())?;
+        let arg_banks = banks(args);
+        signature.check_results(&banks(results))?;
+        crate::cconv::check_kinds("argument", &kinds, &arg_banks, cconv)?;
+        self.function.regs.extend(counts.iter().map(|&c| c as u16));
+        Ok(start..self.function.regs.len() as u32)
     }
 }

@@ -90,6 +90,16 @@ impl Instance {
         &self.module
     }
 
+    /// Calls internal function `ordinal` (from [`Context::lookup`]) with `args`.
+    ///
+    /// Threading: any thread; calls into one module serialize on its globals.
+    ///
+    /// # Errors
+    /// Argument mismatches as `InvalidArgument`; whatever the function fails with.
+    pub fn invoke(self: &Arc<Self>, ordinal: u32, args: &[Value]) -> Result<Vec<Value>> {
+        crate::interp::invoke(self, ordinal, args)
+    }
+
     pub(crate) fn lock_state(&self) -> MutexGuard<'_, ModuleState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -151,6 +151,20 @@ impl Buffer {
         }
     }
 
+    /// The bytes of a read-only buffer, borrowed for as long as the buffer lives (`None` for a
+    /// mutable one, whose bytes are only reachable under its lock).
+    pub fn read_only_bytes(&self) -> Option<&[u8]> {
+        match &self.storage {
+            Storage::Owned(_) => None,
+            Storage::Borrowed { owner, range } => Some(&(**owner).as_ref()[range.clone()]),
+        }
+    }
+
+    /// The bytes as text (lossy UTF-8): what native modules read names and messages from.
+    pub fn to_text(&self) -> String {
+        String::from_utf8_lossy(&self.bytes()).into_owned()
+    }
+
     /// The bytes, for writing.
     ///
     /// # Errors

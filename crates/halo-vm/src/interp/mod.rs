@@ -192,7 +192,7 @@ impl Machine<'_> {
         })?;
         let sizes: Vec<usize> = function.regs[segments.start as usize..segments.end as usize]
             .iter()
-            .map(|r| self.i32s[ib + *r as usize] as usize)
+            .map(|&count| count as usize)
             .collect();
         let kinds = target.signature().flatten_arguments(&sizes)?;
         let values = self.read_registers(function, args, ib, rb, &kinds)?;

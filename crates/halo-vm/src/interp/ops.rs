@@ -453,7 +453,7 @@ pub(super) fn step(
                     Some(Extra::Message(message)) => message.clone(),
                     _ => String::new(),
                 };
-                return Err(Error::new(status_code(code), message));
+                return Err(Error::new(StatusCode::from_masked(code), message));
             }
             if next == function.insts.len() {
                 return Err(Error::invalid_argument(
@@ -620,32 +620,4 @@ fn siphash(bytes: &[u8]) -> u64 {
     let mut hasher = siphasher::sip::SipHasher24::new_with_keys(0x0706_0504_0302_0100, 0x0f0e_0d0c_0b0a_0908);
     hasher.write(bytes);
     hasher.finish()
-}
-
-fn status_code(code: u32) -> StatusCode {
-    use StatusCode::*;
-    [
-        Cancelled,
-        Unknown,
-        InvalidArgument,
-        DeadlineExceeded,
-        NotFound,
-        AlreadyExists,
-        PermissionDenied,
-        ResourceExhausted,
-        FailedPrecondition,
-        Aborted,
-        OutOfRange,
-        Unimplemented,
-        Internal,
-        Unavailable,
-        DataLoss,
-        Unauthenticated,
-        Deferred,
-        Incompatible,
-    ]
-    // IREE keeps only the low 5 bits of a status code (99 becomes 3, INVALID_ARGUMENT).
-    .get(((code & 0x1F) as usize).wrapping_sub(1))
-    .copied()
-    .unwrap_or(Unknown)
 }

@@ -75,6 +75,8 @@ pub enum Operand<'a> {
     Remap(Vec<(RawRegister, RawRegister)>),
     /// Branch table cases.
     Cases(Vec<(u32, Vec<(RawRegister, RawRegister)>)>),
+    /// Literal segment sizes of a variadic call.
+    Sizes(Vec<u16>),
     /// A register list; `Some(bank)` when the field fixes the bank.
     List(Option<Bank>, Vec<RawRegister>),
 }
@@ -233,6 +235,7 @@ pub fn decode(code: &[u8], pc: usize) -> Result<Decoded<'_>, DecodeError> {
                 Operand::Cases(cases)
             }
             Field::Operands(bank) => Operand::List(bank, reader.list()?),
+            Field::SegmentSizes => Operand::Sizes(reader.list()?.into_iter().map(|r| r.0).collect()),
             Field::Results => Operand::List(None, reader.list()?),
         };
         operands.push(operand);

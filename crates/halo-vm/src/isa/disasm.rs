@@ -42,6 +42,10 @@ fn operand(out: &mut String, operand: &Operand<'_>) {
                 .collect();
             write!(out, "[{}]", cases.join(", "))
         }
+        Operand::Sizes(sizes) => {
+            let sizes: Vec<String> = sizes.iter().map(u16::to_string).collect();
+            write!(out, "segments[{}]", sizes.join(", "))
+        }
         Operand::List(bank, registers) => {
             let registers: Vec<String> = registers
                 .iter()

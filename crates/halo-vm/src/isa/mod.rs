@@ -120,6 +120,10 @@ pub enum Field {
     /// A 2-aligned register list: u16 count then u16 ordinals; `None` allows both banks, told
     /// apart by [`REF_BANK_BIT`].
     Operands(Option<Bank>),
+    /// A 2-aligned list of literal segment sizes (u16 count, then u16 values), one per argument
+    /// of the callee's calling convention: the tuple count of a variadic argument, 0xFFFF for
+    /// the others.
+    SegmentSizes,
     /// A 2-aligned list of result registers, like [`Field::Operands`].
     Results,
 }

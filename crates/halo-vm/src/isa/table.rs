@@ -51,13 +51,13 @@ const BUFFER_LENGTH: &[Field] = &[ref_r(false), w(I64)];
 const CALL: &[Field] = &[Field::FuncAttr, Field::Operands(None), Field::Results];
 const CALL_VARIADIC: &[Field] = &[
     Field::FuncAttr,
-    Field::Operands(Some(Bank::I32)),
+    Field::SegmentSizes,
     Field::Operands(None),
     Field::Results,
 ];
 const CALL_VARIADIC_YIELDABLE: &[Field] = &[
     Field::FuncAttr,
-    Field::Operands(Some(Bank::I32)),
+    Field::SegmentSizes,
     Field::Operands(None),
     Field::BranchTarget,
     Field::Results,

@@ -1,0 +1,104 @@
+//! `hal.allocator.*`: buffers from a device's allocator, and host bytes imported without a copy.
+
+use super::{object, Row};
+use crate::objects::{HalAllocator, HalBuffer};
+use crate::{Args, HalModuleState};
+use halo_hal::{BufferParams, BufferUsage, HostBytes, MemoryAccess, MemoryType, QueueAffinity, Result, ResultExt};
+use halo_vm::ref_types::{check_range, Buffer as VmBuffer, Ref};
+use halo_vm::Value;
+use std::ops::Range;
+
+pub(crate) const EXPORTS: &[Row] = &[
+    ("allocator.allocate", "0rIiiI_r", allocate),
+    ("allocator.import", "0riIiirII_r", import),
+];
+
+fn params(affinity: i64, memory_types: i32, usage: i32, access: MemoryAccess) -> BufferParams {
+    BufferParams {
+        memory_type: MemoryType::from_bits_retain(memory_types as u32),
+        usage: BufferUsage::from_bits_retain(usage as u32),
+        access,
+        queue_affinity: QueueAffinity(affinity as u64),
+        min_alignment: 0,
+    }
+}
+
+/// `(allocator, affinity, memory_types, usage, size) -> buffer`
+fn allocate(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+    let allocator = args.object::<HalAllocator>(0)?;
+    let size = args.size(4)?;
+    let params = params(args.i64(1)?, args.i32(2)?, args.i32(3)?, MemoryAccess::ALL);
+    let buffer = allocator
+        .0
+        .allocator()
+        .allocate_buffer(params, size)
+        .with_context(|| format!("allocating a buffer of {size} bytes"))?;
+    Ok(object(HalBuffer(buffer)))
+}
+
+/// `(allocator, try, affinity, memory_types, usage, source, offset, length) -> buffer or null`
+///
+/// Read-only sources (rodata, including external rodata mapped from the module file) are
+/// imported in place for constant use; anything else fails, and a `try` import then returns
+/// null so the program falls back to allocate-and-copy.
+fn import(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+    let allocator = args.object::<HalAllocator>(0)?;
+    let is_try = args.i32(1)? != 0;
+    let source = args.optional_ref(5)?.cloned();
+    let outcome = (|| {
+        let source = source.ok_or_else(|| halo_hal::Error::invalid_argument("import source is null"))?;
+        let bytes = source.expect::<VmBuffer>("import source")?;
+        let length = match args.i64(7)? {
+            -1 => (bytes.len() as u64).saturating_sub(args.size(6)?),
+            length => length as u64,
+        };
+        let range = check_range(args.size(6)?, length, bytes.len())?;
+        let usage = args.i32(4)?;
+        if bytes.read_only_bytes().is_none() {
+            return Err(halo_hal::Error::unimplemented(
+                "only read-only vm.buffers can be imported in place",
+            ));
+        }
+        if usage as u32 & BufferUsage::SHARING_IMMUTABLE.bits() == 0 {
+            return Err(halo_hal::Error::permission_denied(
+                "source buffer is immutable and can only be imported for constant usage",
+            ));
+        }
+        let params = params(args.i64(2)?, args.i32(3)?, usage, MemoryAccess::READ);
+        let host = Box::new(ReadOnlyVmBytes {
+            source: source.clone(),
+            range,
+        });
+        allocator.0.allocator().import_host(params, host)
+    })();
+    match outcome {
+        Ok(buffer) => Ok(object(HalBuffer(buffer))),
+        Err(_) if is_try => Ok(vec![Value::Ref(None)]),
+        Err(error) => Err(error.context("importing a vm.buffer")),
+    }
+}
+
+/// A range of a read-only `vm.buffer` lent to a HAL buffer; holding the reference keeps the
+/// bytes (often the memory-mapped module file) alive.
+struct ReadOnlyVmBytes {
+    source: Ref,
+    range: Range<usize>,
+}
+
+impl HostBytes for ReadOnlyVmBytes {
+    fn host_ptr(&mut self) -> *mut u8 {
+        // Checked read-only before import; the bytes never move while `source` lives.
+        self.source
+            .downcast::<VmBuffer>()
+            .and_then(VmBuffer::read_only_bytes)
+            .map_or(std::ptr::null_mut(), |bytes| {
+                bytes[self.range.clone()].as_ptr().cast_mut()
+            })
+    }
+    fn byte_len(&self) -> usize {
+        self.range.len()
+    }
+    fn writable(&self) -> bool {
+        false
+    }
+}

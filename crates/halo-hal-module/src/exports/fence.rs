@@ -1,0 +1,85 @@
+//! `hal.fence.*`: creating, joining, signalling, failing and awaiting fences.
+
+use super::{object, Row};
+use crate::objects::{HalDevice, HalFence};
+use crate::{Args, HalModuleState};
+use halo_hal::{Error, Fence, Result, StatusCode, Timeout};
+use halo_vm::Value;
+use std::time::{Duration, Instant};
+
+pub(crate) const EXPORTS: &[Row] = &[
+    ("fence.await", "0iICrD_i", wait),
+    ("fence.create", "0rI_r", create),
+    ("fence.fail", "0ri_v", fail),
+    ("fence.join", "0ICrD_r", join),
+    ("fence.query", "0r_i", query),
+    ("fence.signal", "0r_v", signal),
+];
+
+/// `(device, flags) -> fence`: a new semaphore at 0 and the timepoint 1 on it.
+fn create(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+    let device = &args.object::<HalDevice>(0)?.0;
+    let semaphore = device.create_semaphore(0)?;
+    Ok(object(HalFence(Fence::at(semaphore, 1))))
+}
+
+/// The non-null fences of a variadic segment starting at `first`.
+fn fences(args: &Args<'_>, first: usize) -> Result<Vec<Fence>> {
+    (first..args.values().len())
+        .filter_map(|i| args.optional_object::<HalFence>(i).transpose())
+        .map(|f| f.map(|f| f.0.clone()))
+        .collect()
+}
+
+/// `(flags, fences...) -> fence or null`: null when nothing is left to wait for.
+fn join(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+    let joined = Fence::join(&fences(args, 1)?);
+    Ok(if joined.is_empty() {
+        vec![Value::Ref(None)]
+    } else {
+        object(HalFence(joined))
+    })
+}
+
+/// `(fence) -> status`: 0 when reached, `DEFERRED` while pending, the failure's code otherwise.
+fn query(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+    let code = match args.object::<HalFence>(0)?.0.query() {
+        Ok(true) => 0,
+        Ok(false) => StatusCode::Deferred as i32,
+        Err(error) => error.code() as i32,
+    };
+    Ok(vec![Value::I32(code)])
+}
+
+/// `(fence)`: signals every timepoint.
+fn signal(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+    args.object::<HalFence>(0)?.0.signal()?;
+    Ok(Vec::new())
+}
+
+/// `(fence, status)`: fails every semaphore of the fence with the status code.
+fn fail(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+    let fence = &args.object::<HalFence>(0)?.0;
+    let code = StatusCode::from_masked(args.i32(1)? as u32);
+    fence.fail(&Error::new(code, "fence failed by the program"));
+    Ok(Vec::new())
+}
+
+/// `(timeout_ms, flags, fences...) -> status`: blocks until every fence is reached; returns
+/// `DEADLINE_EXCEEDED` (4) on timeout and fails with a failed fence's error.
+fn wait(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+    let timeout = match args.i32(0)? as u32 {
+        u32::MAX => Timeout::Infinite,
+        millis => Timeout::Deadline(Instant::now() + Duration::from_millis(millis.into())),
+    };
+    for fence in fences(args, 2)? {
+        match fence.wait(timeout) {
+            Ok(()) => {}
+            Err(error) if error.code() == StatusCode::DeadlineExceeded => {
+                return Ok(vec![Value::I32(StatusCode::DeadlineExceeded as i32)]);
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(vec![Value::I32(0)])
+}

@@ -1,0 +1,33 @@
+//! The module's functions, one file per object family; each file exports a table of
+//! `(name, calling convention, function)` rows in IREE 3.13's spelling.
+
+mod allocator;
+mod buffer;
+mod buffer_view;
+mod command_buffer;
+mod device;
+mod executable;
+mod fence;
+
+use crate::Export;
+use halo_vm::ref_types::{Ref, RefObject};
+use halo_vm::Value;
+
+/// One function: its name within `hal`, its calling convention, its implementation.
+pub(crate) type Row = (&'static str, &'static str, Export);
+
+/// Every table.
+pub(crate) const ALL: &[&[Row]] = &[
+    allocator::EXPORTS,
+    buffer::EXPORTS,
+    buffer_view::EXPORTS,
+    command_buffer::EXPORTS,
+    device::EXPORTS,
+    executable::EXPORTS,
+    fence::EXPORTS,
+];
+
+/// A result list holding one object.
+fn object<T: RefObject>(object: T) -> Vec<Value> {
+    vec![Value::Ref(Some(Ref::new(object)))]
+}

@@ -1,0 +1,79 @@
+//! The `hal` VM module (version 7): the native functions IREE-compiled programs import to
+//! allocate buffers, record command buffers, dispatch kernels and synchronize, implemented on
+//! halo's HAL traits so they run on any driver.
+//!
+//! Who does what:
+//! - [`objects`]: the HAL objects as VM reference types (`!hal.buffer_view`, ...).
+//! - `exports/*`: one file per object family, each a table of `(name, calling convention,
+//!   function)`; [`create_module`] registers them all.
+//! - [`HalModuleState`]: the device group the program sees (`hal.devices.*`) and one executable
+//!   cache per device, shared by every call.
+//!
+//! Waiting: `hal.fence.await` blocks the calling thread until its fences are reached (or the
+//! timeout passes). That is IREE's synchronous mode; a caller that must not block calls
+//! programs compiled with `--iree-execution-model=async-external`, which never await.
+#![warn(missing_docs)]
+
+mod args;
+mod exports;
+pub mod objects;
+
+use halo_hal::{Device, ExecutableCache, Result};
+use halo_vm::NativeModule;
+use std::sync::{Arc, Mutex};
+
+pub use args::Args;
+pub use objects::{HalBuffer, HalBufferView, HalDevice, HalFence};
+
+/// The version programs from iree-compile 3.13 require (`hal, version >= 7`).
+pub const VERSION: u32 = 7;
+
+/// What every function of one `hal` module instance shares.
+pub struct HalModuleState {
+    devices: Vec<Arc<dyn Device>>,
+    caches: Mutex<Vec<DeviceCache>>,
+}
+
+/// A device and the executable cache its executables are prepared in.
+type DeviceCache = (Arc<dyn Device>, Arc<dyn ExecutableCache>);
+
+impl HalModuleState {
+    /// The devices a program sees, in `hal.devices.get` order.
+    pub fn devices(&self) -> &[Arc<dyn Device>] {
+        &self.devices
+    }
+
+    /// The executable cache of `device`, created on first use.
+    fn executable_cache(&self, device: &Arc<dyn Device>) -> Result<Arc<dyn ExecutableCache>> {
+        let mut caches = self.caches.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, cache)) = caches.iter().find(|(d, _)| Arc::ptr_eq(d, device)) {
+            return Ok(cache.clone());
+        }
+        let cache = device.create_executable_cache()?;
+        caches.push((device.clone(), cache.clone()));
+        Ok(cache)
+    }
+}
+
+/// A native function of the module.
+type Export = fn(&HalModuleState, &Args<'_>) -> Result<Vec<halo_vm::Value>>;
+
+/// Builds the `hal` module over `devices` (the program's device group, in order).
+///
+/// Ownership: the module keeps the devices alive. Threading: its functions may be called from
+/// any thread.
+///
+/// # Errors
+/// `InvalidArgument` if an export table is malformed (a bug).
+pub fn create_module(devices: Vec<Arc<dyn Device>>) -> Result<Arc<NativeModule>> {
+    let state = Arc::new(HalModuleState {
+        devices,
+        caches: Mutex::new(Vec::new()),
+    });
+    let mut builder = NativeModule::builder("hal", VERSION);
+    for &(name, cconv, export) in exports::ALL.iter().flat_map(|table| table.iter()) {
+        let state = state.clone();
+        builder = builder.function(name, cconv, move |values| export(&state, &Args::new(values)))?;
+    }
+    Ok(builder.build())
+}

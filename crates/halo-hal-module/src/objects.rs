@@ -1,0 +1,75 @@
+//! The HAL objects as VM reference types (`!hal.device`, `!hal.buffer_view`, ...).
+//!
+//! Each wraps the HAL's own handle (an `Arc` or a cheap clone), so a VM register holding one keeps
+//! the object alive exactly as long as IREE's retain/release would.
+
+use halo_hal::{Buffer, BufferView, CommandBuffer, Device, Executable, Fence};
+use halo_vm::ref_types::{Ref, RefObject};
+use std::any::Any;
+use std::sync::Arc;
+
+macro_rules! ref_object {
+    ($(#[$doc:meta])* $name:ident($inner:ty) = $type_name:literal) => {
+        $(#[$doc])*
+        #[derive(Clone)]
+        pub struct $name(pub $inner);
+
+        impl RefObject for $name {
+            fn type_name(&self) -> &'static str {
+                $type_name
+            }
+            fn as_any(&self) -> &dyn Any {
+                self
+            }
+        }
+
+        impl $name {
+            /// Wraps the object in a VM reference.
+            pub fn into_ref(self) -> Ref {
+                Ref::new(self)
+            }
+        }
+    };
+}
+
+ref_object!(
+    /// `!hal.device`: one device of the module's device group.
+    HalDevice(Arc<dyn Device>) = "hal.device"
+);
+ref_object!(
+    /// `!hal.allocator`: a device's allocator (reached through its device, which owns it).
+    HalAllocator(Arc<dyn Device>) = "hal.allocator"
+);
+ref_object!(
+    /// `!hal.buffer`: a range of device memory.
+    HalBuffer(Buffer) = "hal.buffer"
+);
+ref_object!(
+    /// `!hal.buffer_view`: a buffer with shape and element type; what programs take and return.
+    HalBufferView(BufferView) = "hal.buffer_view"
+);
+ref_object!(
+    /// `!hal.command_buffer`: a recording of transfers and dispatches.
+    HalCommandBuffer(Arc<CommandBuffer>) = "hal.command_buffer"
+);
+ref_object!(
+    /// `!hal.executable`: kernels prepared for one device.
+    HalExecutable(Arc<dyn Executable>) = "hal.executable"
+);
+ref_object!(
+    /// `!hal.fence`: timepoints queue operations wait on and signal.
+    HalFence(Fence) = "hal.fence"
+);
+ref_object!(
+    /// `!hal.file`: read-only bytes that queue reads copy from (`hal.ex.file.from_memory`).
+    HalFile(HostFile) = "hal.file"
+);
+
+/// The bytes behind a [`HalFile`]: a range of a read-only `vm.buffer`, kept alive by reference.
+#[derive(Clone)]
+pub struct HostFile {
+    /// The `vm.buffer` holding the bytes.
+    pub source: Ref,
+    /// Byte range within it.
+    pub range: std::ops::Range<usize>,
+}

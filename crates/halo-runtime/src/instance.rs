@@ -1,0 +1,48 @@
+//! The instance: the drivers this build links, by Cargo feature.
+
+use halo_hal::{Device, DriverRegistry, Result};
+use std::sync::Arc;
+
+/// The drivers available to sessions (`iree_runtime_instance_t`).
+///
+/// Threading: shareable; devices it creates are independent of it.
+pub struct Instance {
+    registry: DriverRegistry,
+}
+
+impl Default for Instance {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Instance {
+    /// An instance with every driver enabled in this build (`local-sync`, `local-task` with the
+    /// default `local` feature).
+    pub fn new() -> Self {
+        #[allow(unused_mut, reason = "unused when every driver feature is off")]
+        let mut registry = DriverRegistry::new();
+        #[cfg(feature = "local")]
+        halo_local::register_drivers(&mut registry);
+        Instance { registry }
+    }
+
+    /// An instance over a caller-built registry (for out-of-tree drivers).
+    pub fn with_registry(registry: DriverRegistry) -> Self {
+        Instance { registry }
+    }
+
+    /// The registered drivers.
+    pub fn registry(&self) -> &DriverRegistry {
+        &self.registry
+    }
+
+    /// Creates the device a URI names (`local-task`, `local-sync://0`, ...).
+    ///
+    /// # Errors
+    /// `NotFound` for an unknown driver or device (listing the known ones); `Unavailable` when
+    /// the driver's library or hardware is missing.
+    pub fn create_device(&self, uri: &str) -> Result<Arc<dyn Device>> {
+        self.registry.create_device(uri)
+    }
+}

@@ -1,0 +1,190 @@
+//! Sessions: devices, a VM context with the `hal` module, and the program's modules.
+
+use crate::call::CallFuture;
+use crate::function::{AbiModel, Function};
+use crate::instance::Instance;
+use crate::tensor;
+use halo_hal::{Device, Error, Fence, HostTensor, Result, ResultExt, Timeout};
+use halo_hal_module::HalFence;
+use halo_vm::ref_types::Ref;
+use halo_vm::{BytecodeModule, Context, Value};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Loaded modules on one or more devices, ready to call (`iree_runtime_session_t`).
+///
+/// Ownership: keeps its devices and modules alive; values returned by calls keep what they
+/// reference alive independently. Threading: calls may come from any thread; loading modules
+/// needs `&mut self`.
+pub struct Session {
+    devices: Vec<Arc<dyn Device>>,
+    context: Context,
+}
+
+impl Session {
+    /// Creates the devices `uris` name (the first is the default device) and a context holding
+    /// the `hal` module over them.
+    ///
+    /// # Errors
+    /// Whatever creating a device fails with (`NotFound` for an unknown driver, listing the
+    /// known ones).
+    pub fn new(instance: &Instance, uris: &[&str]) -> Result<Session> {
+        let devices = uris
+            .iter()
+            .map(|uri| {
+                instance
+                    .create_device(uri)
+                    .with_context(|| format!("creating device '{uri}'"))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Session::with_devices(devices)
+    }
+
+    /// A session over devices the caller created.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when `devices` is empty.
+    pub fn with_devices(devices: Vec<Arc<dyn Device>>) -> Result<Session> {
+        if devices.is_empty() {
+            return Err(Error::invalid_argument("a session needs at least one device"));
+        }
+        let mut context = Context::new();
+        context.add_native(halo_hal_module::create_module(devices.clone())?)?;
+        Ok(Session { devices, context })
+    }
+
+    /// The session's devices, in the order programs see them (`hal.devices.get`).
+    pub fn devices(&self) -> &[Arc<dyn Device>] {
+        &self.devices
+    }
+
+    /// The default device (the first).
+    pub fn device(&self) -> &Arc<dyn Device> {
+        &self.devices[0]
+    }
+
+    /// The VM context, for adding native modules of one's own.
+    pub fn context_mut(&mut self) -> &mut Context {
+        &mut self.context
+    }
+
+    /// Loads a `.vmfb` file (memory-mapped; large constants are used in place) and links it.
+    ///
+    /// # Errors
+    /// The loader's or verifier's error naming the file; `NotFound` for a missing import; the
+    /// module initializer's error (e.g. no device matching what the module was compiled for).
+    pub fn load_module_file(&mut self, path: &Path) -> Result<()> {
+        let module = BytecodeModule::from_file(path).with_context(|| format!("loading module '{}'", path.display()))?;
+        self.load_module(Arc::new(module))
+            .with_context(|| format!("loading module '{}'", path.display()))
+    }
+
+    /// Links a loaded module and runs its initializer.
+    ///
+    /// # Errors
+    /// As [`Session::load_module_file`].
+    pub fn load_module(&mut self, module: Arc<BytecodeModule>) -> Result<()> {
+        self.context
+            .add_bytecode(module)
+            .map_err(|e| self.explain_device_mismatch(e))?;
+        Ok(())
+    }
+
+    /// Adds the session's devices and their executable formats to an initializer's failure to
+    /// find the device it was compiled for.
+    fn explain_device_mismatch(&self, error: Error) -> Error {
+        if !error.message().contains("not found or unavailable") {
+            return error;
+        }
+        let devices: Vec<String> = self
+            .devices
+            .iter()
+            .map(|d| {
+                let formats = d
+                    .create_executable_cache()
+                    .map(|c| c.supported_formats().join(", "))
+                    .unwrap_or_default();
+                format!("{} (executable formats: {formats})", d.driver_name())
+            })
+            .collect();
+        error.context(format!("the session's devices are: {}", devices.join("; ")))
+    }
+
+    /// The exported function `name` (`f` or `module.f`) of the loaded modules.
+    ///
+    /// # Errors
+    /// `NotFound` listing the module's exports.
+    pub fn function(&self, name: &str) -> Result<Function> {
+        let (module, ordinal) = self.context.lookup(name)?;
+        Function::new(name, module, ordinal)
+    }
+
+    /// Calls `function` and returns its results once they are ready.
+    ///
+    /// A coarse-fences function gets an empty wait fence and a new signal fence, which this
+    /// waits on.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for inputs that do not match the function; whatever the program or its
+    /// queued work fails with, with the function's declaration as context.
+    pub fn call(&self, function: &Function, inputs: &[Value]) -> Result<Vec<Value>> {
+        let (outputs, signal) = self.start(function, inputs)?;
+        if let Some(signal) = signal {
+            signal
+                .wait(Timeout::Infinite)
+                .with_context(|| format!("waiting for the results of '{}'", function.name))?;
+        }
+        Ok(outputs)
+    }
+
+    /// Calls `function`, returning a future of its results.
+    ///
+    /// A coarse-fences function is queued on the calling thread and the future completes when
+    /// its signal fence is reached, so no thread waits. A sync function runs to completion on
+    /// a helper thread (its awaits block that thread, not the caller's).
+    pub fn call_async(&self, function: &Function, inputs: Vec<Value>) -> CallFuture {
+        match function.abi_model() {
+            AbiModel::CoarseFences => match self.start(function, &inputs) {
+                Err(error) => CallFuture::ready(Err(error)),
+                Ok((outputs, Some(signal))) => CallFuture::on_fence(&signal, outputs),
+                Ok((outputs, None)) => CallFuture::ready(Ok(outputs)),
+            },
+            AbiModel::Sync => {
+                let function = function.clone();
+                CallFuture::on_thread(move || {
+                    function.check_inputs(&inputs)?;
+                    invoke(&function, &inputs)
+                })
+            }
+        }
+    }
+
+    /// Checks the inputs and invokes the function; for a coarse-fences function, with fences
+    /// appended and the signal fence returned.
+    fn start(&self, function: &Function, inputs: &[Value]) -> Result<(Vec<Value>, Option<Fence>)> {
+        function.check_inputs(inputs)?;
+        if function.abi_model() == AbiModel::Sync {
+            return Ok((invoke(function, inputs)?, None));
+        }
+        let signal = Fence::at(self.device().create_semaphore(0)?, 1);
+        let mut arguments = inputs.to_vec();
+        arguments.push(Value::Ref(None));
+        arguments.push(Value::Ref(Some(Ref::new(HalFence(signal.clone())))));
+        Ok((invoke(function, &arguments)?, Some(signal)))
+    }
+
+    /// A buffer view on the default device holding `tensor`, as a call input.
+    ///
+    /// # Errors
+    /// Allocation failures.
+    pub fn tensor_input(&self, tensor: &HostTensor) -> Result<Value> {
+        tensor::buffer_view_value(self.device().as_ref(), tensor)
+    }
+}
+
+fn invoke(function: &Function, inputs: &[Value]) -> Result<Vec<Value>> {
+    function
+        .module
+        .invoke(function.ordinal, inputs)
+        .with_context(|| format!("calling '{}'{}", function.name, function.declared()))
+}
