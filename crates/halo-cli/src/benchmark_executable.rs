@@ -49,12 +49,12 @@ pub struct BenchmarkArgs {
 
 /// When a repetition stops.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum MinTime {
+pub(crate) enum MinTime {
     Seconds(f64),
     Iterations(u64),
 }
 
-fn parse_min_time(text: &str) -> Result<MinTime> {
+pub(crate) fn parse_min_time(text: &str) -> Result<MinTime> {
     let bad = || Error::invalid_argument(format!("--benchmark_min_time={text} must be like 0.5s or 100x"));
     if let Some(count) = text.strip_suffix('x') {
         return count.parse().map(MinTime::Iterations).map_err(|_| bad());

@@ -4,6 +4,7 @@
 //! `iree-benchmark-executable`) so their users can switch; kebab-case spellings are accepted too.
 
 mod benchmark_executable;
+mod benchmark_module;
 mod benchmark_report;
 mod compare;
 mod devices;
@@ -44,6 +45,9 @@ enum Command {
         /// The `.vmfb` file.
         module: String,
     },
+    /// Times calls of a function of a bytecode module, like `iree-benchmark-module`.
+    #[command(name = "benchmark-module")]
+    BenchmarkModule(benchmark_module::BenchmarkModuleArgs),
     /// Times dispatches of one export of an executable, like `iree-benchmark-executable`.
     #[command(name = "benchmark-executable")]
     BenchmarkExecutable(benchmark_executable::BenchmarkArgs),
@@ -64,6 +68,7 @@ fn main() -> ExitCode {
         Command::Devices => devices::list_devices(&registry),
         Command::RunExecutable(args) => run_executable::run(&registry, &args),
         Command::BenchmarkExecutable(args) => benchmark_executable::run(&registry, &args),
+        Command::BenchmarkModule(args) => benchmark_module::run(&registry, &args),
         Command::RunModule(args) => run_module::run(&registry, &args),
         Command::DumpModule { module } => dump_module::run(&module),
     };

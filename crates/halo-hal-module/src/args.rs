@@ -80,7 +80,10 @@ impl<'a> Args<'a> {
     pub fn optional_object<T: RefObject>(&self, index: usize) -> Result<Option<&'a T>> {
         match self.optional_ref(index)? {
             None => Ok(None),
-            Some(r) => r.expect::<T>(&format!("argument {index}")).map(Some),
+            Some(r) => match r.downcast::<T>() {
+                Some(object) => Ok(Some(object)),
+                None => r.expect::<T>(&format!("argument {index}")).map(Some),
+            },
         }
     }
 

@@ -23,6 +23,10 @@ pub struct Signature {
     pub arguments: Vec<Item>,
     /// Result positions.
     pub results: Vec<Item>,
+    /// Argument kinds flattened once, when no argument is variadic (calls reuse them).
+    fixed_arguments: Option<Box<[char]>>,
+    /// Result kinds flattened once.
+    result_kinds: Box<[char]>,
 }
 
 fn parse_items(text: &str, whole: &str) -> Result<Vec<Item>> {
@@ -58,11 +62,30 @@ impl Signature {
             Error::invalid_argument(format!("calling convention '{text}' lacks the version prefix 0"))
         })?;
         let (arguments, results) = body.split_once('_').unwrap_or((body, ""));
+        let arguments = parse_items(arguments, text)?;
+        let results = parse_items(results, text)?;
+        let fixed_arguments = if arguments.iter().any(|item| matches!(item, Item::Variadic(_))) {
+            None
+        } else {
+            Some(flatten(&arguments, &[], text)?.into())
+        };
         Ok(Signature {
             text: text.to_string(),
-            arguments: parse_items(arguments, text)?,
-            results: parse_items(results, text)?,
+            result_kinds: flatten(&results, &[], text)?.into(),
+            fixed_arguments,
+            arguments,
+            results,
         })
+    }
+
+    /// Argument kinds when no argument is variadic (`None` otherwise).
+    pub fn fixed_argument_kinds(&self) -> Option<&[char]> {
+        self.fixed_arguments.as_deref()
+    }
+
+    /// Result kinds.
+    pub fn result_kinds(&self) -> &[char] {
+        &self.result_kinds
     }
 
     /// Number of variadic segments among the arguments.

@@ -63,8 +63,8 @@ pub enum Extra {
     Call {
         /// Function ordinal (import bit included).
         callee: u32,
-        /// Tuple counts of a variadic call's variadic arguments, in order (literal values).
-        segments: Range<u32>,
+        /// Argument kinds of a variadic call, flattened with its literal segment sizes.
+        variadic_kinds: Option<Box<[char]>>,
         /// Argument registers, raw.
         args: Range<u32>,
         /// Result registers, raw.
@@ -361,10 +361,10 @@ impl Lowering<'_, '_> {
                     [args, results] => (args.clone(), results.clone()),
                     _ => return Err("call with unexpected operand lists".into()),
                 };
-                let segments = self.check_call(callee, sizes.as_deref(), &args, &results)?;
+                let variadic_kinds = self.check_call(callee, sizes.as_deref(), &args, &results)?;
                 Some(Extra::Call {
                     callee,
-                    segments,
+                    variadic_kinds,
                     args,
                     results,
                     resume: branches.into_iter().next(),
@@ -503,21 +503,20 @@ impl Lowering<'_, '_> {
     }
 
     /// Checks argument and result registers against the callee's calling convention; returns
-    /// where the tuple counts of a variadic call's variadic arguments were recorded.
+    /// a variadic call's flattened argument kinds.
     fn check_call(
         &mut self,
         callee: u32,
         sizes: Option<&[u16]>,
         args: &Range<u32>,
         results: &Range<u32>,
-    ) -> Check<Range<u32>> {
+    ) -> Check<Option<Box<[char]>>> {
         let cconv = if callee & IMPORT_ORDINAL_BIT != 0 {
             &self.shape.import_cconvs[(callee & !IMPORT_ORDINAL_BIT) as usize]
         } else {
             &self.shape.function_cconvs[callee as usize]
         };
-        let start = self.function.regs.len() as u32;
-        let Some(cconv) = cconv else { return Ok(start..start) };
+        let Some(cconv) = cconv else { return Ok(None) };
         let signature = crate::cconv::Signature::parse(cconv).map_err(|e| e.message().to_string())?;
         let regs = &self.function.regs;
         let banks = |range: &Range<u32>| -> Vec<bool> {
@@ -528,7 +527,7 @@ impl Lowering<'_, '_> {
         };
         let Some(sizes) = sizes else {
             signature.check_registers(&banks(args), &banks(results))?;
-            return Ok(start..start);
+            return Ok(None);
         };
         if sizes.len() != signature.arguments.len() {
             return Err(format!(
@@ -550,7 +549,6 @@ impl Lowering<'_, '_> {
         let arg_banks = banks(args);
         signature.check_results(&banks(results))?;
         crate::cconv::check_kinds("argument", &kinds, &arg_banks, cconv)?;
-        self.function.regs.extend(counts.iter().map(|&c| c as u16));
-        Ok(start..self.function.regs.len() as u32)
+        Ok(Some(kinds.into()))
     }
 }

@@ -66,7 +66,7 @@ pub enum ImportTarget {
         /// Internal ordinal of the exported function.
         ordinal: u32,
         /// Its calling convention.
-        signature: Signature,
+        signature: Arc<Signature>,
     },
 }
 
@@ -76,7 +76,7 @@ pub struct Instance {
     pub name: String,
     module: Arc<BytecodeModule>,
     pub(crate) functions: Vec<Function>,
-    signatures: Vec<Option<Signature>>,
+    signatures: Vec<Option<Arc<Signature>>>,
     pub(crate) types: Vec<String>,
     pub(crate) rodata: Vec<Ref>,
     pub(crate) imports: Vec<Option<ImportTarget>>,
@@ -104,7 +104,7 @@ impl Instance {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(crate) fn signature(&self, ordinal: u32) -> Result<Signature> {
+    pub(crate) fn signature(&self, ordinal: u32) -> Result<Arc<Signature>> {
         self.signatures.get(ordinal as usize).cloned().flatten().ok_or_else(|| {
             Error::failed_precondition(format!(
                 "function '{}' of module '{}' has no calling convention",
@@ -325,7 +325,7 @@ impl Context {
             name: module.name().to_string(),
             types: module.types().into_iter().map(str::to_string).collect(),
             functions,
-            signatures,
+            signatures: signatures.into_iter().map(|s| s.map(Arc::new)).collect(),
             rodata,
             imports,
             import_names,

@@ -19,26 +19,31 @@ pub(crate) const EXPORTS: &[Row] = &[
 /// enough and was allocated with every memory type and usage the program needs.
 fn assert(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
     let buffer = &args.object::<HalBuffer>(0)?.0;
-    let message = args.object::<VmBuffer>(1)?.to_text();
+    let message_buffer = args.object::<VmBuffer>(1)?;
+    // Only failures read the message, so the common path allocates nothing for it.
+    let message = || message_buffer.to_text();
     args.object::<HalAllocator>(2)?;
     let minimum = args.size(3)?;
     if buffer.byte_length() < minimum {
         return Err(Error::invalid_argument(format!(
-            "{message} buffer byte length {} less than expected minimum {minimum}",
+            "{} buffer byte length {} less than expected minimum {minimum}",
+            message(),
             buffer.byte_length()
         )));
     }
     let required_type = MemoryType::from_bits_retain(args.i32(4)? as u32);
     if !buffer.memory_type().contains(required_type) {
         return Err(Error::permission_denied(format!(
-            "{message} buffer memory type is not compatible; buffer has {:?}, operation requires {required_type:?}",
+            "{} buffer memory type is not compatible; buffer has {:?}, operation requires {required_type:?}",
+            message(),
             buffer.memory_type()
         )));
     }
     let required_usage = BufferUsage::from_bits_retain(args.i32(5)? as u32);
     if !buffer.allowed_usage().contains(required_usage) {
         return Err(Error::permission_denied(format!(
-            "{message} requested usage was not specified when the buffer was allocated; buffer allows {:?}, operation requires {required_usage:?}",
+            "{} requested usage was not specified when the buffer was allocated; buffer allows {:?}, operation requires {required_usage:?}",
+            message(),
             buffer.allowed_usage()
         )));
     }

@@ -5,6 +5,7 @@ use crate::objects::{HalBuffer, HalBufferView};
 use crate::{Args, HalModuleState};
 use halo_hal::buffer_view::Encoding;
 use halo_hal::{BufferView, ElementType, Error, NumericalType, Result, ResultExt};
+use halo_vm::ref_types::Buffer as VmBuffer;
 use halo_vm::Value;
 
 pub(crate) const EXPORTS: &[Row] = &[
@@ -64,20 +65,24 @@ fn element_types_compatible(actual: ElementType, expected: ElementType) -> bool 
 /// element type and shape the function declares; the error names the argument (`message`).
 fn assert(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
     let view = &args.object::<HalBufferView>(0)?.0;
-    let message = args.text(1)?;
+    let message_buffer = args.object::<VmBuffer>(1)?;
+    // Only failures read the message, so the common path allocates nothing for it.
+    let message = || message_buffer.to_text();
     let expected_type = ElementType::from_raw(args.i32(2)? as u32);
     let expected_encoding = args.i32(3)?;
     let expected_shape = dims(args, 4)?;
     let actual_encoding = view.encoding() as i32;
     if view.encoding() != Encoding::Opaque && actual_encoding != expected_encoding {
         return Err(Error::invalid_argument(format!(
-            "{message} encoding mismatch; expected {expected_encoding:08X} but have {actual_encoding:08X}"
+            "{} encoding mismatch; expected {expected_encoding:08X} but have {actual_encoding:08X}",
+            message()
         )));
     }
     let actual_type = view.element_type();
     if !element_types_compatible(actual_type, expected_type) {
         return Err(Error::invalid_argument(format!(
-            "{message} element type mismatch; expected {expected_type} ({:08X}) but have {actual_type} ({:08X})",
+            "{} element type mismatch; expected {expected_type} ({:08X}) but have {actual_type} ({:08X})",
+            message(),
             expected_type.raw(),
             actual_type.raw()
         )));
@@ -86,7 +91,8 @@ fn assert(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
     let scalar = |rank: usize| if rank == 0 { " (scalar)" } else { "" };
     let mismatch = if actual_shape.len() != expected_shape.len() {
         Some(format!(
-            "{message} shape rank mismatch; expected {}{} but have {}{}",
+            "{} shape rank mismatch; expected {}{} but have {}{}",
+            message(),
             expected_shape.len(),
             scalar(expected_shape.len()),
             actual_shape.len(),
@@ -97,8 +103,10 @@ fn assert(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
             .find(|&i| actual_shape[i] != expected_shape[i])
             .map(|i| {
                 format!(
-                    "{message} shape dimension {i} mismatch; expected {} but have {}",
-                    expected_shape[i], actual_shape[i]
+                    "{} shape dimension {i} mismatch; expected {} but have {}",
+                    message(),
+                    expected_shape[i],
+                    actual_shape[i]
                 )
             })
     };

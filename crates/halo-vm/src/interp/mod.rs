@@ -161,7 +161,7 @@ impl Machine<'_> {
     fn call(&mut self, function: &Function, inst: &Inst) -> Result<()> {
         let Some(Extra::Call {
             callee,
-            segments,
+            variadic_kinds,
             args,
             results,
             ..
@@ -179,7 +179,10 @@ impl Machine<'_> {
             }
             let callee_function = &self.instance.functions[*callee as usize];
             let signature = self.instance.signature(*callee)?;
-            let values = self.read_registers(function, args, ib, rb, &signature.flatten_arguments(&[])?)?;
+            let kinds = signature
+                .fixed_argument_kinds()
+                .ok_or_else(|| Error::invalid_argument("internal functions cannot be variadic"))?;
+            let values = self.read_registers(function, args, ib, rb, kinds)?;
             self.push_frame(*callee, callee_function, results.clone());
             return self.write_arguments(&signature, &values);
         }
@@ -190,12 +193,16 @@ impl Machine<'_> {
                 self.instance.import_names[import]
             ))
         })?;
-        let sizes: Vec<usize> = function.regs[segments.start as usize..segments.end as usize]
-            .iter()
-            .map(|&count| count as usize)
-            .collect();
-        let kinds = target.signature().flatten_arguments(&sizes)?;
-        let values = self.read_registers(function, args, ib, rb, &kinds)?;
+        let kinds = match variadic_kinds {
+            Some(kinds) => kinds,
+            None => target.signature().fixed_argument_kinds().ok_or_else(|| {
+                Error::invalid_argument(format!(
+                    "import '{}' is variadic but called without segment sizes",
+                    self.instance.import_names[import]
+                ))
+            })?,
+        };
+        let values = self.read_registers(function, args, ib, rb, kinds)?;
         // The module state is not held across the call: the callee may call back into this module.
         self.state = None;
         let outcome = target
@@ -284,7 +291,7 @@ impl Machine<'_> {
             Some(Extra::List(list)) => list.clone(),
             _ => 0..0,
         };
-        let values = self.read_registers(function, &list, ib, rb, &signature.flatten_results()?)?;
+        let values = self.read_registers(function, &list, ib, rb, signature.result_kinds())?;
         let frame = self.frames.pop().expect("frame");
         self.i32s.truncate(frame.i32_base);
         self.refs.truncate(frame.ref_base);

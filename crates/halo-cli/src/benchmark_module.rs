@@ -1,0 +1,86 @@
+//! `halo benchmark-module`: time per call of a module function, measured and reported as
+//! `iree-benchmark-module` does (`BM_<function>/process_time/real_time`, one call per iteration,
+//! the same inputs every time).
+
+use crate::benchmark_executable::{parse_min_time, MinTime};
+use crate::benchmark_report::{print, BenchmarkFormat, BenchmarkRun};
+use crate::module_args::{ModuleArgs, Prepared};
+use clap::Args;
+use cpu_time::ProcessTime;
+use halo_hal::{DriverRegistry, Result};
+use std::time::{Duration, Instant};
+
+/// Flags of `benchmark-module`.
+#[derive(Args, Debug, Clone)]
+pub struct BenchmarkModuleArgs {
+    #[command(flatten)]
+    pub module: ModuleArgs,
+    /// Minimum measured time per repetition: seconds (`0.5`, `0.5s`) or a call count (`100x`).
+    #[arg(
+        long = "benchmark_min_time",
+        visible_alias = "benchmark-min-time",
+        default_value = "0.5s"
+    )]
+    pub min_time: String,
+    /// Repetitions of the measurement.
+    #[arg(
+        long = "benchmark_repetitions",
+        visible_alias = "benchmark-repetitions",
+        default_value_t = 1
+    )]
+    pub repetitions: u32,
+    /// Output format.
+    #[arg(
+        long = "benchmark_format",
+        visible_alias = "benchmark-format",
+        value_enum,
+        default_value = "console"
+    )]
+    pub format: BenchmarkFormat,
+}
+
+/// Runs the benchmark and prints its report.
+pub fn run(registry: &DriverRegistry, args: &BenchmarkModuleArgs) -> Result<()> {
+    let min_time = parse_min_time(&args.min_time)?;
+    let prepared = args.module.prepare(registry)?;
+    // One untimed call: first-call costs (lazy executable setup, page faults) are not per-call.
+    call(&prepared)?;
+    let name = format!("BM_{}/process_time/real_time", args.module.function);
+    let mut runs = Vec::new();
+    for repetition in 0..args.repetitions {
+        let (calls, wall, cpu) = measure(&prepared, min_time)?;
+        let per_call = |d: Duration| d.as_secs_f64() * 1e9 / calls as f64;
+        runs.push(BenchmarkRun {
+            name: name.clone(),
+            iterations: calls,
+            real_time_ns: per_call(wall),
+            cpu_time_ns: per_call(cpu),
+            items_per_second: Some(calls as f64 / wall.as_secs_f64()),
+            repetition: (repetition, args.repetitions),
+        });
+    }
+    print(args.format, &runs);
+    Ok(())
+}
+
+fn call(prepared: &Prepared) -> Result<()> {
+    prepared.session.call(&prepared.function, &prepared.inputs).map(drop)
+}
+
+/// Calls until `min_time` is reached; returns calls, wall time and process CPU time.
+fn measure(prepared: &Prepared, min_time: MinTime) -> Result<(u64, Duration, Duration)> {
+    let wall_start = Instant::now();
+    let cpu_start = ProcessTime::now();
+    let mut calls = 0;
+    loop {
+        call(prepared)?;
+        calls += 1;
+        let done = match min_time {
+            MinTime::Iterations(n) => calls >= n,
+            MinTime::Seconds(s) => wall_start.elapsed().as_secs_f64() >= s,
+        };
+        if done {
+            return Ok((calls, wall_start.elapsed(), cpu_start.elapsed()));
+        }
+    }
+}
