@@ -17,6 +17,11 @@ mod run_executable;
 mod run_module;
 
 use clap::{Parser, Subcommand};
+
+// A call of a compiled program allocates small objects (buffer views, fences, argument lists)
+// on every call; mimalloc's thread-local free lists make those cheap.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::process::ExitCode;
 
 /// halo: a hardware abstraction layer and runtime for IREE-compiled programs.

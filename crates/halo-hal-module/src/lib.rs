@@ -70,7 +70,8 @@ pub fn create_module(devices: Vec<Arc<dyn Device>>) -> Result<Arc<NativeModule>>
         devices,
         caches: Mutex::new(Vec::new()),
     });
-    let mut builder = NativeModule::builder("hal", VERSION);
+    // No hal function runs bytecode, so callers keep their module state locked across calls.
+    let mut builder = NativeModule::builder("hal", VERSION).leaf();
     for &(name, cconv, export) in exports::ALL.iter().flat_map(|table| table.iter()) {
         let state = state.clone();
         builder = builder.function(name, cconv, move |values| export(&state, &Args::new(values)))?;

@@ -20,6 +20,8 @@ pub struct NativeFunction {
     pub signature: Signature,
     /// Implementation.
     pub function: NativeFn,
+    /// Whether it may call back into the VM (see [`NativeModuleBuilder::leaf`]).
+    pub reentrant: bool,
 }
 
 /// A module implemented in Rust (IREE's native module).
@@ -27,6 +29,7 @@ pub struct NativeModule {
     name: String,
     version: u32,
     functions: Vec<Arc<NativeFunction>>,
+    reentrant: bool,
 }
 
 impl NativeModule {
@@ -37,6 +40,7 @@ impl NativeModule {
                 name: name.to_string(),
                 version,
                 functions: Vec::new(),
+                reentrant: true,
             },
         }
     }
@@ -68,6 +72,14 @@ pub struct NativeModuleBuilder {
 }
 
 impl NativeModuleBuilder {
+    /// Declares that the module's functions never call back into the VM (no invocation of a
+    /// bytecode function from inside them), so a caller may keep its module state locked across
+    /// the call instead of releasing and retaking it. Call before adding functions.
+    pub fn leaf(mut self) -> Self {
+        self.module.reentrant = false;
+        self
+    }
+
     /// Adds `name` with calling convention `cconv` implemented by `function`.
     ///
     /// # Errors
@@ -89,6 +101,7 @@ impl NativeModuleBuilder {
             name: name.to_string(),
             signature,
             function: Arc::new(function),
+            reentrant: self.module.reentrant,
         }));
         Ok(self)
     }

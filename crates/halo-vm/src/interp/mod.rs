@@ -59,6 +59,21 @@ pub(crate) fn invoke(instance: &Arc<Instance>, ordinal: u32, args: &[Value]) -> 
         .with_context(|| format!("executing '{}.{}'", instance.name, instance.function_name(ordinal)))
 }
 
+/// True when two raw operands name the same ref register (move bits aside).
+fn same_ref(a: u16, b: u16) -> bool {
+    a & REF_BANK_BIT != 0 && b & REF_BANK_BIT != 0 && ref_ordinal(a) == ref_ordinal(b)
+}
+
+fn check_count(passed: usize, expected: usize) -> Result<()> {
+    if passed == expected {
+        Ok(())
+    } else {
+        Err(Error::invalid_argument(format!(
+            "{passed} values passed where {expected} are expected"
+        )))
+    }
+}
+
 fn ref_ordinal(raw: u16) -> usize {
     (raw & REF_ORDINAL_MASK) as usize
 }
@@ -88,7 +103,7 @@ impl Machine<'_> {
 
     /// Places `values` in the newest frame's registers, left-aligned per bank (i64/f64 on pairs).
     fn write_arguments(&mut self, signature: &Signature, values: &[Value]) -> Result<()> {
-        let kinds = signature.flatten_arguments(&[]).unwrap_or_default();
+        let kinds = signature.fixed_argument_kinds().unwrap_or_default();
         if kinds.len() != values.len() {
             return Err(Error::invalid_argument(format!(
                 "{} arguments given; '{}' takes {}",
@@ -187,30 +202,85 @@ impl Machine<'_> {
             return self.write_arguments(&signature, &values);
         }
         let import = (*callee & !IMPORT_ORDINAL_BIT) as usize;
-        let target = self.instance.imports[import].clone().ok_or_else(|| {
-            Error::not_found(format!(
-                "import '{}' is not resolved",
-                self.instance.import_names[import]
-            ))
-        })?;
+        let instance = self.instance;
+        let target = instance.imports[import]
+            .as_ref()
+            .ok_or_else(|| Error::not_found(format!("import '{}' is not resolved", instance.import_names[import])))?;
         let kinds = match variadic_kinds {
             Some(kinds) => kinds,
             None => target.signature().fixed_argument_kinds().ok_or_else(|| {
                 Error::invalid_argument(format!(
                     "import '{}' is variadic but called without segment sizes",
-                    self.instance.import_names[import]
+                    instance.import_names[import]
                 ))
             })?,
         };
-        let values = self.read_registers(function, args, ib, rb, kinds)?;
-        // The module state is not held across the call: the callee may call back into this module.
-        self.state = None;
+        let mut values = self.lend_registers(function, args, ib, rb, kinds)?;
+        // The module state is released across a call that may come back into this module.
+        let reentrant = target.may_reenter();
+        if reentrant {
+            self.state = None;
+        }
         let outcome = target
             .call(&values)
-            .with_context(|| format!("calling import '{}'", self.instance.import_names[import]));
-        self.state = Some(self.instance.lock_state());
-        let returned = outcome?;
-        self.write_results(function, results, ib, rb, &returned)
+            .with_context(|| format!("calling import '{}'", instance.import_names[import]));
+        self.return_lent(function, args, rb, &mut values);
+        if reentrant {
+            self.state = Some(instance.lock_state());
+        }
+        self.write_results(function, results, ib, rb, outcome?)
+    }
+
+    /// Reads argument registers for an import call. Refs are lent rather than counted: each is
+    /// taken out of its register and [`Machine::return_lent`] puts it back after the call (a
+    /// register listed twice lends its first occurrence and the rest are counted copies), so a
+    /// call does no reference counting for the refs it only borrows.
+    fn lend_registers(
+        &mut self,
+        function: &Function,
+        list: &std::ops::Range<u32>,
+        ib: usize,
+        rb: usize,
+        kinds: &[char],
+    ) -> Result<Vec<Value>> {
+        let regs = &function.regs[list.start as usize..list.end as usize];
+        check_count(regs.len(), kinds.len())?;
+        let mut values: Vec<Value> = Vec::with_capacity(regs.len());
+        for (index, (raw, kind)) in regs.iter().zip(kinds).enumerate() {
+            let value = match kind {
+                'r' => match regs[..index].iter().position(|earlier| same_ref(*earlier, *raw)) {
+                    Some(earlier) => values[earlier].clone(),
+                    None => Value::Ref(self.refs[rb + ref_ordinal(*raw)].take()),
+                },
+                _ => self.scalar(ib + *raw as usize, *kind),
+            };
+            values.push(value);
+        }
+        Ok(values)
+    }
+
+    /// Puts refs lent by [`Machine::lend_registers`] back into their registers (those passed
+    /// with the move bit stay with the callee, as the bytecode asked).
+    fn return_lent(&mut self, function: &Function, list: &std::ops::Range<u32>, rb: usize, values: &mut [Value]) {
+        let regs = &function.regs[list.start as usize..list.end as usize];
+        for (index, (raw, value)) in regs.iter().zip(values.iter_mut()).enumerate() {
+            if let Value::Ref(lent) = value {
+                let first = !regs[..index].iter().any(|earlier| same_ref(*earlier, *raw));
+                if first && !is_move(*raw) {
+                    self.refs[rb + ref_ordinal(*raw)] = lent.take();
+                }
+            }
+        }
+    }
+
+    fn scalar(&self, at: usize, kind: char) -> Value {
+        let wide = || self.i32s[at] as u64 | (self.i32s[at + 1] as u64) << 32;
+        match kind {
+            'i' => Value::I32(self.i32s[at] as i32),
+            'f' => Value::F32(f32::from_bits(self.i32s[at])),
+            'I' => Value::I64(wide() as i64),
+            _ => Value::F64(f64::from_bits(wide())),
+        }
     }
 
     /// Reads the registers of `list` as values of `kinds`, moving refs that carry the move bit.
@@ -223,25 +293,15 @@ impl Machine<'_> {
         kinds: &[char],
     ) -> Result<Vec<Value>> {
         let regs = &function.regs[list.start as usize..list.end as usize];
-        if regs.len() != kinds.len() {
-            return Err(Error::invalid_argument(format!(
-                "{} values passed where {} are expected",
-                regs.len(),
-                kinds.len()
-            )));
-        }
+        check_count(regs.len(), kinds.len())?;
         let mut values = Vec::with_capacity(regs.len());
         for (raw, kind) in regs.iter().zip(kinds) {
-            let at = ib + *raw as usize;
             values.push(match kind {
-                'i' => Value::I32(self.i32s[at] as i32),
-                'f' => Value::F32(f32::from_bits(self.i32s[at])),
-                'I' => Value::I64((self.i32s[at] as u64 | (self.i32s[at + 1] as u64) << 32) as i64),
-                'F' => Value::F64(f64::from_bits(self.i32s[at] as u64 | (self.i32s[at + 1] as u64) << 32)),
-                _ => {
+                'r' => {
                     let slot = &mut self.refs[rb + ref_ordinal(*raw)];
                     Value::Ref(if is_move(*raw) { slot.take() } else { slot.clone() })
                 }
+                _ => self.scalar(ib + *raw as usize, *kind),
             });
         }
         Ok(values)
@@ -253,7 +313,7 @@ impl Machine<'_> {
         list: &std::ops::Range<u32>,
         ib: usize,
         rb: usize,
-        values: &[Value],
+        values: Vec<Value>,
     ) -> Result<()> {
         let regs = &function.regs[list.start as usize..list.end as usize];
         if regs.len() != values.len() {
@@ -266,17 +326,17 @@ impl Machine<'_> {
         for (raw, value) in regs.iter().zip(values) {
             let at = ib + *raw as usize;
             match value {
-                Value::I32(v) => self.i32s[at] = *v as u32,
+                Value::I32(v) => self.i32s[at] = v as u32,
                 Value::F32(v) => self.i32s[at] = v.to_bits(),
                 Value::I64(v) => {
-                    self.i32s[at] = *v as u32;
-                    self.i32s[at + 1] = (*v as u64 >> 32) as u32;
+                    self.i32s[at] = v as u32;
+                    self.i32s[at + 1] = (v as u64 >> 32) as u32;
                 }
                 Value::F64(v) => {
                     self.i32s[at] = v.to_bits() as u32;
                     self.i32s[at + 1] = (v.to_bits() >> 32) as u32;
                 }
-                Value::Ref(r) => self.refs[rb + ref_ordinal(*raw)] = r.clone(),
+                Value::Ref(r) => self.refs[rb + ref_ordinal(*raw)] = r,
             }
         }
         Ok(())
@@ -300,7 +360,7 @@ impl Machine<'_> {
         };
         let (cib, crb) = (caller.i32_base, caller.ref_base);
         let caller_function = &self.instance.functions[caller.function as usize];
-        self.write_results(caller_function, &frame.results, cib, crb, &values)?;
+        self.write_results(caller_function, &frame.results, cib, crb, values)?;
         Ok(None)
     }
 }
@@ -407,6 +467,14 @@ impl ImportTarget {
         match self {
             ImportTarget::Native(native) => &native.signature,
             ImportTarget::Bytecode { signature, .. } => signature,
+        }
+    }
+
+    /// Whether the callee may run bytecode of the calling module (so its state must be free).
+    fn may_reenter(&self) -> bool {
+        match self {
+            ImportTarget::Native(native) => native.reentrant,
+            ImportTarget::Bytecode { .. } => true,
         }
     }
 
