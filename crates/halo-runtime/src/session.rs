@@ -107,7 +107,10 @@ impl Session {
                 format!("{} (executable formats: {formats})", d.driver_name())
             })
             .collect();
-        error.context(format!("the session's devices are: {}", devices.join("; ")))
+        error.context(format!(
+            "looking for it among the session's devices: {}",
+            devices.join("; ")
+        ))
     }
 
     /// The exported function `name` (`f` or `module.f`) of the loaded modules.

@@ -1,0 +1,154 @@
+//! The embedding API on real compiled programs (fixtures/models): blocking and async calls,
+//! coarse-fences functions, input checks against the declaration, and device mismatches.
+
+use halo_runtime::{tensor, AbiModel, HostTensor, Instance, Session, StatusCode, Value};
+use std::path::{Path, PathBuf};
+
+fn models() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models")
+}
+
+fn session(device: &str, module: &str) -> Session {
+    let mut session = Session::new(&Instance::new(), &[device]).unwrap();
+    session.load_module_file(&models().join(module)).unwrap();
+    session
+}
+
+fn f32s(tensor: &HostTensor) -> Vec<f32> {
+    tensor
+        .bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+        .collect()
+}
+
+fn input(session: &Session, text: &str) -> Value {
+    session.tensor_input(&HostTensor::parse(text).unwrap()).unwrap()
+}
+
+#[test]
+fn blocking_call_adds_tensors_on_both_cpu_devices() {
+    for device in ["local-sync", "local-task"] {
+        let session = session(device, "tiny_add.vmfb");
+        let function = session.function("tiny_add").unwrap();
+        assert_eq!(function.abi_model(), AbiModel::Sync);
+        assert_eq!(function.input_declaration(1).as_deref(), Some("tensor<4xf32>"));
+        let (a, b) = ("4xf32=1.5 2 -3 4", "4xf32=10 20 30 0.25");
+        let outputs = session
+            .call(&function, &[input(&session, a), input(&session, b)])
+            .unwrap();
+        assert_eq!(outputs.len(), 1);
+        let sum: Vec<f32> = f32s(&HostTensor::parse(a).unwrap())
+            .iter()
+            .zip(f32s(&HostTensor::parse(b).unwrap()))
+            .map(|(x, y)| x + y)
+            .collect();
+        let result = tensor::to_host(&outputs[0]).unwrap();
+        assert_eq!(result.shape, vec![4]);
+        assert_eq!(f32s(&result), sum, "on {device}");
+    }
+}
+
+#[test]
+fn coarse_fences_function_completes_through_its_signal_fence() {
+    let session = session("local-task", "async_external.vmfb");
+    let function = session.function("two_steps").unwrap();
+    assert_eq!(function.abi_model(), AbiModel::CoarseFences);
+    assert_eq!(function.argument_kinds(), vec!['r', 'r', 'f']);
+    let inputs = vec![
+        input(&session, "2x3xf32=1 2 3 4 5 6"),
+        input(&session, "2x3xf32=0.5 0.5 0.5 -1 -1 -1"),
+        Value::F32(2.0),
+    ];
+    let blocking = session.call(&function, &inputs).unwrap();
+    let asynchronous = pollster::block_on(session.call_async(&function, inputs)).unwrap();
+    for outputs in [&blocking, &asynchronous] {
+        let sum = f32s(&tensor::to_host(&outputs[0]).unwrap());
+        assert_eq!(sum, vec![1.5, 2.5, 3.5, 3.0, 4.0, 5.0]);
+        // Row sums of `sum`, scaled by the f32 argument.
+        let expected: Vec<f32> = sum.chunks(3).map(|row| row.iter().sum::<f32>() * 2.0).collect();
+        assert_eq!(f32s(&tensor::to_host(&outputs[1]).unwrap()), expected);
+    }
+}
+
+#[test]
+fn sync_function_called_async_runs_off_the_calling_thread() {
+    let session = session("local-sync", "tiny_add.vmfb");
+    let function = session.function("tiny_add").unwrap();
+    let inputs = vec![input(&session, "4xf32=1 2 3 4"), input(&session, "4xf32=4")];
+    let outputs = pollster::block_on(session.call_async(&function, inputs)).unwrap();
+    assert_eq!(f32s(&tensor::to_host(&outputs[0]).unwrap()), vec![5.0, 6.0, 7.0, 8.0]);
+}
+
+#[test]
+fn wrong_inputs_are_reported_against_the_declaration() {
+    let session = session("local-sync", "tiny_add.vmfb");
+    let function = session.function("tiny_add").unwrap();
+    let one = input(&session, "4xf32=1");
+
+    let error = session.call(&function, std::slice::from_ref(&one)).unwrap_err();
+    assert_eq!(error.code(), StatusCode::InvalidArgument);
+    let text = error.to_string();
+    assert!(text.contains("takes 2 inputs but 1 were given"), "{text}");
+    assert!(text.contains("sync func @tiny_add(%input0: tensor<4xf32>"), "{text}");
+
+    let error = session.call(&function, &[one.clone(), Value::I32(3)]).unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.contains("input 1 of 'tiny_add' must be tensor<4xf32> but is an i32"),
+        "{text}"
+    );
+
+    // Shape and element type are checked by the program itself (hal.buffer_view.assert).
+    let error = session
+        .call(&function, &[one.clone(), input(&session, "2x2xf32=1")])
+        .unwrap_err();
+    assert_eq!(error.code(), StatusCode::InvalidArgument);
+    assert!(error.to_string().contains("input1 shape rank mismatch"), "{error}");
+    let error = session.call(&function, &[one, input(&session, "4xi32=1")]).unwrap_err();
+    assert!(error.to_string().contains("input1 element type mismatch"), "{error}");
+}
+
+#[test]
+fn unknown_function_lists_the_exports() {
+    let session = session("local-sync", "tiny_add.vmfb");
+    let error = session.function("tiny_sub").err().unwrap();
+    assert_eq!(error.code(), StatusCode::NotFound);
+    assert!(error.to_string().contains("exports: tiny_add"), "{error}");
+}
+
+#[test]
+fn module_for_another_device_lists_the_session_devices() {
+    let mut session = Session::new(&Instance::new(), &["local-sync"]).unwrap();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tiny_add_vulkan.vmfb");
+    let error = session.load_module_file(&path).unwrap_err();
+    let text = error.to_string();
+    assert!(text.contains("not found or unavailable"), "{text}");
+    assert!(
+        text.contains("session's devices: local-sync (executable formats: embedded-elf-x86_64"),
+        "{text}"
+    );
+}
+
+#[test]
+fn unknown_driver_is_an_error_naming_it() {
+    let error = Session::new(&Instance::new(), &["warp-drive"]).err().unwrap();
+    assert!(error.to_string().contains("warp-drive"), "{error}");
+}
+
+#[test]
+fn corrupt_module_is_rejected_by_the_loader() {
+    let bytes = std::fs::read(models().join("tiny_add.vmfb")).unwrap();
+    let dir = std::env::temp_dir().join(format!("halo-runtime-corrupt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut session = Session::new(&Instance::new(), &["local-sync"]).unwrap();
+    // The last cut lands in the external rodata (the executable); the ZIP directory after it
+    // is not needed, so cutting only that would be fine.
+    for cut in [8, bytes.len() / 3, bytes.len() - 1000] {
+        let path = dir.join(format!("cut{cut}.vmfb"));
+        std::fs::write(&path, &bytes[..cut]).unwrap();
+        let error = session.load_module_file(&path).unwrap_err();
+        assert!(error.to_string().contains(&format!("cut{cut}.vmfb")), "{error}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
