@@ -9,9 +9,10 @@
 //! - [`HalModuleState`]: the device group the program sees (`hal.devices.*`) and one executable
 //!   cache per device, shared by every call.
 //!
-//! Waiting: `hal.fence.await` blocks the calling thread until its fences are reached (or the
-//! timeout passes). That is IREE's synchronous mode; a caller that must not block calls
-//! programs compiled with `--iree-execution-model=async-external`, which never await.
+//! Waiting: `hal.fence.await` is a waiting function. An invocation that may yield
+//! (`halo_vm::interp::Invocation::resume`, what `halo-runtime`'s async calls use) suspends until
+//! its fences are reached and no thread waits; a blocking invocation blocks the calling thread
+//! until they are reached or the timeout passes (IREE's synchronous mode).
 #![warn(missing_docs)]
 
 mod args;
@@ -58,6 +59,9 @@ impl HalModuleState {
 /// A native function of the module.
 type Export = fn(&HalModuleState, &Args<'_>) -> Result<Vec<halo_vm::Value>>;
 
+/// What a waiting function waits for, from its arguments.
+type WaitHook = fn(&HalModuleState, &Args<'_>) -> Result<Option<halo_hal::Fence>>;
+
 /// Builds the `hal` module over `devices` (the program's device group, in order).
 ///
 /// Ownership: the module keeps the devices alive. Threading: its functions may be called from
@@ -75,6 +79,15 @@ pub fn create_module(devices: Vec<Arc<dyn Device>>) -> Result<Arc<NativeModule>>
     for &(name, cconv, export) in exports::ALL.iter().flat_map(|table| table.iter()) {
         let state = state.clone();
         builder = builder.function(name, cconv, move |values| export(&state, &Args::new(values)))?;
+    }
+    for &(name, cconv, hook, export) in exports::WAITING.iter().flat_map(|table| table.iter()) {
+        let (hook_state, state) = (state.clone(), state.clone());
+        builder = builder.waiting_function(
+            name,
+            cconv,
+            move |values| hook(&hook_state, &Args::new(values)),
+            move |values| export(&state, &Args::new(values)),
+        )?;
     }
     Ok(builder.build())
 }

@@ -1,6 +1,7 @@
 //! The future an asynchronous call returns.
 
 use halo_hal::{Fence, Result};
+use halo_vm::interp::{Invocation, Step};
 use halo_vm::Value;
 use std::future::Future;
 use std::pin::Pin;
@@ -12,12 +13,14 @@ use std::task::{Context, Poll, Waker};
 struct Slot {
     outcome: Option<Result<Vec<Value>>>,
     waker: Option<Waker>,
+    /// A suspended call, resumed by the next poll.
+    invocation: Option<Invocation>,
 }
 
 /// The results of [`crate::Session::call_async`], ready when the call's work is done.
 ///
-/// Works with any executor; completing it needs no polling thread (the fence's callback or
-/// the helper thread wakes the task).
+/// Works with any executor. No thread waits for it: the VM runs when the future is polled, and
+/// a fence's callback wakes the task when what the call waits for is reached.
 pub struct CallFuture {
     slot: Arc<Mutex<Slot>>,
 }
@@ -27,7 +30,7 @@ impl CallFuture {
         CallFuture {
             slot: Arc::new(Mutex::new(Slot {
                 outcome: Some(outcome),
-                waker: None,
+                ..Slot::default()
             })),
         }
     }
@@ -40,12 +43,14 @@ impl CallFuture {
         future
     }
 
-    /// Completes with what `work` returns, run on a new thread.
-    pub(crate) fn on_thread(work: impl FnOnce() -> Result<Vec<Value>> + Send + 'static) -> Self {
-        let future = CallFuture { slot: Arc::default() };
-        let slot = future.slot.clone();
-        std::thread::spawn(move || complete(&slot, work()));
-        future
+    /// Runs `invocation` when polled, suspending it (and the task) while it waits on a fence.
+    pub(crate) fn on_invocation(invocation: Invocation) -> Self {
+        CallFuture {
+            slot: Arc::new(Mutex::new(Slot {
+                invocation: Some(invocation),
+                ..Slot::default()
+            })),
+        }
     }
 }
 
@@ -65,10 +70,22 @@ impl Future for CallFuture {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
-        match slot.outcome.take() {
-            Some(outcome) => Poll::Ready(outcome),
-            None => {
-                slot.waker = Some(cx.waker().clone());
+        if let Some(outcome) = slot.outcome.take() {
+            return Poll::Ready(outcome);
+        }
+        let Some(mut invocation) = slot.invocation.take() else {
+            slot.waker = Some(cx.waker().clone());
+            return Poll::Pending;
+        };
+        match invocation.resume() {
+            Ok(Step::Done(results)) => Poll::Ready(Ok(results)),
+            Err(error) => Poll::Ready(Err(error)),
+            Ok(Step::Wait(fence)) => {
+                slot.invocation = Some(invocation);
+                drop(slot);
+                let waker = cx.waker().clone();
+                // A failed fence wakes the task too; resuming then reports the failure.
+                fence.on_reached(move |_| waker.wake());
                 Poll::Pending
             }
         }

@@ -6,6 +6,7 @@ use crate::instance::Instance;
 use crate::tensor;
 use halo_hal::{Device, Error, Fence, HostTensor, Result, ResultExt, Timeout};
 use halo_hal_module::HalFence;
+use halo_vm::interp::Invocation;
 use halo_vm::ref_types::Ref;
 use halo_vm::{BytecodeModule, Context, Value};
 use std::path::Path;
@@ -142,9 +143,9 @@ impl Session {
 
     /// Calls `function`, returning a future of its results.
     ///
-    /// A coarse-fences function is queued on the calling thread and the future completes when
-    /// its signal fence is reached, so no thread waits. A sync function runs to completion on
-    /// a helper thread (its awaits block that thread, not the caller's).
+    /// No thread blocks on the call: a coarse-fences function is queued on the calling thread
+    /// and the future completes when its signal fence is reached; a sync function runs when the
+    /// future is polled and suspends at each `hal.fence.await` until the fence is reached.
     pub fn call_async(&self, function: &Function, inputs: Vec<Value>) -> CallFuture {
         match function.abi_model() {
             AbiModel::CoarseFences => match self.start(function, &inputs) {
@@ -153,11 +154,14 @@ impl Session {
                 Ok((outputs, None)) => CallFuture::ready(Ok(outputs)),
             },
             AbiModel::Sync => {
-                let function = function.clone();
-                CallFuture::on_thread(move || {
-                    function.check_inputs(&inputs)?;
-                    invoke(&function, &inputs)
-                })
+                let started = function
+                    .check_inputs(&inputs)
+                    .and_then(|()| Invocation::new(function.module.clone(), function.ordinal, &inputs))
+                    .with_context(|| format!("calling '{}'{}", function.name, function.declared()));
+                match started {
+                    Ok(invocation) => CallFuture::on_invocation(invocation),
+                    Err(error) => CallFuture::ready(Err(error)),
+                }
             }
         }
     }

@@ -4,7 +4,8 @@
 //! - [`module`]: the `.vmfb` loader (FlatBuffer + appended rodata), zero-copy.
 //! - [`compile`]: the verifier, which also lowers each function for the interpreter.
 //! - [`context`]: modules linked together, imports resolved, globals, initializers.
-//! - `interp`: the interpreter over lowered functions.
+//! - [`interp`]: the interpreter over lowered functions; [`interp::Invocation`] for calls that
+//!   suspend instead of blocking.
 //! - [`native`]: modules written in Rust that bytecode imports.
 //! - [`value`] and [`ref_types`]: what registers hold; `vm.buffer` and `vm.list`.
 #![warn(missing_docs)]
@@ -17,7 +18,7 @@
 pub mod cconv;
 pub mod compile;
 pub mod context;
-mod interp;
+pub mod interp;
 pub mod isa;
 pub mod module;
 pub mod native;

@@ -6,11 +6,14 @@
 
 use crate::cconv::Signature;
 use crate::value::Value;
-use halo_hal::{Error, Result};
+use halo_hal::{Error, Fence, Result};
 use std::sync::Arc;
 
 /// The Rust side of a native function.
 pub type NativeFn = Arc<dyn Fn(&[Value]) -> Result<Vec<Value>> + Send + Sync>;
+
+/// What a waiting native function would wait for, given its arguments (`None`: nothing).
+pub type WaitFn = Arc<dyn Fn(&[Value]) -> Result<Option<Fence>> + Send + Sync>;
 
 /// One function of a native module.
 pub struct NativeFunction {
@@ -22,6 +25,9 @@ pub struct NativeFunction {
     pub function: NativeFn,
     /// Whether it may call back into the VM (see [`NativeModuleBuilder::leaf`]).
     pub reentrant: bool,
+    /// For functions that block until a fence is reached: the fence, so a yielding invocation
+    /// suspends instead of calling the function before the fence is reached.
+    pub wait: Option<WaitFn>,
 }
 
 /// A module implemented in Rust (IREE's native module).
@@ -85,11 +91,32 @@ impl NativeModuleBuilder {
     /// # Errors
     /// `InvalidArgument` for a malformed convention or a duplicate name.
     pub fn function(
-        mut self,
+        self,
         name: &str,
         cconv: &str,
         function: impl Fn(&[Value]) -> Result<Vec<Value>> + Send + Sync + 'static,
     ) -> Result<Self> {
+        self.add(name, cconv, Arc::new(function), None)
+    }
+
+    /// Adds a function that blocks until a fence is reached (IREE's `vm.yield` imports, such as
+    /// `hal.fence.await`): `wait` names the fence from the arguments, and an invocation that may
+    /// yield ([`crate::interp::Invocation`]) suspends until it is reached and only then calls
+    /// `function`, which no longer blocks. Blocking invocations call `function` directly.
+    ///
+    /// # Errors
+    /// As [`NativeModuleBuilder::function`].
+    pub fn waiting_function(
+        self,
+        name: &str,
+        cconv: &str,
+        wait: impl Fn(&[Value]) -> Result<Option<Fence>> + Send + Sync + 'static,
+        function: impl Fn(&[Value]) -> Result<Vec<Value>> + Send + Sync + 'static,
+    ) -> Result<Self> {
+        self.add(name, cconv, Arc::new(function), Some(Arc::new(wait)))
+    }
+
+    fn add(mut self, name: &str, cconv: &str, function: NativeFn, wait: Option<WaitFn>) -> Result<Self> {
         if self.module.function(name).is_some() {
             return Err(Error::invalid_argument(format!(
                 "module '{}' defines '{name}' twice",
@@ -100,8 +127,9 @@ impl NativeModuleBuilder {
         self.module.functions.push(Arc::new(NativeFunction {
             name: name.to_string(),
             signature,
-            function: Arc::new(function),
+            function,
             reentrant: self.module.reentrant,
+            wait,
         }));
         Ok(self)
     }

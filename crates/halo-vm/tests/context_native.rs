@@ -132,3 +132,72 @@ fn yieldable_calls_resume_at_their_resume_block() {
         vec![Value::I32(-1)]
     );
 }
+
+/// `other.double` as a waiting function that waits for `fence` and counts its calls.
+fn waiting_other(fence: halo_hal::Fence, calls: Arc<std::sync::atomic::AtomicUsize>) -> Arc<NativeModule> {
+    NativeModule::builder("other", 2)
+        .waiting_function(
+            "double",
+            "0i_i",
+            move |_| Ok(Some(fence.clone())),
+            move |args| {
+                calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                match args {
+                    [Value::I32(x)] => Ok(vec![Value::I32(x * 2)]),
+                    _ => Err(Error::invalid_argument("double takes one i32")),
+                }
+            },
+        )
+        .unwrap()
+        .build()
+}
+
+#[test]
+fn invocations_suspend_at_waiting_functions_until_the_fence_is_reached() {
+    use halo_hal::{Fence, Semaphore, TimelineSemaphore};
+    use halo_vm::interp::{Invocation, Step};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let semaphore = TimelineSemaphore::new(0);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let mut context = Context::new();
+    context
+        .add_native(waiting_other(Fence::at(semaphore.clone(), 1), calls.clone()))
+        .unwrap();
+    let instance = context.add_bytecode(module("yieldable")).unwrap();
+    let (_, ordinal) = context.lookup("double_plus_one").unwrap();
+
+    let mut invocation = Invocation::new(instance.clone(), ordinal, &[Value::I32(5)]).unwrap();
+    for _ in 0..2 {
+        match invocation.resume().unwrap() {
+            Step::Wait(fence) => assert!(!fence.query().unwrap()),
+            Step::Done(_) => panic!("finished before its fence was reached"),
+        }
+    }
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        0,
+        "the waiting function ran before its fence"
+    );
+    semaphore.signal(1).unwrap();
+    match invocation.resume().unwrap() {
+        Step::Done(results) => assert_eq!(results, vec![Value::I32(11)]),
+        Step::Wait(_) => panic!("still waiting after the fence was reached"),
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+
+    // A failed fence fails the suspended invocation with the fence's error.
+    let failing = TimelineSemaphore::new(0);
+    let mut context = Context::new();
+    context
+        .add_native(waiting_other(Fence::at(failing.clone(), 1), calls.clone()))
+        .unwrap();
+    let instance = context.add_bytecode(module("yieldable")).unwrap();
+    let mut invocation = Invocation::new(instance, ordinal, &[Value::I32(5)]).unwrap();
+    assert!(matches!(invocation.resume().unwrap(), Step::Wait(_)));
+    failing.fail(Error::new(StatusCode::DataLoss, "device fell over"));
+    let error = invocation.resume().unwrap_err();
+    assert_eq!(error.code(), StatusCode::DataLoss, "{error}");
+    assert!(error.to_string().contains("device fell over"), "{error}");
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}

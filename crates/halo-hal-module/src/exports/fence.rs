@@ -1,6 +1,6 @@
 //! `hal.fence.*`: creating, joining, signalling, failing and awaiting fences.
 
-use super::{object, Row};
+use super::{object, Row, WaitingRow};
 use crate::objects::{HalDevice, HalFence};
 use crate::{Args, HalModuleState};
 use halo_hal::{Error, Fence, Result, StatusCode, Timeout};
@@ -8,13 +8,23 @@ use halo_vm::Value;
 use std::time::{Duration, Instant};
 
 pub(crate) const EXPORTS: &[Row] = &[
-    ("fence.await", "0iICrD_i", wait),
     ("fence.create", "0rI_r", create),
     ("fence.fail", "0ri_v", fail),
     ("fence.join", "0ICrD_r", join),
     ("fence.query", "0r_i", query),
     ("fence.signal", "0r_v", signal),
 ];
+
+/// Functions that wait: `(name, cconv, what it waits for, the function)`.
+pub(crate) const WAITING: &[WaitingRow] = &[("fence.await", "0iICrD_i", awaited, wait)];
+
+/// What `fence.await` waits for: all its fences joined (`None` when there are none). A yielding
+/// invocation suspends until this is reached, so `wait` then returns without blocking (the
+/// timeout does not apply to a suspended invocation).
+fn awaited(_: &HalModuleState, args: &Args<'_>) -> Result<Option<Fence>> {
+    let joined = Fence::join(&fences(args, 2)?);
+    Ok((!joined.is_empty()).then_some(joined))
+}
 
 /// `(device, flags) -> fence`: a new semaphore at 0 and the timepoint 1 on it.
 fn create(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {

@@ -9,12 +9,18 @@ mod device;
 mod executable;
 mod fence;
 
-use crate::Export;
+use crate::{Export, WaitHook};
 use halo_vm::ref_types::{Ref, RefObject};
 use halo_vm::Value;
 
 /// One function: its name within `hal`, its calling convention, its implementation.
 pub(crate) type Row = (&'static str, &'static str, Export);
+
+/// A function that waits: name, calling convention, the fence it waits for, implementation.
+pub(crate) type WaitingRow = (&'static str, &'static str, WaitHook, Export);
+
+/// Every table of functions that wait.
+pub(crate) const WAITING: &[&[WaitingRow]] = &[fence::WAITING];
 
 /// Every table.
 pub(crate) const ALL: &[&[Row]] = &[

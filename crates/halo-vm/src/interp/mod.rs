@@ -13,7 +13,7 @@ use crate::isa::{IMPORT_ORDINAL_BIT, REF_BANK_BIT, REF_MOVE_BIT, REF_ORDINAL_MAS
 use crate::ref_types::Ref;
 use crate::unchecked::{Code, Registers};
 use crate::value::Value;
-use halo_hal::{Error, Result, ResultExt};
+use halo_hal::{Error, Fence, Result, ResultExt};
 use std::ops::ControlFlow;
 use std::sync::{Arc, MutexGuard};
 
@@ -38,25 +38,108 @@ struct Machine<'a> {
     refs: Vec<Option<Ref>>,
     frames: Vec<Frame>,
     state: Option<MutexGuard<'a, ModuleState>>,
+    /// Whether a call to a native function with a wait hook may suspend the invocation.
+    may_yield: bool,
 }
 
-/// Calls internal function `ordinal` of `instance` with `args`, returning its results.
+/// How far a run of an invocation got.
+#[derive(Debug)]
+pub enum Step {
+    /// The outermost function returned these results.
+    Done(Vec<Value>),
+    /// A native function would wait for this fence; resume once it is reached.
+    Wait(Fence),
+}
+
+/// Calls internal function `ordinal` of `instance` with `args`, returning its results; native
+/// functions that wait block the calling thread.
 pub(crate) fn invoke(instance: &Arc<Instance>, ordinal: u32, args: &[Value]) -> Result<Vec<Value>> {
-    let signature = instance.signature(ordinal)?;
-    let mut machine = Machine {
-        instance,
-        i32s: Vec::new(),
-        refs: Vec::new(),
-        frames: Vec::new(),
-        state: None,
-    };
-    machine.state = Some(instance.lock_state());
-    let function = &instance.functions[ordinal as usize];
-    machine.push_frame(ordinal, function, 0..0);
-    machine.write_arguments(&signature, args)?;
-    machine
-        .run()
+    let mut invocation = Invocation::new(instance.clone(), ordinal, args)?;
+    match invocation.run(false)? {
+        Step::Done(results) => Ok(results),
+        Step::Wait(_) => unreachable!("a blocking run never yields"),
+    }
+}
+
+/// A call in progress that can suspend where a native function would wait
+/// (`hal.fence.await`) and resume later, so no thread blocks on it.
+///
+/// Ownership: holds the module instance and the call's registers. Threading: may be resumed on
+/// any thread, one at a time.
+pub struct Invocation {
+    instance: Arc<Instance>,
+    ordinal: u32,
+    i32s: Vec<u32>,
+    refs: Vec<Option<Ref>>,
+    frames: Vec<Frame>,
+}
+
+impl Invocation {
+    /// Starts a call of internal function `ordinal` with `args` (nothing runs yet).
+    ///
+    /// # Errors
+    /// `InvalidArgument` when `args` do not match the function's calling convention.
+    pub fn new(instance: Arc<Instance>, ordinal: u32, args: &[Value]) -> Result<Self> {
+        let signature = instance.signature(ordinal)?;
+        let mut invocation = Invocation {
+            instance,
+            ordinal,
+            i32s: Vec::new(),
+            refs: Vec::new(),
+            frames: Vec::new(),
+        };
+        invocation.with_machine(false, |machine| {
+            let function = &machine.instance.functions[ordinal as usize];
+            machine.push_frame(ordinal, function, 0..0);
+            machine.write_arguments(&signature, args)
+        })?;
+        Ok(invocation)
+    }
+
+    /// Runs until the call returns or would wait: [`Step::Wait`] hands back the fence to wait
+    /// for before calling `resume` again.
+    ///
+    /// # Errors
+    /// Whatever the function fails with; the invocation is finished then.
+    pub fn resume(&mut self) -> Result<Step> {
+        self.run(true)
+    }
+
+    fn run(&mut self, may_yield: bool) -> Result<Step> {
+        let (instance, ordinal) = (self.instance.clone(), self.ordinal);
+        self.with_machine(may_yield, |machine| {
+            machine.state = Some(machine.instance.lock_state());
+            machine.run()
+        })
         .with_context(|| format!("executing '{}.{}'", instance.name, instance.function_name(ordinal)))
+    }
+
+    /// Lends the registers to a [`Machine`] for `work` and takes them back.
+    fn with_machine<T>(&mut self, may_yield: bool, work: impl FnOnce(&mut Machine<'_>) -> Result<T>) -> Result<T> {
+        let mut machine = Machine {
+            instance: &self.instance,
+            i32s: std::mem::take(&mut self.i32s),
+            refs: std::mem::take(&mut self.refs),
+            frames: std::mem::take(&mut self.frames),
+            state: None,
+            may_yield,
+        };
+        let outcome = work(&mut machine);
+        machine.state = None;
+        self.i32s = machine.i32s;
+        self.refs = machine.refs;
+        self.frames = machine.frames;
+        outcome
+    }
+}
+
+/// Which lent refs go back to their registers.
+#[derive(PartialEq, Eq)]
+enum Lent {
+    /// Every one (the call did not happen).
+    All,
+    /// Those the callee only borrowed (no move bit).
+    Borrowed,
 }
 
 /// True when two raw operands name the same ref register (move bits aside).
@@ -149,7 +232,7 @@ impl Machine<'_> {
         *next += 2;
     }
 
-    fn run(&mut self) -> Result<Vec<Value>> {
+    fn run(&mut self) -> Result<Step> {
         let instance = self.instance;
         loop {
             let frame = self.frames.last().expect("a frame is running");
@@ -162,18 +245,24 @@ impl Machine<'_> {
             match execute(instance, function, regs, frame_refs, state, pc)? {
                 Exit::Call(pc) => {
                     self.frames.last_mut().expect("frame").pc = resume_point(function, pc);
-                    self.call(function, &function.insts[pc])?;
+                    if let Some(fence) = self.call(function, &function.insts[pc])? {
+                        // Resuming runs the call again; its fence is reached by then.
+                        self.frames.last_mut().expect("frame").pc = pc;
+                        return Ok(Step::Wait(fence));
+                    }
                 }
                 Exit::Return(pc) => {
                     if let Some(results) = self.return_from(function, &function.insts[pc])? {
-                        return Ok(results);
+                        return Ok(Step::Done(results));
                     }
                 }
             }
         }
     }
 
-    fn call(&mut self, function: &Function, inst: &Inst) -> Result<()> {
+    /// Performs a call; returns the fence a yielding native function would wait for instead of
+    /// calling it, when the invocation may yield and the fence is not reached yet.
+    fn call(&mut self, function: &Function, inst: &Inst) -> Result<Option<Fence>> {
         let Some(Extra::Call {
             callee,
             variadic_kinds,
@@ -199,7 +288,7 @@ impl Machine<'_> {
                 .ok_or_else(|| Error::invalid_argument("internal functions cannot be variadic"))?;
             let values = self.read_registers(function, args, ib, rb, kinds)?;
             self.push_frame(*callee, callee_function, results.clone());
-            return self.write_arguments(&signature, &values);
+            return self.write_arguments(&signature, &values).map(|()| None);
         }
         let import = (*callee & !IMPORT_ORDINAL_BIT) as usize;
         let instance = self.instance;
@@ -216,6 +305,20 @@ impl Machine<'_> {
             })?,
         };
         let mut values = self.lend_registers(function, args, ib, rb, kinds)?;
+        let wait = match target {
+            ImportTarget::Native(native) if self.may_yield => native.wait.as_ref(),
+            _ => None,
+        };
+        if let Some(wait) = wait {
+            let pending = wait(&values).and_then(|fence| match fence {
+                Some(fence) if !fence.query()? => Ok(Some(fence)),
+                _ => Ok(None),
+            });
+            if !matches!(pending, Ok(None)) {
+                self.return_lent(function, args, rb, &mut values, Lent::All);
+                return pending.with_context(|| format!("calling import '{}'", instance.import_names[import]));
+            }
+        }
         // The module state is released across a call that may come back into this module.
         let reentrant = target.may_reenter();
         if reentrant {
@@ -224,11 +327,12 @@ impl Machine<'_> {
         let outcome = target
             .call(&values)
             .with_context(|| format!("calling import '{}'", instance.import_names[import]));
-        self.return_lent(function, args, rb, &mut values);
+        self.return_lent(function, args, rb, &mut values, Lent::Borrowed);
         if reentrant {
             self.state = Some(instance.lock_state());
         }
-        self.write_results(function, results, ib, rb, outcome?)
+        self.write_results(function, results, ib, rb, outcome?)?;
+        Ok(None)
     }
 
     /// Reads argument registers for an import call. Refs are lent rather than counted: each is
@@ -259,14 +363,21 @@ impl Machine<'_> {
         Ok(values)
     }
 
-    /// Puts refs lent by [`Machine::lend_registers`] back into their registers (those passed
-    /// with the move bit stay with the callee, as the bytecode asked).
-    fn return_lent(&mut self, function: &Function, list: &std::ops::Range<u32>, rb: usize, values: &mut [Value]) {
+    /// Puts refs lent by [`Machine::lend_registers`] back into their registers: all of them
+    /// when the call did not happen, else those passed without the move bit.
+    fn return_lent(
+        &mut self,
+        function: &Function,
+        list: &std::ops::Range<u32>,
+        rb: usize,
+        values: &mut [Value],
+        which: Lent,
+    ) {
         let regs = &function.regs[list.start as usize..list.end as usize];
         for (index, (raw, value)) in regs.iter().zip(values.iter_mut()).enumerate() {
             if let Value::Ref(lent) = value {
                 let first = !regs[..index].iter().any(|earlier| same_ref(*earlier, *raw));
-                if first && !is_move(*raw) {
+                if first && (which == Lent::All || !is_move(*raw)) {
                     self.refs[rb + ref_ordinal(*raw)] = lent.take();
                 }
             }
