@@ -78,6 +78,8 @@ pub struct Instance {
     pub(crate) functions: Vec<Function>,
     signatures: Vec<Option<Arc<Signature>>>,
     pub(crate) types: Vec<String>,
+    /// Per type-table entry, the ref type name a value must have (`None`: any ref).
+    pub(crate) ref_types: Vec<Option<String>>,
     pub(crate) rodata: Vec<Ref>,
     pub(crate) imports: Vec<Option<ImportTarget>>,
     pub(crate) import_names: Vec<String>,
@@ -324,6 +326,11 @@ impl Context {
         Ok(Instance {
             name: module.name().to_string(),
             types: module.types().into_iter().map(str::to_string).collect(),
+            ref_types: module
+                .types()
+                .into_iter()
+                .map(|name| (!is_any_ref(name)).then(|| ref_type_name(name).to_string()))
+                .collect(),
             functions,
             signatures: signatures.into_iter().map(|s| s.map(Arc::new)).collect(),
             rodata,

@@ -304,7 +304,7 @@ impl Machine<'_> {
                 ))
             })?,
         };
-        let mut values = self.lend_registers(function, args, ib, rb, kinds)?;
+        let (mut values, lent) = self.lend_registers(function, args, ib, rb, kinds)?;
         let wait = match target {
             ImportTarget::Native(native) if self.may_yield => native.wait.as_ref(),
             _ => None,
@@ -315,7 +315,7 @@ impl Machine<'_> {
                 _ => Ok(None),
             });
             if !matches!(pending, Ok(None)) {
-                self.return_lent(function, args, rb, &mut values, Lent::All);
+                self.return_lent(function, args, rb, &mut values, lent, Lent::All);
                 return pending.with_context(|| format!("calling import '{}'", instance.import_names[import]));
             }
         }
@@ -327,7 +327,7 @@ impl Machine<'_> {
         let outcome = target
             .call(&values)
             .with_context(|| format!("calling import '{}'", instance.import_names[import]));
-        self.return_lent(function, args, rb, &mut values, Lent::Borrowed);
+        self.return_lent(function, args, rb, &mut values, lent, Lent::Borrowed);
         if reentrant {
             self.state = Some(instance.lock_state());
         }
@@ -336,9 +336,10 @@ impl Machine<'_> {
     }
 
     /// Reads argument registers for an import call. Refs are lent rather than counted: each is
-    /// taken out of its register and [`Machine::return_lent`] puts it back after the call (a
-    /// register listed twice lends its first occurrence and the rest are counted copies), so a
-    /// call does no reference counting for the refs it only borrows.
+    /// taken out of its register and [`Machine::return_lent`] puts it back after the call, so a
+    /// call does no reference counting for the refs it only borrows. The returned mask marks
+    /// the lent positions; a register listed twice lends its first occurrence and the rest (and
+    /// refs past position 63) are counted copies.
     fn lend_registers(
         &mut self,
         function: &Function,
@@ -346,21 +347,31 @@ impl Machine<'_> {
         ib: usize,
         rb: usize,
         kinds: &[char],
-    ) -> Result<Vec<Value>> {
+    ) -> Result<(Vec<Value>, u64)> {
         let regs = &function.regs[list.start as usize..list.end as usize];
         check_count(regs.len(), kinds.len())?;
         let mut values: Vec<Value> = Vec::with_capacity(regs.len());
+        let mut lent = 0u64;
         for (index, (raw, kind)) in regs.iter().zip(kinds).enumerate() {
             let value = match kind {
-                'r' => match regs[..index].iter().position(|earlier| same_ref(*earlier, *raw)) {
-                    Some(earlier) => values[earlier].clone(),
-                    None => Value::Ref(self.refs[rb + ref_ordinal(*raw)].take()),
-                },
+                'r' => {
+                    let slot = &mut self.refs[rb + ref_ordinal(*raw)];
+                    if index < 64 && slot.is_some() {
+                        lent |= 1 << index;
+                        Value::Ref(slot.take())
+                    } else {
+                        // Null, lent earlier in this list (then taken), or past the mask.
+                        match regs[..index].iter().position(|earlier| same_ref(*earlier, *raw)) {
+                            Some(earlier) => values[earlier].clone(),
+                            None => Value::Ref(slot.clone()),
+                        }
+                    }
+                }
                 _ => self.scalar(ib + *raw as usize, *kind),
             };
             values.push(value);
         }
-        Ok(values)
+        Ok((values, lent))
     }
 
     /// Puts refs lent by [`Machine::lend_registers`] back into their registers: all of them
@@ -371,15 +382,16 @@ impl Machine<'_> {
         list: &std::ops::Range<u32>,
         rb: usize,
         values: &mut [Value],
+        mut lent: u64,
         which: Lent,
     ) {
         let regs = &function.regs[list.start as usize..list.end as usize];
-        for (index, (raw, value)) in regs.iter().zip(values.iter_mut()).enumerate() {
-            if let Value::Ref(lent) = value {
-                let first = !regs[..index].iter().any(|earlier| same_ref(*earlier, *raw));
-                if first && (which == Lent::All || !is_move(*raw)) {
-                    self.refs[rb + ref_ordinal(*raw)] = lent.take();
-                }
+        while lent != 0 {
+            let index = lent.trailing_zeros() as usize;
+            lent &= lent - 1;
+            let raw = regs[index];
+            if let (Value::Ref(value), true) = (&mut values[index], which == Lent::All || !is_move(raw)) {
+                self.refs[rb + ref_ordinal(raw)] = value.take();
             }
         }
     }

@@ -566,10 +566,15 @@ fn buffer_fill(inst: &Inst, regs: &[u32], refs: &[Option<Ref>], width: usize, pa
 
 fn check_ref_type(instance: &Instance, value: &Option<Ref>, type_id: u32, inst: &Inst) -> Result<()> {
     let Some(value) = value else { return Ok(()) };
-    let expected = instance.types.get(type_id as usize).map(String::as_str).unwrap_or("");
-    if crate::context::ref_type_matches(expected, value.type_name()) {
+    let matches = match instance.ref_types.get(type_id as usize) {
+        Some(None) => true,
+        Some(Some(name)) => name == value.type_name(),
+        None => false,
+    };
+    if matches {
         Ok(())
     } else {
+        let expected = instance.types.get(type_id as usize).map(String::as_str).unwrap_or("");
         Err(Error::invalid_argument(format!(
             "{:?}: a {} where {expected} is required",
             inst.op,
