@@ -4,7 +4,7 @@
 //! iteration submits it and waits, so the figure includes submission overhead amortized over the
 //! batch, exactly like IREE's tool.
 
-use crate::benchmark_report::{print, BenchmarkFormat, BenchmarkRun};
+use crate::benchmark_report::{print, BenchmarkFlags, BenchmarkRun};
 use crate::executable_args::ExecutableArgs;
 use clap::Args;
 use cpu_time::ProcessTime;
@@ -23,28 +23,8 @@ pub struct BenchmarkArgs {
     /// Dispatches per submission.
     #[arg(long = "batch_size", visible_alias = "batch-size", default_value_t = 64)]
     pub batch_size: u32,
-    /// Minimum measured time per repetition: seconds (`0.5`, `0.5s`) or an iteration count (`100x`).
-    #[arg(
-        long = "benchmark_min_time",
-        visible_alias = "benchmark-min-time",
-        default_value = "0.5s"
-    )]
-    pub min_time: String,
-    /// Repetitions of the measurement.
-    #[arg(
-        long = "benchmark_repetitions",
-        visible_alias = "benchmark-repetitions",
-        default_value_t = 1
-    )]
-    pub repetitions: u32,
-    /// Output format.
-    #[arg(
-        long = "benchmark_format",
-        visible_alias = "benchmark-format",
-        value_enum,
-        default_value = "console"
-    )]
-    pub format: BenchmarkFormat,
+    #[command(flatten)]
+    pub benchmark: BenchmarkFlags,
 }
 
 /// When a repetition stops.
@@ -69,7 +49,7 @@ pub(crate) fn parse_min_time(text: &str) -> Result<MinTime> {
 
 /// Runs the benchmark and prints its report.
 pub fn run(registry: &DriverRegistry, args: &BenchmarkArgs) -> Result<()> {
-    let min_time = parse_min_time(&args.min_time)?;
+    let min_time = parse_min_time(&args.benchmark.min_time)?;
     if args.batch_size == 0 {
         return Err(Error::invalid_argument("--batch_size must be at least 1"));
     }
@@ -101,7 +81,7 @@ pub fn run(registry: &DriverRegistry, args: &BenchmarkArgs) -> Result<()> {
     };
     submitter.submit()?;
     let mut runs = Vec::new();
-    for repetition in 0..args.repetitions {
+    for repetition in 0..args.benchmark.repetitions {
         let (dispatches, wall, cpu) = submitter.measure(min_time, args.batch_size as u64)?;
         let per_dispatch = |d: Duration| d.as_secs_f64() * 1e9 / dispatches as f64;
         runs.push(BenchmarkRun {
@@ -110,10 +90,10 @@ pub fn run(registry: &DriverRegistry, args: &BenchmarkArgs) -> Result<()> {
             real_time_ns: per_dispatch(wall),
             cpu_time_ns: per_dispatch(cpu),
             items_per_second: Some(dispatches as f64 * workgroups_per_dispatch / wall.as_secs_f64()),
-            repetition: (repetition, args.repetitions),
+            repetition: (repetition, args.benchmark.repetitions),
         });
     }
-    print(args.format, &runs);
+    print(args.benchmark.format, &runs);
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 //! the same inputs every time).
 
 use crate::benchmark_executable::{parse_min_time, MinTime};
-use crate::benchmark_report::{print, BenchmarkFormat, BenchmarkRun};
+use crate::benchmark_report::{print, BenchmarkFlags, BenchmarkRun};
 use crate::module_args::{ModuleArgs, Prepared};
 use clap::Args;
 use cpu_time::ProcessTime;
@@ -15,39 +15,19 @@ use std::time::{Duration, Instant};
 pub struct BenchmarkModuleArgs {
     #[command(flatten)]
     pub module: ModuleArgs,
-    /// Minimum measured time per repetition: seconds (`0.5`, `0.5s`) or a call count (`100x`).
-    #[arg(
-        long = "benchmark_min_time",
-        visible_alias = "benchmark-min-time",
-        default_value = "0.5s"
-    )]
-    pub min_time: String,
-    /// Repetitions of the measurement.
-    #[arg(
-        long = "benchmark_repetitions",
-        visible_alias = "benchmark-repetitions",
-        default_value_t = 1
-    )]
-    pub repetitions: u32,
-    /// Output format.
-    #[arg(
-        long = "benchmark_format",
-        visible_alias = "benchmark-format",
-        value_enum,
-        default_value = "console"
-    )]
-    pub format: BenchmarkFormat,
+    #[command(flatten)]
+    pub benchmark: BenchmarkFlags,
 }
 
 /// Runs the benchmark and prints its report.
 pub fn run(registry: &DriverRegistry, args: &BenchmarkModuleArgs) -> Result<()> {
-    let min_time = parse_min_time(&args.min_time)?;
+    let min_time = parse_min_time(&args.benchmark.min_time)?;
     let prepared = args.module.prepare(registry)?;
     // One untimed call: first-call costs (lazy executable setup, page faults) are not per-call.
     call(&prepared)?;
     let name = format!("BM_{}/process_time/real_time", args.module.function);
     let mut runs = Vec::new();
-    for repetition in 0..args.repetitions {
+    for repetition in 0..args.benchmark.repetitions {
         let (calls, wall, cpu) = measure(&prepared, min_time)?;
         let per_call = |d: Duration| d.as_secs_f64() * 1e9 / calls as f64;
         runs.push(BenchmarkRun {
@@ -56,10 +36,10 @@ pub fn run(registry: &DriverRegistry, args: &BenchmarkModuleArgs) -> Result<()> 
             real_time_ns: per_call(wall),
             cpu_time_ns: per_call(cpu),
             items_per_second: Some(calls as f64 / wall.as_secs_f64()),
-            repetition: (repetition, args.repetitions),
+            repetition: (repetition, args.benchmark.repetitions),
         });
     }
-    print(args.format, &runs);
+    print(args.benchmark.format, &runs);
     Ok(())
 }
 

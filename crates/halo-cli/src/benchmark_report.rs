@@ -19,6 +19,33 @@ pub struct BenchmarkRun {
     pub repetition: (u32, u32),
 }
 
+/// Google Benchmark's flags, shared by the benchmark commands.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchmarkFlags {
+    /// Minimum measured time per repetition: seconds (`0.5`, `0.5s`) or an iteration count (`100x`).
+    #[arg(
+        long = "benchmark_min_time",
+        visible_alias = "benchmark-min-time",
+        default_value = "0.5s"
+    )]
+    pub min_time: String,
+    /// Repetitions of the measurement.
+    #[arg(
+        long = "benchmark_repetitions",
+        visible_alias = "benchmark-repetitions",
+        default_value_t = 1
+    )]
+    pub repetitions: u32,
+    /// Output format.
+    #[arg(
+        long = "benchmark_format",
+        visible_alias = "benchmark-format",
+        value_enum,
+        default_value = "console"
+    )]
+    pub format: BenchmarkFormat,
+}
+
 /// Output format chosen with `--benchmark_format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum BenchmarkFormat {
