@@ -3,6 +3,7 @@
 
 use crate::module_args::{parse_scalar, parse_tensor};
 use clap::Args;
+use halo_hal::buffer_view::shape_text;
 use halo_hal::element_text::format_element;
 use halo_hal::{ElementType, HostTensor, NumericalType, Result, ResultExt};
 use halo_runtime::{format_output, tensor, Value};
@@ -91,11 +92,7 @@ fn compare_one(result: &Value, want: &str, tolerances: &Tolerances, max_elements
     };
     let actual = tensor::to_host(result)?;
     let expected = parse_tensor(want)?;
-    let meta = |t: &HostTensor| {
-        let mut text: String = t.shape.iter().map(|d| format!("{d}x")).collect();
-        text.push_str(&t.element_type.to_string());
-        text
-    };
+    let meta = |t: &HostTensor| shape_text(&t.shape, t.element_type);
     let views = || {
         format!(
             "\n  expected:\n{}\n  actual:\n{}",

@@ -104,7 +104,8 @@ pub fn dense_byte_length(shape: &[u64], element_type: ElementType) -> Result<u64
         .ok_or_else(|| Error::invalid_argument(format!("{} overflows", shape_text(shape, element_type))))
 }
 
-fn shape_text(shape: &[u64], element_type: ElementType) -> String {
+/// `2x3xf32`: a shape and element type as IREE's tools print them.
+pub fn shape_text(shape: &[u64], element_type: ElementType) -> String {
     let mut text: String = shape.iter().map(|d| format!("{d}x")).collect();
     text.push_str(&element_type.to_string());
     text

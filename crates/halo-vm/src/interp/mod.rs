@@ -106,12 +106,12 @@ impl Invocation {
     }
 
     fn run(&mut self, may_yield: bool) -> Result<Step> {
-        let (instance, ordinal) = (self.instance.clone(), self.ordinal);
-        self.with_machine(may_yield, |machine| {
+        let outcome = self.with_machine(may_yield, |machine| {
             machine.state = Some(machine.instance.lock_state());
             machine.run()
-        })
-        .with_context(|| format!("executing '{}.{}'", instance.name, instance.function_name(ordinal)))
+        });
+        let (instance, ordinal) = (&self.instance, self.ordinal);
+        outcome.with_context(|| format!("executing '{}.{}'", instance.name, instance.function_name(ordinal)))
     }
 
     /// Lends the registers to a [`Machine`] for `work` and takes them back.
