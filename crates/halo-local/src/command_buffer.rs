@@ -5,7 +5,7 @@
 //! kernel calls; the others are resolved against each submission's binding table.
 
 use crate::float_mode::FlushDenormals;
-use crate::region::Region;
+use crate::region::{run_commands_inline, Region};
 use crate::task::executor::{TileWork, WorkerContext};
 use halo_hal::{Binding, BufferRef, BufferSource, Command, CommandBuffer, Result, WorkgroupCount};
 use std::cell::RefCell;
@@ -95,9 +95,19 @@ pub fn run_region_inline(region: &Region) -> Result<()> {
 /// fail here is a kernel reporting an error.
 pub fn execute_inline(command_buffer: &CommandBuffer, table: &[Binding]) -> Result<()> {
     let program = command_buffer.driver_cache(HostProgram::build)?;
-    let table: Arc<[Binding]> = table.into();
-    for index in 0..program.regions.len() {
-        run_region_inline(program.region(command_buffer, index, &table)?.as_ref())?;
+    for plan in &program.regions {
+        match plan {
+            RegionPlan::Fixed(region) => run_region_inline(region)?,
+            RegionPlan::PerSubmission(range) => CONTEXT.with(|context| {
+                let _flush = FlushDenormals::enter();
+                run_commands_inline(
+                    command_buffer.commands()?,
+                    range.clone(),
+                    table,
+                    &mut context.borrow_mut(),
+                )
+            })?,
+        }
     }
     Ok(())
 }

@@ -88,25 +88,57 @@ impl Region {
 
     fn run_item(&self, index: usize, tiles: Range<u64>, context: &mut WorkerContext) -> Result<()> {
         match &self.items[index] {
-            Item::Dispatch { dispatch, runs } => {
-                // A plain load and store: a lost increment between racing threads only shifts the
-                // sampling, and avoids a locked instruction per run.
-                let run = runs.load(Ordering::Relaxed);
-                runs.store(run.wrapping_add(1), Ordering::Relaxed);
-                let timed = run.is_multiple_of(TIMING_SAMPLE_PERIOD) || dispatch.workgroup_ns().is_none();
-                let started = timed.then(Instant::now);
-                let state = dispatch.state(context.max_concurrency);
-                let processor_id = context.processor_id;
-                let scratch = context.scratch(dispatch.local_memory_size() as usize);
-                dispatch.run_workgroups(&state, tiles.start, tiles.end - tiles.start, processor_id, scratch)?;
-                if let Some(started) = started {
-                    dispatch.record_time(tiles.end - tiles.start, started.elapsed().as_nanos() as u64);
-                }
-                Ok(())
-            }
+            Item::Dispatch { dispatch, runs } => run_dispatch(dispatch, runs, tiles, context),
             Item::Transfer(command) => execute_transfer(command, &self.table),
         }
     }
+}
+
+/// Runs workgroups `tiles` of `dispatch`, timing one run in [`TIMING_SAMPLE_PERIOD`] (counted
+/// in `runs`) so the scheduler learns what a workgroup costs.
+fn run_dispatch(
+    dispatch: &PreparedDispatch,
+    runs: &AtomicU32,
+    tiles: Range<u64>,
+    context: &mut WorkerContext,
+) -> Result<()> {
+    let run = runs.load(Ordering::Relaxed);
+    runs.store(run.wrapping_add(1), Ordering::Relaxed);
+    let timed = run.is_multiple_of(TIMING_SAMPLE_PERIOD) || dispatch.workgroup_ns().is_none();
+    let started = timed.then(Instant::now);
+    let state = dispatch.state(context.max_concurrency);
+    let processor_id = context.processor_id;
+    let scratch = context.scratch(dispatch.local_memory_size() as usize);
+    dispatch.run_workgroups(&state, tiles.start, tiles.end - tiles.start, processor_id, scratch)?;
+    if let Some(started) = started {
+        dispatch.record_time(tiles.end - tiles.start, started.elapsed().as_nanos() as u64);
+    }
+    Ok(())
+}
+
+/// Runs `commands[range]` (no barriers inside) one after another on the calling thread,
+/// resolving each against `table` as it goes: what a region does, without building one (the
+/// synchronous driver runs each submission once, so there is nothing to keep).
+pub fn run_commands_inline(
+    commands: &[Command],
+    range: Range<usize>,
+    table: &[Binding],
+    context: &mut WorkerContext,
+) -> Result<()> {
+    for index in range {
+        match &commands[index] {
+            Command::Barrier => {}
+            Command::Dispatch(dispatch) => {
+                let dispatch =
+                    PreparedDispatch::prepare(dispatch, table).with_context(|| format!("command {index}"))?;
+                // A run count off the sampling period: time only until a first cost is known.
+                run_dispatch(&dispatch, &AtomicU32::new(1), 0..dispatch.workgroup_total(), context)
+                    .with_context(|| format!("executing command {index}"))?;
+            }
+            transfer => execute_transfer(transfer, table).with_context(|| format!("executing command {index}"))?,
+        }
+    }
+    Ok(())
 }
 
 impl TileWork for Region {
