@@ -40,6 +40,8 @@ struct Machine<'a> {
     state: Option<MutexGuard<'a, ModuleState>>,
     /// Whether a call to a native function with a wait hook may suspend the invocation.
     may_yield: bool,
+    /// An emptied argument list kept between import calls, so each call need not allocate one.
+    spare_arguments: Vec<Value>,
 }
 
 /// How far a run of an invocation got.
@@ -123,6 +125,7 @@ impl Invocation {
             frames: std::mem::take(&mut self.frames),
             state: None,
             may_yield,
+            spare_arguments: Vec::new(),
         };
         let outcome = work(&mut machine);
         machine.state = None;
@@ -328,6 +331,8 @@ impl Machine<'_> {
             .call(&values)
             .with_context(|| format!("calling import '{}'", instance.import_names[import]));
         self.return_lent(function, args, rb, &mut values, lent, Lent::Borrowed);
+        values.clear();
+        self.spare_arguments = values;
         if reentrant {
             self.state = Some(instance.lock_state());
         }
@@ -350,7 +355,8 @@ impl Machine<'_> {
     ) -> Result<(Vec<Value>, u64)> {
         let regs = &function.regs[list.start as usize..list.end as usize];
         check_count(regs.len(), kinds.len())?;
-        let mut values: Vec<Value> = Vec::with_capacity(regs.len());
+        let mut values = std::mem::take(&mut self.spare_arguments);
+        values.reserve(regs.len());
         let mut lent = 0u64;
         for (index, (raw, kind)) in regs.iter().zip(kinds).enumerate() {
             let value = match kind {
