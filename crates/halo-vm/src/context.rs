@@ -201,12 +201,6 @@ fn ref_type_name(name: &str) -> &str {
     name.split('<').next().unwrap_or(name)
 }
 
-/// Whether a ref whose object has type `actual` may be used where type-table entry `expected` is
-/// required.
-pub fn ref_type_matches(expected: &str, actual: &str) -> bool {
-    is_any_ref(expected) || ref_type_name(expected) == actual
-}
-
 /// A module in a context.
 #[derive(Clone)]
 pub enum ContextModule {
