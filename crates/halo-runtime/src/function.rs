@@ -52,7 +52,7 @@ impl Function {
             ordinal,
             model,
         };
-        if model == AbiModel::CoarseFences && function.argument_kinds().len() + 2 != function.all_kinds().len() {
+        if model == AbiModel::CoarseFences && !function.all_kinds().ends_with(&['r', 'r']) {
             return Err(Error::invalid_argument(format!(
                 "function '{name}' is declared coarse-fences but takes no fences ({})",
                 function.signature.text
@@ -82,18 +82,17 @@ impl Function {
         self.model
     }
 
-    fn all_kinds(&self) -> Vec<char> {
-        self.signature.flatten_arguments(&[]).unwrap_or_default()
+    /// Every argument kind, fences included (exports are never variadic).
+    fn all_kinds(&self) -> &[char] {
+        self.signature.fixed_argument_kinds().unwrap_or_default()
     }
 
     /// The cconv kind (`i`, `I`, `f`, `F`, `r`) of each input the caller passes (without the
     /// fences of a coarse-fences function).
     pub fn argument_kinds(&self) -> Vec<char> {
-        let mut kinds = self.all_kinds();
-        if self.model == AbiModel::CoarseFences {
-            kinds.truncate(kinds.len().saturating_sub(2));
-        }
-        kinds
+        let all = self.all_kinds();
+        let fences = if self.model == AbiModel::CoarseFences { 2 } else { 0 };
+        all[..all.len() - fences].to_vec()
     }
 
     /// The declared type of input `index` (`tensor<4xf32>`), from the declaration.
