@@ -81,12 +81,17 @@ thread_local! {
     static CONTEXT: RefCell<WorkerContext> = RefCell::new(WorkerContext::new(0, 1));
 }
 
-/// Runs every tile of `region` in order on the calling thread.
-pub fn run_region_inline(region: &Region) -> Result<()> {
+/// Runs `work` on the calling thread with its worker context and denormals flushed.
+fn on_this_thread(work: impl FnOnce(&mut WorkerContext) -> Result<()>) -> Result<()> {
     CONTEXT.with(|context| {
         let _flush = FlushDenormals::enter();
-        region.run_tiles(0..region.tile_count(), &mut context.borrow_mut())
+        work(&mut context.borrow_mut())
     })
+}
+
+/// Runs every tile of `region` in order on the calling thread.
+pub fn run_region_inline(region: &Region) -> Result<()> {
+    on_this_thread(|context| region.run_tiles(0..region.tile_count(), context))
 }
 
 /// Runs every command of `command_buffer` in order on the calling thread.
@@ -98,14 +103,8 @@ pub fn execute_inline(command_buffer: &CommandBuffer, table: &[Binding]) -> Resu
     for plan in &program.regions {
         match plan {
             RegionPlan::Fixed(region) => run_region_inline(region)?,
-            RegionPlan::PerSubmission(range) => CONTEXT.with(|context| {
-                let _flush = FlushDenormals::enter();
-                run_commands_inline(
-                    command_buffer.commands()?,
-                    range.clone(),
-                    table,
-                    &mut context.borrow_mut(),
-                )
+            RegionPlan::PerSubmission(range) => on_this_thread(|context| {
+                run_commands_inline(command_buffer.commands()?, range.clone(), table, context)
             })?,
         }
     }
