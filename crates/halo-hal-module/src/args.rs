@@ -93,11 +93,9 @@ impl<'a> Args<'a> {
     }
 
     /// A fence argument; null is the empty fence (already reached).
-    pub fn fence(&self, index: usize) -> Result<Fence> {
-        Ok(self
-            .optional_object::<HalFence>(index)?
-            .map(|f| f.0.clone())
-            .unwrap_or_default())
+    pub fn fence(&self, index: usize) -> Result<&'a Fence> {
+        static EMPTY: Fence = Fence::new();
+        Ok(self.optional_object::<HalFence>(index)?.map_or(&EMPTY, |f| &f.0))
     }
 }
 

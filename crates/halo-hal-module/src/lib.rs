@@ -57,7 +57,7 @@ impl HalModuleState {
 }
 
 /// A native function of the module.
-type Export = fn(&HalModuleState, &Args<'_>) -> Result<Vec<halo_vm::Value>>;
+type Export = fn(&HalModuleState, &Args<'_>) -> Result<halo_vm::Results>;
 
 /// What a waiting function waits for, from its arguments.
 type WaitHook = fn(&HalModuleState, &Args<'_>) -> Result<Option<halo_hal::Fence>>;

@@ -6,6 +6,7 @@ use crate::buffer_view_text::{element_count, HostTensor};
 use crate::element_type::ElementType;
 use crate::memory::BufferParams;
 use crate::{Error, Result};
+use smallvec::SmallVec;
 
 /// How elements are laid out (`iree_hal_encoding_type_t`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,7 +21,8 @@ pub enum Encoding {
 #[derive(Debug, Clone)]
 pub struct BufferView {
     buffer: Buffer,
-    shape: Vec<u64>,
+    /// Inline up to rank 4, so making a view allocates nothing beyond itself.
+    shape: SmallVec<[u64; 4]>,
     element_type: ElementType,
     encoding: Encoding,
 }
@@ -30,18 +32,18 @@ impl BufferView {
     ///
     /// # Errors
     /// `OutOfRange` when the buffer is smaller than the shape needs.
-    pub fn new(buffer: Buffer, shape: Vec<u64>, element_type: ElementType, encoding: Encoding) -> Result<Self> {
-        let needed = dense_byte_length(&shape, element_type)?;
+    pub fn new(buffer: Buffer, shape: &[u64], element_type: ElementType, encoding: Encoding) -> Result<Self> {
+        let needed = dense_byte_length(shape, element_type)?;
         if encoding == Encoding::DenseRowMajor && buffer.byte_length() < needed {
             return Err(Error::out_of_range(format!(
                 "buffer of {} bytes is smaller than the {needed} bytes a {} view needs",
                 buffer.byte_length(),
-                shape_text(&shape, element_type)
+                shape_text(shape, element_type)
             )));
         }
         Ok(BufferView {
             buffer,
-            shape,
+            shape: SmallVec::from_slice(shape),
             element_type,
             encoding,
         })
@@ -51,12 +53,7 @@ impl BufferView {
     pub fn from_host(allocator: &dyn Allocator, params: BufferParams, tensor: &HostTensor) -> Result<Self> {
         let buffer = allocator.allocate_buffer(params, tensor.bytes.len() as u64)?;
         buffer.map_write(0, &tensor.bytes)?;
-        BufferView::new(
-            buffer,
-            tensor.shape.clone(),
-            tensor.element_type,
-            Encoding::DenseRowMajor,
-        )
+        BufferView::new(buffer, &tensor.shape, tensor.element_type, Encoding::DenseRowMajor)
     }
 
     /// The buffer.
@@ -89,7 +86,7 @@ impl BufferView {
         let mut bytes = vec![0u8; self.byte_length() as usize];
         self.buffer.map_read(0, &mut bytes)?;
         Ok(HostTensor {
-            shape: self.shape.clone(),
+            shape: self.shape.to_vec(),
             element_type: self.element_type,
             bytes,
         })

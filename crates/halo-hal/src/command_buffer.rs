@@ -88,9 +88,9 @@ impl BufferRef {
     ///
     /// # Errors
     /// `OutOfRange` for a missing slot or a range outside the buffer.
-    pub fn resolve(&self, table: &[Binding]) -> Result<ResolvedRef> {
+    pub fn resolve<'a>(&'a self, table: &'a [Binding]) -> Result<ResolvedRef<'a>> {
         let (buffer, offset, length) = match &self.source {
-            BufferSource::Direct(buffer) => (buffer.clone(), self.offset, self.length),
+            BufferSource::Direct(buffer) => (buffer, self.offset, self.length),
             BufferSource::Slot(slot) => {
                 let binding = table.get(*slot as usize).ok_or_else(|| {
                     Error::out_of_range(format!(
@@ -109,11 +109,7 @@ impl BufferRef {
                 } else {
                     self.length
                 };
-                (
-                    binding.buffer.clone(),
-                    binding.offset.saturating_add(self.offset),
-                    length,
-                )
+                (&binding.buffer, binding.offset.saturating_add(self.offset), length)
             }
         };
         let length = buffer.checked_range(offset, length)?;
@@ -121,11 +117,12 @@ impl BufferRef {
     }
 }
 
-/// A buffer range with slots resolved and the length known.
-#[derive(Debug, Clone)]
-pub struct ResolvedRef {
+/// A buffer range with slots resolved and the length known, borrowed from the reference or the
+/// binding table it was resolved against.
+#[derive(Debug, Clone, Copy)]
+pub struct ResolvedRef<'a> {
     /// The buffer.
-    pub buffer: Buffer,
+    pub buffer: &'a Buffer,
     /// Offset within `buffer`.
     pub offset: u64,
     /// Length in bytes.
@@ -530,7 +527,7 @@ impl CommandBuffer {
                 .resolve(table)
                 .with_context(|| format!("binding table slot {}", use_.slot))?;
             check_buffer(
-                &resolved.buffer,
+                resolved.buffer,
                 resolved.offset,
                 resolved.length,
                 use_.usage,

@@ -2,6 +2,7 @@
 
 use crate::semaphore::{wait_semaphores, Semaphore, Timeout, Timepoint, WaitMode};
 use crate::{Error, Result};
+use smallvec::{smallvec, SmallVec};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -10,19 +11,22 @@ use std::sync::{Arc, Mutex};
 /// Ownership: holds its semaphores alive. Threading: a fence is a value; share it by cloning.
 #[derive(Clone, Default)]
 pub struct Fence {
-    timepoints: Vec<Timepoint>,
+    /// Almost every fence has one timepoint, kept inline so making one allocates nothing.
+    timepoints: SmallVec<[Timepoint; 1]>,
 }
 
 impl Fence {
     /// An empty fence: waiting on it returns at once, signalling it does nothing.
-    pub fn new() -> Self {
-        Fence::default()
+    pub const fn new() -> Self {
+        Fence {
+            timepoints: SmallVec::new_const(),
+        }
     }
 
     /// A fence with a single timepoint.
     pub fn at(semaphore: Arc<dyn Semaphore>, value: u64) -> Self {
         Fence {
-            timepoints: vec![(semaphore, value)],
+            timepoints: smallvec![(semaphore, value)],
         }
     }
 

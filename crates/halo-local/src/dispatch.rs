@@ -6,27 +6,25 @@
 use crate::executable::LocalExecutable;
 use crate::library::abi::{DispatchStateV0, WorkgroupStateV0};
 use halo_hal::{downcast, Binding, Buffer, DispatchCommand, Error, Result, ResultExt, WorkgroupCount};
+use smallvec::SmallVec;
 use std::ffi::c_void;
 use std::sync::Arc;
 
 /// A dispatch ready to run: bindings resolved to host memory, grid known.
+///
+/// Constants and binding pointers are stored inline for typical dispatches, so preparing one
+/// allocates nothing; [`PreparedDispatch::state`] points the ABI state into `self`.
 pub struct PreparedDispatch {
     executable: Arc<dyn halo_hal::Executable>,
     export: u32,
+    workgroup_size: [u32; 3],
     workgroup_count: [u32; 3],
     local_memory_size: u32,
-    /// The ABI state; its pointers address `_storage`, whose heap memory never moves.
-    state: DispatchStateV0,
-    _storage: StateStorage,
-}
-
-/// What the ABI state points into, and the buffers behind the binding pointers.
-#[expect(dead_code, reason = "owned only to keep the memory the state points into alive")]
-struct StateStorage {
-    constants: Vec<u32>,
-    binding_ptrs: Vec<*mut c_void>,
-    binding_lengths: Vec<usize>,
-    buffers: Vec<Buffer>,
+    constants: SmallVec<[u32; 16]>,
+    binding_ptrs: SmallVec<[*mut c_void; 8]>,
+    binding_lengths: SmallVec<[usize; 8]>,
+    /// The buffers behind `binding_ptrs`, kept alive with the dispatch.
+    _buffers: SmallVec<[Buffer; 8]>,
 }
 
 // SAFETY: the raw pointers address host memory owned by `_buffers`, which are `Send + Sync`;
@@ -40,20 +38,19 @@ impl PreparedDispatch {
     pub fn prepare(command: &DispatchCommand, table: &[Binding]) -> Result<Self> {
         let local: &LocalExecutable = downcast(command.executable.as_any(), "dispatched executable")?;
         let info = local.export(command.export);
-        let mut binding_ptrs = Vec::with_capacity(command.bindings.len());
-        let mut binding_lengths = Vec::with_capacity(command.bindings.len());
-        let mut buffers = Vec::with_capacity(command.bindings.len());
+        let count = command.bindings.len();
+        let mut binding_ptrs = SmallVec::with_capacity(count);
+        let mut binding_lengths = SmallVec::with_capacity(count);
+        let mut buffers = SmallVec::with_capacity(count);
         for (ordinal, reference) in command.bindings.iter().enumerate() {
             let resolved = reference
                 .resolve(table)
-                .and_then(|r| {
-                    let (ptr, len) = r.buffer.host_range(r.offset, r.length)?;
-                    Ok((r.buffer, ptr, len))
-                })
+                .and_then(|r| Ok((r.buffer, r.buffer.host_range(r.offset, r.length)?)))
                 .with_context(|| format!("binding {ordinal} of dispatch '{}'", info.name))?;
-            binding_ptrs.push(resolved.1.as_ptr().cast::<c_void>());
-            binding_lengths.push(resolved.2);
-            buffers.push(resolved.0);
+            let (buffer, (ptr, len)) = resolved;
+            binding_ptrs.push(ptr.as_ptr().cast::<c_void>());
+            binding_lengths.push(len);
+            buffers.push(buffer.clone());
         }
         let workgroup_count = match &command.workgroup_count {
             WorkgroupCount::Static(count) => *count,
@@ -68,33 +65,16 @@ impl PreparedDispatch {
                 u16::MAX
             )));
         }
-        let constants = command.constants.clone();
-        let state = DispatchStateV0 {
-            workgroup_size_x: info.workgroup_size[0],
-            workgroup_size_y: info.workgroup_size[1],
-            workgroup_size_z: info.workgroup_size[2] as u16,
-            constant_count: constants.len() as u16,
-            workgroup_count_x: workgroup_count[0],
-            workgroup_count_y: workgroup_count[1],
-            workgroup_count_z: workgroup_count[2] as u16,
-            max_concurrency: 1,
-            binding_count: binding_ptrs.len() as u8,
-            constants: constants.as_ptr(),
-            binding_ptrs: binding_ptrs.as_ptr(),
-            binding_lengths: binding_lengths.as_ptr(),
-        };
         Ok(PreparedDispatch {
             executable: command.executable.clone(),
             export: command.export,
+            workgroup_size: info.workgroup_size,
             workgroup_count,
             local_memory_size: local.local_memory_size(command.export),
-            state,
-            _storage: StateStorage {
-                constants,
-                binding_ptrs,
-                binding_lengths,
-                buffers,
-            },
+            constants: SmallVec::from_slice(&command.constants),
+            binding_ptrs,
+            binding_lengths,
+            _buffers: buffers,
         })
     }
 
@@ -122,12 +102,22 @@ impl PreparedDispatch {
         self.local_memory_size
     }
 
-    /// The ABI's dispatch state for `max_concurrency` workers; it points into `self` and must not
-    /// outlive it.
+    /// The ABI's dispatch state for `max_concurrency` workers. It points into `self`: use it only
+    /// while `self` is borrowed (which keeps it from moving or dropping).
     pub fn state(&self, max_concurrency: u8) -> DispatchStateV0 {
         DispatchStateV0 {
+            workgroup_size_x: self.workgroup_size[0],
+            workgroup_size_y: self.workgroup_size[1],
+            workgroup_size_z: self.workgroup_size[2] as u16,
+            constant_count: self.constants.len() as u16,
+            workgroup_count_x: self.workgroup_count[0],
+            workgroup_count_y: self.workgroup_count[1],
+            workgroup_count_z: self.workgroup_count[2] as u16,
             max_concurrency,
-            ..self.state
+            binding_count: self.binding_ptrs.len() as u8,
+            constants: self.constants.as_ptr(),
+            binding_ptrs: self.binding_ptrs.as_ptr(),
+            binding_lengths: self.binding_lengths.as_ptr(),
         }
     }
 
@@ -187,6 +177,6 @@ impl PreparedDispatch {
 fn read_workgroup_count(reference: &halo_hal::BufferRef, table: &[Binding]) -> Result<[u32; 3]> {
     let resolved = reference.resolve(table)?;
     let mut raw = [0u8; 12];
-    halo_hal::host_transfer::copy_out(&resolved.buffer, resolved.offset, &mut raw)?;
+    halo_hal::host_transfer::copy_out(resolved.buffer, resolved.offset, &mut raw)?;
     Ok([0, 1, 2].map(|i| u32::from_le_bytes(raw[4 * i..4 * i + 4].try_into().expect("4 bytes"))))
 }

@@ -18,7 +18,7 @@ const TIMING_SAMPLE_PERIOD: u32 = 32;
 enum Item {
     /// A dispatch; its tiles are its workgroups.
     Dispatch {
-        dispatch: PreparedDispatch,
+        dispatch: Box<PreparedDispatch>,
         runs: AtomicU32,
     },
     /// A transfer command: one tile, run by the host.
@@ -50,7 +50,7 @@ impl Region {
                     let tiles = dispatch.workgroup_total();
                     (
                         Item::Dispatch {
-                            dispatch,
+                            dispatch: Box::new(dispatch),
                             runs: AtomicU32::new(0),
                         },
                         tiles,
@@ -168,19 +168,19 @@ pub fn execute_transfer(command: &Command, table: &[Binding]) -> Result<()> {
     match command {
         Command::Fill { target, pattern } => {
             let target = target.resolve(table)?;
-            host_transfer::fill(&target.buffer, target.offset, target.length, pattern)
+            host_transfer::fill(target.buffer, target.offset, target.length, pattern)
         }
         Command::Update { data, target } => {
             let target = target.resolve(table)?;
-            host_transfer::update(data, &target.buffer, target.offset)
+            host_transfer::update(data, target.buffer, target.offset)
         }
         Command::Copy { source, target } => {
             let source = source.resolve(table)?;
             let target = target.resolve(table)?;
             host_transfer::copy(
-                &source.buffer,
+                source.buffer,
                 source.offset,
-                &target.buffer,
+                target.buffer,
                 target.offset,
                 source.length,
             )

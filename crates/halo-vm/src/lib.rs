@@ -29,4 +29,4 @@ pub mod value;
 pub use context::{Context, Instance};
 pub use module::BytecodeModule;
 pub use native::NativeModule;
-pub use value::Value;
+pub use value::{Results, Value};

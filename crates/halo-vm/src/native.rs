@@ -5,12 +5,12 @@
 //! declared convention.
 
 use crate::cconv::Signature;
-use crate::value::Value;
+use crate::value::{Results, Value};
 use halo_hal::{Error, Fence, Result};
 use std::sync::Arc;
 
 /// The Rust side of a native function.
-pub type NativeFn = Arc<dyn Fn(&[Value]) -> Result<Vec<Value>> + Send + Sync>;
+pub type NativeFn = Arc<dyn Fn(&[Value]) -> Result<Results> + Send + Sync>;
 
 /// What a waiting native function would wait for, given its arguments (`None`: nothing).
 pub type WaitFn = Arc<dyn Fn(&[Value]) -> Result<Option<Fence>> + Send + Sync>;
@@ -94,7 +94,7 @@ impl NativeModuleBuilder {
         self,
         name: &str,
         cconv: &str,
-        function: impl Fn(&[Value]) -> Result<Vec<Value>> + Send + Sync + 'static,
+        function: impl Fn(&[Value]) -> Result<Results> + Send + Sync + 'static,
     ) -> Result<Self> {
         self.add(name, cconv, Arc::new(function), None)
     }
@@ -111,7 +111,7 @@ impl NativeModuleBuilder {
         name: &str,
         cconv: &str,
         wait: impl Fn(&[Value]) -> Result<Option<Fence>> + Send + Sync + 'static,
-        function: impl Fn(&[Value]) -> Result<Vec<Value>> + Send + Sync + 'static,
+        function: impl Fn(&[Value]) -> Result<Results> + Send + Sync + 'static,
     ) -> Result<Self> {
         self.add(name, cconv, Arc::new(function), Some(Arc::new(wait)))
     }

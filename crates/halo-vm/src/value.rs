@@ -60,3 +60,7 @@ impl PartialEq for Value {
         }
     }
 }
+
+/// The results of a native function: up to two inline (what almost every function returns), so
+/// a call allocates nothing for them.
+pub type Results = smallvec::SmallVec<[Value; 2]>;

@@ -16,7 +16,7 @@ fn module(name: &str) -> Arc<BytecodeModule> {
 fn other(version: u32, with_maybe: bool) -> Arc<NativeModule> {
     let mut builder = NativeModule::builder("other", version)
         .function("double", "0i_i", |args| match args {
-            [Value::I32(x)] => Ok(vec![Value::I32(x.wrapping_mul(2))]),
+            [Value::I32(x)] => Ok(vec![Value::I32(x.wrapping_mul(2))].into()),
             _ => Err(Error::invalid_argument("double takes one i32")),
         })
         .unwrap();
@@ -24,7 +24,7 @@ fn other(version: u32, with_maybe: bool) -> Arc<NativeModule> {
         builder = builder
             .function("maybe", "0i_i", |args| match args {
                 [Value::I32(x)] if *x < 0 => Err(Error::out_of_range("negative")),
-                [Value::I32(x)] => Ok(vec![Value::I32(x + 100)]),
+                [Value::I32(x)] => Ok(vec![Value::I32(x + 100)].into()),
                 _ => Err(Error::invalid_argument("maybe takes one i32")),
             })
             .unwrap();
@@ -52,7 +52,7 @@ fn native_errors_propagate_with_context() {
     let mut context = Context::new();
     context.add_native(other(3, true)).unwrap();
     let extra = NativeModule::builder("extra", 1)
-        .function("probe", "0v_i", |_| Ok(vec![Value::I32(5)]))
+        .function("probe", "0v_i", |_| Ok(vec![Value::I32(5)].into()))
         .unwrap();
     context.add_native(extra.build()).unwrap();
     context.add_bytecode(module("imports")).unwrap();
@@ -85,7 +85,7 @@ fn missing_or_old_dependencies_are_rejected() {
 #[test]
 fn mismatched_calling_conventions_are_rejected() {
     let wrong = NativeModule::builder("other", 2)
-        .function("double", "0I_I", |_| Ok(vec![]))
+        .function("double", "0I_I", |_| Ok(vec![].into()))
         .unwrap()
         .build();
     let mut context = Context::new();
@@ -143,7 +143,7 @@ fn waiting_other(fence: halo_hal::Fence, calls: Arc<std::sync::atomic::AtomicUsi
             move |args| {
                 calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 match args {
-                    [Value::I32(x)] => Ok(vec![Value::I32(x * 2)]),
+                    [Value::I32(x)] => Ok(vec![Value::I32(x * 2)].into()),
                     _ => Err(Error::invalid_argument("double takes one i32")),
                 }
             },

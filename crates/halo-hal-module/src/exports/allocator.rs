@@ -5,7 +5,8 @@ use crate::objects::{HalAllocator, HalBuffer};
 use crate::{Args, HalModuleState};
 use halo_hal::{BufferParams, BufferUsage, HostBytes, MemoryAccess, MemoryType, QueueAffinity, Result, ResultExt};
 use halo_vm::ref_types::{check_range, Buffer as VmBuffer, Ref};
-use halo_vm::Value;
+use halo_vm::{Results, Value};
+use smallvec::smallvec;
 use std::ops::Range;
 
 pub(crate) const EXPORTS: &[Row] = &[
@@ -24,7 +25,7 @@ fn params(affinity: i64, memory_types: i32, usage: i32, access: MemoryAccess) ->
 }
 
 /// `(allocator, affinity, memory_types, usage, size) -> buffer`
-fn allocate(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn allocate(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let allocator = args.object::<HalAllocator>(0)?;
     let size = args.size(4)?;
     let params = params(args.i64(1)?, args.i32(2)?, args.i32(3)?, MemoryAccess::ALL);
@@ -41,7 +42,7 @@ fn allocate(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
 /// Read-only sources (rodata, including external rodata mapped from the module file) are
 /// imported in place for constant use; anything else fails, and a `try` import then returns
 /// null so the program falls back to allocate-and-copy.
-fn import(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn import(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let allocator = args.object::<HalAllocator>(0)?;
     let is_try = args.i32(1)? != 0;
     let source = args.optional_ref(5)?.cloned();
@@ -73,7 +74,7 @@ fn import(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
     })();
     match outcome {
         Ok(buffer) => Ok(object(HalBuffer(buffer))),
-        Err(_) if is_try => Ok(vec![Value::Ref(None)]),
+        Err(_) if is_try => Ok(smallvec![Value::Ref(None)]),
         Err(error) => Err(error.context("importing a vm.buffer")),
     }
 }

@@ -5,7 +5,8 @@ use crate::objects::{HalAllocator, HalBuffer};
 use crate::{Args, HalModuleState};
 use halo_hal::{BufferUsage, Error, MemoryType, Result};
 use halo_vm::ref_types::Buffer as VmBuffer;
-use halo_vm::Value;
+use halo_vm::{Results, Value};
+use smallvec::smallvec;
 
 pub(crate) const EXPORTS: &[Row] = &[
     ("buffer.assert", "0rrrIii_v", assert),
@@ -17,7 +18,7 @@ pub(crate) const EXPORTS: &[Row] = &[
 
 /// `(buffer, message, allocator, minimum_length, memory_types, usage)`: the buffer is large
 /// enough and was allocated with every memory type and usage the program needs.
-fn assert(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn assert(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let buffer = &args.object::<HalBuffer>(0)?.0;
     let message_buffer = args.object::<VmBuffer>(1)?;
     // Only failures read the message, so the common path allocates nothing for it.
@@ -47,12 +48,14 @@ fn assert(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
             buffer.allowed_usage()
         )));
     }
-    Ok(Vec::new())
+    Ok(Results::new())
 }
 
 /// `(buffer) -> length`
-fn length(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
-    Ok(vec![Value::I64(args.object::<HalBuffer>(0)?.0.byte_length() as i64)])
+fn length(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
+    Ok(smallvec![Value::I64(
+        args.object::<HalBuffer>(0)?.0.byte_length() as i64
+    )])
 }
 
 /// Byte count of a load or store: at most the 4 bytes of an i32.
@@ -66,25 +69,25 @@ fn scalar_width(args: &Args<'_>, index: usize, what: &str) -> Result<usize> {
 }
 
 /// `(buffer, offset, length) -> value`: up to 4 bytes, little-endian, zero-extended.
-fn load(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn load(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let buffer = &args.object::<HalBuffer>(0)?.0;
     let width = scalar_width(args, 2, "load")?;
     let mut bytes = [0u8; 4];
     buffer.map_read(args.size(1)?, &mut bytes[..width])?;
-    Ok(vec![Value::I32(i32::from_le_bytes(bytes))])
+    Ok(smallvec![Value::I32(i32::from_le_bytes(bytes))])
 }
 
 /// `(value, buffer, offset, length)`: writes the low `length` bytes of `value`.
-fn store(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn store(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let value = args.i32(0)?;
     let buffer = &args.object::<HalBuffer>(1)?.0;
     let width = scalar_width(args, 3, "store")?;
     buffer.map_write(args.size(2)?, &value.to_le_bytes()[..width])?;
-    Ok(Vec::new())
+    Ok(Results::new())
 }
 
 /// `(buffer, offset, length) -> buffer`
-fn subspan(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn subspan(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let buffer = &args.object::<HalBuffer>(0)?.0;
     let (offset, length) = (args.size(1)?, args.size(2)?);
     let span = buffer.subspan(offset, length).map_err(|e| {

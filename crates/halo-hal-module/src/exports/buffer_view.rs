@@ -6,7 +6,8 @@ use crate::{Args, HalModuleState};
 use halo_hal::buffer_view::Encoding;
 use halo_hal::{BufferView, ElementType, Error, NumericalType, Result, ResultExt};
 use halo_vm::ref_types::Buffer as VmBuffer;
-use halo_vm::Value;
+use halo_vm::{Results, Value};
+use smallvec::{smallvec, SmallVec};
 
 pub(crate) const EXPORTS: &[Row] = &[
     ("buffer_view.assert", "0rriiCID_v", assert),
@@ -27,12 +28,12 @@ fn encoding(raw: i32) -> Result<Encoding> {
 }
 
 /// The dimensions from index `first` on (a variadic i64 segment).
-fn dims(args: &Args<'_>, first: usize) -> Result<Vec<u64>> {
+fn dims(args: &Args<'_>, first: usize) -> Result<SmallVec<[u64; 4]>> {
     (first..args.values().len()).map(|i| args.size(i)).collect()
 }
 
 /// `(buffer, offset, length, element_type, encoding, dims...) -> buffer_view`
-fn create(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn create(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let source = &args.object::<HalBuffer>(0)?.0;
     let (offset, length) = (args.size(1)?, args.size(2)?);
     let buffer = if offset == 0 && length == source.byte_length() {
@@ -43,7 +44,7 @@ fn create(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
         })?
     };
     let element_type = ElementType::from_raw(args.i32(3)? as u32);
-    let view = BufferView::new(buffer, dims(args, 5)?, element_type, encoding(args.i32(4)?)?)?;
+    let view = BufferView::new(buffer, &dims(args, 5)?, element_type, encoding(args.i32(4)?)?)?;
     Ok(object(HalBufferView(view)))
 }
 
@@ -63,7 +64,7 @@ fn element_types_compatible(actual: ElementType, expected: ElementType) -> bool 
 
 /// `(buffer_view, message, element_type, encoding, dims...)`: the view has the encoding,
 /// element type and shape the function declares; the error names the argument (`message`).
-fn assert(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn assert(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let view = &args.object::<HalBufferView>(0)?.0;
     let message_buffer = args.object::<VmBuffer>(1)?;
     // Only failures read the message, so the common path allocates nothing for it.
@@ -111,7 +112,7 @@ fn assert(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
             })
     };
     match mismatch {
-        None => Ok(Vec::new()),
+        None => Ok(Results::new()),
         Some(text) => Err(Error::invalid_argument(format!(
             "{text}; expected shape `{}`, actual shape `{}`",
             shape_text(&expected_shape),
@@ -125,13 +126,13 @@ fn shape_text(shape: &[u64]) -> String {
 }
 
 /// `(buffer_view) -> buffer`
-fn buffer(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn buffer(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let view = &args.object::<HalBufferView>(0)?.0;
     Ok(object(HalBuffer(view.buffer().clone())))
 }
 
 /// `(buffer_view, index) -> dim`
-fn dim(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn dim(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let view = &args.object::<HalBufferView>(0)?.0;
     let index = args.i32(1)?;
     let dim = usize::try_from(index)
@@ -143,23 +144,23 @@ fn dim(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
                 view.shape().len()
             ))
         })?;
-    Ok(vec![Value::I64(*dim as i64)])
+    Ok(smallvec![Value::I64(*dim as i64)])
 }
 
 /// `(buffer_view) -> element_type`
-fn element_type(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn element_type(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let view = &args.object::<HalBufferView>(0)?.0;
-    Ok(vec![Value::I32(view.element_type().raw() as i32)])
+    Ok(smallvec![Value::I32(view.element_type().raw() as i32)])
 }
 
 /// `(buffer_view) -> encoding_type`
-fn encoding_type(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn encoding_type(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let view = &args.object::<HalBufferView>(0)?.0;
-    Ok(vec![Value::I32(view.encoding() as i32)])
+    Ok(smallvec![Value::I32(view.encoding() as i32)])
 }
 
 /// `(buffer_view) -> rank`
-fn rank(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn rank(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let view = &args.object::<HalBufferView>(0)?.0;
-    Ok(vec![Value::I32(view.shape().len() as i32)])
+    Ok(smallvec![Value::I32(view.shape().len() as i32)])
 }

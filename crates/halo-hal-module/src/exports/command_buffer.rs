@@ -10,7 +10,7 @@ use halo_hal::{
     BufferRef, CommandBufferMode, CommandCategory, DispatchCommand, Error, QueueAffinity, Result, WorkgroupCount,
 };
 use halo_vm::ref_types::Buffer as VmBuffer;
-use halo_vm::Value;
+use halo_vm::{Results, Value};
 
 pub(crate) const EXPORTS: &[Row] = &[
     ("command_buffer.advise_buffer", "0rrIIIi_v", ignore),
@@ -31,9 +31,9 @@ pub(crate) const EXPORTS: &[Row] = &[
 ];
 
 /// Hints and debug labels: nothing to do on halo's drivers.
-fn ignore(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn ignore(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     args.object::<HalCommandBuffer>(0)?;
-    Ok(Vec::new())
+    Ok(Results::new())
 }
 
 /// A direct reference when the buffer argument at `buffer` is non-null, else the `slot`.
@@ -45,7 +45,7 @@ fn buffer_ref(args: &Args<'_>, buffer: usize, slot: u32, offset: u64, length: u6
 }
 
 /// `(device, modes, categories, affinity, binding_capacity) -> command_buffer`, begun.
-fn create(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn create(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let device = &args.object::<HalDevice>(0)?.0;
     let command_buffer = device.create_command_buffer(
         CommandBufferMode::from_bits_retain(args.i32(1)? as u32),
@@ -58,25 +58,25 @@ fn create(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
 }
 
 /// `(command_buffer)`: ends recording.
-fn finalize(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn finalize(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     args.object::<HalCommandBuffer>(0)?.0.end()?;
-    Ok(Vec::new())
+    Ok(Results::new())
 }
 
 /// `(command_buffer, source_stages, target_stages, flags)`: a full barrier.
-fn execution_barrier(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn execution_barrier(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     args.object::<HalCommandBuffer>(0)?.0.execution_barrier()?;
-    Ok(Vec::new())
+    Ok(Results::new())
 }
 
 /// `(command_buffer, target, offset, length, slot, pattern, pattern_length, flags)`
-fn fill_buffer(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn fill_buffer(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let command_buffer = &args.object::<HalCommandBuffer>(0)?.0;
     let target = buffer_ref(args, 1, args.i32(4)? as u32, args.size(2)?, args.size(3)?)?;
     let pattern = args.i64(5)?.to_le_bytes();
     let width = pattern_width(args.i32(6)?)?;
     command_buffer.fill_buffer(target, &pattern[..width])?;
-    Ok(Vec::new())
+    Ok(Results::new())
 }
 
 /// A fill pattern's byte count: 1, 2 or 4 (anything else is the command buffer's error to
@@ -89,7 +89,7 @@ pub(crate) fn pattern_width(width: i32) -> Result<usize> {
 }
 
 /// `(command_buffer, source, source_offset, target, target_offset, length, slot, flags)`
-fn update_buffer(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn update_buffer(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let command_buffer = &args.object::<HalCommandBuffer>(0)?.0;
     let source = args.object::<VmBuffer>(1)?;
     let (source_offset, length) = (args.size(2)?, args.size(5)?);
@@ -97,18 +97,18 @@ fn update_buffer(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
     let bytes = source.bytes();
     let range = halo_vm::ref_types::check_range(source_offset, length, bytes.len())?;
     command_buffer.update_buffer(&bytes[range], target)?;
-    Ok(Vec::new())
+    Ok(Results::new())
 }
 
 /// `(command_buffer, source_slot, target_slot, source, source_offset, target, target_offset,
 /// length, flags)`
-fn copy_buffer(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn copy_buffer(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let command_buffer = &args.object::<HalCommandBuffer>(0)?.0;
     let length = args.size(7)?;
     let source = buffer_ref(args, 3, args.i32(1)? as u32, args.size(4)?, length)?;
     let target = buffer_ref(args, 5, args.i32(2)? as u32, args.size(6)?, length)?;
     command_buffer.copy_buffer(source, target)?;
-    Ok(Vec::new())
+    Ok(Results::new())
 }
 
 /// Number of fixed arguments before the constants of both dispatch forms.
@@ -155,7 +155,7 @@ fn export_ordinal(args: &Args<'_>, index: usize) -> Result<u32> {
 }
 
 /// `(command_buffer, executable, function, x, y, z, flags, constants..., bindings...)`
-fn dispatch(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn dispatch(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let command_buffer = &args.object::<HalCommandBuffer>(0)?.0;
     let (constants, bindings) = constants_and_bindings(args)?;
     let count = [args.i32(3)?, args.i32(4)?, args.i32(5)?].map(|c| c as u32);
@@ -166,12 +166,12 @@ fn dispatch(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
         constants,
         bindings,
     })?;
-    Ok(Vec::new())
+    Ok(Results::new())
 }
 
 /// `(command_buffer, executable, function, count_slot, count_buffer, count_offset, flags,
 /// constants..., bindings...)`: the workgroup count is read from the buffer at execution.
-fn dispatch_indirect(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn dispatch_indirect(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let command_buffer = &args.object::<HalCommandBuffer>(0)?.0;
     let (constants, bindings) = constants_and_bindings(args)?;
     let count = buffer_ref(args, 4, args.i32(3)? as u32, args.size(5)?, 12)?;
@@ -182,5 +182,5 @@ fn dispatch_indirect(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> 
         constants,
         bindings,
     })?;
-    Ok(Vec::new())
+    Ok(Results::new())
 }

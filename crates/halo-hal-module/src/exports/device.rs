@@ -9,7 +9,8 @@ use crate::objects::{HalAllocator, HalBuffer, HalCommandBuffer, HalDevice, HalFi
 use crate::{Args, HalModuleState};
 use halo_hal::{Binding, BufferParams, BufferUsage, Error, MemoryAccess, MemoryType, QueueAffinity, Result};
 use halo_vm::ref_types::{check_range, Buffer as VmBuffer};
-use halo_vm::Value;
+use halo_vm::{Results, Value};
+use smallvec::{smallvec, SmallVec};
 
 pub(crate) const EXPORTS: &[Row] = &[
     ("device.allocator", "0r_r", allocator),
@@ -33,18 +34,18 @@ pub(crate) const EXPORTS: &[Row] = &[
 ];
 
 /// `(device) -> allocator`
-fn allocator(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn allocator(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     Ok(object(HalAllocator(args.object::<HalDevice>(0)?.0.clone())))
 }
 
 /// `(device, category, key) -> (ok, value)`: an unknown query is `ok = 0`, not an error, so
 /// programs can probe for executable formats and device ids.
-fn query_i64(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn query_i64(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let device = &args.object::<HalDevice>(0)?.0;
     let (category, key) = (args.text(1)?, args.text(2)?);
     Ok(match device.query_i64(&category, &key) {
-        Ok(value) => vec![Value::I32(1), Value::I64(value)],
-        Err(_) => vec![Value::I32(0), Value::I64(0)],
+        Ok(value) => smallvec![Value::I32(1), Value::I64(value)],
+        Err(_) => smallvec![Value::I32(0), Value::I64(0)],
     })
 }
 
@@ -53,7 +54,7 @@ fn affinity(args: &Args<'_>) -> Result<QueueAffinity> {
 }
 
 /// `(device, affinity, wait, signal, pool, memory_types, usage, size, flags) -> buffer`
-fn queue_alloca(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn queue_alloca(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let device = &args.object::<HalDevice>(0)?.0;
     if args.i64(4)? != 0 {
         return Err(Error::unimplemented("queue allocation pools are not supported"));
@@ -67,82 +68,82 @@ fn queue_alloca(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
     };
     let size = args.size(7)?;
     let buffer = device
-        .queue_alloca(affinity(args)?, &args.fence(2)?, &args.fence(3)?, params, size)
+        .queue_alloca(affinity(args)?, args.fence(2)?, args.fence(3)?, params, size)
         .map_err(|e| e.context(format!("queue allocation of {size} bytes")))?;
     Ok(object(HalBuffer(buffer)))
 }
 
 /// `(device, affinity, wait, signal, buffer, flags)`
-fn queue_dealloca(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn queue_dealloca(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let device = &args.object::<HalDevice>(0)?.0;
     let buffer = &args.object::<HalBuffer>(4)?.0;
-    device.queue_dealloca(affinity(args)?, &args.fence(2)?, &args.fence(3)?, buffer)?;
-    Ok(Vec::new())
+    device.queue_dealloca(affinity(args)?, args.fence(2)?, args.fence(3)?, buffer)?;
+    Ok(Results::new())
 }
 
 /// `(device, affinity, wait, signal, flags)`
-fn queue_barrier(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn queue_barrier(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let device = &args.object::<HalDevice>(0)?.0;
-    device.queue_barrier(affinity(args)?, &args.fence(2)?, &args.fence(3)?)?;
-    Ok(Vec::new())
+    device.queue_barrier(affinity(args)?, args.fence(2)?, args.fence(3)?)?;
+    Ok(Results::new())
 }
 
 /// `(device, affinity, wait, signal, target, offset, length, pattern, pattern_length, flags)`
-fn queue_fill(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn queue_fill(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let device = &args.object::<HalDevice>(0)?.0;
     let target = &args.object::<HalBuffer>(4)?.0;
     let pattern = args.i64(7)?.to_le_bytes();
     let width = pattern_width(args.i32(8)?)?;
     device.queue_fill(
         affinity(args)?,
-        &args.fence(2)?,
-        &args.fence(3)?,
+        args.fence(2)?,
+        args.fence(3)?,
         target,
         args.size(5)?,
         args.size(6)?,
         &pattern[..width],
     )?;
-    Ok(Vec::new())
+    Ok(Results::new())
 }
 
 /// `(device, affinity, wait, signal, source, source_offset, target, target_offset, length,
 /// flags)` with a `vm.buffer` source, captured now.
-fn queue_update(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn queue_update(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let device = &args.object::<HalDevice>(0)?.0;
     let source = args.object::<VmBuffer>(4)?.bytes();
     let range = check_range(args.size(5)?, args.size(8)?, source.len())?;
     let target = &args.object::<HalBuffer>(6)?.0;
     device.queue_update(
         affinity(args)?,
-        &args.fence(2)?,
-        &args.fence(3)?,
+        args.fence(2)?,
+        args.fence(3)?,
         &source[range],
         target,
         args.size(7)?,
     )?;
-    Ok(Vec::new())
+    Ok(Results::new())
 }
 
 /// `(device, affinity, wait, signal, source, source_offset, target, target_offset, length,
 /// flags)` between two buffers.
-fn queue_copy(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn queue_copy(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let device = &args.object::<HalDevice>(0)?.0;
     device.queue_copy(
         affinity(args)?,
-        &args.fence(2)?,
-        &args.fence(3)?,
+        args.fence(2)?,
+        args.fence(3)?,
         &args.object::<HalBuffer>(4)?.0,
         args.size(5)?,
         &args.object::<HalBuffer>(6)?.0,
         args.size(7)?,
         args.size(8)?,
     )?;
-    Ok(Vec::new())
+    Ok(Results::new())
 }
 
 /// `(device, affinity, wait, signal, file, file_offset, target, target_offset, length, flags)`:
 /// files are host memory here, so a read is an update from the file's bytes.
-fn queue_read(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn queue_read(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let device = &args.object::<HalDevice>(0)?.0;
     let file = &args.object::<HalFile>(4)?.0;
     let source = file.source.expect::<VmBuffer>("file source")?.bytes();
@@ -152,76 +153,74 @@ fn queue_read(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
     let target = &args.object::<HalBuffer>(6)?.0;
     device.queue_update(
         affinity(args)?,
-        &args.fence(2)?,
-        &args.fence(3)?,
+        args.fence(2)?,
+        args.fence(3)?,
         &bytes[range],
         target,
         args.size(7)?,
     )?;
-    Ok(Vec::new())
+    Ok(Results::new())
 }
 
 /// `(device, affinity, wait, signal, command_buffer, flags)`
-fn queue_execute(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn queue_execute(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let device = &args.object::<HalDevice>(0)?.0;
     let command_buffer = &args.object::<HalCommandBuffer>(4)?.0;
     device.queue_execute(
         affinity(args)?,
-        &args.fence(2)?,
-        &args.fence(3)?,
+        args.fence(2)?,
+        args.fence(3)?,
         Some(command_buffer),
         &[],
     )?;
-    Ok(Vec::new())
+    Ok(Results::new())
 }
 
 /// `(device, affinity, wait, signal, command_buffer, flags, (buffer, offset, length)...)`: the
 /// tuples form the binding table the command buffer's slots resolve against.
-fn queue_execute_indirect(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn queue_execute_indirect(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     const FIXED: usize = 6;
     let device = &args.object::<HalDevice>(0)?.0;
     let command_buffer = &args.object::<HalCommandBuffer>(4)?.0;
-    let table = (FIXED..args.values().len())
-        .step_by(3)
-        .map(|at| {
-            let slot = (at - FIXED) / 3;
-            let buffer = args
-                .optional_object::<HalBuffer>(at)?
-                .ok_or_else(|| Error::invalid_argument(format!("binding table slot {slot} is null")))?;
-            Ok(Binding {
-                buffer: buffer.0.clone(),
-                offset: args.size(at + 1)?,
-                length: args.size(at + 2)?,
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let mut table = SmallVec::<[Binding; 8]>::new();
+    for at in (FIXED..args.values().len()).step_by(3) {
+        let slot = (at - FIXED) / 3;
+        let buffer = args
+            .optional_object::<HalBuffer>(at)?
+            .ok_or_else(|| Error::invalid_argument(format!("binding table slot {slot} is null")))?;
+        table.push(Binding {
+            buffer: buffer.0.clone(),
+            offset: args.size(at + 1)?,
+            length: args.size(at + 2)?,
+        });
+    }
     device.queue_execute(
         affinity(args)?,
-        &args.fence(2)?,
-        &args.fence(3)?,
+        args.fence(2)?,
+        args.fence(3)?,
         Some(command_buffer),
         &table,
     )?;
-    Ok(Vec::new())
+    Ok(Results::new())
 }
 
 /// `(device, affinity)`
-fn queue_flush(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn queue_flush(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     args.object::<HalDevice>(0)?.0.queue_flush(affinity(args)?)?;
-    Ok(Vec::new())
+    Ok(Results::new())
 }
 
 /// `() -> count`
-fn devices_count(state: &HalModuleState, _: &Args<'_>) -> Result<Vec<Value>> {
-    Ok(vec![Value::I32(state.devices().len() as i32)])
+fn devices_count(state: &HalModuleState, _: &Args<'_>) -> Result<Results> {
+    Ok(smallvec![Value::I32(state.devices().len() as i32)])
 }
 
 /// `(index) -> device or null`
-fn devices_get(state: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn devices_get(state: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let index = args.i32(0)?;
     let device = usize::try_from(index).ok().and_then(|i| state.devices().get(i));
     Ok(match device {
         Some(device) => object(HalDevice(device.clone())),
-        None => vec![Value::Ref(None)],
+        None => smallvec![Value::Ref(None)],
     })
 }

@@ -6,7 +6,8 @@ use crate::objects::{HalDevice, HalExecutable, HalFile, HostFile};
 use crate::{Args, HalModuleState};
 use halo_hal::{Error, ExecutableParams, MemoryAccess, Result, ResultExt};
 use halo_vm::ref_types::{check_range, Buffer as VmBuffer};
-use halo_vm::Value;
+use halo_vm::{Results, Value};
+use smallvec::smallvec;
 
 pub(crate) const EXPORTS: &[Row] = &[
     ("ex.file.from_memory", "0rIirIIi_r", file_from_memory),
@@ -15,7 +16,7 @@ pub(crate) const EXPORTS: &[Row] = &[
 ];
 
 /// `(device, affinity, format, data, constants or null) -> executable`
-fn create(state: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn create(state: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let device = &args.object::<HalDevice>(0)?.0;
     let format = args.text(2)?;
     let data = args.object::<VmBuffer>(3)?.bytes();
@@ -47,14 +48,14 @@ fn create(state: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
 }
 
 /// `(executable, name) -> function id` (the export ordinal).
-fn lookup_function(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn lookup_function(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let executable = &args.object::<HalExecutable>(0)?.0;
     let ordinal = executable.lookup_export(&args.text(1)?)?;
-    Ok(vec![Value::I64(ordinal as i64)])
+    Ok(smallvec![Value::I64(ordinal as i64)])
 }
 
 /// `(device, affinity, access, buffer, offset, length, flags) -> file`: read-only only.
-fn file_from_memory(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn file_from_memory(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     args.object::<HalDevice>(0)?;
     let access = MemoryAccess::from_bits_retain(args.i32(2)? as u16);
     if !MemoryAccess::READ.contains(access) {

@@ -4,7 +4,8 @@ use super::{object, Row, WaitingRow};
 use crate::objects::{HalDevice, HalFence};
 use crate::{Args, HalModuleState};
 use halo_hal::{Error, Fence, Result, StatusCode, Timeout};
-use halo_vm::Value;
+use halo_vm::{Results, Value};
+use smallvec::smallvec;
 use std::time::{Duration, Instant};
 
 pub(crate) const EXPORTS: &[Row] = &[
@@ -27,7 +28,7 @@ fn awaited(_: &HalModuleState, args: &Args<'_>) -> Result<Option<Fence>> {
 }
 
 /// `(device, flags) -> fence`: a new semaphore at 0 and the timepoint 1 on it.
-fn create(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn create(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let device = &args.object::<HalDevice>(0)?.0;
     let semaphore = device.create_semaphore(0)?;
     Ok(object(HalFence(Fence::at(semaphore, 1))))
@@ -42,42 +43,42 @@ fn fences(args: &Args<'_>, first: usize) -> Result<Vec<Fence>> {
 }
 
 /// `(flags, fences...) -> fence or null`: null when nothing is left to wait for.
-fn join(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn join(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let joined = Fence::join(&fences(args, 1)?);
     Ok(if joined.is_empty() {
-        vec![Value::Ref(None)]
+        smallvec![Value::Ref(None)]
     } else {
         object(HalFence(joined))
     })
 }
 
 /// `(fence) -> status`: 0 when reached, `DEFERRED` while pending, the failure's code otherwise.
-fn query(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn query(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let code = match args.object::<HalFence>(0)?.0.query() {
         Ok(true) => 0,
         Ok(false) => StatusCode::Deferred as i32,
         Err(error) => error.code() as i32,
     };
-    Ok(vec![Value::I32(code)])
+    Ok(smallvec![Value::I32(code)])
 }
 
 /// `(fence)`: signals every timepoint.
-fn signal(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn signal(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     args.object::<HalFence>(0)?.0.signal()?;
-    Ok(Vec::new())
+    Ok(Results::new())
 }
 
 /// `(fence, status)`: fails every semaphore of the fence with the status code.
-fn fail(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn fail(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let fence = &args.object::<HalFence>(0)?.0;
     let code = StatusCode::from_masked(args.i32(1)? as u32);
     fence.fail(&Error::new(code, "fence failed by the program"));
-    Ok(Vec::new())
+    Ok(Results::new())
 }
 
 /// `(timeout_ms, flags, fences...) -> status`: blocks until every fence is reached; returns
 /// `DEADLINE_EXCEEDED` (4) on timeout and fails with a failed fence's error.
-fn wait(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
+fn wait(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let timeout = match args.i32(0)? as u32 {
         u32::MAX => Timeout::Infinite,
         millis => Timeout::Deadline(Instant::now() + Duration::from_millis(millis.into())),
@@ -86,10 +87,10 @@ fn wait(_: &HalModuleState, args: &Args<'_>) -> Result<Vec<Value>> {
         match fence.wait(timeout) {
             Ok(()) => {}
             Err(error) if error.code() == StatusCode::DeadlineExceeded => {
-                return Ok(vec![Value::I32(StatusCode::DeadlineExceeded as i32)]);
+                return Ok(smallvec![Value::I32(StatusCode::DeadlineExceeded as i32)]);
             }
             Err(error) => return Err(error),
         }
     }
-    Ok(vec![Value::I32(0)])
+    Ok(smallvec![Value::I32(0)])
 }

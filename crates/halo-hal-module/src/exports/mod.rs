@@ -11,7 +11,8 @@ mod fence;
 
 use crate::{Export, WaitHook};
 use halo_vm::ref_types::{Ref, RefObject};
-use halo_vm::Value;
+use halo_vm::{Results, Value};
+use smallvec::smallvec;
 
 /// One function: its name within `hal`, its calling convention, its implementation.
 pub(crate) type Row = (&'static str, &'static str, Export);
@@ -34,6 +35,6 @@ pub(crate) const ALL: &[&[Row]] = &[
 ];
 
 /// A result list holding one object.
-fn object<T: RefObject>(object: T) -> Vec<Value> {
-    vec![Value::Ref(Some(Ref::new(object)))]
+fn object<T: RefObject>(object: T) -> Results {
+    smallvec![Value::Ref(Some(Ref::new(object)))]
 }

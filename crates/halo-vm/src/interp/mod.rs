@@ -12,8 +12,9 @@ use crate::context::{ImportTarget, Instance, ModuleState};
 use crate::isa::{IMPORT_ORDINAL_BIT, REF_BANK_BIT, REF_MOVE_BIT, REF_ORDINAL_MASK};
 use crate::ref_types::Ref;
 use crate::unchecked::{Code, Registers};
-use crate::value::Value;
+use crate::value::{Results, Value};
 use halo_hal::{Error, Fence, Result, ResultExt};
+use smallvec::SmallVec;
 use std::ops::ControlFlow;
 use std::sync::{Arc, MutexGuard};
 
@@ -71,9 +72,55 @@ pub(crate) fn invoke(instance: &Arc<Instance>, ordinal: u32, args: &[Value]) -> 
 pub struct Invocation {
     instance: Arc<Instance>,
     ordinal: u32,
+    stacks: Stacks,
+}
+
+/// The growable memory of an invocation. Finished invocations hand theirs to a small per-thread
+/// pool, so a steady stream of calls allocates none of it.
+#[derive(Default)]
+struct Stacks {
     i32s: Vec<u32>,
     refs: Vec<Option<Ref>>,
     frames: Vec<Frame>,
+    /// An emptied argument list for import calls.
+    arguments: Vec<Value>,
+}
+
+/// How many finished invocations' stacks a thread keeps for reuse.
+const POOLED_STACKS: usize = 4;
+
+thread_local! {
+    static STACK_POOL: std::cell::RefCell<Vec<Stacks>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Stacks {
+    fn take_pooled() -> Stacks {
+        STACK_POOL
+            .try_with(|pool| pool.borrow_mut().pop())
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+
+    fn return_to_pool(mut self) {
+        // Dropping refs runs arbitrary destructors, so it happens before the pool is borrowed.
+        self.refs.clear();
+        self.arguments.clear();
+        self.i32s.clear();
+        self.frames.clear();
+        let _ = STACK_POOL.try_with(|pool| {
+            let mut pool = pool.borrow_mut();
+            if pool.len() < POOLED_STACKS {
+                pool.push(self);
+            }
+        });
+    }
+}
+
+impl Drop for Invocation {
+    fn drop(&mut self) {
+        std::mem::take(&mut self.stacks).return_to_pool();
+    }
 }
 
 impl Invocation {
@@ -86,9 +133,7 @@ impl Invocation {
         let mut invocation = Invocation {
             instance,
             ordinal,
-            i32s: Vec::new(),
-            refs: Vec::new(),
-            frames: Vec::new(),
+            stacks: Stacks::take_pooled(),
         };
         invocation.with_machine(false, |machine| {
             let function = &machine.instance.functions[ordinal as usize];
@@ -118,20 +163,24 @@ impl Invocation {
 
     /// Lends the registers to a [`Machine`] for `work` and takes them back.
     fn with_machine<T>(&mut self, may_yield: bool, work: impl FnOnce(&mut Machine<'_>) -> Result<T>) -> Result<T> {
+        let stacks = std::mem::take(&mut self.stacks);
         let mut machine = Machine {
             instance: &self.instance,
-            i32s: std::mem::take(&mut self.i32s),
-            refs: std::mem::take(&mut self.refs),
-            frames: std::mem::take(&mut self.frames),
+            i32s: stacks.i32s,
+            refs: stacks.refs,
+            frames: stacks.frames,
             state: None,
             may_yield,
-            spare_arguments: Vec::new(),
+            spare_arguments: stacks.arguments,
         };
         let outcome = work(&mut machine);
         machine.state = None;
-        self.i32s = machine.i32s;
-        self.refs = machine.refs;
-        self.frames = machine.frames;
+        self.stacks = Stacks {
+            i32s: machine.i32s,
+            refs: machine.refs,
+            frames: machine.frames,
+            arguments: machine.spare_arguments,
+        };
         outcome
     }
 }
@@ -356,26 +405,38 @@ impl Machine<'_> {
         let regs = &function.regs[list.start as usize..list.end as usize];
         check_count(regs.len(), kinds.len())?;
         let mut values = std::mem::take(&mut self.spare_arguments);
-        values.reserve(regs.len());
         let mut lent = 0u64;
-        for (index, (raw, kind)) in regs.iter().zip(kinds).enumerate() {
-            let value = match kind {
-                'r' => {
-                    let slot = &mut self.refs[rb + ref_ordinal(*raw)];
-                    if index < 64 && slot.is_some() {
+        // Positions whose register was empty: null, or a repeat of a register lent earlier.
+        let mut empty = SmallVec::<[usize; 4]>::new();
+        let (i32s, refs) = (&self.i32s, &mut self.refs);
+        let wide = |at: usize| i32s[at] as u64 | (i32s[at + 1] as u64) << 32;
+        // One `extend` over an exact-length iterator writes each value straight into the list;
+        // pushing values one by one made the compiler assemble each on the stack with narrow
+        // stores and copy it with a wide load, a store-forwarding stall that cost more than the
+        // rest of the call.
+        values.extend(regs.iter().zip(kinds).enumerate().map(|(index, (raw, kind))| {
+            let at = ib + *raw as usize;
+            match kind {
+                'i' => Value::I32(i32s[at] as i32),
+                'f' => Value::F32(f32::from_bits(i32s[at])),
+                'I' => Value::I64(wide(at) as i64),
+                'F' => Value::F64(f64::from_bits(wide(at))),
+                _ => {
+                    let slot = &mut refs[rb + ref_ordinal(*raw)];
+                    if slot.is_none() {
+                        empty.push(index);
+                    } else if index < 64 {
                         lent |= 1 << index;
-                        Value::Ref(slot.take())
-                    } else {
-                        // Null, lent earlier in this list (then taken), or past the mask.
-                        match regs[..index].iter().position(|earlier| same_ref(*earlier, *raw)) {
-                            Some(earlier) => values[earlier].clone(),
-                            None => Value::Ref(slot.clone()),
-                        }
+                        return Value::Ref(slot.take());
                     }
+                    Value::Ref(slot.clone())
                 }
-                _ => self.scalar(ib + *raw as usize, *kind),
-            };
-            values.push(value);
+            }
+        }));
+        for index in empty {
+            if let Some(earlier) = regs[..index].iter().position(|earlier| same_ref(*earlier, regs[index])) {
+                values[index] = values[earlier].clone();
+            }
         }
         Ok((values, lent))
     }
@@ -402,13 +463,17 @@ impl Machine<'_> {
         }
     }
 
+    /// The 64-bit value in the register pair starting at `at`.
+    fn wide(&self, at: usize) -> u64 {
+        self.i32s[at] as u64 | (self.i32s[at + 1] as u64) << 32
+    }
+
     fn scalar(&self, at: usize, kind: char) -> Value {
-        let wide = || self.i32s[at] as u64 | (self.i32s[at + 1] as u64) << 32;
         match kind {
             'i' => Value::I32(self.i32s[at] as i32),
             'f' => Value::F32(f32::from_bits(self.i32s[at])),
-            'I' => Value::I64(wide() as i64),
-            _ => Value::F64(f64::from_bits(wide())),
+            'I' => Value::I64(self.wide(at) as i64),
+            _ => Value::F64(f64::from_bits(self.wide(at))),
         }
     }
 
@@ -442,9 +507,10 @@ impl Machine<'_> {
         list: &std::ops::Range<u32>,
         ib: usize,
         rb: usize,
-        values: Vec<Value>,
+        values: impl IntoIterator<IntoIter = impl ExactSizeIterator<Item = Value>>,
     ) -> Result<()> {
         let regs = &function.regs[list.start as usize..list.end as usize];
+        let values = values.into_iter();
         if regs.len() != values.len() {
             return Err(Error::invalid_argument(format!(
                 "{} results returned where {} are expected",
@@ -607,10 +673,10 @@ impl ImportTarget {
         }
     }
 
-    fn call(&self, args: &[Value]) -> Result<Vec<Value>> {
+    fn call(&self, args: &[Value]) -> Result<Results> {
         match self {
             ImportTarget::Native(native) => (native.function)(args),
-            ImportTarget::Bytecode { instance, ordinal, .. } => invoke(instance, *ordinal, args),
+            ImportTarget::Bytecode { instance, ordinal, .. } => invoke(instance, *ordinal, args).map(Results::from_vec),
         }
     }
 }
