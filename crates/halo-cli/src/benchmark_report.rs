@@ -55,16 +55,105 @@ pub enum BenchmarkFormat {
     Json,
 }
 
-/// Prints `runs` in `format`.
-pub fn print(format: BenchmarkFormat, runs: &[BenchmarkRun]) {
-    match format {
-        BenchmarkFormat::Console => print_console(runs),
-        BenchmarkFormat::Json => println!("{}", serde_json::to_string_pretty(&to_json(runs)).expect("valid json")),
+/// A statistic over a benchmark's repetitions, appended after them as Google Benchmark does
+/// when `--benchmark_repetitions` is above 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Aggregate {
+    Mean,
+    Median,
+    Stddev,
+    /// Coefficient of variation: stddev / mean, a fraction printed as a percentage.
+    Cv,
+}
+
+impl Aggregate {
+    const ALL: [Aggregate; 4] = [Aggregate::Mean, Aggregate::Median, Aggregate::Stddev, Aggregate::Cv];
+
+    fn name(self) -> &'static str {
+        match self {
+            Aggregate::Mean => "mean",
+            Aggregate::Median => "median",
+            Aggregate::Stddev => "stddev",
+            Aggregate::Cv => "cv",
+        }
+    }
+
+    fn of(self, values: &[f64]) -> f64 {
+        let n = values.len() as f64;
+        let mean = values.iter().sum::<f64>() / n;
+        let stddev = || {
+            if values.len() < 2 {
+                return 0.0;
+            }
+            (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+        };
+        match self {
+            Aggregate::Mean => mean,
+            Aggregate::Median => {
+                let mut sorted = values.to_vec();
+                sorted.sort_by(f64::total_cmp);
+                let mid = sorted.len() / 2;
+                if sorted.len() % 2 == 0 {
+                    (sorted[mid - 1] + sorted[mid]) / 2.0
+                } else {
+                    sorted[mid]
+                }
+            }
+            Aggregate::Stddev => stddev(),
+            Aggregate::Cv if mean == 0.0 => 0.0,
+            Aggregate::Cv => stddev() / mean,
+        }
     }
 }
 
-fn print_console(runs: &[BenchmarkRun]) {
-    let width = runs.iter().map(|r| r.name.len()).max().unwrap_or(9).max(9);
+/// One printed row: a measured run, or an aggregate of the runs before it.
+struct Row {
+    run: BenchmarkRun,
+    aggregate: Option<Aggregate>,
+}
+
+/// The runs followed, when there are several repetitions, by their aggregates.
+fn rows(runs: &[BenchmarkRun]) -> Vec<Row> {
+    let mut rows: Vec<Row> = runs
+        .iter()
+        .map(|run| Row {
+            run: run.clone(),
+            aggregate: None,
+        })
+        .collect();
+    if runs.len() < 2 {
+        return rows;
+    }
+    let column = |f: fn(&BenchmarkRun) -> f64| runs.iter().map(f).collect::<Vec<_>>();
+    let (real, cpu) = (column(|r| r.real_time_ns), column(|r| r.cpu_time_ns));
+    let items: Option<Vec<f64>> = runs.iter().map(|r| r.items_per_second).collect();
+    for aggregate in Aggregate::ALL {
+        rows.push(Row {
+            run: BenchmarkRun {
+                name: format!("{}_{}", runs[0].name, aggregate.name()),
+                iterations: runs.len() as u64,
+                real_time_ns: aggregate.of(&real),
+                cpu_time_ns: aggregate.of(&cpu),
+                items_per_second: items.as_deref().map(|items| aggregate.of(items)),
+                repetition: runs[0].repetition,
+            },
+            aggregate: Some(aggregate),
+        });
+    }
+    rows
+}
+
+/// Prints `runs` in `format`, with aggregates when there are several repetitions.
+pub fn print(format: BenchmarkFormat, runs: &[BenchmarkRun]) {
+    let rows = rows(runs);
+    match format {
+        BenchmarkFormat::Console => print_console(&rows),
+        BenchmarkFormat::Json => println!("{}", serde_json::to_string_pretty(&to_json(&rows)).expect("valid json")),
+    }
+}
+
+fn print_console(rows: &[Row]) {
+    let width = rows.iter().map(|r| r.run.name.len()).max().unwrap_or(9).max(9);
     let rule = "-".repeat(width + 52);
     println!("{rule}");
     println!(
@@ -72,16 +161,24 @@ fn print_console(runs: &[BenchmarkRun]) {
         "Benchmark", "Time", "CPU", "Iterations"
     );
     println!("{rule}");
-    for run in runs {
+    for Row { run, aggregate } in rows {
+        let percent = *aggregate == Some(Aggregate::Cv);
         let counters = run
             .items_per_second
-            .map(|v| format!(" items_per_second={}/s", human(v)))
+            .map(|v| match percent {
+                true => format!(" items_per_second={:.2}%", v * 100.0),
+                false => format!(" items_per_second={}/s", human(v)),
+            })
             .unwrap_or_default();
+        let shown = |ns: f64| match percent {
+            true => format!("{:.2} %", ns * 100.0),
+            false => time(ns),
+        };
         println!(
             "{:<width$} {:>13} {:>15} {:>12}{counters}",
             run.name,
-            time(run.real_time_ns),
-            time(run.cpu_time_ns),
+            shown(run.real_time_ns),
+            shown(run.cpu_time_ns),
             run.iterations
         );
     }
@@ -89,7 +186,9 @@ fn print_console(runs: &[BenchmarkRun]) {
 
 /// Google Benchmark's console rounding: more decimals for small values, always in nanoseconds.
 fn time(ns: f64) -> String {
-    if ns < 10.0 {
+    if ns < 1.0 {
+        format!("{ns:.3} ns")
+    } else if ns < 10.0 {
         format!("{ns:.2} ns")
     } else if ns < 100.0 {
         format!("{ns:.1} ns")
@@ -107,24 +206,34 @@ fn human(value: f64) -> String {
     format!("{value:.4}")
 }
 
-fn to_json(runs: &[BenchmarkRun]) -> serde_json::Value {
-    let benchmarks: Vec<_> = runs
+fn to_json(rows: &[Row]) -> serde_json::Value {
+    let benchmarks: Vec<_> = rows
         .iter()
-        .map(|run| {
+        .map(|Row { run, aggregate }| {
+            let base_name = match aggregate {
+                Some(a) => run.name.trim_end_matches(&format!("_{}", a.name())),
+                None => &run.name,
+            };
             let mut entry = json!({
                 "name": run.name,
                 "family_index": 0,
                 "per_family_instance_index": 0,
-                "run_name": run.name,
-                "run_type": "iteration",
+                "run_name": base_name,
+                "run_type": if aggregate.is_some() { "aggregate" } else { "iteration" },
                 "repetitions": run.repetition.1,
-                "repetition_index": run.repetition.0,
                 "threads": 1,
                 "iterations": run.iterations,
                 "real_time": run.real_time_ns,
                 "cpu_time": run.cpu_time_ns,
                 "time_unit": "ns",
             });
+            match aggregate {
+                None => entry["repetition_index"] = json!(run.repetition.0),
+                Some(a) => {
+                    entry["aggregate_name"] = json!(a.name());
+                    entry["aggregate_unit"] = json!(if *a == Aggregate::Cv { "percentage" } else { "time" });
+                }
+            }
             if let Some(items) = run.items_per_second {
                 entry["items_per_second"] = json!(items);
             }
@@ -156,14 +265,47 @@ mod tests {
             items_per_second: Some(8e7),
             repetition: (0, 1),
         };
-        let value = to_json(&[run]);
+        let value = to_json(&rows(&[run]));
         let entry = &value["benchmarks"][0];
         assert_eq!(entry["real_time"], 12.5);
         assert_eq!(entry["time_unit"], "ns");
         assert_eq!(entry["run_type"], "iteration");
+        assert_eq!(value["benchmarks"].as_array().map(Vec::len), Some(1));
         assert_eq!(time(104.2), "104 ns");
         assert_eq!(time(86.44), "86.4 ns");
         assert_eq!(time(129148174.2), "129148174 ns");
+        assert_eq!(time(0.0951), "0.095 ns");
         assert_eq!(human(19.1652e6), "19.1652M");
+    }
+
+    #[test]
+    fn repetitions_are_followed_by_mean_median_stddev_and_cv() {
+        let run = |rep: u32, real: f64| BenchmarkRun {
+            name: "BM_f/process_time/real_time".into(),
+            iterations: 5,
+            real_time_ns: real,
+            cpu_time_ns: real,
+            items_per_second: Some(1e9 / real),
+            repetition: (rep, 3),
+        };
+        let value = to_json(&rows(&[run(0, 10.0), run(1, 30.0), run(2, 14.0)]));
+        let rows = value["benchmarks"].as_array().expect("array");
+        let names: Vec<_> = rows.iter().map(|r| r["name"].as_str().unwrap_or_default()).collect();
+        assert_eq!(
+            names[3..],
+            [
+                "BM_f/process_time/real_time_mean",
+                "BM_f/process_time/real_time_median",
+                "BM_f/process_time/real_time_stddev",
+                "BM_f/process_time/real_time_cv"
+            ]
+        );
+        assert_eq!(rows[3]["real_time"], 18.0);
+        assert_eq!(rows[4]["real_time"], 14.0);
+        // Sample standard deviation of 10, 30, 14: sqrt((64 + 144 + 16) / 2).
+        assert!((rows[5]["real_time"].as_f64().unwrap_or_default() - 224f64.sqrt() / 2f64.sqrt()).abs() < 1e-9);
+        assert_eq!(rows[6]["aggregate_unit"], "percentage");
+        assert_eq!(rows[6]["run_name"], "BM_f/process_time/real_time");
+        assert_eq!(rows[4]["iterations"], 3);
     }
 }

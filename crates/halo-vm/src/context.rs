@@ -106,14 +106,17 @@ impl Instance {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(crate) fn signature(&self, ordinal: u32) -> Result<Arc<Signature>> {
-        self.signatures.get(ordinal as usize).cloned().flatten().ok_or_else(|| {
-            Error::failed_precondition(format!(
-                "function '{}' of module '{}' has no calling convention",
-                self.function_name(ordinal),
-                self.name
-            ))
-        })
+    pub(crate) fn signature(&self, ordinal: u32) -> Result<&Signature> {
+        self.signatures
+            .get(ordinal as usize)
+            .and_then(|s| s.as_deref())
+            .ok_or_else(|| {
+                Error::failed_precondition(format!(
+                    "function '{}' of module '{}' has no calling convention",
+                    self.function_name(ordinal),
+                    self.name
+                ))
+            })
     }
 
     pub(crate) fn function_name(&self, ordinal: u32) -> String {
@@ -350,7 +353,7 @@ impl Context {
             Some(ContextModule::Bytecode(instance)) => match instance.module.find_export(function_name) {
                 None => return Ok(None),
                 Some(export) => {
-                    let signature = instance.signature(export.internal_ordinal)?;
+                    let signature = Arc::new(instance.signature(export.internal_ordinal)?.clone());
                     ImportTarget::Bytecode {
                         instance: instance.clone(),
                         ordinal: export.internal_ordinal,

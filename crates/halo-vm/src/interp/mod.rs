@@ -129,16 +129,17 @@ impl Invocation {
     /// # Errors
     /// `InvalidArgument` when `args` do not match the function's calling convention.
     pub fn new(instance: Arc<Instance>, ordinal: u32, args: &[Value]) -> Result<Self> {
-        let signature = instance.signature(ordinal)?;
+        instance.signature(ordinal)?;
         let mut invocation = Invocation {
             instance,
             ordinal,
             stacks: Stacks::take_pooled(),
         };
         invocation.with_machine(false, |machine| {
-            let function = &machine.instance.functions[ordinal as usize];
+            let instance = machine.instance;
+            let function = &instance.functions[ordinal as usize];
             machine.push_frame(ordinal, function, 0..0);
-            machine.write_arguments(&signature, args)
+            machine.write_arguments(instance.signature(ordinal)?, args)
         })?;
         Ok(invocation)
     }
@@ -334,13 +335,22 @@ impl Machine<'_> {
                 )));
             }
             let callee_function = &self.instance.functions[*callee as usize];
-            let signature = self.instance.signature(*callee)?;
+            let instance = self.instance;
+            let signature = instance.signature(*callee)?;
             let kinds = signature
                 .fixed_argument_kinds()
                 .ok_or_else(|| Error::invalid_argument("internal functions cannot be variadic"))?;
-            let values = self.read_registers(function, args, ib, rb, kinds)?;
-            self.push_frame(*callee, callee_function, results.clone());
-            return self.write_arguments(&signature, &values).map(|()| None);
+            // The spare argument list carries the values between the frames.
+            let mut values = std::mem::take(&mut self.spare_arguments);
+            let passed = self
+                .read_registers(function, args, (ib, rb), kinds, &mut values)
+                .and_then(|()| {
+                    self.push_frame(*callee, callee_function, results.clone());
+                    self.write_arguments(signature, &values)
+                });
+            values.clear();
+            self.spare_arguments = values;
+            return passed.map(|()| None);
         }
         let import = (*callee & !IMPORT_ORDINAL_BIT) as usize;
         let instance = self.instance;
@@ -477,18 +487,19 @@ impl Machine<'_> {
         }
     }
 
-    /// Reads the registers of `list` as values of `kinds`, moving refs that carry the move bit.
+    /// Appends the registers of `list` to `values` as values of `kinds`, moving refs that carry
+    /// the move bit.
     fn read_registers(
         &mut self,
         function: &Function,
         list: &std::ops::Range<u32>,
-        ib: usize,
-        rb: usize,
+        (ib, rb): (usize, usize),
         kinds: &[char],
-    ) -> Result<Vec<Value>> {
+        values: &mut Vec<Value>,
+    ) -> Result<()> {
         let regs = &function.regs[list.start as usize..list.end as usize];
         check_count(regs.len(), kinds.len())?;
-        let mut values = Vec::with_capacity(regs.len());
+        values.reserve(regs.len());
         for (raw, kind) in regs.iter().zip(kinds) {
             values.push(match kind {
                 'r' => {
@@ -498,7 +509,7 @@ impl Machine<'_> {
                 _ => self.scalar(ib + *raw as usize, *kind),
             });
         }
-        Ok(values)
+        Ok(())
     }
 
     fn write_results(
@@ -541,12 +552,19 @@ impl Machine<'_> {
     fn return_from(&mut self, function: &Function, inst: &Inst) -> Result<Option<Vec<Value>>> {
         let frame = self.frames.last().expect("frame");
         let (ib, rb, ordinal) = (frame.i32_base, frame.ref_base, frame.function);
-        let signature = self.instance.signature(ordinal)?;
+        let instance = self.instance;
+        let signature = instance.signature(ordinal)?;
         let list = match function.extras.get(inst.extra as usize) {
             Some(Extra::List(list)) => list.clone(),
             _ => 0..0,
         };
-        let values = self.read_registers(function, &list, ib, rb, signature.result_kinds())?;
+        let outermost = self.frames.len() == 1;
+        let mut values = if outermost {
+            Vec::new()
+        } else {
+            std::mem::take(&mut self.spare_arguments)
+        };
+        self.read_registers(function, &list, (ib, rb), signature.result_kinds(), &mut values)?;
         let frame = self.frames.pop().expect("frame");
         self.i32s.truncate(frame.i32_base);
         self.refs.truncate(frame.ref_base);
@@ -555,8 +573,9 @@ impl Machine<'_> {
         };
         let (cib, crb) = (caller.i32_base, caller.ref_base);
         let caller_function = &self.instance.functions[caller.function as usize];
-        self.write_results(caller_function, &frame.results, cib, crb, values)?;
-        Ok(None)
+        let written = self.write_results(caller_function, &frame.results, cib, crb, values.drain(..));
+        self.spare_arguments = values;
+        written.map(|()| None)
     }
 }
 
