@@ -93,7 +93,7 @@ impl Aggregate {
                 let mut sorted = values.to_vec();
                 sorted.sort_by(f64::total_cmp);
                 let mid = sorted.len() / 2;
-                if sorted.len() % 2 == 0 {
+                if sorted.len().is_multiple_of(2) {
                     (sorted[mid - 1] + sorted[mid]) / 2.0
                 } else {
                     sorted[mid]
