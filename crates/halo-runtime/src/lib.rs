@@ -20,8 +20,12 @@
 //! - [`Function`]: an export with its calling convention, its declaration
 //!   (`iree.abi.declaration`) and its ABI model; inputs are checked against them before a call.
 //! - [`tensor`]: buffer views in and out of VM values, host tensors, `.npy` files.
+//! - `array` (feature `ndarray`): `ndarray` arrays in (in place where layout and alignment
+//!   allow) and out.
 #![warn(missing_docs)]
 
+#[cfg(feature = "ndarray")]
+pub mod array;
 mod call;
 mod function;
 mod instance;
