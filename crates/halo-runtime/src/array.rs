@@ -71,7 +71,7 @@ pub enum Placement {
 /// Allocation or import failures.
 pub fn array_input<A: Element>(device: &dyn Device, array: ArrayD<A>) -> Result<(Value, Placement)> {
     let shape: Vec<u64> = array.shape().iter().map(|&d| d as u64).collect();
-    let aligned = array.as_ptr() as usize % HOST_ALIGNMENT == 0;
+    let aligned = (array.as_ptr() as usize).is_multiple_of(HOST_ALIGNMENT);
     let (buffer, placement) = match (array.is_standard_layout(), aligned) {
         (true, true) => (
             device
