@@ -16,7 +16,7 @@ fn session(device: &str) -> Session {
 fn aligned(values: &[f32]) -> ArrayD<f32> {
     let mut padded = Array1::from_elem(16 + values.len(), f32::NAN);
     let skip = (0..16)
-        .find(|k| (padded.as_ptr() as usize + 4 * k) % 64 == 0)
+        .find(|k| (padded.as_ptr() as usize + 4 * k).is_multiple_of(64))
         .expect("one of 16 consecutive f32s is 64-byte aligned");
     padded
         .slice_mut(s![skip..skip + values.len()])
