@@ -50,7 +50,11 @@ fn create(state: &HalModuleState, args: &Args<'_>) -> Result<Results> {
 /// `(executable, name) -> function id` (the export ordinal).
 fn lookup_function(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let executable = &args.object::<HalExecutable>(0)?.0;
-    let ordinal = executable.lookup_export(&args.text(1)?)?;
+    // Called per dispatch by programs with dynamic shapes: the name is compared in place.
+    let name = args.object::<VmBuffer>(1)?.bytes();
+    let name = std::str::from_utf8(&name)
+        .map_err(|_| Error::invalid_argument("executable function name is not UTF-8"))?;
+    let ordinal = executable.lookup_export(name)?;
     Ok(smallvec![Value::I64(ordinal as i64)])
 }
 
