@@ -546,6 +546,46 @@ fn check_buffer(buffer: &Buffer, offset: u64, length: u64, usage: BufferUsage, a
     buffer.validate_access(access)
 }
 
+/// The checks recording a fill of `[offset, offset + length)` of `target` makes, for drivers
+/// that fill at once instead of recording; returns the length with [`WHOLE_BUFFER`] resolved.
+///
+/// # Errors
+/// As [`CommandBuffer::fill_buffer`].
+pub fn check_direct_fill(target: &Buffer, offset: u64, length: u64, pattern: &[u8]) -> Result<u64> {
+    check_buffer(
+        target,
+        offset,
+        length,
+        BufferUsage::TRANSFER_TARGET,
+        MemoryAccess::WRITE,
+    )?;
+    let length = target.checked_range(offset, length)?;
+    validate_fill(offset, length, pattern)?;
+    Ok(length)
+}
+
+/// The checks recording a copy between direct ranges makes, for drivers that copy at once;
+/// returns the length with [`WHOLE_BUFFER`] resolved.
+///
+/// # Errors
+/// As [`CommandBuffer::copy_buffer`].
+pub fn check_direct_copy(source: &BufferRef, target: &BufferRef) -> Result<u64> {
+    for (reference, usage, access) in [
+        (source, BufferUsage::TRANSFER_SOURCE, MemoryAccess::READ),
+        (target, BufferUsage::TRANSFER_TARGET, MemoryAccess::WRITE),
+    ] {
+        let BufferSource::Direct(buffer) = &reference.source else {
+            return Err(Error::invalid_argument("a direct copy cannot name binding table slots"));
+        };
+        check_buffer(buffer, reference.offset, reference.length, usage, access)?;
+    }
+    check_copy(source, target)?;
+    let BufferSource::Direct(buffer) = &source.source else {
+        unreachable!("checked above")
+    };
+    buffer.checked_range(source.offset, source.length)
+}
+
 fn check_copy(source: &BufferRef, target: &BufferRef) -> Result<()> {
     if let (BufferSource::Direct(src), BufferSource::Direct(dst)) = (&source.source, &target.source) {
         let src_len = src.checked_range(source.offset, source.length)?;

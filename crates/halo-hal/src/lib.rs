@@ -37,8 +37,8 @@ pub use buffer::{host_transfer, Allocation, Buffer, Mapping, Overlap, WHOLE_BUFF
 pub use buffer_view::BufferView;
 pub use buffer_view_text::HostTensor;
 pub use command_buffer::{
-    Binding, BufferRef, BufferSource, Command, CommandBuffer, CommandBufferMode, CommandCategory, DispatchCommand,
-    ResolvedRef, WorkgroupCount,
+    check_direct_copy, check_direct_fill, Binding, BufferRef, BufferSource, Command, CommandBuffer, CommandBufferMode,
+    CommandCategory, DispatchCommand, ResolvedRef, WorkgroupCount,
 };
 pub use device::{downcast, Device, DeviceInfo};
 pub use driver::{DeviceParams, DeviceUri, Driver, DriverFactory, DriverRegistry};

@@ -193,6 +193,13 @@ macro_rules! for_each_case {
             $manifest,
             $factory,
             plain,
+            queue::invalid_transfers_fail_at_submit,
+            []
+        );
+        $callback!(
+            $manifest,
+            $factory,
+            plain,
             queue::wait_before_signal_from_other_thread,
             []
         );

@@ -96,6 +96,31 @@ pub fn barrier_signals_after_waits(ctx: &CtsDevice) {
     signaller.join().unwrap();
 }
 
+/// Fills and copies the HAL rejects fail when submitted, naming the problem, and signal nothing.
+pub fn invalid_transfers_fail_at_submit(ctx: &CtsDevice) {
+    let d = &ctx.device;
+    let signal = d.create_semaphore(0).unwrap();
+    let done = Fence::at(signal.clone(), 1);
+    let (a, b) = (ctx.buffer(16), ctx.buffer(16));
+    let misaligned = d
+        .queue_fill(ANY, &Fence::new(), &done, &a, 2, 8, &[1, 2, 3, 4])
+        .unwrap_err();
+    assert_eq!(misaligned.code(), StatusCode::InvalidArgument, "{misaligned}");
+    let bad_pattern = d
+        .queue_fill(ANY, &Fence::new(), &done, &a, 0, 6, &[1, 2, 3])
+        .unwrap_err();
+    assert_eq!(bad_pattern.code(), StatusCode::InvalidArgument, "{bad_pattern}");
+    let past_end = d.queue_fill(ANY, &Fence::new(), &done, &a, 8, 16, &[0]).unwrap_err();
+    assert_eq!(past_end.code(), StatusCode::OutOfRange, "{past_end}");
+    let overlap = d.queue_copy(ANY, &Fence::new(), &done, &a, 0, &a, 4, 8).unwrap_err();
+    assert_eq!(overlap.code(), StatusCode::InvalidArgument, "{overlap}");
+    let too_long = d.queue_copy(ANY, &Fence::new(), &done, &a, 8, &b, 0, 12).unwrap_err();
+    assert_eq!(too_long.code(), StatusCode::OutOfRange, "{too_long}");
+    assert_eq!(signal.query().unwrap(), 0);
+    assert_eq!(a.read_all().unwrap(), vec![0; 16]);
+    assert_eq!(b.read_all().unwrap(), vec![0; 16]);
+}
+
 /// A failed wait semaphore fails the operation's signal semaphores and skips its work.
 pub fn failed_wait_fails_signal(ctx: &CtsDevice) {
     let d = &ctx.device;

@@ -52,8 +52,8 @@ fn lookup_function(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let executable = &args.object::<HalExecutable>(0)?.0;
     // Called per dispatch by programs with dynamic shapes: the name is compared in place.
     let name = args.object::<VmBuffer>(1)?.bytes();
-    let name = std::str::from_utf8(&name)
-        .map_err(|_| Error::invalid_argument("executable function name is not UTF-8"))?;
+    let name =
+        std::str::from_utf8(&name).map_err(|_| Error::invalid_argument("executable function name is not UTF-8"))?;
     let ordinal = executable.lookup_export(name)?;
     Ok(smallvec![Value::I64(ordinal as i64)])
 }

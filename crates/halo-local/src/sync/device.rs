@@ -6,8 +6,8 @@ use crate::executable::LocalExecutableCache;
 use crate::library::HostImport;
 use halo_hal::device::query_common_i64;
 use halo_hal::{
-    Allocator, Binding, Buffer, BufferParams, CommandBuffer, Device, DeviceInfo, ExecutableCache, Fence, HeapAllocator,
-    QueueAffinity, Result, Timeout,
+    check_direct_copy, check_direct_fill, host_transfer, Allocator, Binding, Buffer, BufferParams, BufferRef,
+    CommandBuffer, Device, DeviceInfo, ExecutableCache, Fence, HeapAllocator, QueueAffinity, Result, Timeout,
 };
 use std::any::Any;
 use std::sync::Arc;
@@ -80,6 +80,42 @@ impl Device for SyncDevice {
         self.run_ordered(wait, signal, || match command_buffer {
             Some(command_buffer) => execute_inline(command_buffer, binding_table),
             None => Ok(()),
+        })
+    }
+
+    // Transfers run at once with the checks recording would make, instead of through a
+    // transient command buffer (which costs more than a small fill or copy itself).
+    fn queue_fill(
+        &self,
+        _queue_affinity: QueueAffinity,
+        wait: &Fence,
+        signal: &Fence,
+        target: &Buffer,
+        offset: u64,
+        length: u64,
+        pattern: &[u8],
+    ) -> Result<()> {
+        let length = check_direct_fill(target, offset, length, pattern)?;
+        self.run_ordered(wait, signal, || host_transfer::fill(target, offset, length, pattern))
+    }
+
+    fn queue_copy(
+        &self,
+        _queue_affinity: QueueAffinity,
+        wait: &Fence,
+        signal: &Fence,
+        source: &Buffer,
+        source_offset: u64,
+        target: &Buffer,
+        target_offset: u64,
+        length: u64,
+    ) -> Result<()> {
+        let length = check_direct_copy(
+            &BufferRef::direct(source, source_offset, length),
+            &BufferRef::direct(target, target_offset, length),
+        )?;
+        self.run_ordered(wait, signal, || {
+            host_transfer::copy(source, source_offset, target, target_offset, length)
         })
     }
 
