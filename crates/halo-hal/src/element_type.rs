@@ -60,6 +60,18 @@ impl ElementType {
         self.0 & 0xFF
     }
 
+    /// Whether values of `self` and `other` are stored alike: the same type, or integers of one
+    /// width whatever their signedness (programs treat `si32`, `ui32` and `i32` as one).
+    pub fn shares_storage_with(self, other: ElementType) -> bool {
+        let integer = |t: ElementType| {
+            matches!(
+                t.numerical_type(),
+                NumericalType::Integer | NumericalType::IntegerSigned | NumericalType::IntegerUnsigned
+            )
+        };
+        self == other || (integer(self) && integer(other) && self.bit_count() == other.bit_count())
+    }
+
     /// The numerical interpretation.
     pub fn numerical_type(self) -> NumericalType {
         use NumericalType::*;
@@ -178,6 +190,17 @@ impl fmt::Debug for ElementType {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integers_of_one_width_share_storage_and_other_types_do_not() {
+        let signed = ElementType::new(NumericalType::IntegerSigned, 32);
+        let unsigned = ElementType::new(NumericalType::IntegerUnsigned, 32);
+        assert!(ElementType::INT_32.shares_storage_with(signed));
+        assert!(unsigned.shares_storage_with(signed));
+        assert!(!ElementType::FLOAT_32.shares_storage_with(signed));
+        assert!(!ElementType::INT_16.shares_storage_with(signed));
+        assert!(ElementType::FLOAT_16.shares_storage_with(ElementType::FLOAT_16));
+    }
 
     #[test]
     fn names_round_trip() {

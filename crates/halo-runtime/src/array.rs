@@ -106,7 +106,7 @@ pub fn array_input<A: Element>(device: &dyn Device, array: ArrayD<A>) -> Result<
 /// match by width, whatever their signedness); mapping failures.
 pub fn to_array<A: Element>(value: &Value) -> Result<ArrayD<A>> {
     let view = as_buffer_view(value)?;
-    if !same_storage(view.element_type(), A::ELEMENT_TYPE) {
+    if !view.element_type().shares_storage_with(A::ELEMENT_TYPE) {
         return Err(Error::invalid_argument(format!(
             "a buffer view of {} cannot be read as an array of {} ({})",
             view.element_type(),
@@ -119,29 +119,4 @@ pub fn to_array<A: Element>(value: &Value) -> Result<ArrayD<A>> {
     let elements = array.as_slice_mut().expect("a new array is contiguous");
     view.buffer().map_read(0, bytemuck::cast_slice_mut(elements))?;
     Ok(array)
-}
-
-/// Whether elements of `a` and `b` have the same storage: equal, or integers of one width.
-fn same_storage(a: ElementType, b: ElementType) -> bool {
-    let integer = |t: ElementType| {
-        matches!(
-            t.numerical_type(),
-            NumericalType::Integer | NumericalType::IntegerSigned | NumericalType::IntegerUnsigned
-        )
-    };
-    a == b || (integer(a) && integer(b) && a.bit_count() == b.bit_count())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn integers_of_one_width_share_storage_and_floats_do_not() {
-        let signless = ElementType::INT_32;
-        assert!(same_storage(signless, i32::ELEMENT_TYPE));
-        assert!(same_storage(u32::ELEMENT_TYPE, i32::ELEMENT_TYPE));
-        assert!(!same_storage(f32::ELEMENT_TYPE, i32::ELEMENT_TYPE));
-        assert!(!same_storage(i16::ELEMENT_TYPE, i32::ELEMENT_TYPE));
-    }
 }

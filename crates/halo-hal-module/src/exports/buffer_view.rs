@@ -51,15 +51,7 @@ fn create(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
 /// Whether a view of `actual` elements may be passed where `expected` is declared: opaque
 /// matches anything, integers of one width match regardless of signedness.
 fn element_types_compatible(actual: ElementType, expected: ElementType) -> bool {
-    let integer = |t: ElementType| {
-        matches!(
-            t.numerical_type(),
-            NumericalType::Integer | NumericalType::IntegerSigned | NumericalType::IntegerUnsigned
-        )
-    };
-    actual.numerical_type() == NumericalType::Unknown
-        || (integer(actual) && integer(expected) && actual.bit_count() == expected.bit_count())
-        || actual == expected
+    actual.numerical_type() == NumericalType::Unknown || actual.shares_storage_with(expected)
 }
 
 /// `(buffer_view, message, element_type, encoding, dims...)`: the view has the encoding,
