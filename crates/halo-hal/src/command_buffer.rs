@@ -414,14 +414,22 @@ impl CommandBuffer {
     pub fn fill_buffer(&self, target: BufferRef, pattern: &[u8]) -> Result<()> {
         self.require_category(CommandCategory::TRANSFER, "fill")?;
         self.with_recording("record a fill", |recording| {
-            self.check_ref(recording, &target, BufferUsage::TRANSFER_TARGET, MemoryAccess::WRITE)?;
             if self.validated() {
-                let length = match &target.source {
-                    BufferSource::Direct(buffer) => buffer.checked_range(target.offset, target.length)?,
-                    BufferSource::Slot(_) if target.length == WHOLE_BUFFER => 0,
-                    BufferSource::Slot(_) => target.length,
-                };
-                validate_fill(target.offset, length, pattern)?;
+                match &target.source {
+                    BufferSource::Direct(buffer) => {
+                        check_direct_fill(buffer, target.offset, target.length, pattern)?;
+                    }
+                    BufferSource::Slot(_) => {
+                        self.check_ref(recording, &target, BufferUsage::TRANSFER_TARGET, MemoryAccess::WRITE)?;
+                        // A whole-slot length is only known at submit; the offset is checked now.
+                        let length = if target.length == WHOLE_BUFFER {
+                            0
+                        } else {
+                            target.length
+                        };
+                        validate_fill(target.offset, length, pattern)?;
+                    }
+                }
             }
             recording.commands.push(Command::Fill {
                 target,
@@ -564,48 +572,63 @@ pub fn check_direct_fill(target: &Buffer, offset: u64, length: u64, pattern: &[u
     Ok(length)
 }
 
-/// The checks recording a copy between direct ranges makes, for drivers that copy at once;
-/// returns the length with [`WHOLE_BUFFER`] resolved.
+/// The checks recording a copy of `length` bytes between direct ranges makes, for drivers that
+/// copy at once; returns the length with [`WHOLE_BUFFER`] resolved.
 ///
 /// # Errors
 /// As [`CommandBuffer::copy_buffer`].
-pub fn check_direct_copy(source: &BufferRef, target: &BufferRef) -> Result<u64> {
-    for (reference, usage, access) in [
-        (source, BufferUsage::TRANSFER_SOURCE, MemoryAccess::READ),
-        (target, BufferUsage::TRANSFER_TARGET, MemoryAccess::WRITE),
-    ] {
-        let BufferSource::Direct(buffer) = &reference.source else {
-            return Err(Error::invalid_argument("a direct copy cannot name binding table slots"));
-        };
-        check_buffer(buffer, reference.offset, reference.length, usage, access)?;
-    }
-    check_copy(source, target)?;
-    let BufferSource::Direct(buffer) = &source.source else {
-        unreachable!("checked above")
-    };
-    buffer.checked_range(source.offset, source.length)
+pub fn check_direct_copy(
+    source: &Buffer,
+    source_offset: u64,
+    target: &Buffer,
+    target_offset: u64,
+    length: u64,
+) -> Result<u64> {
+    check_buffer(
+        source,
+        source_offset,
+        length,
+        BufferUsage::TRANSFER_SOURCE,
+        MemoryAccess::READ,
+    )?;
+    check_buffer(
+        target,
+        target_offset,
+        length,
+        BufferUsage::TRANSFER_TARGET,
+        MemoryAccess::WRITE,
+    )?;
+    check_copy_ranges((source, source_offset, length), (target, target_offset, length))
 }
 
 fn check_copy(source: &BufferRef, target: &BufferRef) -> Result<()> {
     if let (BufferSource::Direct(src), BufferSource::Direct(dst)) = (&source.source, &target.source) {
-        let src_len = src.checked_range(source.offset, source.length)?;
-        let dst_len = dst.checked_range(target.offset, target.length)?;
-        if src_len != dst_len {
-            return Err(Error::invalid_argument(format!(
-                "copy source length {src_len} differs from target length {dst_len}"
-            )));
-        }
-        if src.overlap(source.offset, src_len, dst, target.offset, dst_len) != Overlap::Disjoint {
-            return Err(Error::invalid_argument(format!(
-                "copy source [{}, {}) overlaps target [{}, {}) in the same buffer",
-                source.offset,
-                source.offset + src_len,
-                target.offset,
-                target.offset + dst_len
-            )));
-        }
+        check_copy_ranges((src, source.offset, source.length), (dst, target.offset, target.length))?;
     }
     Ok(())
+}
+
+/// Checks that two `(buffer, offset, length)` ranges have one length and do not overlap;
+/// returns the length.
+fn check_copy_ranges(
+    (src, src_offset, src_length): (&Buffer, u64, u64),
+    (dst, dst_offset, dst_length): (&Buffer, u64, u64),
+) -> Result<u64> {
+    let src_len = src.checked_range(src_offset, src_length)?;
+    let dst_len = dst.checked_range(dst_offset, dst_length)?;
+    if src_len != dst_len {
+        return Err(Error::invalid_argument(format!(
+            "copy source length {src_len} differs from target length {dst_len}"
+        )));
+    }
+    if src.overlap(src_offset, src_len, dst, dst_offset, dst_len) != Overlap::Disjoint {
+        return Err(Error::invalid_argument(format!(
+            "copy source [{src_offset}, {}) overlaps target [{dst_offset}, {}) in the same buffer",
+            src_offset + src_len,
+            dst_offset + dst_len
+        )));
+    }
+    Ok(src_len)
 }
 
 fn check_dispatch(dispatch: &DispatchCommand) -> Result<()> {

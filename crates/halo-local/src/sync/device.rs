@@ -6,8 +6,8 @@ use crate::executable::LocalExecutableCache;
 use crate::library::HostImport;
 use halo_hal::device::query_common_i64;
 use halo_hal::{
-    check_direct_copy, check_direct_fill, host_transfer, Allocator, Binding, Buffer, BufferParams, BufferRef,
-    CommandBuffer, Device, DeviceInfo, ExecutableCache, Fence, HeapAllocator, QueueAffinity, Result, Timeout,
+    check_direct_copy, check_direct_fill, host_transfer, Allocator, Binding, Buffer, BufferParams, CommandBuffer,
+    Device, DeviceInfo, ExecutableCache, Fence, HeapAllocator, QueueAffinity, Result, Timeout,
 };
 use std::any::Any;
 use std::sync::Arc;
@@ -110,10 +110,7 @@ impl Device for SyncDevice {
         target_offset: u64,
         length: u64,
     ) -> Result<()> {
-        let length = check_direct_copy(
-            &BufferRef::direct(source, source_offset, length),
-            &BufferRef::direct(target, target_offset, length),
-        )?;
+        let length = check_direct_copy(source, source_offset, target, target_offset, length)?;
         self.run_ordered(wait, signal, || {
             host_transfer::copy(source, source_offset, target, target_offset, length)
         })
