@@ -106,10 +106,10 @@ impl Instance {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(crate) fn signature(&self, ordinal: u32) -> Result<&Signature> {
+    pub(crate) fn signature(&self, ordinal: u32) -> Result<&Arc<Signature>> {
         self.signatures
             .get(ordinal as usize)
-            .and_then(|s| s.as_deref())
+            .and_then(Option::as_ref)
             .ok_or_else(|| {
                 Error::failed_precondition(format!(
                     "function '{}' of module '{}' has no calling convention",
@@ -353,7 +353,7 @@ impl Context {
             Some(ContextModule::Bytecode(instance)) => match instance.module.find_export(function_name) {
                 None => return Ok(None),
                 Some(export) => {
-                    let signature = Arc::new(instance.signature(export.internal_ordinal)?.clone());
+                    let signature = instance.signature(export.internal_ordinal)?.clone();
                     ImportTarget::Bytecode {
                         instance: instance.clone(),
                         ordinal: export.internal_ordinal,

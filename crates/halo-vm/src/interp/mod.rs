@@ -210,6 +210,11 @@ fn check_count(passed: usize, expected: usize) -> Result<()> {
     }
 }
 
+/// The 64-bit value in the register pair starting at `at` (low half first).
+fn pair(i32s: &[u32], at: usize) -> u64 {
+    i32s[at] as u64 | (i32s[at + 1] as u64) << 32
+}
+
 fn ref_ordinal(raw: u16) -> usize {
     (raw & REF_ORDINAL_MASK) as usize
 }
@@ -419,7 +424,6 @@ impl Machine<'_> {
         // Positions whose register was empty: null, or a repeat of a register lent earlier.
         let mut empty = SmallVec::<[usize; 4]>::new();
         let (i32s, refs) = (&self.i32s, &mut self.refs);
-        let wide = |at: usize| i32s[at] as u64 | (i32s[at + 1] as u64) << 32;
         // One `extend` over an exact-length iterator writes each value straight into the list;
         // pushing values one by one made the compiler assemble each on the stack with narrow
         // stores and copy it with a wide load, a store-forwarding stall that cost more than the
@@ -429,8 +433,8 @@ impl Machine<'_> {
             match kind {
                 'i' => Value::I32(i32s[at] as i32),
                 'f' => Value::F32(f32::from_bits(i32s[at])),
-                'I' => Value::I64(wide(at) as i64),
-                'F' => Value::F64(f64::from_bits(wide(at))),
+                'I' => Value::I64(pair(i32s, at) as i64),
+                'F' => Value::F64(f64::from_bits(pair(i32s, at))),
                 _ => {
                     let slot = &mut refs[rb + ref_ordinal(*raw)];
                     if slot.is_none() {
@@ -473,17 +477,12 @@ impl Machine<'_> {
         }
     }
 
-    /// The 64-bit value in the register pair starting at `at`.
-    fn wide(&self, at: usize) -> u64 {
-        self.i32s[at] as u64 | (self.i32s[at + 1] as u64) << 32
-    }
-
     fn scalar(&self, at: usize, kind: char) -> Value {
         match kind {
             'i' => Value::I32(self.i32s[at] as i32),
             'f' => Value::F32(f32::from_bits(self.i32s[at])),
-            'I' => Value::I64(self.wide(at) as i64),
-            _ => Value::F64(f64::from_bits(self.wide(at))),
+            'I' => Value::I64(pair(&self.i32s, at) as i64),
+            _ => Value::F64(f64::from_bits(pair(&self.i32s, at))),
         }
     }
 
