@@ -106,10 +106,21 @@ impl Aggregate {
     }
 }
 
-/// One printed row: a measured run, or an aggregate of the runs before it.
+/// One printed row: a measured run, or an aggregate of the runs before it (whose `run.name` is
+/// the runs' name).
 struct Row {
     run: BenchmarkRun,
     aggregate: Option<Aggregate>,
+}
+
+impl Row {
+    /// The printed name: an aggregate's ends in `_mean`, `_median`, ...
+    fn name(&self) -> String {
+        match self.aggregate {
+            Some(aggregate) => format!("{}_{}", self.run.name, aggregate.name()),
+            None => self.run.name.clone(),
+        }
+    }
 }
 
 /// The runs followed, when there are several repetitions, by their aggregates.
@@ -130,7 +141,7 @@ fn rows(runs: &[BenchmarkRun]) -> Vec<Row> {
     for aggregate in Aggregate::ALL {
         rows.push(Row {
             run: BenchmarkRun {
-                name: format!("{}_{}", runs[0].name, aggregate.name()),
+                name: runs[0].name.clone(),
                 iterations: runs.len() as u64,
                 real_time_ns: aggregate.of(&real),
                 cpu_time_ns: aggregate.of(&cpu),
@@ -153,7 +164,7 @@ pub fn print(format: BenchmarkFormat, runs: &[BenchmarkRun]) {
 }
 
 fn print_console(rows: &[Row]) {
-    let width = rows.iter().map(|r| r.run.name.len()).max().unwrap_or(9).max(9);
+    let width = rows.iter().map(|r| r.name().len()).max().unwrap_or(9).max(9);
     let rule = "-".repeat(width + 52);
     println!("{rule}");
     println!(
@@ -161,7 +172,8 @@ fn print_console(rows: &[Row]) {
         "Benchmark", "Time", "CPU", "Iterations"
     );
     println!("{rule}");
-    for Row { run, aggregate } in rows {
+    for row in rows {
+        let Row { run, aggregate } = row;
         let percent = *aggregate == Some(Aggregate::Cv);
         let counters = run
             .items_per_second
@@ -176,7 +188,7 @@ fn print_console(rows: &[Row]) {
         };
         println!(
             "{:<width$} {:>13} {:>15} {:>12}{counters}",
-            run.name,
+            row.name(),
             shown(run.real_time_ns),
             shown(run.cpu_time_ns),
             run.iterations
@@ -209,16 +221,13 @@ fn human(value: f64) -> String {
 fn to_json(rows: &[Row]) -> serde_json::Value {
     let benchmarks: Vec<_> = rows
         .iter()
-        .map(|Row { run, aggregate }| {
-            let base_name = match aggregate {
-                Some(a) => run.name.trim_end_matches(&format!("_{}", a.name())),
-                None => &run.name,
-            };
+        .map(|row| {
+            let Row { run, aggregate } = row;
             let mut entry = json!({
-                "name": run.name,
+                "name": row.name(),
                 "family_index": 0,
                 "per_family_instance_index": 0,
-                "run_name": base_name,
+                "run_name": run.name,
                 "run_type": if aggregate.is_some() { "aggregate" } else { "iteration" },
                 "repetitions": run.repetition.1,
                 "threads": 1,
