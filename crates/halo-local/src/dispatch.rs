@@ -43,14 +43,15 @@ impl PreparedDispatch {
         let mut binding_lengths = SmallVec::with_capacity(count);
         let mut buffers = SmallVec::with_capacity(count);
         for (ordinal, reference) in command.bindings.iter().enumerate() {
-            let resolved = reference
-                .resolve(table)
-                .and_then(|r| Ok((r.buffer, r.buffer.host_range(r.offset, r.length)?)))
-                .with_context(|| format!("binding {ordinal} of dispatch '{}'", info.name))?;
-            let (buffer, (ptr, len)) = resolved;
+            let context = || format!("binding {ordinal} of dispatch '{}'", info.name);
+            let resolved = reference.resolve(table).with_context(context)?;
+            let (ptr, len) = resolved
+                .buffer
+                .host_range(resolved.offset, resolved.length)
+                .with_context(context)?;
             binding_ptrs.push(ptr.as_ptr().cast::<c_void>());
             binding_lengths.push(len);
-            buffers.push(buffer.clone());
+            buffers.push(resolved.buffer.clone());
         }
         let workgroup_count = match &command.workgroup_count {
             WorkgroupCount::Static(count) => *count,
