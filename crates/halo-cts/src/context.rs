@@ -99,9 +99,17 @@ impl CtsDevice {
         done.wait(Timeout::from(WAIT))
     }
 
-    /// Loads a fixture executable (`fixtures/executables/<name>.<format>.so`).
+    /// Path of the fixture executable `name` in this driver's format: `<name>.<format>.so` for
+    /// CPU libraries, `<name>.<format>.fb` for GPU FlatBuffers (`fixtures/executables`).
+    pub fn executable_path(&self, name: &str) -> PathBuf {
+        let format = self.manifest.executable_format;
+        let extension = if format.ends_with("-fb") { "fb" } else { "so" };
+        fixture_path(&format!("{name}.{format}.{extension}"))
+    }
+
+    /// Loads a fixture executable (see [`Self::executable_path`]).
     pub fn executable(&self, name: &str) -> Arc<dyn Executable> {
-        let path = fixture_path(&format!("{name}.{}.so", self.manifest.executable_format));
+        let path = self.executable_path(name);
         let data = std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
         self.device
             .create_executable_cache()

@@ -31,11 +31,7 @@ pub fn rejects_unknown_format(ctx: &CtsDevice) {
 /// Garbage and truncated data are errors, never crashes.
 pub fn rejects_malformed_data(ctx: &CtsDevice) {
     let cache = ctx.device.create_executable_cache().unwrap();
-    let good = std::fs::read(crate::context::fixture_path(&format!(
-        "multi_export.{}.so",
-        ctx.manifest.executable_format
-    )))
-    .unwrap();
+    let good = std::fs::read(ctx.executable_path("multi_export")).unwrap();
     for data in [
         &[][..],
         &[0x7f, b'E', b'L', b'F'][..],

@@ -1,0 +1,417 @@
+//! A Vulkan device: one logical `VkDevice` with one compute queue.
+
+use crate::allocator::VulkanAllocator;
+use crate::completion::{create_timeline, Waiter};
+use crate::executable::VulkanExecutableCache;
+use crate::instance::Instance;
+use crate::semaphore::VulkanSemaphore;
+use crate::status::{vk_error, VkResultExt};
+use crate::submit::{submit, Work};
+use ash::vk;
+use gpu_allocator::vulkan::{Allocation, Allocator as MemoryAllocator, AllocatorCreateDesc};
+use halo_hal::device::query_common_i64;
+use halo_hal::{
+    Allocator, AllocatorStatistics, Binding, Buffer, BufferParams, CommandBuffer, Device, DeviceInfo, Error,
+    ExecutableCache, Fence, QueueAffinity, Result, Semaphore, Timeout, WaitMode,
+};
+use std::any::Any;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How long dropping a device waits for its queue to drain before leaking it instead.
+const DRAIN_ON_DROP: Duration = Duration::from_secs(10);
+
+/// The queue and how many batches were submitted to it.
+struct Queue {
+    raw: vk::Queue,
+    /// Value the progress timeline reaches when the last submitted batch completes.
+    submitted: u64,
+}
+
+/// What the device's objects share: the `VkDevice` and its queue, memory and pools.
+///
+/// Ownership: buffers, semaphores, executables and submissions hold an `Arc`, so the `VkDevice`
+/// is destroyed after the last of them. Threading: any thread; each pool is behind a lock.
+pub(crate) struct DeviceShared {
+    pub(crate) instance: Arc<Instance>,
+    pub(crate) raw: ash::Device,
+    pub(crate) limits: vk::PhysicalDeviceLimits,
+    pub(crate) memory_properties: vk::PhysicalDeviceMemoryProperties,
+    pub(crate) max_timeline_difference: u64,
+    pub(crate) max_allocation_size: u64,
+    queue: Mutex<Queue>,
+    /// `None` only while dropping (the sub-allocator must go before the device).
+    memory: Mutex<Option<MemoryAllocator>>,
+    bytes_allocated: AtomicU64,
+    bytes_peak: AtomicU64,
+    command_pool: Mutex<vk::CommandPool>,
+    pub(crate) pipeline_cache: vk::PipelineCache,
+    pub(crate) waiter: Arc<Waiter>,
+    /// Timeline that every submitted batch signals, in submission order.
+    pub(crate) progress: vk::Semaphore,
+}
+
+impl DeviceShared {
+    fn memory(&self) -> MutexGuard<'_, Option<MemoryAllocator>> {
+        self.memory.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sub-allocates memory.
+    pub(crate) fn allocate_memory(
+        &self,
+        desc: &gpu_allocator::vulkan::AllocationCreateDesc<'_>,
+    ) -> std::result::Result<Allocation, gpu_allocator::AllocationError> {
+        let mut memory = self.memory();
+        let allocator = memory.as_mut().expect("the sub-allocator lives as long as the device");
+        allocator.allocate(desc)
+    }
+
+    /// Returns memory of a buffer of `size` bytes to the sub-allocator.
+    pub(crate) fn free_memory(&self, allocation: Allocation, size: u64) {
+        if let Some(allocator) = self.memory().as_mut() {
+            // A failure here means the allocation was not from this allocator: nothing to undo.
+            let _ = allocator.free(allocation);
+        }
+        self.bytes_allocated.fetch_sub(size, Ordering::Relaxed);
+    }
+
+    /// Counts a new buffer of `size` bytes.
+    pub(crate) fn count_allocated(&self, size: u64) {
+        let now = self.bytes_allocated.fetch_add(size, Ordering::Relaxed) + size;
+        self.bytes_peak.fetch_max(now, Ordering::Relaxed);
+    }
+
+    pub(crate) fn statistics(&self) -> AllocatorStatistics {
+        AllocatorStatistics {
+            bytes_allocated: self.bytes_allocated.load(Ordering::Relaxed),
+            bytes_peak: self.bytes_peak.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The alignment of every buffer, enough to bind any of them as a storage buffer.
+    pub(crate) fn min_buffer_alignment(&self) -> u64 {
+        self.limits
+            .min_storage_buffer_offset_alignment
+            .max(self.limits.min_uniform_buffer_offset_alignment)
+            .max(16)
+    }
+
+    /// A primary command buffer from the device's pool.
+    pub(crate) fn allocate_command_buffer(&self) -> Result<vk::CommandBuffer> {
+        let pool = self.command_pool.lock().unwrap_or_else(|p| p.into_inner());
+        let info = vk::CommandBufferAllocateInfo::default()
+            .command_pool(*pool)
+            .level(vk::CommandBufferLevel::PRIMARY)
+            .command_buffer_count(1);
+        // SAFETY: the pool is alive and only used under its lock.
+        let buffers = unsafe { self.raw.allocate_command_buffers(&info) }.or_vk("vkAllocateCommandBuffers")?;
+        Ok(buffers[0])
+    }
+
+    /// Returns a command buffer the device no longer executes to the pool.
+    pub(crate) fn free_command_buffer(&self, command_buffer: vk::CommandBuffer) {
+        let pool = self.command_pool.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: the command buffer came from this pool and is not pending (see the doc).
+        unsafe { self.raw.free_command_buffers(*pool, &[command_buffer]) };
+    }
+
+    /// Submits one batch: `command_buffer` (if any) after the waits, then the signals and the
+    /// progress timeline. Returns the progress value that marks the batch complete.
+    pub(crate) fn submit_batch(
+        &self,
+        command_buffer: Option<vk::CommandBuffer>,
+        waits: &[(vk::Semaphore, u64)],
+        signals: &[(vk::Semaphore, u64)],
+    ) -> Result<u64> {
+        let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let value = queue.submitted + 1;
+        let wait_semaphores: Vec<vk::Semaphore> = waits.iter().map(|w| w.0).collect();
+        let wait_values: Vec<u64> = waits.iter().map(|w| w.1).collect();
+        let wait_stages = vec![vk::PipelineStageFlags::ALL_COMMANDS; waits.len()];
+        let mut signal_semaphores: Vec<vk::Semaphore> = signals.iter().map(|s| s.0).collect();
+        let mut signal_values: Vec<u64> = signals.iter().map(|s| s.1).collect();
+        signal_semaphores.push(self.progress);
+        signal_values.push(value);
+        let command_buffers: Vec<vk::CommandBuffer> = command_buffer.into_iter().collect();
+        let mut timeline = vk::TimelineSemaphoreSubmitInfo::default()
+            .wait_semaphore_values(&wait_values)
+            .signal_semaphore_values(&signal_values);
+        let info = vk::SubmitInfo::default()
+            .wait_semaphores(&wait_semaphores)
+            .wait_dst_stage_mask(&wait_stages)
+            .command_buffers(&command_buffers)
+            .signal_semaphores(&signal_semaphores)
+            .push_next(&mut timeline);
+        // SAFETY: the queue is used under its lock; every handle is alive and kept alive by the
+        // caller until the progress timeline reaches `value`.
+        unsafe { self.raw.queue_submit(queue.raw, &[info], vk::Fence::null()) }.or_vk("vkQueueSubmit")?;
+        queue.submitted = value;
+        Ok(value)
+    }
+
+    /// The progress value of the last submitted batch.
+    fn submitted(&self) -> u64 {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner()).submitted
+    }
+
+    /// Blocks until the progress timeline reaches `value`.
+    pub(crate) fn wait_progress(&self, value: u64, timeout: Timeout) -> Result<()> {
+        let nanos = match timeout {
+            Timeout::Immediate => 0,
+            Timeout::Infinite => u64::MAX,
+            Timeout::Deadline(deadline) => {
+                u64::try_from(deadline.saturating_duration_since(Instant::now()).as_nanos()).unwrap_or(u64::MAX)
+            }
+        };
+        let semaphores = [self.progress];
+        let values = [value];
+        let info = vk::SemaphoreWaitInfo::default().semaphores(&semaphores).values(&values);
+        // SAFETY: the progress semaphore lives as long as the device.
+        match unsafe { self.raw.wait_semaphores(&info, nanos) } {
+            Ok(()) => Ok(()),
+            Err(vk::Result::TIMEOUT) => Err(Error::deadline_exceeded("the Vulkan queue did not drain in time")),
+            Err(result) => Err(vk_error(result, "vkWaitSemaphores")),
+        }
+    }
+
+    /// Fills all of `buffer` with zeros on the queue and waits: for memory the host cannot map.
+    pub(crate) fn fill_now(&self, buffer: vk::Buffer) -> Result<()> {
+        let command_buffer = self.allocate_command_buffer()?;
+        let outcome = self.record_fill_and_run(command_buffer, buffer);
+        self.free_command_buffer(command_buffer);
+        outcome
+    }
+
+    fn record_fill_and_run(&self, command_buffer: vk::CommandBuffer, buffer: vk::Buffer) -> Result<()> {
+        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+        // SAFETY: a fresh command buffer of this device, recorded on this thread only; the buffer
+        // is alive and unused by anything else yet.
+        unsafe {
+            self.raw
+                .begin_command_buffer(command_buffer, &begin)
+                .or_vk("vkBeginCommandBuffer")?;
+            self.raw.cmd_fill_buffer(command_buffer, buffer, 0, vk::WHOLE_SIZE, 0);
+            self.raw
+                .end_command_buffer(command_buffer)
+                .or_vk("vkEndCommandBuffer")?;
+        }
+        let value = self.submit_batch(Some(command_buffer), &[], &[])?;
+        self.wait_progress(value, Timeout::Infinite)
+    }
+}
+
+impl Drop for DeviceShared {
+    fn drop(&mut self) {
+        // SAFETY: this is the last owner: every buffer, semaphore, executable and submission is
+        // gone (each held an `Arc`), and the waiter thread was stopped by `VulkanDevice::drop`.
+        // Children are destroyed before the device.
+        unsafe {
+            let _ = self.raw.device_wait_idle();
+            drop(self.memory().take());
+            self.raw
+                .destroy_command_pool(*self.command_pool.get_mut().unwrap_or_else(|p| p.into_inner()), None);
+            self.raw.destroy_pipeline_cache(self.pipeline_cache, None);
+            self.raw.destroy_semaphore(self.progress, None);
+            self.waiter.destroy();
+            self.raw.destroy_device(None);
+        }
+    }
+}
+
+/// A Vulkan device.
+///
+/// Ownership: objects created from it keep the `VkDevice` alive (not this handle). Threading: any
+/// thread.
+pub struct VulkanDevice {
+    shared: Arc<DeviceShared>,
+    info: DeviceInfo,
+    allocator: VulkanAllocator,
+    waiter_thread: Option<JoinHandle<()>>,
+}
+
+impl VulkanDevice {
+    /// Creates a logical device with one compute queue on `physical`.
+    pub(crate) fn new(instance: Arc<Instance>, physical: vk::PhysicalDevice, info: DeviceInfo) -> Result<Self> {
+        let setup = crate::features::DeviceSetup::query(&instance, physical)
+            .map_err(|e| e.context(format!("checking Vulkan device '{}'", info.name)))?;
+        let raw = setup.create_device(&instance, physical)?;
+        let shared = match Self::share(instance, physical, raw.clone(), &setup) {
+            Ok(shared) => shared,
+            Err(error) => {
+                // SAFETY: nothing was created from the device that `share` did not clean up.
+                unsafe { raw.destroy_device(None) };
+                return Err(error);
+            }
+        };
+        let (shared, waiter_thread) = shared;
+        Ok(VulkanDevice {
+            allocator: VulkanAllocator::new(shared.clone()),
+            shared,
+            info,
+            waiter_thread: Some(waiter_thread),
+        })
+    }
+
+    fn share(
+        instance: Arc<Instance>,
+        physical: vk::PhysicalDevice,
+        raw: ash::Device,
+        setup: &crate::features::DeviceSetup,
+    ) -> Result<(Arc<DeviceShared>, JoinHandle<()>)> {
+        let memory = MemoryAllocator::new(&AllocatorCreateDesc {
+            instance: instance.raw.clone(),
+            device: raw.clone(),
+            physical_device: physical,
+            debug_settings: Default::default(),
+            buffer_device_address: false,
+            allocation_sizes: Default::default(),
+        })
+        .map_err(|e| Error::internal(format!("creating the Vulkan memory allocator: {e}")))?;
+        let pool_info = vk::CommandPoolCreateInfo::default().queue_family_index(setup.queue_family);
+        // SAFETY: the device is alive; the pool is destroyed with it (DeviceShared::drop).
+        let command_pool = unsafe { raw.create_command_pool(&pool_info, None) }.or_vk("vkCreateCommandPool")?;
+        // SAFETY: as above.
+        let pipeline_cache = unsafe { raw.create_pipeline_cache(&vk::PipelineCacheCreateInfo::default(), None) }
+            .or_vk("vkCreatePipelineCache")?;
+        let progress = create_timeline(&raw, 0)?;
+        let (waiter, thread) = Waiter::start(raw.clone())?;
+        // SAFETY: queue 0 of the family the device was created with.
+        let queue = unsafe { raw.get_device_queue(setup.queue_family, 0) };
+        let shared = Arc::new(DeviceShared {
+            instance,
+            raw,
+            limits: setup.properties.limits,
+            memory_properties: setup.memory_properties,
+            max_timeline_difference: setup.max_timeline_difference,
+            max_allocation_size: setup.max_allocation_size,
+            queue: Mutex::new(Queue {
+                raw: queue,
+                submitted: 0,
+            }),
+            memory: Mutex::new(Some(memory)),
+            bytes_allocated: AtomicU64::new(0),
+            bytes_peak: AtomicU64::new(0),
+            command_pool: Mutex::new(command_pool),
+            pipeline_cache,
+            waiter,
+            progress,
+        });
+        Ok((shared, thread))
+    }
+
+    /// Fails with the validation layer's messages since the last check (strict validation).
+    fn check_validation(&self) -> Result<()> {
+        self.shared.instance.messages.check()
+    }
+}
+
+impl Drop for VulkanDevice {
+    fn drop(&mut self) {
+        let drained = self
+            .shared
+            .wait_progress(self.shared.submitted(), Timeout::from(DRAIN_ON_DROP))
+            .is_ok();
+        if !drained {
+            // Work is still queued (waiting on a semaphore nobody signals): freeing what it uses
+            // would be unsound, so the device and its waiter are leaked instead.
+            std::mem::forget(self.shared.clone());
+            return;
+        }
+        self.shared.waiter.shutdown();
+        if let Some(thread) = self.waiter_thread.take() {
+            let _ = thread.join();
+        }
+        if let Err(error) = self.check_validation() {
+            if !std::thread::panicking() {
+                panic!("{error}");
+            }
+        }
+    }
+}
+
+impl Device for VulkanDevice {
+    fn driver_name(&self) -> &str {
+        crate::driver::DRIVER_NAME
+    }
+
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn allocator(&self) -> &dyn Allocator {
+        &self.allocator
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn query_i64(&self, category: &str, key: &str) -> Result<i64> {
+        let cache = VulkanExecutableCache::new(self.shared.clone());
+        query_common_i64(self, &cache, category, key)
+    }
+
+    fn create_executable_cache(&self) -> Result<Arc<dyn ExecutableCache>> {
+        Ok(Arc::new(VulkanExecutableCache::new(self.shared.clone())))
+    }
+
+    fn create_semaphore(&self, initial_value: u64) -> Result<Arc<dyn Semaphore>> {
+        Ok(VulkanSemaphore::new(self.shared.clone(), initial_value)?)
+    }
+
+    fn queue_execute(
+        &self,
+        _queue_affinity: QueueAffinity,
+        wait: &Fence,
+        signal: &Fence,
+        command_buffer: Option<&Arc<CommandBuffer>>,
+        binding_table: &[Binding],
+    ) -> Result<()> {
+        let work = match command_buffer {
+            Some(command_buffer) => {
+                command_buffer.validate_submission(binding_table)?;
+                Work::Commands(command_buffer.clone(), binding_table.to_vec())
+            }
+            None => Work::Nothing,
+        };
+        submit(&self.shared, wait, signal, work)?;
+        self.check_validation()
+    }
+
+    fn queue_alloca(
+        &self,
+        queue_affinity: QueueAffinity,
+        wait: &Fence,
+        signal: &Fence,
+        params: BufferParams,
+        size: u64,
+    ) -> Result<Buffer> {
+        let buffer = self.allocator.allocate_buffer(params, size)?;
+        self.queue_barrier(queue_affinity, wait, signal)?;
+        Ok(buffer)
+    }
+
+    fn queue_dealloca(
+        &self,
+        _queue_affinity: QueueAffinity,
+        wait: &Fence,
+        signal: &Fence,
+        buffer: &Buffer,
+    ) -> Result<()> {
+        // The buffer's memory returns to the allocator once nothing holds it after the waits.
+        submit(&self.shared, wait, signal, Work::Keep(buffer.clone()))?;
+        self.check_validation()
+    }
+
+    fn wait_semaphores(&self, mode: WaitMode, fence: &Fence, timeout: Timeout) -> Result<()> {
+        halo_hal::wait_semaphores(mode, fence.timepoints(), timeout)?;
+        self.check_validation()
+    }
+
+    fn wait_idle(&self, timeout: Timeout) -> Result<()> {
+        self.shared.wait_progress(self.shared.submitted(), timeout)?;
+        self.check_validation()
+    }
+}

@@ -1,0 +1,107 @@
+//! The `vulkan` driver: the physical devices of one Vulkan instance.
+
+use crate::device::VulkanDevice;
+use crate::instance::{Instance, Validation};
+use crate::status::VkResultExt;
+use ash::vk;
+use halo_hal::driver::select_device;
+use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, Result};
+use std::sync::Arc;
+
+/// The name devices are created under (`vulkan://0`).
+pub const DRIVER_NAME: &str = "vulkan";
+
+/// The Vulkan driver.
+///
+/// Ownership: devices it creates keep its instance alive. Threading: any thread.
+pub struct VulkanDriver {
+    instance: Arc<Instance>,
+}
+
+impl VulkanDriver {
+    /// Loads Vulkan and creates an instance with the given validation.
+    ///
+    /// # Errors
+    /// `Unavailable` without a Vulkan 1.2 loader; `FailedPrecondition` when validation is asked
+    /// for and the layer is missing.
+    pub fn new(validation: Validation) -> Result<Self> {
+        Ok(VulkanDriver {
+            instance: Instance::new(validation)?,
+        })
+    }
+
+    fn physical_devices(&self) -> Result<Vec<(vk::PhysicalDevice, DeviceInfo)>> {
+        // SAFETY: the instance is alive for the call.
+        let physical = unsafe { self.instance.raw.enumerate_physical_devices() }.or_vk("vkEnumeratePhysicalDevices")?;
+        Ok(physical
+            .into_iter()
+            .enumerate()
+            .map(|(ordinal, device)| {
+                // SAFETY: `device` was just enumerated from this live instance.
+                let properties = unsafe { self.instance.raw.get_physical_device_properties(device) };
+                let name = properties
+                    .device_name_as_c_str()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let info = DeviceInfo {
+                    id: ordinal as u64,
+                    path: uuid_text(&device_uuid(&self.instance, device)),
+                    name,
+                };
+                (device, info)
+            })
+            .collect())
+    }
+}
+
+/// The device UUID as 8-4-4-4-12 hex digits (`vulkan://6d657361-3232-...`).
+fn uuid_text(uuid: &[u8; 16]) -> String {
+    let hex: String = uuid.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
+/// The device UUID of a physical device (Vulkan 1.1 properties).
+fn device_uuid(instance: &Instance, device: vk::PhysicalDevice) -> [u8; 16] {
+    let mut id = vk::PhysicalDeviceIDProperties::default();
+    let mut properties = vk::PhysicalDeviceProperties2::default().push_next(&mut id);
+    // SAFETY: `device` belongs to the live instance; the chain lives for the call.
+    unsafe { instance.raw.get_physical_device_properties2(device, &mut properties) };
+    id.device_uuid
+}
+
+impl Driver for VulkanDriver {
+    fn name(&self) -> &str {
+        DRIVER_NAME
+    }
+
+    fn enumerate_devices(&self) -> Result<Vec<DeviceInfo>> {
+        Ok(self.physical_devices()?.into_iter().map(|(_, info)| info).collect())
+    }
+
+    fn create_device(&self, path: &str, params: &DeviceParams) -> Result<Arc<dyn Device>> {
+        if let Some(key) = params.keys().next() {
+            return Err(Error::invalid_argument(format!(
+                "the vulkan driver takes no device parameters; got '{key}'"
+            )));
+        }
+        let devices = self.physical_devices()?;
+        let infos: Vec<DeviceInfo> = devices.iter().map(|(_, info)| info.clone()).collect();
+        if infos.is_empty() {
+            return Err(Error::unavailable("the Vulkan loader lists no physical devices"));
+        }
+        let info = select_device(DRIVER_NAME, &infos, path)?;
+        let physical = devices[info.id as usize].0;
+        Ok(Arc::new(VulkanDevice::new(
+            self.instance.clone(),
+            physical,
+            info.clone(),
+        )?))
+    }
+}

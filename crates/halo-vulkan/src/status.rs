@@ -1,0 +1,37 @@
+//! Vulkan result codes as halo errors.
+
+use ash::vk;
+use halo_hal::{Error, StatusCode};
+
+/// The error for `result`, returned by the Vulkan call described by `what`.
+pub(crate) fn vk_error(result: vk::Result, what: &str) -> Error {
+    let code = match result {
+        vk::Result::ERROR_OUT_OF_HOST_MEMORY | vk::Result::ERROR_OUT_OF_DEVICE_MEMORY => StatusCode::ResourceExhausted,
+        vk::Result::ERROR_FRAGMENTED_POOL | vk::Result::ERROR_OUT_OF_POOL_MEMORY => StatusCode::ResourceExhausted,
+        vk::Result::TIMEOUT => StatusCode::DeadlineExceeded,
+        vk::Result::ERROR_DEVICE_LOST => StatusCode::Internal,
+        vk::Result::ERROR_INITIALIZATION_FAILED | vk::Result::ERROR_INCOMPATIBLE_DRIVER => StatusCode::Unavailable,
+        vk::Result::ERROR_LAYER_NOT_PRESENT | vk::Result::ERROR_EXTENSION_NOT_PRESENT => StatusCode::Unavailable,
+        vk::Result::ERROR_FEATURE_NOT_PRESENT => StatusCode::Unavailable,
+        vk::Result::ERROR_INVALID_SHADER_NV => StatusCode::InvalidArgument,
+        _ => StatusCode::Internal,
+    };
+    let lost = if result == vk::Result::ERROR_DEVICE_LOST {
+        " (the Vulkan device was lost)"
+    } else {
+        ""
+    };
+    Error::new(code, format!("{what} failed: {result:?}{lost}"))
+}
+
+/// Converts an ash result, naming the call.
+pub(crate) trait VkResultExt<T> {
+    /// The value, or the halo error for the failed call `what`.
+    fn or_vk(self, what: &str) -> halo_hal::Result<T>;
+}
+
+impl<T> VkResultExt<T> for ash::prelude::VkResult<T> {
+    fn or_vk(self, what: &str) -> halo_hal::Result<T> {
+        self.map_err(|result| vk_error(result, what))
+    }
+}

@@ -1,0 +1,24 @@
+//! The conformance suite on the Vulkan driver (lavapipe in CI), with the Khronos validation layer
+//! on: any message it reports fails the case. Without a Vulkan device every case says it skipped.
+
+use halo_cts::{cts_suite, Manifest, Tag};
+use halo_hal::{Device, DriverRegistry, Result};
+use halo_vulkan::Validation;
+use std::sync::Arc;
+
+fn create_device(uri: &str) -> Result<Arc<dyn Device>> {
+    let mut registry = DriverRegistry::new();
+    halo_vulkan::register_driver_with(&mut registry, Validation::Strict);
+    registry.create_device(uri)
+}
+
+static VULKAN: Manifest = Manifest {
+    driver: "vulkan",
+    device_uri: "vulkan://",
+    executable_format: "vulkan-spirv-fb",
+    tags: &[Tag::AsyncQueue],
+    unsupported: &[],
+    expected_failures: &[],
+};
+
+cts_suite!(vulkan, VULKAN, super::create_device);
