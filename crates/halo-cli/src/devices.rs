@@ -10,7 +10,8 @@ pub fn list_drivers(registry: &DriverRegistry) -> Result<()> {
     Ok(())
 }
 
-/// Prints each device as `uri  name`; drivers that are unavailable here say so.
+/// Prints each device as `uri  name`, then its details indented; drivers that are unavailable
+/// here say so.
 pub fn list_devices(registry: &DriverRegistry) -> Result<()> {
     for name in registry.driver_names() {
         let devices = registry
@@ -20,6 +21,9 @@ pub fn list_devices(registry: &DriverRegistry) -> Result<()> {
             Ok(devices) => {
                 for device in devices {
                     println!("{name}://{}\t{}", device.path, device.name);
+                    for (what, value) in &device.details {
+                        println!("    {what}: {value}");
+                    }
                 }
             }
             Err(error) if error.is_unavailable() => println!("# {name}: unavailable ({})", error.message()),

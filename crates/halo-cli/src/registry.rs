@@ -9,5 +9,6 @@ pub const DEFAULT_DEVICE: &str = "local-task";
 pub fn default_registry() -> DriverRegistry {
     let mut registry = DriverRegistry::new();
     halo_local::register_drivers(&mut registry);
+    halo_vulkan::register_driver(&mut registry);
     registry
 }

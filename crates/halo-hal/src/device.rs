@@ -20,6 +20,9 @@ pub struct DeviceInfo {
     pub path: String,
     /// Human-readable name.
     pub name: String,
+    /// Further facts for people choosing a device (`halo devices`): kind, driver version,
+    /// memory heaps, as (what, value) lines.
+    pub details: Vec<(String, String)>,
 }
 
 /// One accelerator (`iree_hal_device_t`).

@@ -22,6 +22,7 @@ fn device_with(options: TaskDeviceOptions) -> Arc<TaskDevice> {
         id: 0,
         path: "0".into(),
         name: "test".into(),
+        details: Vec::new(),
     };
     Arc::new(TaskDevice::new(info, &options).unwrap())
 }

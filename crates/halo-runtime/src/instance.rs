@@ -17,13 +17,16 @@ impl Default for Instance {
 }
 
 impl Instance {
-    /// An instance with every driver enabled in this build (`local-sync`, `local-task` with the
-    /// default `local` feature).
+    /// An instance with every driver enabled in this build: `local-sync` and `local-task` (feature
+    /// `local`), `vulkan` (feature `vulkan`, validation from `HALO_VULKAN_VALIDATION`); both are
+    /// default features.
     pub fn new() -> Self {
         #[allow(unused_mut, reason = "unused when every driver feature is off")]
         let mut registry = DriverRegistry::new();
         #[cfg(feature = "local")]
         halo_local::register_drivers(&mut registry);
+        #[cfg(feature = "vulkan")]
+        halo_vulkan::register_driver(&mut registry);
         Instance { registry }
     }
 

@@ -47,6 +47,7 @@ impl VulkanDriver {
                     id: ordinal as u64,
                     path: uuid_text(&device_uuid(&self.instance, device)),
                     name,
+                    details: details(&self.instance, device, &properties),
                 };
                 (device, info)
             })
@@ -65,6 +66,57 @@ fn uuid_text(uuid: &[u8; 16]) -> String {
         &hex[16..20],
         &hex[20..32]
     )
+}
+
+/// Kind, API and driver versions, and memory heaps, for `halo devices`.
+fn details(
+    instance: &Instance,
+    device: vk::PhysicalDevice,
+    properties: &vk::PhysicalDeviceProperties,
+) -> Vec<(String, String)> {
+    let mut driver = vk::PhysicalDeviceDriverProperties::default();
+    let mut properties2 = vk::PhysicalDeviceProperties2::default().push_next(&mut driver);
+    // SAFETY: `device` belongs to the live instance; the chain lives for the call.
+    unsafe { instance.raw.get_physical_device_properties2(device, &mut properties2) };
+    // SAFETY: as above.
+    let memory = unsafe { instance.raw.get_physical_device_memory_properties(device) };
+    let text = |name: Result<&std::ffi::CStr, _>| name.map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let version = properties.api_version;
+    let mut details = vec![
+        ("type".to_string(), format!("{:?}", properties.device_type)),
+        (
+            "api".to_string(),
+            format!(
+                "Vulkan {}.{}.{}",
+                vk::api_version_major(version),
+                vk::api_version_minor(version),
+                vk::api_version_patch(version)
+            ),
+        ),
+        (
+            "driver".to_string(),
+            format!(
+                "{} ({})",
+                text(driver.driver_name_as_c_str()),
+                text(driver.driver_info_as_c_str())
+            ),
+        ),
+    ];
+    for (index, heap) in memory.memory_heaps[..memory.memory_heap_count as usize]
+        .iter()
+        .enumerate()
+    {
+        let types: Vec<String> = memory.memory_types[..memory.memory_type_count as usize]
+            .iter()
+            .filter(|t| t.heap_index as usize == index)
+            .map(|t| format!("{:?}", t.property_flags))
+            .collect();
+        details.push((
+            format!("heap {index}"),
+            format!("{} MiB, {:?}; types: {}", heap.size >> 20, heap.flags, types.join(", ")),
+        ));
+    }
+    details
 }
 
 /// The device UUID of a physical device (Vulkan 1.1 properties).

@@ -18,6 +18,7 @@ impl SyncDriver {
             id: 0,
             path: "0".into(),
             name: "local-sync (calling thread)".into(),
+            details: Vec::new(),
         }]
     }
 }

@@ -61,6 +61,7 @@ impl TaskDriver {
             id: 0,
             path: "0".into(),
             name: format!("local-task ({workers} workers)"),
+            details: Vec::new(),
         }]
     }
 }
