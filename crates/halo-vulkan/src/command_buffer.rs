@@ -11,7 +11,7 @@
 //!   buffer, constants as push constants.
 
 use crate::buffer::VulkanAllocation;
-use crate::device::DeviceShared;
+use crate::device::{DeviceShared, PooledCommandBuffer};
 use crate::executable::{Export, VulkanExecutable};
 use crate::status::VkResultExt;
 use ash::vk;
@@ -21,7 +21,8 @@ use std::sync::Arc;
 /// A recorded `VkCommandBuffer` and what it needs until the device finishes it.
 pub(crate) struct Recorded {
     shared: Arc<DeviceShared>,
-    command_buffer: vk::CommandBuffer,
+    /// `None` only while dropping.
+    pooled: Option<PooledCommandBuffer>,
     descriptor_pool: vk::DescriptorPool,
     /// Update data and fill edges the copies read from.
     _staging: Option<VulkanAllocation>,
@@ -30,13 +31,15 @@ pub(crate) struct Recorded {
 impl Recorded {
     /// The command buffer to submit.
     pub(crate) fn command_buffer(&self) -> vk::CommandBuffer {
-        self.command_buffer
+        self.pooled.as_ref().expect("alive until dropped").command_buffer
     }
 }
 
 impl Drop for Recorded {
     fn drop(&mut self) {
-        self.shared.free_command_buffer(self.command_buffer);
+        if let Some(pooled) = self.pooled.take() {
+            self.shared.release_command_buffer(pooled);
+        }
         if self.descriptor_pool != vk::DescriptorPool::null() {
             // SAFETY: the command buffer that used the pool's sets has completed or was never
             // submitted (this drop runs after completion or on a recording error).
@@ -58,14 +61,14 @@ pub(crate) fn record(shared: &Arc<DeviceShared>, commands: &[Command], table: &[
     };
     let mut recorded = Recorded {
         shared: shared.clone(),
-        command_buffer: shared.allocate_command_buffer()?,
+        pooled: Some(shared.acquire_command_buffer()?),
         descriptor_pool: vk::DescriptorPool::null(),
         _staging: None,
     };
     recorded.descriptor_pool = needs.create_pool(shared)?;
     let mut recorder = Recorder {
         shared,
-        command_buffer: recorded.command_buffer,
+        command_buffer: recorded.command_buffer(),
         descriptor_pool: recorded.descriptor_pool,
         table,
         staging: staging.as_ref().map(Staging::new).transpose()?,

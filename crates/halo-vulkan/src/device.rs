@@ -30,6 +30,12 @@ struct Queue {
     submitted: u64,
 }
 
+/// A command buffer alone in its pool.
+pub(crate) struct PooledCommandBuffer {
+    pool: vk::CommandPool,
+    pub(crate) command_buffer: vk::CommandBuffer,
+}
+
 /// What the device's objects share: the `VkDevice` and its queue, memory and pools.
 ///
 /// Ownership: buffers, semaphores, executables and submissions hold an `Arc`, so the `VkDevice`
@@ -46,7 +52,10 @@ pub(crate) struct DeviceShared {
     memory: Mutex<Option<MemoryAllocator>>,
     bytes_allocated: AtomicU64,
     bytes_peak: AtomicU64,
-    command_pool: Mutex<vk::CommandPool>,
+    /// Idle command buffers, each alone in its own pool: recording needs its pool to itself
+    /// (Vulkan's external synchronization), and threads record and release concurrently.
+    command_buffers: Mutex<Vec<PooledCommandBuffer>>,
+    queue_family: u32,
     pub(crate) pipeline_cache: vk::PipelineCache,
     pub(crate) waiter: Arc<Waiter>,
     /// Timeline that every submitted batch signals, in submission order.
@@ -98,23 +107,49 @@ impl DeviceShared {
             .max(16)
     }
 
-    /// A primary command buffer from the device's pool.
-    pub(crate) fn allocate_command_buffer(&self) -> Result<vk::CommandBuffer> {
-        let pool = self.command_pool.lock().unwrap_or_else(|p| p.into_inner());
+    /// A primary command buffer in the initial state, used by the caller alone until it hands it
+    /// back with [`Self::release_command_buffer`].
+    pub(crate) fn acquire_command_buffer(&self) -> Result<PooledCommandBuffer> {
+        if let Some(pooled) = self.command_buffers.lock().unwrap_or_else(|p| p.into_inner()).pop() {
+            return Ok(pooled);
+        }
+        let pool_info = vk::CommandPoolCreateInfo::default().queue_family_index(self.queue_family);
+        // SAFETY: the device is alive; the pool is destroyed with it (`DeviceShared::drop`).
+        let pool = unsafe { self.raw.create_command_pool(&pool_info, None) }.or_vk("vkCreateCommandPool")?;
         let info = vk::CommandBufferAllocateInfo::default()
-            .command_pool(*pool)
+            .command_pool(pool)
             .level(vk::CommandBufferLevel::PRIMARY)
             .command_buffer_count(1);
-        // SAFETY: the pool is alive and only used under its lock.
-        let buffers = unsafe { self.raw.allocate_command_buffers(&info) }.or_vk("vkAllocateCommandBuffers")?;
-        Ok(buffers[0])
+        // SAFETY: the pool was just created and is used by this thread alone.
+        match unsafe { self.raw.allocate_command_buffers(&info) } {
+            Ok(buffers) => Ok(PooledCommandBuffer {
+                pool,
+                command_buffer: buffers[0],
+            }),
+            Err(result) => {
+                // SAFETY: the pool is empty and unused.
+                unsafe { self.raw.destroy_command_pool(pool, None) };
+                Err(vk_error(result, "vkAllocateCommandBuffers"))
+            }
+        }
     }
 
-    /// Returns a command buffer the device no longer executes to the pool.
-    pub(crate) fn free_command_buffer(&self, command_buffer: vk::CommandBuffer) {
-        let pool = self.command_pool.lock().unwrap_or_else(|p| p.into_inner());
-        // SAFETY: the command buffer came from this pool and is not pending (see the doc).
-        unsafe { self.raw.free_command_buffers(*pool, &[command_buffer]) };
+    /// Takes back a command buffer the device no longer executes (or never got), resetting it.
+    pub(crate) fn release_command_buffer(&self, pooled: PooledCommandBuffer) {
+        // SAFETY: the caller owns the pool alone and its command buffer is not pending.
+        let reset = unsafe {
+            self.raw
+                .reset_command_pool(pooled.pool, vk::CommandPoolResetFlags::empty())
+        };
+        if reset.is_ok() {
+            self.command_buffers
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(pooled);
+        } else {
+            // SAFETY: as above; a pool that cannot be reset is not reused.
+            unsafe { self.raw.destroy_command_pool(pooled.pool, None) };
+        }
     }
 
     /// Submits one batch: `command_buffer` (if any) after the waits, then the signals and the
@@ -178,9 +213,9 @@ impl DeviceShared {
 
     /// Fills all of `buffer` with zeros on the queue and waits: for memory the host cannot map.
     pub(crate) fn fill_now(&self, buffer: vk::Buffer) -> Result<()> {
-        let command_buffer = self.allocate_command_buffer()?;
-        let outcome = self.record_fill_and_run(command_buffer, buffer);
-        self.free_command_buffer(command_buffer);
+        let pooled = self.acquire_command_buffer()?;
+        let outcome = self.record_fill_and_run(pooled.command_buffer, buffer);
+        self.release_command_buffer(pooled);
         outcome
     }
 
@@ -210,8 +245,14 @@ impl Drop for DeviceShared {
         unsafe {
             let _ = self.raw.device_wait_idle();
             drop(self.memory().take());
-            self.raw
-                .destroy_command_pool(*self.command_pool.get_mut().unwrap_or_else(|p| p.into_inner()), None);
+            for pooled in self
+                .command_buffers
+                .get_mut()
+                .unwrap_or_else(|p| p.into_inner())
+                .drain(..)
+            {
+                self.raw.destroy_command_pool(pooled.pool, None);
+            }
             self.raw.destroy_pipeline_cache(self.pipeline_cache, None);
             self.raw.destroy_semaphore(self.progress, None);
             self.waiter.destroy();
@@ -269,9 +310,6 @@ impl VulkanDevice {
             allocation_sizes: Default::default(),
         })
         .map_err(|e| Error::internal(format!("creating the Vulkan memory allocator: {e}")))?;
-        let pool_info = vk::CommandPoolCreateInfo::default().queue_family_index(setup.queue_family);
-        // SAFETY: the device is alive; the pool is destroyed with it (DeviceShared::drop).
-        let command_pool = unsafe { raw.create_command_pool(&pool_info, None) }.or_vk("vkCreateCommandPool")?;
         // SAFETY: as above.
         let pipeline_cache = unsafe { raw.create_pipeline_cache(&vk::PipelineCacheCreateInfo::default(), None) }
             .or_vk("vkCreatePipelineCache")?;
@@ -293,7 +331,8 @@ impl VulkanDevice {
             memory: Mutex::new(Some(memory)),
             bytes_allocated: AtomicU64::new(0),
             bytes_peak: AtomicU64::new(0),
-            command_pool: Mutex::new(command_pool),
+            command_buffers: Mutex::new(Vec::new()),
+            queue_family: setup.queue_family,
             pipeline_cache,
             waiter,
             progress,
