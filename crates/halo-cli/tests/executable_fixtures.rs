@@ -162,3 +162,65 @@ fn lists_drivers_and_devices() {
     let devices = halo(&["devices".into()]);
     assert!(String::from_utf8_lossy(&devices.stdout).contains("local-sync://0"));
 }
+
+/// Whether `halo devices` lists a Vulkan device.
+fn vulkan_device_present() -> bool {
+    let output = halo(&["devices".to_string()]);
+    String::from_utf8_lossy(&output.stdout).contains("vulkan://")
+}
+
+/// The Vulkan builds of the fixtures (`<exe>.vulkan-spirv-fb.fb`) with their own flagfiles
+/// (`vulkan-spirv-fb/<exe>.<case>.flags`: the compiler picks other workgroup counts for GPUs)
+/// give the CPU's expected output, under strict validation (benchmark-only cases have none).
+#[test]
+fn every_vulkan_fixture_matches_iree_cpu_output() {
+    if !vulkan_device_present() {
+        println!("SKIPPED every_vulkan_fixture_matches_iree_cpu_output: no Vulkan device");
+        return;
+    }
+    let mut flagfiles: Vec<PathBuf> = std::fs::read_dir(fixtures().join("vulkan-spirv-fb"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "flags"))
+        .filter(|path| {
+            fixtures()
+                .join(path.file_name().unwrap())
+                .with_extension("expected")
+                .exists()
+        })
+        .collect();
+    flagfiles.sort();
+    assert!(
+        flagfiles.len() >= 10,
+        "expected the Vulkan cases, found {}",
+        flagfiles.len()
+    );
+    let mut failures = Vec::new();
+    for flags in &flagfiles {
+        let name = flags.file_stem().unwrap().to_string_lossy().to_string();
+        let executable = name.split('.').next().unwrap();
+        let expected = std::fs::read_to_string(fixtures().join(format!("{name}.expected"))).unwrap();
+        let file = fixtures().join(format!("{executable}.vulkan-spirv-fb.fb"));
+        let output = Command::new(env!("CARGO_BIN_EXE_halo"))
+            .env("HALO_VULKAN_VALIDATION", "strict")
+            .args([
+                "run-executable".to_string(),
+                "--device=vulkan".into(),
+                "--executable_format=vulkan-spirv-fb".into(),
+                format!("--executable_file={}", file.display()),
+                format!("--flagfile={}", flags.display()),
+                "--output_max_element_count=1048576".into(),
+            ])
+            .output()
+            .expect("running halo");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        if !output.status.success() || stdout.trim_end() != expected.trim_end() {
+            failures.push(format!(
+                "{name} (vulkan): status {}, stderr: {}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "mismatches:\n{}", failures.join("\n"));
+}

@@ -17,11 +17,30 @@ pub fn cases(dir: &Path) -> Vec<PathBuf> {
 
 /// Runs one case inside `dir` (flagfiles name inputs relative to it) with `extra` flags;
 /// returns a description of the difference, if any.
+#[allow(dead_code, reason = "each test binary uses its own subset of these helpers")]
 pub fn check_case(dir: &Path, flags: &Path, extra: &[&str]) -> Option<String> {
+    check_case_in(dir, dir, flags, extra, &[])
+}
+
+/// The module a case runs: `<module>.vmfb` in `modules` for `<module>.<case>.flags`.
+pub fn case_module(modules: &Path, flags: &Path) -> PathBuf {
     let name = flags.file_stem().unwrap().to_string_lossy().to_string();
-    let module = dir.join(format!("{}.vmfb", name.split('.').next().unwrap()));
+    modules.join(format!("{}.vmfb", name.split('.').next().unwrap()))
+}
+
+/// [`check_case`] with the module taken from `modules` and `envs` set for halo.
+pub fn check_case_in(
+    dir: &Path,
+    modules: &Path,
+    flags: &Path,
+    extra: &[&str],
+    envs: &[(&str, &str)],
+) -> Option<String> {
+    let name = flags.file_stem().unwrap().to_string_lossy().to_string();
+    let module = case_module(modules, flags);
     let output = Command::new(env!("CARGO_BIN_EXE_halo"))
         .current_dir(dir)
+        .envs(envs.iter().copied())
         .arg("run-module")
         .arg(format!("--module={}", module.display()))
         .arg(format!("--flagfile={}", flags.display()))

@@ -1,0 +1,151 @@
+//! `halo run-module --device=vulkan` on every model fixture compiled for Vulkan
+//! (`fixtures/models/vulkan`), against IREE's CPU output for the same case, with the Khronos
+//! validation layer in strict mode (any message fails the case). Without a Vulkan device it says
+//! that it skipped.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models")
+}
+
+fn vulkan_modules() -> PathBuf {
+    fixtures().join("vulkan")
+}
+
+/// Whether `halo devices` lists a Vulkan device.
+fn vulkan_device_present() -> bool {
+    let output = Command::new(env!("CARGO_BIN_EXE_halo"))
+        .arg("devices")
+        .output()
+        .expect("running halo devices");
+    String::from_utf8_lossy(&output.stdout).contains("vulkan://")
+}
+
+/// Cases where the SPIR-V kernels, not halo, give numbers that differ from the CPU's: IREE's own
+/// Vulkan driver prints exactly what halo prints for each (checked with `iree-run-module
+/// --device=vulkan` on lavapipe). These are compared with [`close_enough`] instead of as text.
+const KERNEL_DIFFERENCES: &[(&str, &str)] = &[
+    (
+        "elementwise_math.binary",
+        "remf(-0, 1) is +0 in lavapipe's SPIR-V OpFRem, -0 on the CPU",
+    ),
+    (
+        "elementwise_math.unary_special",
+        "lavapipe's exp(88.5) is 1 ulp below the CPU's correctly rounded value",
+    ),
+    (
+        "float16.to_f16",
+        "6e-8 becomes the f16 subnormal 5.96e-8 on lavapipe; the CPU kernel flushes it to 0",
+    ),
+    (
+        "onnx_mlp.basic",
+        "softmax's exp differs by 1 ulp between lavapipe and the CPU",
+    ),
+];
+
+/// Every number in `got` within 1e-5 (relative) or 1e-7 (absolute) of the one in `want` (NaNs
+/// match NaNs), the rest of the text equal.
+fn close_enough(got: &str, want: &str) -> bool {
+    let split = |text: &str| -> Vec<String> {
+        text.split(|c: char| c.is_whitespace() || c == '[' || c == ']' || c == '=')
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let (got, want) = (split(got), split(want));
+    got.len() == want.len()
+        && got
+            .iter()
+            .zip(&want)
+            .all(|(g, w)| match (g.parse::<f64>(), w.parse::<f64>()) {
+                (Ok(g), Ok(w)) => {
+                    g == w || (g.is_nan() && w.is_nan()) || (g - w).abs() <= 1e-7 || (g - w).abs() <= 1e-5 * w.abs()
+                }
+                _ => g == w,
+            })
+}
+
+/// Runs a case listed in [`KERNEL_DIFFERENCES`] and compares it numerically.
+fn check_tolerant(flags: &Path) -> Option<String> {
+    let module = common::case_module(&vulkan_modules(), flags);
+    let output = Command::new(env!("CARGO_BIN_EXE_halo"))
+        .current_dir(fixtures())
+        .env("HALO_VULKAN_VALIDATION", "strict")
+        .arg("run-module")
+        .arg("--device=vulkan")
+        .arg(format!("--module={}", module.display()))
+        .arg(format!("--flagfile={}", flags.display()))
+        .output()
+        .expect("running halo");
+    let got = String::from_utf8_lossy(&output.stdout);
+    let want = std::fs::read_to_string(flags.with_extension("expected")).unwrap();
+    let same = output.status.success() && close_enough(&got, &want);
+    (!same).then(|| format!("{}: got\n{got}\nwant (within tolerance)\n{want}", flags.display()))
+}
+
+#[test]
+fn close_enough_compares_numbers_not_text() {
+    assert!(close_enough("4xf32=[1 -0 2.72308E+38]", "4xf32=[1 0 2.72309E+38]"));
+    assert!(close_enough("2xf16=5.96046E-08 1", "2xf16=0 1"));
+    assert!(close_enough("2xf32=NAN -INF", "2xf32=NAN -INF"));
+    assert!(!close_enough("2xf32=1.001 1", "2xf32=1 1"));
+    assert!(!close_enough("2xi32=1 1", "3xi32=1 1"));
+    assert!(!close_enough("2xf32=1 1 1", "2xf32=1 1"));
+}
+
+#[test]
+fn every_vulkan_model_fixture_matches_iree_cpu_output() {
+    if !vulkan_device_present() {
+        println!("SKIPPED every_vulkan_model_fixture_matches_iree_cpu_output: no Vulkan device");
+        return;
+    }
+    let cases: Vec<PathBuf> = common::cases(&fixtures())
+        .into_iter()
+        .filter(|flags| common::case_module(&vulkan_modules(), flags).exists())
+        .collect();
+    let failures: Vec<String> = cases
+        .iter()
+        .filter_map(|flags| {
+            let name = flags.file_stem().unwrap().to_string_lossy();
+            if KERNEL_DIFFERENCES.iter().any(|(case, _)| *case == name) {
+                return check_tolerant(flags);
+            }
+            common::check_case_in(
+                &fixtures(),
+                &vulkan_modules(),
+                flags,
+                &["--device=vulkan"],
+                &[("HALO_VULKAN_VALIDATION", "strict")],
+            )
+        })
+        .collect();
+    assert!(cases.len() >= 100, "only {} Vulkan model cases found", cases.len());
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases differ on vulkan:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n---\n")
+    );
+}
+
+/// A program missing from `fixtures/models/vulkan` must be listed in its README with the reason.
+#[test]
+fn every_model_is_compiled_for_vulkan_or_explained() {
+    let readme = std::fs::read_to_string(vulkan_modules().join("README.md")).unwrap();
+    for entry in std::fs::read_dir(fixtures()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "mlir") {
+            let name = path.file_stem().unwrap().to_string_lossy().to_string();
+            let compiled = vulkan_modules().join(format!("{name}.vmfb")).exists();
+            assert!(
+                compiled || readme.contains(&format!("`{name}`")),
+                "{name}.mlir has no Vulkan module and fixtures/models/vulkan/README.md does not say why"
+            );
+        }
+    }
+}
