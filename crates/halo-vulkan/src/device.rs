@@ -60,6 +60,8 @@ pub(crate) struct DeviceShared {
     pub(crate) waiter: Arc<Waiter>,
     /// Timeline that every submitted batch signals, in submission order.
     pub(crate) progress: vk::Semaphore,
+    /// Semaphores dropped by their users, with the last batch that may refer to them.
+    retired_semaphores: Mutex<Vec<(vk::Semaphore, u64)>>,
 }
 
 impl DeviceShared {
@@ -186,6 +188,39 @@ impl DeviceShared {
         Ok(value)
     }
 
+    /// Destroys `semaphore` once no batch can refer to it any more.
+    ///
+    /// A host wait can see a semaphore's value before the batch that signalled it has finished
+    /// with it (lavapipe still touches signalled semaphores while it retires the batch; destroying
+    /// them at once crashed its queue thread). So a semaphore lives until a batch submitted after
+    /// its last possible use has completed: the queue retires batches in order.
+    pub(crate) fn retire_semaphore(&self, semaphore: vk::Semaphore) {
+        let last_use = self.submitted();
+        self.retired_semaphores
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((semaphore, last_use));
+        self.destroy_retired_semaphores();
+    }
+
+    /// Destroys the retired semaphores whose last possible batch is followed by a completed one.
+    pub(crate) fn destroy_retired_semaphores(&self) {
+        // SAFETY: the progress semaphore lives as long as the device.
+        let Ok(completed) = (unsafe { self.raw.get_semaphore_counter_value(self.progress) }) else {
+            return;
+        };
+        let mut retired = self.retired_semaphores.lock().unwrap_or_else(|p| p.into_inner());
+        retired.retain(|&(semaphore, last_use)| {
+            let done = last_use < completed;
+            if done {
+                // SAFETY: a batch submitted after every batch that could refer to the semaphore
+                // has completed, and batches complete in order.
+                unsafe { self.raw.destroy_semaphore(semaphore, None) };
+            }
+            !done
+        });
+    }
+
     /// The progress value of the last submitted batch.
     fn submitted(&self) -> u64 {
         self.queue.lock().unwrap_or_else(|p| p.into_inner()).submitted
@@ -244,6 +279,14 @@ impl Drop for DeviceShared {
         // Children are destroyed before the device.
         unsafe {
             let _ = self.raw.device_wait_idle();
+            for (semaphore, _) in self
+                .retired_semaphores
+                .get_mut()
+                .unwrap_or_else(|p| p.into_inner())
+                .drain(..)
+            {
+                self.raw.destroy_semaphore(semaphore, None);
+            }
             drop(self.memory().take());
             for pooled in self
                 .command_buffers
@@ -336,6 +379,7 @@ impl VulkanDevice {
             pipeline_cache,
             waiter,
             progress,
+            retired_semaphores: Mutex::new(Vec::new()),
         });
         Ok((shared, thread))
     }

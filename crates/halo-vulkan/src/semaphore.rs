@@ -70,9 +70,7 @@ impl Timeline {
 
 impl Drop for Timeline {
     fn drop(&mut self) {
-        // SAFETY: submissions that use the semaphore hold an `Arc` of it until they complete, and
-        // pending waiter timepoints hold one too, so no Vulkan work refers to it any more.
-        unsafe { self.shared.raw.destroy_semaphore(self.raw, None) };
+        self.shared.retire_semaphore(self.raw);
     }
 }
 

@@ -126,12 +126,13 @@ fn record_and_submit(shared: &Arc<DeviceShared>, wait: &Fence, signal: &Fence, w
     }
     let command_buffer = recorded.as_ref().map(Recorded::command_buffer);
     let done = shared.submit_batch(command_buffer, &waits, &signals)?;
-    let (wait, signal) = (wait.clone(), signal.clone());
+    let (wait, signal, device) = (wait.clone(), signal.clone(), shared.clone());
     shared.waiter.when_reached(
         shared.progress,
         done,
         Box::new(move |outcome| {
             drop((recorded, work));
+            device.destroy_retired_semaphores();
             let failed_wait = wait.timepoints().iter().find_map(|(s, _)| s.query().err());
             match outcome.err().or(failed_wait) {
                 None => {

@@ -1,7 +1,7 @@
 //! Strict validation really is on in the Vulkan tests: misuse that halo passes straight to Vulkan
 //! comes back as an error naming the validation layer's message.
 
-use halo_hal::{Device, DriverRegistry, Fence, QueueAffinity, Result};
+use halo_hal::{BufferParams, Device, DriverRegistry, Fence, QueueAffinity, Result};
 use halo_vulkan::Validation;
 use std::sync::Arc;
 
@@ -20,11 +20,23 @@ fn strict_validation_reports_misuse() {
         }
         other => other.expect("creating the Vulkan device"),
     };
-    // A timeline may only be signalled upwards; the HAL leaves that to the driver's API, so
-    // signalling 3 on a semaphore at 5 reaches vkQueueSubmit and the layer reports it.
+    // A timeline may only be signalled upwards; the HAL leaves that to the driver's API, so a
+    // submission that signals 3 on a semaphore at 5 reaches vkQueueSubmit and the layer reports it.
     let semaphore = device.create_semaphore(5).unwrap();
+    let buffer = device
+        .allocator()
+        .allocate_buffer(BufferParams::host_mappable(), 16)
+        .unwrap();
     let error = device
-        .queue_barrier(QueueAffinity::ANY, &Fence::new(), &Fence::at(semaphore, 3))
+        .queue_fill(
+            QueueAffinity::ANY,
+            &Fence::new(),
+            &Fence::at(semaphore, 3),
+            &buffer,
+            0,
+            16,
+            &[1],
+        )
         .unwrap_err();
     assert!(error.message().contains("validation layer reported"), "{error}");
     assert!(error.message().contains("VUID"), "{error}");
