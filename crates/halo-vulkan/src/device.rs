@@ -18,7 +18,7 @@ use std::any::Any;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long dropping a device waits for its queue to drain before leaking it instead.
 const DRAIN_ON_DROP: Duration = Duration::from_secs(10);
@@ -228,13 +228,7 @@ impl DeviceShared {
 
     /// Blocks until the progress timeline reaches `value`.
     pub(crate) fn wait_progress(&self, value: u64, timeout: Timeout) -> Result<()> {
-        let nanos = match timeout {
-            Timeout::Immediate => 0,
-            Timeout::Infinite => u64::MAX,
-            Timeout::Deadline(deadline) => {
-                u64::try_from(deadline.saturating_duration_since(Instant::now()).as_nanos()).unwrap_or(u64::MAX)
-            }
-        };
+        let nanos = crate::status::timeout_nanos(timeout);
         let semaphores = [self.progress];
         let values = [value];
         let info = vk::SemaphoreWaitInfo::default().semaphores(&semaphores).values(&values);

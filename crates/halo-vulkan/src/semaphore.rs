@@ -13,7 +13,6 @@ use halo_hal::semaphore::TimepointCallback;
 use halo_hal::{Error, Result, Semaphore, Timeout};
 use std::any::Any;
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
 
 /// A timeline semaphore of one Vulkan device.
 ///
@@ -113,13 +112,7 @@ impl Semaphore for VulkanSemaphore {
     fn wait(&self, value: u64, timeout: Timeout) -> Result<()> {
         let timeline = &self.0;
         timeline.check_failure()?;
-        let nanos = match timeout {
-            Timeout::Immediate => 0,
-            Timeout::Infinite => u64::MAX,
-            Timeout::Deadline(deadline) => {
-                u64::try_from(deadline.saturating_duration_since(Instant::now()).as_nanos()).unwrap_or(u64::MAX)
-            }
-        };
+        let nanos = crate::status::timeout_nanos(timeout);
         let semaphores = [timeline.raw];
         let values = [value];
         let info = vk::SemaphoreWaitInfo::default().semaphores(&semaphores).values(&values);

@@ -1,7 +1,19 @@
 //! Vulkan result codes as halo errors.
 
 use ash::vk;
-use halo_hal::{Error, StatusCode};
+use halo_hal::{Error, StatusCode, Timeout};
+use std::time::Instant;
+
+/// A HAL timeout as the nanoseconds Vulkan's waits take (`u64::MAX` waits forever).
+pub(crate) fn timeout_nanos(timeout: Timeout) -> u64 {
+    match timeout {
+        Timeout::Immediate => 0,
+        Timeout::Infinite => u64::MAX,
+        Timeout::Deadline(deadline) => {
+            u64::try_from(deadline.saturating_duration_since(Instant::now()).as_nanos()).unwrap_or(u64::MAX)
+        }
+    }
+}
 
 /// The error for `result`, returned by the Vulkan call described by `what`.
 pub(crate) fn vk_error(result: vk::Result, what: &str) -> Error {
