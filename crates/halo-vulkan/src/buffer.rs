@@ -54,11 +54,7 @@ impl VulkanAllocation {
     /// The `VkBuffer` and the offset of `buffer` within it, checking that it belongs to the
     /// device `shared`.
     pub(crate) fn of<'a>(buffer: &'a Buffer, shared: &Arc<DeviceShared>) -> Result<&'a VulkanAllocation> {
-        let allocation = buffer
-            .allocation()
-            .as_any()
-            .downcast_ref::<VulkanAllocation>()
-            .ok_or_else(|| Error::invalid_argument(format!("{buffer:?} is not a Vulkan buffer")))?;
+        let allocation = halo_hal::downcast::<VulkanAllocation>(buffer.allocation().as_any(), "buffer")?;
         if !Arc::ptr_eq(&allocation.shared, shared) {
             return Err(Error::invalid_argument(format!(
                 "{buffer:?} belongs to another Vulkan device"

@@ -54,9 +54,16 @@ impl Waiter {
             std::thread::Builder::new()
                 .name("halo-vulkan-waiter".into())
                 .spawn(move || waiter.run())
-                .map_err(|e| Error::resource_exhausted(format!("starting the Vulkan waiter thread: {e}")))?
         };
-        Ok((waiter, thread))
+        match thread {
+            Ok(thread) => Ok((waiter, thread)),
+            Err(e) => {
+                waiter.destroy();
+                Err(Error::resource_exhausted(format!(
+                    "starting the Vulkan waiter thread: {e}"
+                )))
+            }
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -88,10 +95,8 @@ impl Waiter {
             .semaphore(self.wake)
             .value(state.wake_value);
         // SAFETY: the wake semaphore lives as long as the waiter; values only rise (under lock).
-        if let Err(result) = unsafe { self.device.signal_semaphore(&info) } {
-            // Nothing to report to: the thread would then only wake on other timepoints.
-            let _ = result;
-        }
+        // A failure has no one to report to: the thread then wakes on the other timepoints only.
+        let _ = unsafe { self.device.signal_semaphore(&info) };
     }
 
     fn run(&self) {

@@ -315,15 +315,15 @@ impl VulkanDevice {
         let setup = crate::features::DeviceSetup::query(&instance, physical)
             .map_err(|e| e.context(format!("checking Vulkan device '{}'", info.name)))?;
         let raw = setup.create_device(&instance, physical)?;
-        let shared = match Self::share(instance, physical, raw.clone(), &setup) {
+        let (shared, waiter_thread) = match Self::share(instance, physical, raw.clone(), &setup) {
             Ok(shared) => shared,
             Err(error) => {
-                // SAFETY: nothing was created from the device that `share` did not clean up.
+                // SAFETY: `share` destroys what it created before failing, so the device has no
+                // children left.
                 unsafe { raw.destroy_device(None) };
                 return Err(error);
             }
         };
-        let (shared, waiter_thread) = shared;
         Ok(VulkanDevice {
             allocator: VulkanAllocator::new(shared.clone()),
             shared,
@@ -350,8 +350,27 @@ impl VulkanDevice {
         // SAFETY: as above.
         let pipeline_cache = unsafe { raw.create_pipeline_cache(&vk::PipelineCacheCreateInfo::default(), None) }
             .or_vk("vkCreatePipelineCache")?;
-        let progress = create_timeline(&raw, 0)?;
-        let (waiter, thread) = Waiter::start(raw.clone())?;
+        // On a failure below, what was created before it is destroyed; the caller then destroys
+        // the device.
+        let progress = match create_timeline(&raw, 0) {
+            Ok(progress) => progress,
+            Err(error) => {
+                // SAFETY: just created, used by nothing.
+                unsafe { raw.destroy_pipeline_cache(pipeline_cache, None) };
+                return Err(error);
+            }
+        };
+        let (waiter, thread) = match Waiter::start(raw.clone()) {
+            Ok(started) => started,
+            Err(error) => {
+                // SAFETY: just created, used by nothing.
+                unsafe {
+                    raw.destroy_semaphore(progress, None);
+                    raw.destroy_pipeline_cache(pipeline_cache, None);
+                }
+                return Err(error);
+            }
+        };
         // SAFETY: queue 0 of the family the device was created with.
         let queue = unsafe { raw.get_device_queue(setup.queue_family, 0) };
         let shared = Arc::new(DeviceShared {
