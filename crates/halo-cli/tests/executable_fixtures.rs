@@ -1,4 +1,7 @@
-//! `halo run-executable` on every fixture case, in both CPU formats, against IREE's recorded output.
+//! `halo run-executable` on every fixture case, in both CPU formats (and the Vulkan builds where a
+//! Vulkan device exists), against IREE's recorded CPU output.
+
+mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -163,18 +166,12 @@ fn lists_drivers_and_devices() {
     assert!(String::from_utf8_lossy(&devices.stdout).contains("local-sync://0"));
 }
 
-/// Whether `halo devices` lists a Vulkan device.
-fn vulkan_device_present() -> bool {
-    let output = halo(&["devices".to_string()]);
-    String::from_utf8_lossy(&output.stdout).contains("vulkan://")
-}
-
 /// The Vulkan builds of the fixtures (`<exe>.vulkan-spirv-fb.fb`) with their own flagfiles
 /// (`vulkan-spirv-fb/<exe>.<case>.flags`: the compiler picks other workgroup counts for GPUs)
 /// give the CPU's expected output, under strict validation (benchmark-only cases have none).
 #[test]
 fn every_vulkan_fixture_matches_iree_cpu_output() {
-    if !vulkan_device_present() {
+    if !common::vulkan_device_present() {
         println!("SKIPPED every_vulkan_fixture_matches_iree_cpu_output: no Vulkan device");
         return;
     }

@@ -6,7 +6,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models")
@@ -14,15 +13,6 @@ fn fixtures() -> PathBuf {
 
 fn vulkan_modules() -> PathBuf {
     fixtures().join("vulkan")
-}
-
-/// Whether `halo devices` lists a Vulkan device.
-fn vulkan_device_present() -> bool {
-    let output = Command::new(env!("CARGO_BIN_EXE_halo"))
-        .arg("devices")
-        .output()
-        .expect("running halo devices");
-    String::from_utf8_lossy(&output.stdout).contains("vulkan://")
 }
 
 /// Cases where the SPIR-V kernels, not halo, give numbers that differ from the CPU's: IREE's own
@@ -69,24 +59,6 @@ fn close_enough(got: &str, want: &str) -> bool {
             })
 }
 
-/// Runs a case listed in [`KERNEL_DIFFERENCES`] and compares it numerically.
-fn check_tolerant(flags: &Path) -> Option<String> {
-    let module = common::case_module(&vulkan_modules(), flags);
-    let output = Command::new(env!("CARGO_BIN_EXE_halo"))
-        .current_dir(fixtures())
-        .env("HALO_VULKAN_VALIDATION", "strict")
-        .arg("run-module")
-        .arg("--device=vulkan")
-        .arg(format!("--module={}", module.display()))
-        .arg(format!("--flagfile={}", flags.display()))
-        .output()
-        .expect("running halo");
-    let got = String::from_utf8_lossy(&output.stdout);
-    let want = std::fs::read_to_string(flags.with_extension("expected")).unwrap();
-    let same = output.status.success() && close_enough(&got, &want);
-    (!same).then(|| format!("{}: got\n{got}\nwant (within tolerance)\n{want}", flags.display()))
-}
-
 #[test]
 fn close_enough_compares_numbers_not_text() {
     assert!(close_enough("4xf32=[1 -0 2.72308E+38]", "4xf32=[1 0 2.72309E+38]"));
@@ -99,7 +71,7 @@ fn close_enough_compares_numbers_not_text() {
 
 #[test]
 fn every_vulkan_model_fixture_matches_iree_cpu_output() {
-    if !vulkan_device_present() {
+    if !common::vulkan_device_present() {
         println!("SKIPPED every_vulkan_model_fixture_matches_iree_cpu_output: no Vulkan device");
         return;
     }
@@ -111,15 +83,18 @@ fn every_vulkan_model_fixture_matches_iree_cpu_output() {
         .iter()
         .filter_map(|flags| {
             let name = flags.file_stem().unwrap().to_string_lossy();
-            if KERNEL_DIFFERENCES.iter().any(|(case, _)| *case == name) {
-                return check_tolerant(flags);
-            }
+            let kernel_difference = KERNEL_DIFFERENCES.iter().any(|(case, _)| *case == name);
             common::check_case_in(
                 &fixtures(),
                 &vulkan_modules(),
                 flags,
                 &["--device=vulkan"],
                 &[("HALO_VULKAN_VALIDATION", "strict")],
+                if kernel_difference {
+                    close_enough
+                } else {
+                    common::same_text
+                },
             )
         })
         .collect();

@@ -1,5 +1,6 @@
 //! Runs `halo run-module` on fixture cases (`<module>.<case>.flags` next to `<module>.vmfb`) and
 //! compares with what `iree-run-module` printed (`.expected`) or failed with (`.expected-error`).
+#![allow(dead_code, reason = "each test binary uses its own subset of these helpers")]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,9 +18,13 @@ pub fn cases(dir: &Path) -> Vec<PathBuf> {
 
 /// Runs one case inside `dir` (flagfiles name inputs relative to it) with `extra` flags;
 /// returns a description of the difference, if any.
-#[allow(dead_code, reason = "each test binary uses its own subset of these helpers")]
 pub fn check_case(dir: &Path, flags: &Path, extra: &[&str]) -> Option<String> {
-    check_case_in(dir, dir, flags, extra, &[])
+    check_case_in(dir, dir, flags, extra, &[], same_text)
+}
+
+/// Printed outputs equal but for trailing whitespace.
+pub fn same_text(got: &str, want: &str) -> bool {
+    got.trim_end() == want.trim_end()
 }
 
 /// The module a case runs: `<module>.vmfb` in `modules` for `<module>.<case>.flags`.
@@ -28,13 +33,15 @@ pub fn case_module(modules: &Path, flags: &Path) -> PathBuf {
     modules.join(format!("{}.vmfb", name.split('.').next().unwrap()))
 }
 
-/// [`check_case`] with the module taken from `modules` and `envs` set for halo.
+/// [`check_case`] with the module taken from `modules`, `envs` set for halo, and printed outputs
+/// compared by `same`.
 pub fn check_case_in(
     dir: &Path,
     modules: &Path,
     flags: &Path,
     extra: &[&str],
     envs: &[(&str, &str)],
+    same: fn(&str, &str) -> bool,
 ) -> Option<String> {
     let name = flags.file_stem().unwrap().to_string_lossy().to_string();
     let module = case_module(modules, flags);
@@ -52,8 +59,8 @@ pub fn check_case_in(
     let expected = flags.with_extension("expected");
     if expected.exists() {
         let want = std::fs::read_to_string(&expected).unwrap();
-        let same = output.status.success() && stdout.trim_end() == want.trim_end();
-        return (!same).then(|| format!("{name} {extra:?}: got\n{stdout}{stderr}\nwant\n{want}"));
+        let matches = output.status.success() && same(&stdout, &want);
+        return (!matches).then(|| format!("{name} {extra:?}: got\n{stdout}{stderr}\nwant\n{want}"));
     }
     // "CODE; message": the status code name and a substring of the message.
     let want = std::fs::read_to_string(flags.with_extension("expected-error"))
@@ -67,4 +74,13 @@ pub fn check_case_in(
             output.status
         )
     })
+}
+
+/// Whether `halo devices` lists a Vulkan device.
+pub fn vulkan_device_present() -> bool {
+    let output = Command::new(env!("CARGO_BIN_EXE_halo"))
+        .arg("devices")
+        .output()
+        .expect("running halo devices");
+    String::from_utf8_lossy(&output.stdout).contains("vulkan://")
 }
