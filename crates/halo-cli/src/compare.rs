@@ -5,7 +5,7 @@ use crate::module_args::{parse_scalar, parse_tensor};
 use clap::Args;
 use halo_hal::buffer_view::shape_text;
 use halo_hal::element_text::format_element;
-use halo_hal::{ElementType, HostTensor, NumericalType, Result, ResultExt};
+use halo_hal::{Device, ElementType, HostTensor, NumericalType, Result, ResultExt};
 use halo_runtime::{format_output, tensor, Value};
 
 /// Tolerances of the approximate comparison (IREE's flags and defaults).
@@ -49,7 +49,13 @@ pub struct Report {
 }
 
 /// Compares `results` with the `expected` texts.
-pub fn compare(results: &[Value], expected: &[String], tolerances: &Tolerances, max_elements: usize) -> Result<Report> {
+pub fn compare(
+    device: &dyn Device,
+    results: &[Value],
+    expected: &[String],
+    tolerances: &Tolerances,
+    max_elements: usize,
+) -> Result<Report> {
     let mut failures = Vec::new();
     if results.len() != expected.len() {
         failures.push(format!(
@@ -62,7 +68,7 @@ pub fn compare(results: &[Value], expected: &[String], tolerances: &Tolerances, 
         if want == "(ignored)" {
             continue;
         }
-        let failure = compare_one(result, want, tolerances, max_elements)
+        let failure = compare_one(device, result, want, tolerances, max_elements)
             .with_context(|| format!("parsing expected output {index} '{want}'"))?;
         if let Some(why) = failure {
             failures.push(format!("[FAILED] result[{index}]: {why}"));
@@ -81,16 +87,22 @@ pub fn compare(results: &[Value], expected: &[String], tolerances: &Tolerances, 
     })
 }
 
-fn compare_one(result: &Value, want: &str, tolerances: &Tolerances, max_elements: usize) -> Result<Option<String>> {
+fn compare_one(
+    device: &dyn Device,
+    result: &Value,
+    want: &str,
+    tolerances: &Tolerances,
+    max_elements: usize,
+) -> Result<Option<String>> {
     let Value::Ref(Some(_)) = result else {
         let expected = parse_scalar(result.cconv_char(), want)?;
         let (actual, expected) = (
-            format_output(result, max_elements)?,
-            format_output(&expected, max_elements)?,
+            format_output(device, result, max_elements)?,
+            format_output(device, &expected, max_elements)?,
         );
         return Ok((actual != expected).then(|| format!("value {actual} does not match the expected {expected}")));
     };
-    let actual = tensor::to_host(result)?;
+    let actual = tensor::to_host(device, result)?;
     let expected = parse_tensor(want)?;
     let meta = |t: &HostTensor| shape_text(&t.shape, t.element_type);
     let views = || {

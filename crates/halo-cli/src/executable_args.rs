@@ -85,7 +85,7 @@ impl ExecutableArgs {
             .enumerate()
             .map(|(ordinal, text)| {
                 let tensor = HostTensor::parse(text)?;
-                BufferView::from_host(device.allocator(), BufferParams::host_mappable(), &tensor)
+                BufferView::from_host(device.as_ref(), BufferParams::device_local(), &tensor)
                     .with_context(|| format!("allocating binding {ordinal}"))
             })
             .collect::<Result<Vec<_>>>()?;

@@ -17,7 +17,9 @@ pub fn run(registry: &DriverRegistry, args: &RunExecutableArgs) -> Result<()> {
     device.queue_execute(QueueAffinity::ANY, &Fence::new(), &done, Some(&command_buffer), &[])?;
     done.wait(Timeout::Infinite).context("running the dispatch")?;
     for (ordinal, view) in setup.bindings.iter().enumerate() {
-        let tensor = view.to_host().with_context(|| format!("reading binding {ordinal}"))?;
+        let tensor = view
+            .to_host(device.as_ref())
+            .with_context(|| format!("reading binding {ordinal}"))?;
         println!("{}", tensor.format(args.output_max_element_count));
     }
     Ok(())

@@ -4,7 +4,7 @@
 use crate::compare::{compare, Tolerances};
 use crate::module_args::ModuleArgs;
 use clap::Args;
-use halo_hal::{DriverRegistry, Error, Result, ResultExt};
+use halo_hal::{Device, DriverRegistry, Error, Result, ResultExt};
 use halo_runtime::{format_output, tensor, Value};
 use std::io::Write;
 use std::path::Path;
@@ -41,9 +41,11 @@ pub struct RunModuleArgs {
 pub fn run(registry: &DriverRegistry, args: &RunModuleArgs) -> Result<()> {
     let prepared = args.module.prepare(registry)?;
     let results = prepared.session.call(&prepared.function, &prepared.inputs)?;
+    let device = &**prepared.session.device();
     println!("EXEC @{}", args.module.function);
     if !args.expected_output.is_empty() {
         let report = compare(
+            device,
             &results,
             &args.expected_output,
             &args.tolerances,
@@ -59,17 +61,17 @@ pub fn run(registry: &DriverRegistry, args: &RunModuleArgs) -> Result<()> {
     }
     for (index, value) in results.iter().enumerate() {
         let target = args.output.get(index).map(String::as_str).unwrap_or("-");
-        write_output(index, value, target, args.output_max_element_count)
+        write_output(device, index, value, target, args.output_max_element_count)
             .with_context(|| format!("writing result {index} to '{target}'"))?;
     }
     Ok(())
 }
 
-fn write_output(index: usize, value: &Value, target: &str, max_elements: usize) -> Result<()> {
+fn write_output(device: &dyn Device, index: usize, value: &Value, target: &str, max_elements: usize) -> Result<()> {
     match target {
         "" => Ok(()),
         "-" => {
-            println!("result[{index}]: {}", format_output(value, max_elements)?);
+            println!("result[{index}]: {}", format_output(device, value, max_elements)?);
             Ok(())
         }
         _ => {
@@ -78,7 +80,7 @@ fn write_output(index: usize, value: &Value, target: &str, max_elements: usize) 
                 ("+", path) => (true, path),
                 _ => return Err(Error::invalid_argument("an output is '-', empty, '@file' or '+file'")),
             };
-            let tensor = tensor::to_host(value)?;
+            let tensor = tensor::to_host(device, value)?;
             if path.ends_with(".npy") {
                 return halo_runtime::npy::write(Path::new(path), &tensor, append);
             }

@@ -71,8 +71,22 @@ fn close_enough_compares_numbers_not_text() {
 
 #[test]
 fn every_vulkan_model_fixture_matches_iree_cpu_output() {
+    check_every_case("every_vulkan_model_fixture_matches_iree_cpu_output", "--device=vulkan");
+}
+
+/// The same with device-local memory kept from the host, as on a discrete GPU: inputs, outputs
+/// and the values programs read back all go through staging copies on the queue.
+#[test]
+fn every_vulkan_model_fixture_matches_with_unmapped_device_memory() {
+    check_every_case(
+        "every_vulkan_model_fixture_matches_with_unmapped_device_memory",
+        "--device=vulkan://?device_local_mappable=false",
+    );
+}
+
+fn check_every_case(test: &str, device_flag: &str) {
     if !common::vulkan_device_present() {
-        println!("SKIPPED every_vulkan_model_fixture_matches_iree_cpu_output: no Vulkan device");
+        println!("SKIPPED {test}: no Vulkan device");
         return;
     }
     let cases: Vec<PathBuf> = common::cases(&fixtures())
@@ -88,7 +102,7 @@ fn every_vulkan_model_fixture_matches_iree_cpu_output() {
                 &fixtures(),
                 &vulkan_modules(),
                 flags,
-                &["--device=vulkan"],
+                &[device_flag],
                 &[("HALO_VULKAN_VALIDATION", "strict")],
                 if kernel_difference {
                     close_enough
@@ -101,7 +115,7 @@ fn every_vulkan_model_fixture_matches_iree_cpu_output() {
     assert!(cases.len() >= 100, "only {} Vulkan model cases found", cases.len());
     assert!(
         failures.is_empty(),
-        "{} of {} cases differ on vulkan:\n{}",
+        "{} of {} cases differ on {device_flag}:\n{}",
         failures.len(),
         cases.len(),
         failures.join("\n---\n")

@@ -1,10 +1,11 @@
 //! Buffer views: a buffer plus shape and element type, what programs pass in and out.
 
-use crate::allocator::Allocator;
 use crate::buffer::Buffer;
 use crate::buffer_view_text::{element_count, HostTensor};
+use crate::device::Device;
 use crate::element_type::ElementType;
 use crate::memory::BufferParams;
+use crate::transfer;
 use crate::{Error, Result};
 use smallvec::SmallVec;
 
@@ -49,10 +50,11 @@ impl BufferView {
         })
     }
 
-    /// Allocates a host-mappable buffer holding `tensor`'s bytes.
-    pub fn from_host(allocator: &dyn Allocator, params: BufferParams, tensor: &HostTensor) -> Result<Self> {
-        let buffer = allocator.allocate_buffer(params, tensor.bytes.len() as u64)?;
-        buffer.map_write(0, &tensor.bytes)?;
+    /// Allocates a buffer of `params` on `device` holding `tensor`'s bytes, staged through the
+    /// queue when the host cannot map it.
+    pub fn from_host(device: &dyn Device, params: BufferParams, tensor: &HostTensor) -> Result<Self> {
+        let buffer = device.allocator().allocate_buffer(params, tensor.bytes.len() as u64)?;
+        transfer::write(device, &buffer, 0, &tensor.bytes)?;
         BufferView::new(buffer, &tensor.shape, tensor.element_type, Encoding::DenseRowMajor)
     }
 
@@ -81,10 +83,11 @@ impl BufferView {
         self.element_count() * self.element_type.byte_size() as u64
     }
 
-    /// Reads the contents back into host memory (the buffer must be host-mappable).
-    pub fn to_host(&self) -> Result<HostTensor> {
+    /// Reads the contents of this view on `device` back into host memory, staged through the
+    /// queue when the host cannot map the buffer.
+    pub fn to_host(&self, device: &dyn Device) -> Result<HostTensor> {
         let mut bytes = vec![0u8; self.byte_length() as usize];
-        self.buffer.map_read(0, &mut bytes)?;
+        transfer::read(device, &self.buffer, 0, &mut bytes)?;
         Ok(HostTensor {
             shape: self.shape.to_vec(),
             element_type: self.element_type,

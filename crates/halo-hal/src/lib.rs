@@ -31,6 +31,7 @@ pub mod fence;
 pub mod host_memory;
 pub mod memory;
 pub mod semaphore;
+pub mod transfer;
 
 pub use allocator::{Allocator, AllocatorStatistics, HeapAllocator, MemoryHeap};
 pub use buffer::{host_transfer, Allocation, Buffer, Mapping, Overlap, WHOLE_BUFFER};

@@ -145,11 +145,21 @@ impl Default for BufferParams {
 }
 
 impl BufferParams {
-    /// Host-visible memory the host can map and the device can use: what CLI inputs need.
+    /// Host-visible memory the host can map and the device can use.
     pub fn host_mappable() -> Self {
         BufferParams {
             memory_type: MemoryType::HOST_LOCAL | MemoryType::DEVICE_VISIBLE,
             usage: BufferUsage::DEFAULT | BufferUsage::MAPPING,
+            ..Default::default()
+        }
+    }
+
+    /// Memory the device uses fastest, mapped by the host only where the device allows it: what
+    /// program inputs need (filled through [`crate::transfer`]).
+    pub fn device_local() -> Self {
+        BufferParams {
+            memory_type: MemoryType::DEVICE_LOCAL,
+            usage: BufferUsage::DEFAULT | BufferUsage::MAPPING_SCOPED | BufferUsage::MAPPING_OPTIONAL,
             ..Default::default()
         }
     }

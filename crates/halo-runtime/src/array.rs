@@ -104,7 +104,7 @@ pub fn array_input<A: Element>(device: &dyn Device, array: ArrayD<A>) -> Result<
 /// # Errors
 /// `InvalidArgument` when the value is not a buffer view or its element type is not `A` (integers
 /// match by width, whatever their signedness); mapping failures.
-pub fn to_array<A: Element>(value: &Value) -> Result<ArrayD<A>> {
+pub fn to_array<A: Element>(device: &dyn Device, value: &Value) -> Result<ArrayD<A>> {
     let view = as_buffer_view(value)?;
     if !view.element_type().shares_storage_with(A::ELEMENT_TYPE) {
         return Err(Error::invalid_argument(format!(
@@ -117,6 +117,6 @@ pub fn to_array<A: Element>(value: &Value) -> Result<ArrayD<A>> {
     let shape: Vec<usize> = view.shape().iter().map(|&d| d as usize).collect();
     let mut array = ArrayD::<A>::from_elem(IxDyn(&shape), A::zeroed());
     let elements = array.as_slice_mut().expect("a new array is contiguous");
-    view.buffer().map_read(0, bytemuck::cast_slice_mut(elements))?;
+    halo_hal::transfer::read(device, view.buffer(), 0, bytemuck::cast_slice_mut(elements))?;
     Ok(array)
 }

@@ -8,7 +8,7 @@
 //! let function = session.function("main")?;
 //! let input = session.tensor_input(&HostTensor::parse("4xf32=1 2 3 4")?)?;
 //! let outputs = session.call(&function, &[input])?;
-//! println!("{}", halo_runtime::format_output(&outputs[0], 1024)?);
+//! println!("{}", halo_runtime::format_output(&**session.device(), &outputs[0], 1024)?);
 //! # Ok::<(), halo_runtime::Error>(())
 //! ```
 //!

@@ -11,7 +11,7 @@ use halo_vm::Value;
 /// # Errors
 /// Allocation failures.
 pub fn buffer_view_value(device: &dyn Device, tensor: &HostTensor) -> Result<Value> {
-    let view = BufferView::from_host(device.allocator(), BufferParams::host_mappable(), tensor)?;
+    let view = BufferView::from_host(device, BufferParams::device_local(), tensor)?;
     Ok(view_value(view))
 }
 
@@ -31,25 +31,31 @@ pub fn as_buffer_view(value: &Value) -> Result<&BufferView> {
     }
 }
 
-/// Reads a buffer-view value back into host memory.
+/// Reads a buffer-view value on `device` back into host memory.
 ///
 /// # Errors
-/// As [`as_buffer_view`]; mapping failures for memory the host cannot read.
-pub fn to_host(value: &Value) -> Result<HostTensor> {
-    as_buffer_view(value)?.to_host()
+/// As [`as_buffer_view`]; failures of the transfer.
+pub fn to_host(device: &dyn Device, value: &Value) -> Result<HostTensor> {
+    as_buffer_view(value)?.to_host(device)
 }
 
 /// Formats a call result as `iree-run-module` prints it after `result[i]: `: `i32=5`,
 /// `f32=0.5`, `hal.buffer_view` and its contents on the next line (at most `max_elements`),
-/// lists as `vm.list` and one `child_list[i]: ...` line per item.
+/// lists as `vm.list` and one `child_list[i]: ...` line per item. Buffer views are read from
+/// `device`.
 ///
 /// # Errors
 /// Reading a buffer view's contents failed.
-pub fn format_output(value: &Value, max_elements: usize) -> Result<String> {
-    format_typed(value, None, max_elements)
+pub fn format_output(device: &dyn Device, value: &Value, max_elements: usize) -> Result<String> {
+    format_typed(device, value, None, max_elements)
 }
 
-fn format_typed(value: &Value, element_type: Option<&ListElementType>, max_elements: usize) -> Result<String> {
+fn format_typed(
+    device: &dyn Device,
+    value: &Value,
+    element_type: Option<&ListElementType>,
+    max_elements: usize,
+) -> Result<String> {
     Ok(match value {
         Value::I32(v) => match element_type {
             Some(ListElementType::I8) => format!("i8={v}"),
@@ -62,11 +68,11 @@ fn format_typed(value: &Value, element_type: Option<&ListElementType>, max_eleme
         Value::Ref(None) => "(null)".to_string(),
         Value::Ref(Some(r)) => {
             if let Some(view) = r.downcast::<HalBufferView>() {
-                format!("hal.buffer_view\n{}", view.0.to_host()?.format(max_elements))
+                format!("hal.buffer_view\n{}", view.0.to_host(device)?.format(max_elements))
             } else if let Some(list) = r.downcast::<List>() {
                 let mut text = String::from("vm.list\n");
                 for (index, item) in list.to_vec().iter().enumerate() {
-                    let item = format_typed(item, Some(list.element_type()), max_elements)?;
+                    let item = format_typed(device, item, Some(list.element_type()), max_elements)?;
                     text.push_str(&format!("child_list[{index}]: {item}\n"));
                 }
                 text

@@ -39,12 +39,12 @@ fn aligned_row_major_arrays_are_used_in_place_and_results_come_back_as_arrays() 
         assert_eq!(placement, Placement::InPlace);
         // The buffer reads the array's own memory: its contents are the array's.
         assert_eq!(address % 64, 0);
-        let lent = tensor::to_host(&a_value).unwrap();
+        let lent = tensor::to_host(session.device().as_ref(), &a_value).unwrap();
         assert_eq!(lent.bytes, le_bytes(&[1.5, 2.0, -3.0, 4.0]));
         let b = ArrayD::from_shape_vec(IxDyn(&[4]), vec![10.0f32, 20.0, 30.0, 0.25]).unwrap();
         let (b_value, _) = array_input(session.device().as_ref(), b).unwrap();
         let outputs = session.call(&function, &[a_value, b_value]).unwrap();
-        let sum = to_array::<f32>(&outputs[0]).unwrap();
+        let sum = to_array::<f32>(session.device().as_ref(), &outputs[0]).unwrap();
         assert_eq!(sum.shape(), &[4]);
         assert_eq!(sum.as_slice().unwrap(), &[11.5, 22.0, 27.0, 4.25], "on {device}");
     }
@@ -59,7 +59,7 @@ fn arrays_that_are_not_row_major_are_copied_in_row_major_order() {
         .reversed_axes();
     let (value, placement) = array_input(device, transposed).unwrap();
     assert_eq!(placement, Placement::Copied);
-    let back = to_array::<i32>(&value).unwrap();
+    let back = to_array::<i32>(session.device().as_ref(), &value).unwrap();
     assert_eq!(back.as_slice().unwrap(), &[1, 3, 2, 4]);
     assert_eq!(back.shape(), &[2, 2]);
 }
@@ -69,7 +69,7 @@ fn reading_a_result_as_the_wrong_element_type_names_both_types() {
     let session = session("local-sync");
     let values = ArrayD::from_shape_vec(IxDyn(&[4]), vec![1.0f32; 4]).unwrap();
     let (value, _) = array_input(session.device().as_ref(), values).unwrap();
-    let error = to_array::<i32>(&value).unwrap_err();
+    let error = to_array::<i32>(session.device().as_ref(), &value).unwrap_err();
     assert_eq!(error.code(), StatusCode::InvalidArgument);
     assert!(
         error.to_string().contains("f32") && error.to_string().contains("si32"),
@@ -78,5 +78,11 @@ fn reading_a_result_as_the_wrong_element_type_names_both_types() {
     // Integers read back whatever their signedness, as programs treat them.
     let ints = ArrayD::from_shape_vec(IxDyn(&[2]), vec![-1i32, 7]).unwrap();
     let (value, _) = array_input(session.device().as_ref(), ints).unwrap();
-    assert_eq!(to_array::<u32>(&value).unwrap().as_slice().unwrap(), &[u32::MAX, 7]);
+    assert_eq!(
+        to_array::<u32>(session.device().as_ref(), &value)
+            .unwrap()
+            .as_slice()
+            .unwrap(),
+        &[u32::MAX, 7]
+    );
 }

@@ -43,7 +43,7 @@ fn blocking_call_adds_tensors_on_both_cpu_devices() {
             .zip(f32s(&HostTensor::parse(b).unwrap()))
             .map(|(x, y)| x + y)
             .collect();
-        let result = tensor::to_host(&outputs[0]).unwrap();
+        let result = tensor::to_host(session.device().as_ref(), &outputs[0]).unwrap();
         assert_eq!(result.shape, vec![4]);
         assert_eq!(f32s(&result), sum, "on {device}");
     }
@@ -63,11 +63,14 @@ fn coarse_fences_function_completes_through_its_signal_fence() {
     let blocking = session.call(&function, &inputs).unwrap();
     let asynchronous = pollster::block_on(session.call_async(&function, inputs)).unwrap();
     for outputs in [&blocking, &asynchronous] {
-        let sum = f32s(&tensor::to_host(&outputs[0]).unwrap());
+        let sum = f32s(&tensor::to_host(session.device().as_ref(), &outputs[0]).unwrap());
         assert_eq!(sum, vec![1.5, 2.5, 3.5, 3.0, 4.0, 5.0]);
         // Row sums of `sum`, scaled by the f32 argument.
         let expected: Vec<f32> = sum.chunks(3).map(|row| row.iter().sum::<f32>() * 2.0).collect();
-        assert_eq!(f32s(&tensor::to_host(&outputs[1]).unwrap()), expected);
+        assert_eq!(
+            f32s(&tensor::to_host(session.device().as_ref(), &outputs[1]).unwrap()),
+            expected
+        );
     }
 }
 
@@ -77,7 +80,10 @@ fn sync_function_called_async_runs_off_the_calling_thread() {
     let function = session.function("tiny_add").unwrap();
     let inputs = vec![input(&session, "4xf32=1 2 3 4"), input(&session, "4xf32=4")];
     let outputs = pollster::block_on(session.call_async(&function, inputs)).unwrap();
-    assert_eq!(f32s(&tensor::to_host(&outputs[0]).unwrap()), vec![5.0, 6.0, 7.0, 8.0]);
+    assert_eq!(
+        f32s(&tensor::to_host(session.device().as_ref(), &outputs[0]).unwrap()),
+        vec![5.0, 6.0, 7.0, 8.0]
+    );
 }
 
 #[test]

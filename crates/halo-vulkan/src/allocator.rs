@@ -68,10 +68,18 @@ impl Allocator for VulkanAllocator {
     fn memory_heaps(&self) -> Vec<MemoryHeap> {
         let properties = &self.shared.memory_properties;
         let mut heaps: Vec<MemoryHeap> = Vec::new();
-        for memory in &properties.memory_types[..properties.memory_type_count as usize] {
-            let memory_type = hal_memory_type(memory.property_flags);
+        let offered = properties.memory_types[..properties.memory_type_count as usize]
+            .iter()
+            .filter(|memory| !memory.property_flags.is_empty())
+            .flat_map(|memory| {
+                let memory_type = hal_memory_type(memory.property_flags);
+                // Requests for device-local memory alone get it without a mapping.
+                let unmapped = self.shared.allocated_type(MemoryType::DEVICE_LOCAL, memory_type);
+                [(memory, memory_type), (memory, unmapped)]
+            });
+        for (memory, memory_type) in offered {
             let heap = &properties.memory_heaps[memory.heap_index as usize];
-            if memory.property_flags.is_empty() || heaps.iter().any(|h| h.memory_type == memory_type) {
+            if heaps.iter().any(|h| h.memory_type == memory_type) {
                 continue;
             }
             let mut allowed_usage = BufferUsage::DEFAULT | BufferUsage::DISPATCH;
@@ -139,6 +147,18 @@ impl Allocator for VulkanAllocator {
 }
 
 impl DeviceShared {
+    /// The HAL memory type of an allocation of `requested` type from memory of type `actual`:
+    /// `actual`, less the host's access where device-local memory is not to be mapped.
+    pub(crate) fn allocated_type(&self, requested: MemoryType, actual: MemoryType) -> MemoryType {
+        if self.device_local_mappable
+            || requested.contains(MemoryType::HOST_VISIBLE)
+            || !actual.contains(MemoryType::DEVICE_LOCAL)
+        {
+            return actual;
+        }
+        actual - (MemoryType::HOST_VISIBLE | MemoryType::HOST_COHERENT | MemoryType::HOST_CACHED)
+    }
+
     /// A zeroed allocation of `size` bytes in memory of (at least) `memory_type`.
     pub(crate) fn allocate(
         self: &Arc<Self>,
@@ -197,7 +217,7 @@ impl DeviceShared {
         let memory = memory.map_err(|e| Error::resource_exhausted(format!("allocating {size} bytes: {e}")))?;
         // SAFETY: the memory was allocated for this buffer's requirements and is not bound yet.
         let bound = unsafe { self.raw.bind_buffer_memory(raw, memory.memory(), memory.offset()) };
-        let hal_type = hal_memory_type(memory.memory_properties());
+        let hal_type = self.allocated_type(memory_type, hal_memory_type(memory.memory_properties()));
         if let Err(result) = bound {
             self.free_memory(memory, 0);
             return Err(crate::status::vk_error(result, "vkBindBufferMemory"));

@@ -38,7 +38,10 @@ impl VulkanAllocation {
         size: u64,
         memory_type: MemoryType,
     ) -> Self {
-        let host_ptr = memory.mapped_ptr().and_then(|p| NonNull::new(p.as_ptr().cast::<u8>()));
+        let host_ptr = memory
+            .mapped_ptr()
+            .filter(|_| memory_type.contains(MemoryType::HOST_VISIBLE))
+            .and_then(|p| NonNull::new(p.as_ptr().cast::<u8>()));
         let needs_flush = !memory_type.contains(MemoryType::HOST_COHERENT);
         VulkanAllocation {
             shared,

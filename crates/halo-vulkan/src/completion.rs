@@ -1,53 +1,51 @@
-//! One thread per device that runs host work when timeline semaphores reach values: releasing
-//! what a finished submission used, signalling semaphores of other drivers, and
-//! `Semaphore::on_reached` callbacks.
+//! One thread per device that runs host work once submitted batches complete: releasing what a
+//! batch used, signalling semaphores of other drivers, and running the `on_reached` callbacks of
+//! the semaphores a batch signalled.
 //!
-//! The thread blocks in `vkWaitSemaphores` on every pending timepoint at once, plus a private
-//! "wake" timeline that is signalled whenever a timepoint is added, so it never polls.
+//! The thread waits on the device's progress timeline alone, which every batch signals in
+//! submission order. Waiting on many semaphores at once (`VK_SEMAPHORE_WAIT_ANY`) would be the
+//! general design, but Mesa implements that by polling each semaphore in a loop: on lavapipe the
+//! waiter thread then spent a whole core in `clock_gettime` (a quarter of a benchmark's samples),
+//! stolen from the threads doing the work. A one-semaphore wait blocks properly everywhere.
 
-use crate::status::VkResultExt;
+use crate::status::{vk_error, VkResultExt};
 use ash::vk;
 use halo_hal::{Error, Result};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
-/// Host work run when a timepoint is reached (`Ok`) or when the device shuts down first (`Err`).
+/// Host work run when a batch completes (`Ok`), or when the device is lost or destroyed first.
 pub(crate) type Action = Box<dyn FnOnce(Result<()>) + Send>;
 
-struct Pending {
-    semaphore: vk::Semaphore,
-    value: u64,
-    action: Action,
-}
-
 struct State {
-    pending: Vec<Pending>,
-    /// Last value signalled on the wake timeline.
-    wake_value: u64,
+    /// Actions and the progress value that releases each.
+    pending: Vec<(u64, Action)>,
     shutdown: bool,
 }
 
-/// The pending timepoints of one device and the thread that waits on them.
+/// The actions waiting for batches of one device, and the thread that runs them.
 pub(crate) struct Waiter {
     device: ash::Device,
-    wake: vk::Semaphore,
+    progress: vk::Semaphore,
     state: Mutex<State>,
+    /// Wakes the thread when its first action arrives or at shutdown.
+    work: Condvar,
 }
 
 impl Waiter {
     /// Creates the waiter and starts its thread.
     ///
-    /// Ownership: `device` must stay alive until [`Waiter::shutdown`] has returned.
-    pub(crate) fn start(device: ash::Device) -> Result<(Arc<Waiter>, JoinHandle<()>)> {
-        let wake = create_timeline(&device, 0)?;
+    /// Ownership: `device` and `progress` must stay alive until [`Waiter::shutdown`] has returned
+    /// and the thread was joined.
+    pub(crate) fn start(device: ash::Device, progress: vk::Semaphore) -> Result<(Arc<Waiter>, JoinHandle<()>)> {
         let waiter = Arc::new(Waiter {
             device,
-            wake,
+            progress,
             state: Mutex::new(State {
                 pending: Vec::new(),
-                wake_value: 0,
                 shutdown: false,
             }),
+            work: Condvar::new(),
         });
         let thread = {
             let waiter = waiter.clone();
@@ -55,124 +53,87 @@ impl Waiter {
                 .name("halo-vulkan-waiter".into())
                 .spawn(move || waiter.run())
         };
-        match thread {
-            Ok(thread) => Ok((waiter, thread)),
-            Err(e) => {
-                waiter.destroy();
-                Err(Error::resource_exhausted(format!(
-                    "starting the Vulkan waiter thread: {e}"
-                )))
-            }
-        }
+        let thread =
+            thread.map_err(|e| Error::resource_exhausted(format!("starting the Vulkan waiter thread: {e}")))?;
+        Ok((waiter, thread))
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Runs `action` once `semaphore` reaches `value`.
-    pub(crate) fn when_reached(&self, semaphore: vk::Semaphore, value: u64, action: Action) {
+    /// Runs `action` once the progress timeline reaches `value` (a batch already submitted).
+    pub(crate) fn after_progress(&self, value: u64, action: Action) {
         let mut state = self.lock();
         if state.shutdown {
             drop(state);
-            action(Err(Error::cancelled(
-                "the Vulkan device was destroyed before the timepoint",
-            )));
-            return;
+            return action(Err(cancelled()));
         }
-        state.pending.push(Pending {
-            semaphore,
-            value,
-            action,
-        });
-        self.wake_locked(&mut state);
-    }
-
-    /// Signals the wake timeline; under the state lock so values rise in order.
-    fn wake_locked(&self, state: &mut State) {
-        state.wake_value += 1;
-        let info = vk::SemaphoreSignalInfo::default()
-            .semaphore(self.wake)
-            .value(state.wake_value);
-        // SAFETY: the wake semaphore lives as long as the waiter; values only rise (under lock).
-        // A failure has no one to report to: the thread then wakes on the other timepoints only.
-        let _ = unsafe { self.device.signal_semaphore(&info) };
+        state.pending.push((value, action));
+        if state.pending.len() == 1 {
+            self.work.notify_one();
+        }
     }
 
     fn run(&self) {
+        while let Some(target) = self.next_target() {
+            let semaphores = [self.progress];
+            let values = [target];
+            let info = vk::SemaphoreWaitInfo::default().semaphores(&semaphores).values(&values);
+            // SAFETY: the progress semaphore outlives this thread (see `start`).
+            let completed = match unsafe { self.device.wait_semaphores(&info, u64::MAX) } {
+                // SAFETY: as above.
+                Ok(()) => unsafe { self.device.get_semaphore_counter_value(self.progress) }
+                    .or_vk("vkGetSemaphoreCounterValue"),
+                Err(result) => Err(vk_error(result, "waiting for the Vulkan queue")),
+            };
+            let done: Vec<Action> = {
+                let mut state = self.lock();
+                let (done, waiting) = std::mem::take(&mut state.pending)
+                    .into_iter()
+                    .partition(|(value, _)| completed.as_ref().map_or(true, |completed| value <= completed));
+                state.pending = waiting;
+                done.into_iter().map(|(_, action)| action).collect()
+            };
+            // After device loss every action fails with the reason.
+            let outcome = completed.map(|_| ());
+            for action in done {
+                action(outcome.clone());
+            }
+        }
+    }
+
+    /// The lowest pending progress value, blocking while there is none; `None` at shutdown.
+    fn next_target(&self) -> Option<u64> {
+        let mut state = self.lock();
         loop {
-            let (mut semaphores, mut values) = (vec![self.wake], Vec::new());
-            {
-                let state = self.lock();
-                if state.shutdown {
-                    return;
-                }
-                values.push(state.wake_value + 1);
-                for pending in &state.pending {
-                    semaphores.push(pending.semaphore);
-                    values.push(pending.value);
-                }
+            if let Some(target) = state.pending.iter().map(|(value, _)| *value).min() {
+                return Some(target);
             }
-            let info = vk::SemaphoreWaitInfo::default()
-                .flags(vk::SemaphoreWaitFlags::ANY)
-                .semaphores(&semaphores)
-                .values(&values);
-            // SAFETY: every semaphore is alive: pending ones are owned by whoever registered them
-            // until their action runs, and the wake semaphore by this waiter.
-            let waited = unsafe { self.device.wait_semaphores(&info, u64::MAX) };
-            if waited.is_err() {
-                // Device loss: fail everything still pending.
-                let pending = std::mem::take(&mut self.lock().pending);
-                for p in pending {
-                    (p.action)(Err(Error::internal(
-                        "waiting on the Vulkan device failed (device lost?)",
-                    )));
-                }
-                continue;
+            if state.shutdown {
+                return None;
             }
-            self.run_reached();
+            state = self.work.wait(state).unwrap_or_else(|p| p.into_inner());
         }
     }
 
-    fn run_reached(&self) {
-        let reached: Vec<Pending> = {
-            let mut state = self.lock();
-            let (reached, waiting) = std::mem::take(&mut state.pending).into_iter().partition(|p| {
-                // SAFETY: the semaphore is alive while its timepoint is pending.
-                unsafe { self.device.get_semaphore_counter_value(p.semaphore) }.is_ok_and(|value| value >= p.value)
-            });
-            state.pending = waiting;
-            reached
-        };
-        for pending in reached {
-            (pending.action)(Ok(()));
-        }
-    }
-
-    /// Stops the thread (the caller joins it) and cancels what is still pending.
+    /// Stops the thread (the caller joins it) and cancels what is still pending. Called once the
+    /// queue has drained, so the thread is not stuck in a wait.
     pub(crate) fn shutdown(&self) {
         let pending = {
             let mut state = self.lock();
             state.shutdown = true;
-            self.wake_locked(&mut state);
+            self.work.notify_one();
             std::mem::take(&mut state.pending)
         };
-        for p in pending {
-            (p.action)(Err(Error::cancelled(
-                "the Vulkan device was destroyed before the timepoint",
-            )));
+        for (_, action) in pending {
+            action(Err(cancelled()));
         }
     }
 }
 
-impl Waiter {
-    /// Destroys the wake semaphore: called by the device's owner once, after [`Waiter::shutdown`]
-    /// and joining the thread, before the `VkDevice` is destroyed.
-    pub(crate) fn destroy(&self) {
-        // SAFETY: the thread has stopped, so nothing waits on or signals the semaphore, and the
-        // device is still alive (see the doc).
-        unsafe { self.device.destroy_semaphore(self.wake, None) };
-    }
+fn cancelled() -> Error {
+    Error::cancelled("the Vulkan device was destroyed before its work completed")
 }
 
 /// A new timeline semaphore at `initial`.

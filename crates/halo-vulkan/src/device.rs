@@ -2,6 +2,7 @@
 
 use crate::allocator::VulkanAllocator;
 use crate::completion::{create_timeline, Waiter};
+use crate::driver::DeviceOptions;
 use crate::executable::VulkanExecutableCache;
 use crate::instance::Instance;
 use crate::semaphore::VulkanSemaphore;
@@ -47,6 +48,8 @@ pub(crate) struct DeviceShared {
     pub(crate) memory_properties: vk::PhysicalDeviceMemoryProperties,
     pub(crate) max_timeline_difference: u64,
     pub(crate) max_allocation_size: u64,
+    /// See [`DeviceOptions::device_local_mappable`].
+    pub(crate) device_local_mappable: bool,
     queue: Mutex<Queue>,
     /// `None` only while dropping (the sub-allocator must go before the device).
     memory: Mutex<Option<MemoryAllocator>>,
@@ -292,7 +295,6 @@ impl Drop for DeviceShared {
             }
             self.raw.destroy_pipeline_cache(self.pipeline_cache, None);
             self.raw.destroy_semaphore(self.progress, None);
-            self.waiter.destroy();
             self.raw.destroy_device(None);
         }
     }
@@ -311,11 +313,16 @@ pub struct VulkanDevice {
 
 impl VulkanDevice {
     /// Creates a logical device with one compute queue on `physical`.
-    pub(crate) fn new(instance: Arc<Instance>, physical: vk::PhysicalDevice, info: DeviceInfo) -> Result<Self> {
+    pub(crate) fn new(
+        instance: Arc<Instance>,
+        physical: vk::PhysicalDevice,
+        info: DeviceInfo,
+        options: DeviceOptions,
+    ) -> Result<Self> {
         let setup = crate::features::DeviceSetup::query(&instance, physical)
             .map_err(|e| e.context(format!("checking Vulkan device '{}'", info.name)))?;
         let raw = setup.create_device(&instance, physical)?;
-        let (shared, waiter_thread) = match Self::share(instance, physical, raw.clone(), &setup) {
+        let (shared, waiter_thread) = match Self::share(instance, physical, raw.clone(), &setup, options) {
             Ok(shared) => shared,
             Err(error) => {
                 // SAFETY: `share` destroys what it created before failing, so the device has no
@@ -337,6 +344,7 @@ impl VulkanDevice {
         physical: vk::PhysicalDevice,
         raw: ash::Device,
         setup: &crate::features::DeviceSetup,
+        options: DeviceOptions,
     ) -> Result<(Arc<DeviceShared>, JoinHandle<()>)> {
         let memory = MemoryAllocator::new(&AllocatorCreateDesc {
             instance: instance.raw.clone(),
@@ -360,7 +368,7 @@ impl VulkanDevice {
                 return Err(error);
             }
         };
-        let (waiter, thread) = match Waiter::start(raw.clone()) {
+        let (waiter, thread) = match Waiter::start(raw.clone(), progress) {
             Ok(started) => started,
             Err(error) => {
                 // SAFETY: just created, used by nothing.
@@ -380,6 +388,7 @@ impl VulkanDevice {
             memory_properties: setup.memory_properties,
             max_timeline_difference: setup.max_timeline_difference,
             max_allocation_size: setup.max_allocation_size,
+            device_local_mappable: options.device_local_mappable,
             queue: Mutex::new(Queue {
                 raw: queue,
                 submitted: 0,

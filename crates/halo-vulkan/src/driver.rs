@@ -138,11 +138,7 @@ impl Driver for VulkanDriver {
     }
 
     fn create_device(&self, path: &str, params: &DeviceParams) -> Result<Arc<dyn Device>> {
-        if let Some(key) = params.keys().next() {
-            return Err(Error::invalid_argument(format!(
-                "the vulkan driver takes no device parameters; got '{key}'"
-            )));
-        }
+        let options = DeviceOptions::from_params(params)?;
         let devices = self.physical_devices()?;
         let infos: Vec<DeviceInfo> = devices.iter().map(|(_, info)| info.clone()).collect();
         if infos.is_empty() {
@@ -154,6 +150,54 @@ impl Driver for VulkanDriver {
             self.instance.clone(),
             physical,
             info.clone(),
+            options,
         )?))
+    }
+}
+
+/// Options from a device URI's query string (`vulkan://0?device_local_mappable=false`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceOptions {
+    /// Whether the host maps device-local memory where the hardware allows it. `false` makes an
+    /// integrated GPU or lavapipe behave as a discrete GPU does: the host reaches device-local
+    /// buffers only through staging copies on the queue, which is how those paths are tested.
+    pub device_local_mappable: bool,
+}
+
+impl Default for DeviceOptions {
+    fn default() -> Self {
+        DeviceOptions {
+            device_local_mappable: true,
+        }
+    }
+}
+
+impl DeviceOptions {
+    /// Reads the options from URI parameters.
+    ///
+    /// # Errors
+    /// `InvalidArgument` naming an unknown parameter or a value that is not `true`/`false`.
+    pub fn from_params(params: &DeviceParams) -> Result<Self> {
+        let mut options = DeviceOptions::default();
+        for (key, value) in params {
+            let flag = match value.as_str() {
+                "true" | "1" => true,
+                "false" | "0" => false,
+                _ => {
+                    return Err(Error::invalid_argument(format!(
+                        "vulkan device parameter '{key}' is '{value}'; expected true or false"
+                    )))
+                }
+            };
+            match key.as_str() {
+                "device_local_mappable" => options.device_local_mappable = flag,
+                _ => {
+                    return Err(Error::invalid_argument(format!(
+                        "unknown vulkan device parameter '{key}' (known: device_local_mappable)"
+                    )))
+                }
+            }
+        }
+        Ok(options)
     }
 }

@@ -34,7 +34,7 @@ pub mod semaphore;
 mod status;
 mod submit;
 
-pub use driver::{VulkanDriver, DRIVER_NAME};
+pub use driver::{DeviceOptions, VulkanDriver, DRIVER_NAME};
 pub use instance::Validation;
 
 use halo_hal::DriverRegistry;

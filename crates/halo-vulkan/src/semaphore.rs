@@ -3,7 +3,12 @@
 //! Vulkan has no failed state, so a failure is kept beside the semaphore and the timeline is
 //! raised as far as Vulkan allows, which releases every host and device waiter; each of them then
 //! sees the failure (host waits and queries report it, submissions that wait on it fail their own
-//! signals).
+//! signals). Vulkan forbids raising a timeline past a value that a submitted batch will still
+//! signal, so while such batches are pending the raise stops below them and goes on once they
+//! complete.
+//!
+//! `on_reached` callbacks run when something raises the semaphore: a host signal, a failure, or
+//! the completion of a batch that signalled it (the device's waiter reports those).
 
 use crate::completion::create_timeline;
 use crate::device::DeviceShared;
@@ -12,19 +17,28 @@ use ash::vk;
 use halo_hal::semaphore::TimepointCallback;
 use halo_hal::{Error, Result, Semaphore, Timeout};
 use std::any::Any;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// A timeline semaphore of one Vulkan device.
 ///
-/// Ownership: keeps its device alive; pending `on_reached` callbacks keep the `VkSemaphore`
-/// alive. Threading: any thread.
+/// Ownership: keeps its device alive. Threading: any thread.
 pub struct VulkanSemaphore(Arc<Timeline>);
 
-/// The `VkSemaphore` and its failure.
+/// The `VkSemaphore`, its failure and who waits for it.
 struct Timeline {
     shared: Arc<DeviceShared>,
     raw: vk::Semaphore,
     failure: OnceLock<Error>,
+    watch: Mutex<Watch>,
+}
+
+/// What the host knows is coming for a semaphore.
+#[derive(Default)]
+struct Watch {
+    /// Values that submitted batches will signal, until the waiter sees each batch complete.
+    pending_signals: Vec<u64>,
+    /// `on_reached` callbacks and their values.
+    callbacks: Vec<(u64, TimepointCallback)>,
 }
 
 impl VulkanSemaphore {
@@ -34,6 +48,7 @@ impl VulkanSemaphore {
             shared,
             raw,
             failure: OnceLock::new(),
+            watch: Mutex::default(),
         }))))
     }
 
@@ -47,9 +62,32 @@ impl VulkanSemaphore {
         Arc::ptr_eq(&self.0.shared, shared)
     }
 
-    /// The failure, if the semaphore failed.
-    pub(crate) fn failure(&self) -> Option<&Error> {
-        self.0.failure.get()
+    /// Notes that a batch about to be submitted signals `value`; `false` (and nothing noted) when
+    /// the semaphore already failed, in which case the batch must not signal it.
+    pub(crate) fn expect_signal(&self, value: u64) -> bool {
+        let mut watch = self.0.watch();
+        if self.0.failure.get().is_some() {
+            return false;
+        }
+        watch.pending_signals.push(value);
+        true
+    }
+
+    /// The batch noted by [`Self::expect_signal`] completed (or was never submitted): runs the
+    /// callbacks it satisfied and finishes a raise held back for it.
+    pub(crate) fn signal_done(&self, value: u64) {
+        let timeline = &self.0;
+        let mut watch = timeline.watch();
+        if let Some(index) = watch.pending_signals.iter().position(|&v| v == value) {
+            watch.pending_signals.swap_remove(index);
+        }
+        if timeline.failure.get().is_some() {
+            timeline.release_waiters(&watch);
+            return;
+        }
+        // The batch signalled `value` even if the counter read races behind it.
+        let reached = timeline.counter().map_or(value, |current| current.max(value));
+        timeline.run_reached(watch, reached);
     }
 }
 
@@ -63,6 +101,41 @@ impl Timeline {
         match self.failure.get() {
             Some(error) => Err(error.clone()),
             None => Ok(()),
+        }
+    }
+
+    fn watch(&self) -> MutexGuard<'_, Watch> {
+        self.watch.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs (outside the lock) the callbacks for values up to `reached`.
+    fn run_reached(&self, mut watch: MutexGuard<'_, Watch>, reached: u64) {
+        let (due, waiting) = std::mem::take(&mut watch.callbacks)
+            .into_iter()
+            .partition(|(value, _)| *value <= reached);
+        watch.callbacks = waiting;
+        drop(watch);
+        let due: Vec<(u64, TimepointCallback)> = due;
+        for (_, callback) in due {
+            callback(self.check_failure());
+        }
+    }
+
+    /// Raises the failed timeline as far as Vulkan allows: by the largest difference it permits,
+    /// but below every value a pending batch will still signal.
+    fn release_waiters(&self, watch: &Watch) {
+        let Ok(current) = self.counter() else {
+            return;
+        };
+        let mut top = current.saturating_add(self.shared.max_timeline_difference);
+        if let Some(lowest) = watch.pending_signals.iter().min() {
+            top = top.min(lowest.saturating_sub(1));
+        }
+        if top > current {
+            let info = vk::SemaphoreSignalInfo::default().semaphore(self.raw).value(top);
+            // SAFETY: the semaphore is alive and `top` rises without passing a pending signal. If
+            // it fails, waiters are left to their timeouts, which is all that can be done.
+            let _ = unsafe { self.shared.raw.signal_semaphore(&info) };
         }
     }
 }
@@ -80,32 +153,32 @@ impl Semaphore for VulkanSemaphore {
     }
 
     fn signal(&self, value: u64) -> Result<()> {
-        self.0.check_failure()?;
-        let current = self.0.counter()?;
+        let timeline = &self.0;
+        timeline.check_failure()?;
+        let current = timeline.counter()?;
         if value <= current {
             return Err(Error::out_of_range(format!(
                 "semaphore signal to {value} is not above its current value {current}"
             )));
         }
-        let info = vk::SemaphoreSignalInfo::default().semaphore(self.0.raw).value(value);
+        let info = vk::SemaphoreSignalInfo::default().semaphore(timeline.raw).value(value);
         // SAFETY: the semaphore is alive and the value rises, as Vulkan requires.
-        unsafe { self.0.shared.raw.signal_semaphore(&info) }.or_vk("vkSignalSemaphore")
+        unsafe { timeline.shared.raw.signal_semaphore(&info) }.or_vk("vkSignalSemaphore")?;
+        timeline.run_reached(timeline.watch(), value);
+        Ok(())
     }
 
     fn fail(&self, error: Error) {
         let timeline = &self.0;
-        if timeline.failure.set(error).is_err() {
+        let mut watch = timeline.watch();
+        if timeline.failure.set(error.clone()).is_err() {
             return;
         }
-        // Release every waiter: raise the timeline as far as Vulkan allows from where it is.
-        if let Ok(current) = timeline.counter() {
-            let top = current.saturating_add(timeline.shared.max_timeline_difference);
-            if top > current {
-                let info = vk::SemaphoreSignalInfo::default().semaphore(timeline.raw).value(top);
-                // SAFETY: as in `signal`. If it fails, waiters are left to their timeouts, which is
-                // all that can be done.
-                let _ = unsafe { timeline.shared.raw.signal_semaphore(&info) };
-            }
+        timeline.release_waiters(&watch);
+        let callbacks = std::mem::take(&mut watch.callbacks);
+        drop(watch);
+        for (_, callback) in callbacks {
+            callback(Err(error.clone()));
         }
     }
 
@@ -128,18 +201,17 @@ impl Semaphore for VulkanSemaphore {
     }
 
     fn on_reached(&self, value: u64, callback: TimepointCallback) {
-        if let Some(error) = self.failure() {
+        let timeline = &self.0;
+        let mut watch = timeline.watch();
+        if let Some(error) = timeline.failure.get() {
+            drop(watch);
             return callback(Err(error.clone()));
         }
-        if self.0.counter().is_ok_and(|current| current >= value) {
+        if timeline.counter().is_ok_and(|current| current >= value) {
+            drop(watch);
             return callback(Ok(()));
         }
-        let timeline = self.0.clone();
-        self.0.shared.waiter.when_reached(
-            self.0.raw,
-            value,
-            Box::new(move |reached| callback(reached.and_then(|()| timeline.check_failure()))),
-        );
+        watch.callbacks.push((value, callback));
     }
 
     fn as_any(&self) -> &dyn Any {

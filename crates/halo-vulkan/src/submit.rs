@@ -116,19 +116,31 @@ fn record_and_submit(shared: &Arc<DeviceShared>, wait: &Fence, signal: &Fence, w
         .iter()
         .filter_map(|(semaphore, value)| native(semaphore, shared).map(|s| (s.raw(), *value)))
         .collect();
+    // Native signals go to Vulkan (each semaphore told to expect it; one that already failed is
+    // left out), foreign ones are raised from the host when the batch completes.
     let mut signals = Vec::new();
+    let mut native_signals = Vec::new();
     let mut foreign_signals = Vec::new();
     for (semaphore, value) in signal.timepoints() {
         match native(semaphore, shared) {
-            Some(native) => signals.push((native.raw(), *value)),
+            Some(native) if native.expect_signal(*value) => {
+                signals.push((native.raw(), *value));
+                native_signals.push((semaphore.clone(), *value));
+            }
+            Some(_) => {}
             None => foreign_signals.push((semaphore.clone(), *value)),
         }
     }
     let command_buffer = recorded.as_ref().map(Recorded::command_buffer);
-    let done = shared.submit_batch(command_buffer, &waits, &signals)?;
+    let done = match shared.submit_batch(command_buffer, &waits, &signals) {
+        Ok(done) => done,
+        Err(error) => {
+            signals_done(&native_signals);
+            return Err(error);
+        }
+    };
     let (wait, signal, device) = (wait.clone(), signal.clone(), shared.clone());
-    shared.waiter.when_reached(
-        shared.progress,
+    shared.waiter.after_progress(
         done,
         Box::new(move |outcome| {
             drop((recorded, work));
@@ -144,7 +156,17 @@ fn record_and_submit(shared: &Arc<DeviceShared>, wait: &Fence, signal: &Fence, w
                 }
                 Some(error) => fail_all(&signal, &error),
             }
+            signals_done(&native_signals);
         }),
     );
     Ok(())
+}
+
+/// Tells each native semaphore that the batch signalling it is finished.
+fn signals_done(signals: &[(Arc<dyn Semaphore>, u64)]) {
+    for (semaphore, value) in signals {
+        if let Some(native) = semaphore.as_any().downcast_ref::<VulkanSemaphore>() {
+            native.signal_done(*value);
+        }
+    }
 }

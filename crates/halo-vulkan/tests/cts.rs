@@ -22,3 +22,20 @@ static VULKAN: Manifest = Manifest {
 };
 
 cts_suite!(vulkan, VULKAN, super::create_device);
+
+/// The same suite where device-local memory is never host-mapped, as on a discrete GPU: every
+/// allocation that asks for device-local memory alone then has to be reached through the queue.
+static VULKAN_UNMAPPED_DEVICE_MEMORY: Manifest = Manifest {
+    driver: "vulkan",
+    device_uri: "vulkan://?device_local_mappable=false",
+    executable_format: "vulkan-spirv-fb",
+    tags: &[Tag::AsyncQueue],
+    unsupported: &[],
+    expected_failures: &[],
+};
+
+cts_suite!(
+    vulkan_unmapped_device_memory,
+    VULKAN_UNMAPPED_DEVICE_MEMORY,
+    super::create_device
+);
