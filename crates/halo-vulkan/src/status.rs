@@ -21,7 +21,8 @@ pub(crate) fn vk_error(result: vk::Result, what: &str) -> Error {
         vk::Result::ERROR_OUT_OF_HOST_MEMORY | vk::Result::ERROR_OUT_OF_DEVICE_MEMORY => StatusCode::ResourceExhausted,
         vk::Result::ERROR_FRAGMENTED_POOL | vk::Result::ERROR_OUT_OF_POOL_MEMORY => StatusCode::ResourceExhausted,
         vk::Result::TIMEOUT => StatusCode::DeadlineExceeded,
-        vk::Result::ERROR_DEVICE_LOST => StatusCode::Internal,
+        // What IREE reports too: whatever the device was computing is gone.
+        vk::Result::ERROR_DEVICE_LOST => StatusCode::DataLoss,
         vk::Result::ERROR_INITIALIZATION_FAILED | vk::Result::ERROR_INCOMPATIBLE_DRIVER => StatusCode::Unavailable,
         vk::Result::ERROR_LAYER_NOT_PRESENT | vk::Result::ERROR_EXTENSION_NOT_PRESENT => StatusCode::Unavailable,
         vk::Result::ERROR_FEATURE_NOT_PRESENT => StatusCode::Unavailable,
@@ -45,5 +46,22 @@ pub(crate) trait VkResultExt<T> {
 impl<T> VkResultExt<T> for ash::prelude::VkResult<T> {
     fn or_vk(self, what: &str) -> halo_hal::Result<T> {
         self.map_err(|result| vk_error(result, what))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_loss_is_data_loss_and_says_so() {
+        let error = vk_error(vk::Result::ERROR_DEVICE_LOST, "vkQueueSubmit");
+        assert_eq!(error.code(), StatusCode::DataLoss);
+        assert!(error.message().contains("vkQueueSubmit"), "{error}");
+        assert!(error.message().contains("device was lost"), "{error}");
+        assert_eq!(
+            vk_error(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY, "vkAllocateMemory").code(),
+            StatusCode::ResourceExhausted
+        );
     }
 }
