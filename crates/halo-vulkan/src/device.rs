@@ -50,6 +50,8 @@ pub(crate) struct DeviceShared {
     pub(crate) max_allocation_size: u64,
     /// See [`DeviceOptions::device_local_mappable`].
     pub(crate) device_local_mappable: bool,
+    /// See [`DeviceOptions::spin`].
+    pub(crate) spin: Duration,
     queue: Mutex<Queue>,
     /// `None` only while dropping (the sub-allocator must go before the device).
     memory: Mutex<Option<MemoryAllocator>>,
@@ -389,6 +391,7 @@ impl VulkanDevice {
             max_timeline_difference: setup.max_timeline_difference,
             max_allocation_size: setup.max_allocation_size,
             device_local_mappable: options.device_local_mappable,
+            spin: options.spin,
             queue: Mutex::new(Queue {
                 raw: queue,
                 submitted: 0,

@@ -7,6 +7,7 @@ use ash::vk;
 use halo_hal::driver::select_device;
 use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, Result};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The name devices are created under (`vulkan://0`).
 pub const DRIVER_NAME: &str = "vulkan";
@@ -155,6 +156,9 @@ impl Driver for VulkanDriver {
     }
 }
 
+/// Default of [`DeviceOptions::spin`], in microseconds.
+const DEFAULT_SPIN_US: u64 = 100;
+
 /// Options from a device URI's query string (`vulkan://0?device_local_mappable=false`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DeviceOptions {
@@ -162,12 +166,15 @@ pub struct DeviceOptions {
     /// integrated GPU or lavapipe behave as a discrete GPU does: the host reaches device-local
     /// buffers only through staging copies on the queue, which is how those paths are tested.
     pub device_local_mappable: bool,
+    /// How long a host wait polls a semaphore before blocking in `vkWaitSemaphores` (`spin_us`).
+    pub spin: Duration,
 }
 
 impl Default for DeviceOptions {
     fn default() -> Self {
         DeviceOptions {
             device_local_mappable: true,
+            spin: Duration::from_micros(DEFAULT_SPIN_US),
         }
     }
 }
@@ -180,20 +187,26 @@ impl DeviceOptions {
     pub fn from_params(params: &DeviceParams) -> Result<Self> {
         let mut options = DeviceOptions::default();
         for (key, value) in params {
-            let flag = match value.as_str() {
-                "true" | "1" => true,
-                "false" | "0" => false,
-                _ => {
-                    return Err(Error::invalid_argument(format!(
-                        "vulkan device parameter '{key}' is '{value}'; expected true or false"
-                    )))
-                }
+            let invalid = |expected: &str| {
+                Error::invalid_argument(format!(
+                    "vulkan device parameter '{key}' is '{value}'; expected {expected}"
+                ))
             };
             match key.as_str() {
-                "device_local_mappable" => options.device_local_mappable = flag,
+                "device_local_mappable" => {
+                    options.device_local_mappable = match value.as_str() {
+                        "true" | "1" => true,
+                        "false" | "0" => false,
+                        _ => return Err(invalid("true or false")),
+                    }
+                }
+                "spin_us" => {
+                    let micros = value.parse().map_err(|_| invalid("microseconds"))?;
+                    options.spin = Duration::from_micros(micros);
+                }
                 _ => {
                     return Err(Error::invalid_argument(format!(
-                        "unknown vulkan device parameter '{key}' (known: device_local_mappable)"
+                        "unknown vulkan device parameter '{key}' (known: device_local_mappable, spin_us)"
                     )))
                 }
             }
