@@ -106,4 +106,9 @@ fn unknown_device_parameters_are_named() {
         .err()
         .expect("an unknown key is refused");
     assert!(error.message().contains("'fast'"), "{error}");
+    let error = create_device("vulkan://?spin_us=-1")
+        .err()
+        .expect("a negative spin is refused");
+    assert!(error.message().contains("microseconds"), "{error}");
+    create_device("vulkan://?spin_us=0").expect("spinning can be turned off");
 }
