@@ -111,12 +111,11 @@ impl Timeline {
 
     /// Runs (outside the lock) the callbacks for values up to `reached`.
     fn run_reached(&self, mut watch: MutexGuard<'_, Watch>, reached: u64) {
-        let (due, waiting) = std::mem::take(&mut watch.callbacks)
+        let (due, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut watch.callbacks)
             .into_iter()
             .partition(|(value, _)| *value <= reached);
         watch.callbacks = waiting;
         drop(watch);
-        let due: Vec<(u64, TimepointCallback)> = due;
         for (_, callback) in due {
             callback(self.check_failure());
         }

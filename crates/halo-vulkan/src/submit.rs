@@ -135,6 +135,9 @@ fn record_and_submit(shared: &Arc<DeviceShared>, wait: &Fence, signal: &Fence, w
     let done = match shared.submit_batch(command_buffer, &waits, &signals) {
         Ok(done) => done,
         Err(error) => {
+            // Failed first, so that dropping the noted signals releases waiters with the error
+            // instead of reporting values that were never signalled.
+            fail_all(signal, &error);
             signals_done(&native_signals);
             return Err(error);
         }
