@@ -370,7 +370,7 @@ impl VulkanDevice {
                 return Err(error);
             }
         };
-        let (waiter, thread) = match Waiter::start(raw.clone(), progress) {
+        let (waiter, thread) = match Waiter::start(raw.clone(), progress, options.poll) {
             Ok(started) => started,
             Err(error) => {
                 // SAFETY: just created, used by nothing.

@@ -159,6 +159,10 @@ impl Driver for VulkanDriver {
 /// Default of [`DeviceOptions::spin`], in microseconds.
 const DEFAULT_SPIN_US: u64 = 100;
 
+/// Default of [`DeviceOptions::poll`], in microseconds: longer than a batch of small dispatches
+/// takes on lavapipe (64 take about 1.5 ms).
+const DEFAULT_POLL_US: u64 = 2000;
+
 /// Options from a device URI's query string (`vulkan://0?device_local_mappable=false`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DeviceOptions {
@@ -168,6 +172,9 @@ pub struct DeviceOptions {
     pub device_local_mappable: bool,
     /// How long a host wait polls a semaphore before blocking in `vkWaitSemaphores` (`spin_us`).
     pub spin: Duration,
+    /// How long the device's waiter thread polls for a batch in flight before blocking
+    /// (`poll_us`; see [`crate::completion`]).
+    pub poll: Duration,
 }
 
 impl Default for DeviceOptions {
@@ -175,6 +182,7 @@ impl Default for DeviceOptions {
         DeviceOptions {
             device_local_mappable: true,
             spin: Duration::from_micros(DEFAULT_SPIN_US),
+            poll: Duration::from_micros(DEFAULT_POLL_US),
         }
     }
 }
@@ -200,13 +208,11 @@ impl DeviceOptions {
                         _ => return Err(invalid("true or false")),
                     }
                 }
-                "spin_us" => {
-                    let micros = value.parse().map_err(|_| invalid("microseconds"))?;
-                    options.spin = Duration::from_micros(micros);
-                }
+                "spin_us" => options.spin = Duration::from_micros(value.parse().map_err(|_| invalid("microseconds"))?),
+                "poll_us" => options.poll = Duration::from_micros(value.parse().map_err(|_| invalid("microseconds"))?),
                 _ => {
                     return Err(Error::invalid_argument(format!(
-                        "unknown vulkan device parameter '{key}' (known: device_local_mappable, spin_us)"
+                        "unknown vulkan device parameter '{key}' (known: device_local_mappable, spin_us, poll_us)"
                     )))
                 }
             }
