@@ -191,7 +191,7 @@ impl DeviceOptions {
     /// Reads the options from URI parameters.
     ///
     /// # Errors
-    /// `InvalidArgument` naming an unknown parameter or a value that is not `true`/`false`.
+    /// `InvalidArgument` naming an unknown parameter or a value of the wrong form.
     pub fn from_params(params: &DeviceParams) -> Result<Self> {
         let mut options = DeviceOptions::default();
         for (key, value) in params {
