@@ -12,12 +12,11 @@ use crate::memory::{BufferParams, BufferUsage, MemoryType, QueueAffinity};
 use crate::semaphore::{Timeout, WaitMode};
 use crate::{Result, ResultExt};
 
-/// Whether the host can read and write `buffer` through a mapping.
+/// Whether the host can read and write `buffer` through a mapping: what [`Buffer::map_read`] and
+/// [`Buffer::map_write`] require of the memory type and usage.
 pub fn host_mappable(buffer: &Buffer) -> bool {
     buffer.memory_type().contains(MemoryType::HOST_VISIBLE)
-        && buffer
-            .allowed_usage()
-            .intersects(BufferUsage::MAPPING_SCOPED | BufferUsage::MAPPING_PERSISTENT)
+        && buffer.allowed_usage().contains(BufferUsage::MAPPING_SCOPED)
 }
 
 /// Copies `target.len()` bytes of `source` from `offset` into `target`.

@@ -110,5 +110,9 @@ fn unknown_device_parameters_are_named() {
         .err()
         .expect("a negative spin is refused");
     assert!(error.message().contains("microseconds"), "{error}");
-    create_device("vulkan://?spin_us=0").expect("spinning can be turned off");
+    create_device("vulkan://?spin_us=0&poll_us=0").expect("spinning and polling can be turned off");
+    let error = create_device("vulkan://?poll_us=soon")
+        .err()
+        .expect("a poll time must be a number");
+    assert!(error.message().contains("'poll_us'"), "{error}");
 }
