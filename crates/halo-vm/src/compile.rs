@@ -9,7 +9,7 @@
 
 use crate::interp::hot::Handler;
 use crate::isa::decode::{decode, Immediate, Operand, RawRegister};
-use crate::isa::{Bank, Field, Op, BLOCK_MARKER, IMPORT_ORDINAL_BIT, REF_ORDINAL_MASK};
+use crate::isa::{Access, Bank, Field, Op, BLOCK_MARKER, IMPORT_ORDINAL_BIT, REF_ORDINAL_MASK};
 use halo_hal::{Error, Result};
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
@@ -85,6 +85,9 @@ pub struct Inst {
     pub op: Op,
     /// The interpreter's function for `op`.
     pub(crate) handler: Handler,
+    /// The operand that `handler` takes from the previous instruction's result rather than
+    /// from the frame (see [`crate::interp::hot`]).
+    pub(crate) forward: Option<u8>,
     /// Register operands in field order (raw: refs keep their bank and move bits).
     pub regs: [u16; 6],
     /// The immediate: constant bits, global offset, rodata or function ordinal, or count.
@@ -169,9 +172,11 @@ pub fn compile(source: &FunctionSource<'_>, shape: &ModuleShape) -> Result<Funct
         lowering.function.offsets.push(*pc as u32);
     }
     let targets: HashSet<u32> = block_starts.values().copied().collect();
+    let checkpoints = checkpoint_positions(function.insts.len(), &targets);
+    forward_results(&mut function, &targets, &checkpoints);
     fuse_compare_branches(&mut function, &targets);
     fuse_branches(&mut function, &targets);
-    place_checkpoints(&mut function, &targets);
+    place_checkpoints(&mut function, &checkpoints);
     // The interpreter relies on this: execution never runs past the last instruction.
     let last = function.insts.last().expect("not empty");
     if crate::isa::instruction(last.op as u16).flow != crate::isa::Flow::Terminator {
@@ -211,7 +216,7 @@ fn merge_wide_moves(moves: &[(u16, u16)]) -> Vec<(u16, u16)> {
 fn fuse_compare_branches(function: &mut Function, targets: &HashSet<u32>) {
     for index in 1..function.insts.len() {
         let (compare, cond_br) = (&function.insts[index - 1], &function.insts[index]);
-        let Some(fused) = crate::interp::hot::compare_and_branch(compare.op) else {
+        let Some(fused) = crate::interp::hot::compare_and_branch(compare.op, compare.forward) else {
             continue;
         };
         let result = if matches!(compare.op, Op::CmpNZI32 | Op::CmpNZI64) {
@@ -242,23 +247,93 @@ fn fuse_branches(function: &mut Function, targets: &HashSet<u32>) {
             continue;
         }
         // A compare already fused with a `cond_br` is not followed by a `br`.
-        if let Some(fused) = crate::interp::hot::handler_then_branch(previous.op) {
+        if let Some(fused) = crate::interp::hot::handler_then_branch(previous.op, previous.forward) {
             function.insts[index - 1].handler = fused;
         }
     }
 }
 
-/// Cuts straight-line runs of instructions with checkpoints (see [`crate::interp::hot`]).
-fn place_checkpoints(function: &mut Function, targets: &HashSet<u32>) {
+/// Where straight-line runs of instructions are cut by checkpoints (see [`crate::interp::hot`]).
+fn checkpoint_positions(len: usize, targets: &HashSet<u32>) -> HashSet<u32> {
+    let mut positions = HashSet::new();
     let mut run = 0;
-    for (index, inst) in function.insts.iter_mut().enumerate() {
-        run = if targets.contains(&(index as u32)) { 1 } else { run + 1 };
+    for index in 0..len as u32 {
+        run = if targets.contains(&index) { 1 } else { run + 1 };
         if run == crate::interp::hot::CHECKPOINT_INTERVAL {
-            function.checkpoints.insert(index as u32, inst.handler);
-            inst.handler = crate::interp::hot::checkpoint;
+            positions.insert(index);
             run = 0;
         }
     }
+    positions
+}
+
+/// Gives the instructions at `positions` the checkpoint handler, keeping their own aside.
+fn place_checkpoints(function: &mut Function, positions: &HashSet<u32>) {
+    for &index in positions {
+        let inst = &mut function.insts[index as usize];
+        function.checkpoints.insert(index, inst.handler);
+        inst.handler = crate::interp::hot::checkpoint;
+    }
+}
+
+/// Lets a hot instruction that reads the register the hot instruction just before it wrote
+/// take that operand from the previous handler's result. Never where execution can arrive
+/// other than from that instruction: branch targets and checkpoints, which the interpreter
+/// enters without a previous result.
+fn forward_results(function: &mut Function, targets: &HashSet<u32>, checkpoints: &HashSet<u32>) {
+    use crate::interp::hot::{handler, is_hot, MAX_FORWARDED};
+    for index in 1..function.insts.len() {
+        if targets.contains(&(index as u32)) || checkpoints.contains(&(index as u32)) {
+            continue;
+        }
+        let (producer, consumer) = (&function.insts[index - 1], &function.insts[index]);
+        if !is_hot(producer.op) || !is_hot(consumer.op) {
+            continue;
+        }
+        let Some(written) = register_operands(producer).find(|operand| operand.access == Access::Write) else {
+            continue;
+        };
+        let forward = register_operands(consumer)
+            .position(|operand| operand.access == Access::Read && operand.holds_the_value_of(&written))
+            .and_then(|n| u8::try_from(n).ok())
+            .filter(|&n| n <= MAX_FORWARDED);
+        if forward.is_some() {
+            let consumer = &mut function.insts[index];
+            consumer.forward = forward;
+            consumer.handler = handler(consumer.op, forward);
+        }
+    }
+}
+
+/// One register operand of a lowered instruction.
+struct RegisterOperand {
+    raw: u16,
+    bank: Bank,
+    access: Access,
+}
+
+impl RegisterOperand {
+    /// Whether this operand reads exactly the i32-bank slot (or pair) `other` names.
+    fn holds_the_value_of(&self, other: &RegisterOperand) -> bool {
+        let width = |bank| match bank {
+            Bank::I32 | Bank::F32 => Some(1),
+            Bank::I64 | Bank::F64 => Some(2),
+            Bank::Ref => None,
+        };
+        self.raw == other.raw && width(self.bank).is_some() && width(self.bank) == width(other.bank)
+    }
+}
+
+/// The register operands of `inst`, in [`Inst::regs`] order.
+fn register_operands(inst: &Inst) -> impl Iterator<Item = RegisterOperand> + '_ {
+    let fields = crate::isa::instruction(inst.op as u16).fields;
+    let registers = fields.iter().filter_map(|field| match field {
+        Field::Register { bank, access, .. } => Some((*bank, *access)),
+        _ => None,
+    });
+    registers
+        .zip(inst.regs)
+        .map(|((bank, access), raw)| RegisterOperand { raw, bank, access })
 }
 
 struct Lowering<'a, 'b> {
@@ -276,7 +351,8 @@ impl Lowering<'_, '_> {
         let def = instruction.def();
         let mut inst = Inst {
             op: def.op,
-            handler: crate::interp::hot::handler(def.op),
+            handler: crate::interp::hot::handler(def.op, None),
+            forward: None,
             regs: [0; 6],
             imm: 0,
             type_id: 0,
@@ -550,5 +626,66 @@ impl Lowering<'_, '_> {
         signature.check_results(&banks(results))?;
         crate::cconv::check_kinds("argument", &kinds, &arg_banks, cconv)?;
         Ok(Some(kinds.into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inst(op: Op, registers: &[u16]) -> Inst {
+        let mut regs = [0; 6];
+        regs[..registers.len()].copy_from_slice(registers);
+        Inst {
+            op,
+            handler: crate::interp::hot::handler(op, None),
+            forward: None,
+            regs,
+            imm: 0,
+            type_id: 0,
+            extra: u32::MAX,
+        }
+    }
+
+    fn forwards(insts: Vec<Inst>, targets: &[u32], checkpoints: &[u32]) -> Vec<Option<u8>> {
+        let mut function = Function {
+            insts,
+            ..Default::default()
+        };
+        let targets = targets.iter().copied().collect();
+        forward_results(&mut function, &targets, &checkpoints.iter().copied().collect());
+        function.insts.iter().map(|inst| inst.forward).collect()
+    }
+
+    #[test]
+    fn results_go_only_to_a_reader_of_the_same_slot_right_after() {
+        let insts = vec![
+            inst(Op::ConstI64, &[2]),
+            // Reads the pair the constant wrote, as a pair: operand 0.
+            inst(Op::AddI64, &[2, 4, 6]),
+            // Reads the low half of the pair just written: not the same value.
+            inst(Op::AddI32, &[6, 6, 8]),
+            // Reads %i8 as operand 1.
+            inst(Op::SubI32, &[1, 8, 9]),
+            // Reads %i9, but execution may arrive here from elsewhere (a branch target).
+            inst(Op::AddI32, &[9, 9, 10]),
+            // Reads %i10, but resumes from the interpreter loop (a checkpoint).
+            inst(Op::AddI32, &[10, 1, 11]),
+            // Reads %i11, written by the previous instruction: operand 0 again.
+            inst(Op::CmpNZI32, &[11, 12]),
+        ];
+        let forwards = forwards(insts, &[0, 4], &[5]);
+        assert_eq!(forwards, [None, Some(0), None, Some(1), None, None, Some(0)]);
+    }
+
+    #[test]
+    fn perf_loop_forwards_along_its_dependency_chains() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/vm/perf_loop.vmfb");
+        let module = crate::BytecodeModule::from_file(std::path::Path::new(path)).unwrap();
+        let (functions, _) = crate::context::verify(&module).unwrap();
+        let forwarded = functions[0].insts.iter().filter(|inst| inst.forward.is_some()).count();
+        // shr, xor, ext, add.i64, xor.i64, select, cast, mul.f32, add.f32, cmp.lt.f32, add.i32
+        // (see `halo dump-module fixtures/vm/perf_loop.vmfb`).
+        assert_eq!(forwarded, 11);
     }
 }

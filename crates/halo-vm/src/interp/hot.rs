@@ -9,17 +9,27 @@
 //! builds, which make no tail calls, count every instruction. Instructions without a hot handler
 //! return to [`super::execute`], which runs them through [`super::ops::step`].
 //!
+//! Each handler also hands its result to the next one in a machine register. Where the compiler
+//! saw that an instruction reads the register the one before it wrote ([`Inst::forward`]), its
+//! handler takes that operand from there: the frame register was written an instant ago, and
+//! reading it back waits for the store to reach the load (a few cycles on every link of a
+//! dependency chain). On `fixtures/vm/perf_loop`, where 11 of 19 instructions read the value
+//! just written, that took whole runs of 10⁷ iterations from 1.03–1.09 × `iree-run-module`'s
+//! time to 0.82 × (21 alternating runs), with barely fewer machine instructions: the loop was
+//! waiting on stores, not executing instructions.
+//!
 //! Measured on `fixtures/vm/perf_loop` (callgrind, 10⁶ iterations of 19 VM instructions): one
-//! `match` in a loop took 472 M machine instructions, chained handlers take 271 M (IREE 3.13's
-//! `iree-run-module`: 275 M).
+//! `match` in a loop took 472 M machine instructions, chained handlers 236 M, with forwarding
+//! 224 M (IREE 3.13's `iree-run-module`: 275 M).
 
 use crate::compile::{Branch, Function, Inst, WIDE_MOVE};
 use crate::isa::Op;
 use crate::unchecked::{Code, Registers};
 
 /// Runs `inst` over a frame's registers, then the instructions after it; returns the index
-/// where [`super::execute`] continues, possibly tagged [`SLOW`] or [`CHECKPOINT`].
-pub(crate) type Handler = fn(&Inst, Registers<'_>, &Function, u32) -> usize;
+/// where [`super::execute`] continues, possibly tagged [`SLOW`] or [`CHECKPOINT`]. The last
+/// argument is the result of the instruction that ran just before (its bits).
+pub(crate) type Handler = fn(&Inst, Registers<'_>, &Function, u32, u64) -> usize;
 
 /// How many jumps (every instruction, in debug builds) chain before returning to
 /// [`super::execute`].
@@ -29,6 +39,12 @@ pub(crate) const BUDGET: u32 = 64;
 /// builds place checkpoints closer than [`BUDGET`], so tests chain through several.
 pub(crate) const CHECKPOINT_INTERVAL: usize = if cfg!(debug_assertions) { 16 } else { 256 };
 
+/// The highest operand index that can take the previous instruction's result.
+pub(crate) const MAX_FORWARDED: u8 = 2;
+
+/// `F` of handlers that read every operand from the frame.
+const NOT_FORWARDED: usize = usize::MAX;
+
 /// Tag on a [`Handler`]'s result: the instruction at that index has no hot handler.
 pub(crate) const SLOW: usize = 1 << (usize::BITS - 1);
 
@@ -36,49 +52,57 @@ pub(crate) const SLOW: usize = 1 << (usize::BITS - 1);
 /// in [`Function::checkpoints`].
 pub(crate) const CHECKPOINT: usize = 1 << (usize::BITS - 2);
 
-/// Continues with the instruction after `inst`.
+/// Continues with the instruction after `inst`, handing it `result`.
 #[inline(always)]
-fn next(inst: &Inst, regs: Registers<'_>, function: &Function, budget: u32) -> usize {
+fn next(inst: &Inst, regs: Registers<'_>, function: &Function, budget: u32, result: u64) -> usize {
     let code = Code::new(&function.insts);
     let next = code.after(inst);
     if !cfg!(debug_assertions) {
-        return (next.handler)(next, regs, function, budget);
+        return (next.handler)(next, regs, function, budget, result);
     }
-    if budget == 0 {
+    // An instruction that takes `result` cannot be resumed from `execute`; runs of them end at
+    // a checkpoint, so the stack stays bounded.
+    if budget == 0 && next.forward.is_none() {
         return code.index_of(next);
     }
-    (next.handler)(next, regs, function, budget - 1)
+    (next.handler)(next, regs, function, budget.saturating_sub(1), result)
 }
 
-/// Continues with the instruction at `index`.
+/// Continues with the instruction at `index`, a branch target (which takes no forwarded result).
 #[inline(always)]
 fn jump(index: usize, regs: Registers<'_>, function: &Function, budget: u32) -> usize {
     if budget == 0 {
         return index;
     }
     let next = Code::new(&function.insts).at(index);
-    (next.handler)(next, regs, function, budget - 1)
+    (next.handler)(next, regs, function, budget - 1, 0)
 }
 
 /// The handler of instructions [`super::ops::step`] runs: hands them back.
-pub(crate) fn slow(inst: &Inst, _: Registers<'_>, function: &Function, _: u32) -> usize {
+pub(crate) fn slow(inst: &Inst, _: Registers<'_>, function: &Function, _: u32, _: u64) -> usize {
     Code::new(&function.insts).index_of(inst) | SLOW
 }
 
 /// The handler of checkpoints: returns to [`super::execute`] before running the instruction.
-pub(crate) fn checkpoint(inst: &Inst, _: Registers<'_>, function: &Function, _: u32) -> usize {
+pub(crate) fn checkpoint(inst: &Inst, _: Registers<'_>, function: &Function, _: u32, _: u64) -> usize {
     Code::new(&function.insts).index_of(inst) | CHECKPOINT
 }
 
-/// The operands of one instruction over its frame's registers.
-struct Operands<'i, 'r> {
+/// The operands of one instruction over its frame's registers; operand `F` is `last`, the
+/// previous instruction's result.
+struct Operands<'i, 'r, const F: usize> {
     inst: &'i Inst,
     regs: Registers<'r>,
+    last: u64,
+    result: u64,
 }
 
-impl Operands<'_, '_> {
+impl<const F: usize> Operands<'_, '_, F> {
     #[inline(always)]
     fn u32(&self, n: usize) -> u32 {
+        if n == F {
+            return self.last as u32;
+        }
         self.regs.get(self.inst.regs[n] as usize)
     }
 
@@ -89,6 +113,9 @@ impl Operands<'_, '_> {
 
     #[inline(always)]
     fn i64(&self, n: usize) -> i64 {
+        if n == F {
+            return self.last as i64;
+        }
         self.regs.get64(self.inst.regs[n] as usize) as i64
     }
 
@@ -109,12 +136,16 @@ impl Operands<'_, '_> {
 
     #[inline(always)]
     fn set32(&mut self, n: usize, value: impl Bits32) {
-        self.regs.set(self.inst.regs[n] as usize, value.bits());
+        let bits = value.bits();
+        self.result = bits as u64;
+        self.regs.set(self.inst.regs[n] as usize, bits);
     }
 
     #[inline(always)]
     fn set64(&mut self, n: usize, value: impl Bits64) {
-        self.regs.set64(self.inst.regs[n] as usize, value.bits());
+        let bits = value.bits();
+        self.result = bits;
+        self.regs.set64(self.inst.regs[n] as usize, bits);
     }
 }
 
@@ -164,39 +195,75 @@ impl Bits64 for f64 {
     }
 }
 
-/// Defines [`handler`] and [`handler_then_branch`] from one list of hot instructions: `Op |
-/// Op => statement` over operands `$o`.
+/// Picks the instantiation of a handler `$run::<F, ...>` for operand `$forward` (`None`: read
+/// every operand from the frame).
+macro_rules! specialize {
+    ($run:ident, $forward:expr $(, $rest:expr)?) => {
+        match $forward {
+            None => $run::<NOT_FORWARDED $(, $rest)?> as Handler,
+            Some(0) => $run::<0 $(, $rest)?>,
+            Some(1) => $run::<1 $(, $rest)?>,
+            Some(2) => $run::<2 $(, $rest)?>,
+            Some(n) => unreachable!("operand {n} is beyond MAX_FORWARDED"),
+        }
+    };
+}
+
+/// Defines [`is_hot`], [`handler`] and [`handler_then_branch`] from one list of hot instructions:
+/// `Op | Op => statement` over operands `$o`.
 macro_rules! hot_instructions {
     ($o:ident; $($($op:ident)|+ => $body:expr,)*) => {
-        /// The handler of `op`: its own for hot instructions, otherwise [`slow`].
-        pub(crate) fn handler(op: Op) -> Handler {
+        /// Whether `op` has handlers of its own (a result it can hand on, operands it can take).
+        pub(crate) fn is_hot(op: Op) -> bool {
+            matches!(op, $($(Op::$op)|+)|*)
+        }
+
+        /// The handler of `op`, taking operand `forward` from the previous instruction: its own
+        /// for hot instructions and branches, otherwise [`slow`].
+        pub(crate) fn handler(op: Op, forward: Option<u8>) -> Handler {
             match op {
-                $($(Op::$op)|+ => |inst, regs, function, budget| {
-                    let mut $o = Operands { inst, regs };
-                    $body;
-                    next(inst, $o.regs, function, budget)
-                },)*
-                Op::Branch => |inst, regs, function, budget| branch(inst, 0, regs, function, budget),
-                Op::CondBranch => |inst, regs, function, budget| {
+                Op::Branch => |inst, regs, function, budget, _| branch(inst, 0, regs, function, budget),
+                Op::CondBranch => |inst, regs, function, budget, _| {
                     let taken = regs.get(inst.regs[0] as usize) != 0;
                     branch(inst, if taken { 0 } else { 1 }, regs, function, budget)
                 },
-                _ => slow,
+                _ => hot_handler(op, forward, false).unwrap_or(slow),
             }
         }
 
         /// The handler of hot `op` followed by a `br` (that is not a branch target and moves no
         /// refs): one step for both, as most loops end with one. `None` for other instructions.
-        pub(crate) fn handler_then_branch(op: Op) -> Option<Handler> {
-            match op {
-                $($(Op::$op)|+ => Some(|inst, regs, function, budget| {
-                    let mut $o = Operands { inst, regs };
-                    $body;
-                    let br = Code::new(&function.insts).after(inst);
-                    branch(br, 0, $o.regs, function, budget)
-                }),)*
-                _ => None,
-            }
+        pub(crate) fn handler_then_branch(op: Op, forward: Option<u8>) -> Option<Handler> {
+            hot_handler(op, forward, true)
+        }
+
+        fn hot_handler(op: Op, forward: Option<u8>, then_branch: bool) -> Option<Handler> {
+            Some(match op {
+                $($(Op::$op)|+ => {
+                    fn run<const F: usize, const BRANCH: bool>(
+                        inst: &Inst,
+                        regs: Registers<'_>,
+                        function: &Function,
+                        budget: u32,
+                        last: u64,
+                    ) -> usize {
+                        let mut $o = Operands::<F> { inst, regs, last, result: 0 };
+                        $body;
+                        if BRANCH {
+                            let br = Code::new(&function.insts).after(inst);
+                            branch(br, 0, $o.regs, function, budget)
+                        } else {
+                            next(inst, $o.regs, function, budget, $o.result)
+                        }
+                    }
+                    if then_branch {
+                        specialize!(run, forward, true)
+                    } else {
+                        specialize!(run, forward, false)
+                    }
+                })*
+                _ => return None,
+            })
         }
     };
 }
@@ -312,30 +379,43 @@ hot_instructions! { o;
 }
 
 /// The handler for compare `op` followed by a `cond_br` on its result (that is not a branch
-/// target): one step for both, for compares that end loops. `None` for other instructions.
-pub(crate) fn compare_and_branch(op: Op) -> Option<Handler> {
+/// target), taking operand `forward` from the previous instruction: one step for both, for
+/// compares that end loops. `None` for other instructions.
+pub(crate) fn compare_and_branch(op: Op, forward: Option<u8>) -> Option<Handler> {
     macro_rules! f {
-        ($o:ident => $taken:expr, $result:expr) => {
-            Some(|inst, regs, function, budget| {
-                let mut $o = Operands { inst, regs };
-                let taken: bool = $taken;
-                $o.set32($result, taken as u32);
+        ($compare:ident, $result:expr) => {{
+            fn run<const F: usize>(
+                inst: &Inst,
+                regs: Registers<'_>,
+                function: &Function,
+                budget: u32,
+                last: u64,
+            ) -> usize {
+                let mut o = Operands::<F> {
+                    inst,
+                    regs,
+                    last,
+                    result: 0,
+                };
+                let taken = int_compare(Op::$compare, &o);
+                o.set32($result, taken as u32);
                 let cond_br = Code::new(&function.insts).after(inst);
-                branch(cond_br, if taken { 0 } else { 1 }, $o.regs, function, budget)
-            })
-        };
+                branch(cond_br, if taken { 0 } else { 1 }, o.regs, function, budget)
+            }
+            Some(specialize!(run, forward))
+        }};
     }
     match op {
-        Op::CmpEQI32 => f!(o => int_compare(Op::CmpEQI32, &o), 2),
-        Op::CmpNEI32 => f!(o => int_compare(Op::CmpNEI32, &o), 2),
-        Op::CmpLTI32S => f!(o => int_compare(Op::CmpLTI32S, &o), 2),
-        Op::CmpLTI32U => f!(o => int_compare(Op::CmpLTI32U, &o), 2),
-        Op::CmpNZI32 => f!(o => int_compare(Op::CmpNZI32, &o), 1),
-        Op::CmpEQI64 => f!(o => int_compare(Op::CmpEQI64, &o), 2),
-        Op::CmpNEI64 => f!(o => int_compare(Op::CmpNEI64, &o), 2),
-        Op::CmpLTI64S => f!(o => int_compare(Op::CmpLTI64S, &o), 2),
-        Op::CmpLTI64U => f!(o => int_compare(Op::CmpLTI64U, &o), 2),
-        Op::CmpNZI64 => f!(o => int_compare(Op::CmpNZI64, &o), 1),
+        Op::CmpEQI32 => f!(CmpEQI32, 2),
+        Op::CmpNEI32 => f!(CmpNEI32, 2),
+        Op::CmpLTI32S => f!(CmpLTI32S, 2),
+        Op::CmpLTI32U => f!(CmpLTI32U, 2),
+        Op::CmpNZI32 => f!(CmpNZI32, 1),
+        Op::CmpEQI64 => f!(CmpEQI64, 2),
+        Op::CmpNEI64 => f!(CmpNEI64, 2),
+        Op::CmpLTI64S => f!(CmpLTI64S, 2),
+        Op::CmpLTI64U => f!(CmpLTI64U, 2),
+        Op::CmpNZI64 => f!(CmpNZI64, 1),
         _ => None,
     }
 }
@@ -343,7 +423,7 @@ pub(crate) fn compare_and_branch(op: Op) -> Option<Handler> {
 /// The integer compares that [`compare_and_branch`] fuses, evaluated once for both tables
 /// (`op` is a constant at every call, so the `match` folds away).
 #[inline(always)]
-fn int_compare(op: Op, o: &Operands<'_, '_>) -> bool {
+fn int_compare<const F: usize>(op: Op, o: &Operands<'_, '_, F>) -> bool {
     match op {
         Op::CmpEQI32 => o.u32(0) == o.u32(1),
         Op::CmpNEI32 => o.u32(0) != o.u32(1),

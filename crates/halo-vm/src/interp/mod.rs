@@ -617,11 +617,11 @@ fn execute(
     let mut fast = Registers::new(regs);
     loop {
         let inst = code.at(pc);
-        pc = (inst.handler)(inst, fast.reborrow(), function, hot::BUDGET);
+        pc = (inst.handler)(inst, fast.reborrow(), function, hot::BUDGET, 0);
         while pc & hot::CHECKPOINT != 0 {
             let at = pc & !hot::CHECKPOINT;
             let handler = function.checkpoints[&(at as u32)];
-            pc = handler(code.at(at), fast.reborrow(), function, hot::BUDGET);
+            pc = handler(code.at(at), fast.reborrow(), function, hot::BUDGET, 0);
         }
         if pc & hot::SLOW == 0 {
             continue;
