@@ -97,7 +97,17 @@ struct Operands<'i, 'r, const F: usize> {
     result: u64,
 }
 
-impl<const F: usize> Operands<'_, '_, F> {
+impl<'i, 'r, const F: usize> Operands<'i, 'r, F> {
+    #[inline(always)]
+    fn new(inst: &'i Inst, regs: Registers<'r>, last: u64) -> Self {
+        Operands {
+            inst,
+            regs,
+            last,
+            result: 0,
+        }
+    }
+
     #[inline(always)]
     fn u32(&self, n: usize) -> u32 {
         if n == F {
@@ -247,7 +257,7 @@ macro_rules! hot_instructions {
                         budget: u32,
                         last: u64,
                     ) -> usize {
-                        let mut $o = Operands::<F> { inst, regs, last, result: 0 };
+                        let mut $o = Operands::<F>::new(inst, regs, last);
                         $body;
                         if BRANCH {
                             let br = Code::new(&function.insts).after(inst);
@@ -391,12 +401,7 @@ pub(crate) fn compare_and_branch(op: Op, forward: Option<u8>) -> Option<Handler>
                 budget: u32,
                 last: u64,
             ) -> usize {
-                let mut o = Operands::<F> {
-                    inst,
-                    regs,
-                    last,
-                    result: 0,
-                };
+                let mut o = Operands::<F>::new(inst, regs, last);
                 let taken = int_compare(Op::$compare, &o);
                 o.set32($result, taken as u32);
                 let cond_br = Code::new(&function.insts).after(inst);
