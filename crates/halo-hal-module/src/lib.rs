@@ -23,7 +23,8 @@ use halo_hal::{Device, ExecutableCache, Result};
 use halo_vm::NativeModule;
 use std::sync::{Arc, Mutex};
 
-pub use args::Args;
+pub use args::HalArgs;
+pub use halo_vm::Args;
 pub use objects::{HalBuffer, HalBufferView, HalDevice, HalFence};
 
 /// The version programs from iree-compile 3.13 require (`hal, version >= 7`).
@@ -78,15 +79,15 @@ pub fn create_module(devices: Vec<Arc<dyn Device>>) -> Result<Arc<NativeModule>>
     let mut builder = NativeModule::builder("hal", VERSION).leaf();
     for &(name, cconv, export) in exports::ALL.iter().flat_map(|table| table.iter()) {
         let state = state.clone();
-        builder = builder.function(name, cconv, move |values| export(&state, &Args::new(values)))?;
+        builder = builder.function(name, cconv, move |args| export(&state, args))?;
     }
     for &(name, cconv, hook, export) in exports::WAITING.iter().flat_map(|table| table.iter()) {
         let (hook_state, state) = (state.clone(), state.clone());
         builder = builder.waiting_function(
             name,
             cconv,
-            move |values| hook(&hook_state, &Args::new(values)),
-            move |values| export(&state, &Args::new(values)),
+            move |args| hook(&hook_state, args),
+            move |args| export(&state, args),
         )?;
     }
     Ok(builder.build())

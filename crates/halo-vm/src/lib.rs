@@ -28,5 +28,5 @@ pub mod value;
 
 pub use context::{Context, Instance};
 pub use module::BytecodeModule;
-pub use native::NativeModule;
+pub use native::{Args, NativeModule};
 pub use value::{Results, Value};

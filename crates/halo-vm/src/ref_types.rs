@@ -54,7 +54,7 @@ impl Ref {
     }
 }
 
-fn short<T>() -> &'static str {
+pub(crate) fn short<T>() -> &'static str {
     let name = std::any::type_name::<T>();
     name.rsplit("::").next().unwrap_or(name)
 }

@@ -15,17 +15,15 @@ fn module(name: &str) -> Arc<BytecodeModule> {
 
 fn other(version: u32, with_maybe: bool) -> Arc<NativeModule> {
     let mut builder = NativeModule::builder("other", version)
-        .function("double", "0i_i", |args| match args {
-            [Value::I32(x)] => Ok(vec![Value::I32(x.wrapping_mul(2))].into()),
-            _ => Err(Error::invalid_argument("double takes one i32")),
+        .function("double", "0i_i", |args| {
+            Ok(vec![Value::I32(args.i32(0)?.wrapping_mul(2))].into())
         })
         .unwrap();
     if with_maybe {
         builder = builder
-            .function("maybe", "0i_i", |args| match args {
-                [Value::I32(x)] if *x < 0 => Err(Error::out_of_range("negative")),
-                [Value::I32(x)] => Ok(vec![Value::I32(x + 100)].into()),
-                _ => Err(Error::invalid_argument("maybe takes one i32")),
+            .function("maybe", "0i_i", |args| match args.i32(0)? {
+                x if x < 0 => Err(Error::out_of_range("negative")),
+                x => Ok(vec![Value::I32(x + 100)].into()),
             })
             .unwrap();
     }
@@ -142,10 +140,7 @@ fn waiting_other(fence: halo_hal::Fence, calls: Arc<std::sync::atomic::AtomicUsi
             move |_| Ok(Some(fence.clone())),
             move |args| {
                 calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                match args {
-                    [Value::I32(x)] => Ok(vec![Value::I32(x * 2)].into()),
-                    _ => Err(Error::invalid_argument("double takes one i32")),
-                }
+                Ok(vec![Value::I32(args.i32(0)? * 2)].into())
             },
         )
         .unwrap()

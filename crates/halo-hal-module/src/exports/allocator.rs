@@ -2,7 +2,7 @@
 
 use super::{object, Row};
 use crate::objects::{HalAllocator, HalBuffer};
-use crate::{Args, HalModuleState};
+use crate::{Args, HalArgs, HalModuleState};
 use halo_hal::{BufferParams, BufferUsage, HostBytes, MemoryAccess, MemoryType, QueueAffinity, Result, ResultExt};
 use halo_vm::ref_types::{check_range, Buffer as VmBuffer, Ref};
 use halo_vm::{Results, Value};

@@ -2,7 +2,7 @@
 
 use super::{object, Row};
 use crate::objects::{HalAllocator, HalBuffer};
-use crate::{Args, HalModuleState};
+use crate::{Args, HalArgs, HalModuleState};
 use halo_hal::{BufferUsage, Error, MemoryType, Result};
 use halo_vm::ref_types::Buffer as VmBuffer;
 use halo_vm::{Results, Value};

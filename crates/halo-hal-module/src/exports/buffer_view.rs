@@ -2,7 +2,7 @@
 
 use super::{object, Row};
 use crate::objects::{HalBuffer, HalBufferView};
-use crate::{Args, HalModuleState};
+use crate::{Args, HalArgs, HalModuleState};
 use halo_hal::buffer_view::Encoding;
 use halo_hal::{BufferView, ElementType, Error, NumericalType, Result, ResultExt};
 use halo_vm::ref_types::Buffer as VmBuffer;
@@ -29,7 +29,7 @@ fn encoding(raw: i32) -> Result<Encoding> {
 
 /// The dimensions from index `first` on (a variadic i64 segment).
 fn dims(args: &Args<'_>, first: usize) -> Result<SmallVec<[u64; 4]>> {
-    (first..args.values().len()).map(|i| args.size(i)).collect()
+    (first..args.len()).map(|i| args.size(i)).collect()
 }
 
 /// `(buffer, offset, length, element_type, encoding, dims...) -> buffer_view`

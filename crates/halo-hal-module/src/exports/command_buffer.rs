@@ -5,12 +5,12 @@
 
 use super::{object, Row};
 use crate::objects::{HalBuffer, HalCommandBuffer, HalDevice, HalExecutable};
-use crate::{Args, HalModuleState};
+use crate::{Args, HalArgs, HalModuleState};
 use halo_hal::{
     BufferRef, CommandBufferMode, CommandCategory, DispatchCommand, Error, QueueAffinity, Result, WorkgroupCount,
 };
 use halo_vm::ref_types::Buffer as VmBuffer;
-use halo_vm::{Results, Value};
+use halo_vm::Results;
 
 pub(crate) const EXPORTS: &[Row] = &[
     ("command_buffer.advise_buffer", "0rrIIIi_v", ignore),
@@ -120,12 +120,11 @@ const BINDING_TUPLE: usize = 5;
 /// tuples. The VM passes them flattened; the first binding is where the first ref sits two
 /// values later (constants and the tuples' leading fields are all i32s).
 fn constants_and_bindings(args: &Args<'_>) -> Result<(Vec<u32>, Vec<BufferRef>)> {
-    let tail = args.values().get(DISPATCH_FIXED..).unwrap_or_default();
-    let first_binding = tail
-        .iter()
-        .position(|v| matches!(v, Value::Ref(_)))
-        .map_or(tail.len(), |p| p.saturating_sub(2));
-    if (tail.len() - first_binding) % BINDING_TUPLE != 0 {
+    let tail = args.len().saturating_sub(DISPATCH_FIXED);
+    let first_binding = (0..tail)
+        .position(|i| args.kind(DISPATCH_FIXED + i) == Some('r'))
+        .map_or(tail, |p| p.saturating_sub(2));
+    if !(tail - first_binding).is_multiple_of(BINDING_TUPLE) {
         return Err(Error::invalid_argument(
             "dispatch arguments do not split into constants and binding tuples",
         ));
@@ -133,7 +132,7 @@ fn constants_and_bindings(args: &Args<'_>) -> Result<(Vec<u32>, Vec<BufferRef>)>
     let constants = (0..first_binding)
         .map(|i| args.i32(DISPATCH_FIXED + i).map(|c| c as u32))
         .collect::<Result<_>>()?;
-    let bindings = (DISPATCH_FIXED + first_binding..args.values().len())
+    let bindings = (DISPATCH_FIXED + first_binding..args.len())
         .step_by(BINDING_TUPLE)
         .map(|at| {
             buffer_ref(

@@ -6,7 +6,7 @@
 use super::command_buffer::pattern_width;
 use super::{object, Row};
 use crate::objects::{HalAllocator, HalBuffer, HalCommandBuffer, HalDevice, HalFile};
-use crate::{Args, HalModuleState};
+use crate::{Args, HalArgs, HalModuleState};
 use halo_hal::{Binding, BufferParams, BufferUsage, Error, MemoryAccess, MemoryType, QueueAffinity, Result};
 use halo_vm::ref_types::{check_range, Buffer as VmBuffer};
 use halo_vm::{Results, Value};
@@ -183,7 +183,7 @@ fn queue_execute_indirect(_: &HalModuleState, args: &Args<'_>) -> Result<Results
     let device = &args.object::<HalDevice>(0)?.0;
     let command_buffer = &args.object::<HalCommandBuffer>(4)?.0;
     let mut table = SmallVec::<[Binding; 8]>::new();
-    for at in (FIXED..args.values().len()).step_by(3) {
+    for at in (FIXED..args.len()).step_by(3) {
         let slot = (at - FIXED) / 3;
         let buffer = args
             .optional_object::<HalBuffer>(at)?

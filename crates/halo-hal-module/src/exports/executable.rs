@@ -3,7 +3,7 @@
 
 use super::{object, Row};
 use crate::objects::{HalDevice, HalExecutable, HalFile, HostFile};
-use crate::{Args, HalModuleState};
+use crate::{Args, HalArgs, HalModuleState};
 use halo_hal::{Error, ExecutableParams, MemoryAccess, Result, ResultExt};
 use halo_vm::ref_types::{check_range, Buffer as VmBuffer};
 use halo_vm::{Results, Value};

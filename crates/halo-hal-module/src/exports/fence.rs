@@ -36,7 +36,7 @@ fn create(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
 
 /// The non-null fences of a variadic segment starting at `first`.
 fn fences(args: &Args<'_>, first: usize) -> Result<Vec<Fence>> {
-    (first..args.values().len())
+    (first..args.len())
         .filter_map(|i| args.optional_object::<HalFence>(i).transpose())
         .map(|f| f.map(|f| f.0.clone()))
         .collect()

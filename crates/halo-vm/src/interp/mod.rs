@@ -10,11 +10,11 @@ use crate::cconv::Signature;
 use crate::compile::{Branch, Extra, Function, Inst};
 use crate::context::{ImportTarget, Instance, ModuleState};
 use crate::isa::{IMPORT_ORDINAL_BIT, REF_BANK_BIT, REF_MOVE_BIT, REF_ORDINAL_MASK};
+use crate::native::Args;
 use crate::ref_types::Ref;
 use crate::unchecked::{Code, Registers};
 use crate::value::{Results, Value};
 use halo_hal::{Error, Fence, Result, ResultExt};
-use smallvec::SmallVec;
 use std::ops::ControlFlow;
 use std::sync::{Arc, MutexGuard};
 
@@ -41,7 +41,7 @@ struct Machine<'a> {
     state: Option<MutexGuard<'a, ModuleState>>,
     /// Whether a call to a native function with a wait hook may suspend the invocation.
     may_yield: bool,
-    /// An emptied argument list kept between import calls, so each call need not allocate one.
+    /// An emptied argument list kept between internal calls, so each call need not allocate one.
     spare_arguments: Vec<Value>,
 }
 
@@ -186,20 +186,6 @@ impl Invocation {
     }
 }
 
-/// Which lent refs go back to their registers.
-#[derive(PartialEq, Eq)]
-enum Lent {
-    /// Every one (the call did not happen).
-    All,
-    /// Those the callee only borrowed (no move bit).
-    Borrowed,
-}
-
-/// True when two raw operands name the same ref register (move bits aside).
-fn same_ref(a: u16, b: u16) -> bool {
-    a & REF_BANK_BIT != 0 && b & REF_BANK_BIT != 0 && ref_ordinal(a) == ref_ordinal(b)
-}
-
 fn check_count(passed: usize, expected: usize) -> Result<()> {
     if passed == expected {
         Ok(())
@@ -211,11 +197,11 @@ fn check_count(passed: usize, expected: usize) -> Result<()> {
 }
 
 /// The 64-bit value in the register pair starting at `at` (low half first).
-fn pair(i32s: &[u32], at: usize) -> u64 {
+pub(crate) fn pair(i32s: &[u32], at: usize) -> u64 {
     i32s[at] as u64 | (i32s[at + 1] as u64) << 32
 }
 
-fn ref_ordinal(raw: u16) -> usize {
+pub(crate) fn ref_ordinal(raw: u16) -> usize {
     (raw & REF_ORDINAL_MASK) as usize
 }
 
@@ -371,18 +357,18 @@ impl Machine<'_> {
                 ))
             })?,
         };
-        let (mut values, lent) = self.lend_registers(function, args, ib, rb, kinds)?;
+        let list = &function.regs[args.start as usize..args.end as usize];
+        check_count(list.len(), kinds.len())?;
         let wait = match target {
             ImportTarget::Native(native) if self.may_yield => native.wait.as_ref(),
             _ => None,
         };
         if let Some(wait) = wait {
-            let pending = wait(&values).and_then(|fence| match fence {
+            let pending = wait(&self.arguments(kinds, list, ib, rb)).and_then(|fence| match fence {
                 Some(fence) if !fence.query()? => Ok(Some(fence)),
                 _ => Ok(None),
             });
             if !matches!(pending, Ok(None)) {
-                self.return_lent(function, args, rb, &mut values, lent, Lent::All);
                 return pending.with_context(|| format!("calling import '{}'", instance.import_names[import]));
             }
         }
@@ -392,11 +378,9 @@ impl Machine<'_> {
             self.state = None;
         }
         let outcome = target
-            .call(&values)
+            .call(&self.arguments(kinds, list, ib, rb))
             .with_context(|| format!("calling import '{}'", instance.import_names[import]));
-        self.return_lent(function, args, rb, &mut values, lent, Lent::Borrowed);
-        values.clear();
-        self.spare_arguments = values;
+        self.release_moved(kinds, list, rb);
         if reentrant {
             self.state = Some(instance.lock_state());
         }
@@ -404,75 +388,17 @@ impl Machine<'_> {
         Ok(None)
     }
 
-    /// Reads argument registers for an import call. Refs are lent rather than counted: each is
-    /// taken out of its register and [`Machine::return_lent`] puts it back after the call, so a
-    /// call does no reference counting for the refs it only borrows. The returned mask marks
-    /// the lent positions; a register listed twice lends its first occurrence and the rest (and
-    /// refs past position 63) are counted copies.
-    fn lend_registers(
-        &mut self,
-        function: &Function,
-        list: &std::ops::Range<u32>,
-        ib: usize,
-        rb: usize,
-        kinds: &[char],
-    ) -> Result<(Vec<Value>, u64)> {
-        let regs = &function.regs[list.start as usize..list.end as usize];
-        check_count(regs.len(), kinds.len())?;
-        let mut values = std::mem::take(&mut self.spare_arguments);
-        let mut lent = 0u64;
-        // Positions whose register was empty: null, or a repeat of a register lent earlier.
-        let mut empty = SmallVec::<[usize; 4]>::new();
-        let (i32s, refs) = (&self.i32s, &mut self.refs);
-        // One `extend` over an exact-length iterator writes each value straight into the list;
-        // pushing values one by one made the compiler assemble each on the stack with narrow
-        // stores and copy it with a wide load, a store-forwarding stall that cost more than the
-        // rest of the call.
-        values.extend(regs.iter().zip(kinds).enumerate().map(|(index, (raw, kind))| {
-            let at = ib + *raw as usize;
-            match kind {
-                'i' => Value::I32(i32s[at] as i32),
-                'f' => Value::F32(f32::from_bits(i32s[at])),
-                'I' => Value::I64(pair(i32s, at) as i64),
-                'F' => Value::F64(f64::from_bits(pair(i32s, at))),
-                _ => {
-                    let slot = &mut refs[rb + ref_ordinal(*raw)];
-                    if slot.is_none() {
-                        empty.push(index);
-                    } else if index < 64 {
-                        lent |= 1 << index;
-                        return Value::Ref(slot.take());
-                    }
-                    Value::Ref(slot.clone())
-                }
-            }
-        }));
-        for index in empty {
-            if let Some(earlier) = regs[..index].iter().position(|earlier| same_ref(*earlier, regs[index])) {
-                values[index] = values[earlier].clone();
-            }
-        }
-        Ok((values, lent))
+    /// The arguments of an import call, read in place from the caller's frame.
+    fn arguments<'m>(&'m self, kinds: &'m [char], list: &'m [u16], ib: usize, rb: usize) -> Args<'m> {
+        Args::from_registers(kinds, list, &self.i32s[ib..], &self.refs[rb..])
     }
 
-    /// Puts refs lent by [`Machine::lend_registers`] back into their registers: all of them
-    /// when the call did not happen, else those passed without the move bit.
-    fn return_lent(
-        &mut self,
-        function: &Function,
-        list: &std::ops::Range<u32>,
-        rb: usize,
-        values: &mut [Value],
-        mut lent: u64,
-        which: Lent,
-    ) {
-        let regs = &function.regs[list.start as usize..list.end as usize];
-        while lent != 0 {
-            let index = lent.trailing_zeros() as usize;
-            lent &= lent - 1;
-            let raw = regs[index];
-            if let (Value::Ref(value), true) = (&mut values[index], which == Lent::All || !is_move(raw)) {
-                self.refs[rb + ref_ordinal(raw)] = value.take();
+    /// Empties the ref registers an import call's arguments moved: the callee took them over
+    /// (and kept a counted copy of any it holds on to).
+    fn release_moved(&mut self, kinds: &[char], list: &[u16], rb: usize) {
+        for (&raw, &kind) in list.iter().zip(kinds) {
+            if kind == 'r' && is_move(raw) {
+                self.refs[rb + ref_ordinal(raw)] = None;
             }
         }
     }
@@ -691,10 +617,12 @@ impl ImportTarget {
         }
     }
 
-    fn call(&self, args: &[Value]) -> Result<Results> {
+    fn call(&self, args: &Args<'_>) -> Result<Results> {
         match self {
             ImportTarget::Native(native) => (native.function)(args),
-            ImportTarget::Bytecode { instance, ordinal, .. } => invoke(instance, *ordinal, args).map(Results::from_vec),
+            ImportTarget::Bytecode { instance, ordinal, .. } => {
+                invoke(instance, *ordinal, &args.to_values()).map(Results::from_vec)
+            }
         }
     }
 }

@@ -1,19 +1,23 @@
 //! Native modules: functions written in Rust that bytecode imports by name.
 //!
-//! A native function receives its arguments as [`Value`]s in calling-convention order (variadic
-//! segments flattened) and returns its results the same way; the VM checks both against the
-//! declared convention.
+//! A native function reads its arguments through [`Args`] in calling-convention order (variadic
+//! segments flattened) and returns its results as [`Value`](crate::Value)s; the VM checks both
+//! against the declared convention.
+
+mod args;
 
 use crate::cconv::Signature;
-use crate::value::{Results, Value};
+use crate::value::Results;
 use halo_hal::{Error, Fence, Result};
 use std::sync::Arc;
 
+pub use args::Args;
+
 /// The Rust side of a native function.
-pub type NativeFn = Arc<dyn Fn(&[Value]) -> Result<Results> + Send + Sync>;
+pub type NativeFn = Arc<dyn Fn(&Args<'_>) -> Result<Results> + Send + Sync>;
 
 /// What a waiting native function would wait for, given its arguments (`None`: nothing).
-pub type WaitFn = Arc<dyn Fn(&[Value]) -> Result<Option<Fence>> + Send + Sync>;
+pub type WaitFn = Arc<dyn Fn(&Args<'_>) -> Result<Option<Fence>> + Send + Sync>;
 
 /// One function of a native module.
 pub struct NativeFunction {
@@ -94,7 +98,7 @@ impl NativeModuleBuilder {
         self,
         name: &str,
         cconv: &str,
-        function: impl Fn(&[Value]) -> Result<Results> + Send + Sync + 'static,
+        function: impl Fn(&Args<'_>) -> Result<Results> + Send + Sync + 'static,
     ) -> Result<Self> {
         self.add(name, cconv, Arc::new(function), None)
     }
@@ -110,8 +114,8 @@ impl NativeModuleBuilder {
         self,
         name: &str,
         cconv: &str,
-        wait: impl Fn(&[Value]) -> Result<Option<Fence>> + Send + Sync + 'static,
-        function: impl Fn(&[Value]) -> Result<Results> + Send + Sync + 'static,
+        wait: impl Fn(&Args<'_>) -> Result<Option<Fence>> + Send + Sync + 'static,
+        function: impl Fn(&Args<'_>) -> Result<Results> + Send + Sync + 'static,
     ) -> Result<Self> {
         self.add(name, cconv, Arc::new(function), Some(Arc::new(wait)))
     }
