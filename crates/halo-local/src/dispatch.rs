@@ -1,21 +1,28 @@
 //! Calling compiled kernels: a dispatch with host pointers resolved, run one workgroup at a time.
 //!
-//! The pointers handed to kernels come from buffers this struct keeps alive, and every range was
-//! bounds-checked when it was resolved, which is what makes the kernel calls sound.
+//! The pointers handed to kernels come from buffers that either the dispatch keeps alive (counted
+//! references) or that it borrows for its lifetime, and every range was bounds-checked when it
+//! was resolved, which is what makes the kernel calls sound.
 
 use crate::executable::LocalExecutable;
 use crate::library::abi::{DispatchStateV0, WorkgroupStateV0};
-use halo_hal::{downcast, Binding, Buffer, DispatchCommand, Error, Result, ResultExt, WorkgroupCount};
+use halo_hal::{downcast, Binding, Buffer, DispatchCommand, Error, Executable, Result, ResultExt, WorkgroupCount};
 use smallvec::SmallVec;
+use std::borrow::Cow;
 use std::ffi::c_void;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 /// A dispatch ready to run: bindings resolved to host memory, grid known.
 ///
 /// Constants and binding pointers are stored inline for typical dispatches, so preparing one
 /// allocates nothing; [`PreparedDispatch::state`] points the ABI state into `self`.
-pub struct PreparedDispatch {
-    executable: Arc<dyn halo_hal::Executable>,
+///
+/// `'a` is how long the executable and buffers are borrowed: a dispatch run at once on the
+/// submitting thread borrows them from the command and binding table (no reference counting),
+/// one that outlives them ([`PreparedDispatch::owning`]) counts references and is `'static`.
+pub struct PreparedDispatch<'a> {
+    executable: Cow<'a, Arc<dyn Executable>>,
     export: u32,
     workgroup_size: [u32; 3],
     workgroup_count: [u32; 3],
@@ -23,25 +30,39 @@ pub struct PreparedDispatch {
     constants: SmallVec<[u32; 16]>,
     binding_ptrs: SmallVec<[*mut c_void; 8]>,
     binding_lengths: SmallVec<[usize; 8]>,
-    /// The buffers behind `binding_ptrs`, kept alive with the dispatch.
-    _buffers: SmallVec<[Buffer; 8]>,
+    /// The buffers behind `binding_ptrs` when the dispatch keeps them alive itself; empty when
+    /// it borrows them for `'a`.
+    buffers: SmallVec<[Buffer; 8]>,
+    _borrowed: PhantomData<&'a [Binding]>,
 }
 
-// SAFETY: the raw pointers address host memory owned by `_buffers`, which are `Send + Sync`;
-// concurrent workgroups writing disjoint data is the kernel contract, as in IREE.
-unsafe impl Send for PreparedDispatch {}
+// SAFETY: the raw pointers address host memory of `Send + Sync` buffers that are kept alive by
+// `buffers` or borrowed for `'a`; concurrent workgroups writing disjoint data is the kernel
+// contract, as in IREE.
+unsafe impl Send for PreparedDispatch<'_> {}
 // SAFETY: as above; the struct is immutable after preparation.
-unsafe impl Sync for PreparedDispatch {}
+unsafe impl Sync for PreparedDispatch<'_> {}
 
-impl PreparedDispatch {
-    /// Resolves `command`'s bindings (slots from `table`) to host memory and reads the grid.
-    pub fn prepare(command: &DispatchCommand, table: &[Binding]) -> Result<Self> {
+impl<'a> PreparedDispatch<'a> {
+    /// Resolves `command`'s bindings (slots from `table`) to host memory, borrowing the
+    /// executable and buffers from `command` and `table` while the dispatch lives.
+    pub fn borrowing(command: &'a DispatchCommand, table: &'a [Binding]) -> Result<Self> {
+        Self::prepare(Cow::Borrowed(&command.executable), command, table, None)
+    }
+
+    /// Resolves `command` against `table`; `keep` collects the buffers resolved (for a dispatch
+    /// that keeps them alive itself).
+    fn prepare(
+        executable: Cow<'a, Arc<dyn Executable>>,
+        command: &DispatchCommand,
+        table: &[Binding],
+        mut keep: Option<&mut SmallVec<[Buffer; 8]>>,
+    ) -> Result<Self> {
         let local: &LocalExecutable = downcast(command.executable.as_any(), "dispatched executable")?;
         let info = local.export(command.export);
         let count = command.bindings.len();
         let mut binding_ptrs = SmallVec::with_capacity(count);
         let mut binding_lengths = SmallVec::with_capacity(count);
-        let mut buffers = SmallVec::with_capacity(count);
         for (ordinal, reference) in command.bindings.iter().enumerate() {
             let context = || format!("binding {ordinal} of dispatch '{}'", info.name);
             let resolved = reference.resolve(table).with_context(context)?;
@@ -51,7 +72,9 @@ impl PreparedDispatch {
                 .with_context(context)?;
             binding_ptrs.push(ptr.as_ptr().cast::<c_void>());
             binding_lengths.push(len);
-            buffers.push(resolved.buffer.clone());
+            if let Some(keep) = keep.as_mut() {
+                keep.push(resolved.buffer.clone());
+            }
         }
         let workgroup_count = match &command.workgroup_count {
             WorkgroupCount::Static(count) => *count,
@@ -67,7 +90,7 @@ impl PreparedDispatch {
             )));
         }
         Ok(PreparedDispatch {
-            executable: command.executable.clone(),
+            executable,
             export: command.export,
             workgroup_size: info.workgroup_size,
             workgroup_count,
@@ -75,7 +98,8 @@ impl PreparedDispatch {
             constants: SmallVec::from_slice(&command.constants),
             binding_ptrs,
             binding_lengths,
-            _buffers: buffers,
+            buffers: SmallVec::new(),
+            _borrowed: PhantomData,
         })
     }
 
@@ -156,8 +180,8 @@ impl PreparedDispatch {
             local_memory_size,
         };
         for _ in 0..count {
-            // SAFETY: binding pointers and lengths were resolved from live, bounds-checked host
-            // buffers that `self` keeps alive; `state` points into `self`; `local_memory` is an
+            // SAFETY: binding pointers and lengths were resolved from bounds-checked host
+            // buffers that `self` keeps alive or borrows; `state` points into `self`; `local_memory` is an
             // exclusive scratch slice of the size the export asked for.
             unsafe { bound.run(&workgroup) }?;
             // Step in x-fastest order without dividing per workgroup.
@@ -172,6 +196,22 @@ impl PreparedDispatch {
             }
         }
         Ok(())
+    }
+}
+
+impl PreparedDispatch<'static> {
+    /// Resolves `command`'s bindings (slots from `table`) to host memory, keeping the executable
+    /// and buffers alive with counted references (for a dispatch that outlives both).
+    pub fn owning(command: &DispatchCommand, table: &[Binding]) -> Result<Self> {
+        let mut buffers = SmallVec::new();
+        let mut dispatch = Self::prepare(
+            Cow::Owned(command.executable.clone()),
+            command,
+            table,
+            Some(&mut buffers),
+        )?;
+        dispatch.buffers = buffers;
+        Ok(dispatch)
     }
 }
 

@@ -18,7 +18,7 @@ const TIMING_SAMPLE_PERIOD: u32 = 32;
 enum Item {
     /// A dispatch; its tiles are its workgroups.
     Dispatch {
-        dispatch: Box<PreparedDispatch>,
+        dispatch: Box<PreparedDispatch<'static>>,
         runs: AtomicU32,
     },
     /// A transfer command: one tile, run by the host.
@@ -46,7 +46,7 @@ impl Region {
                 Command::Barrier => continue,
                 Command::Dispatch(dispatch) => {
                     let dispatch =
-                        PreparedDispatch::prepare(dispatch, &table).with_context(|| format!("command {index}"))?;
+                        PreparedDispatch::owning(dispatch, &table).with_context(|| format!("command {index}"))?;
                     let tiles = dispatch.workgroup_total();
                     (
                         Item::Dispatch {
@@ -97,7 +97,7 @@ impl Region {
 /// Runs workgroups `tiles` of `dispatch`, timing one run in [`TIMING_SAMPLE_PERIOD`] (counted
 /// in `runs`) so the scheduler learns what a workgroup costs.
 fn run_dispatch(
-    dispatch: &PreparedDispatch,
+    dispatch: &PreparedDispatch<'_>,
     runs: &AtomicU32,
     tiles: Range<u64>,
     context: &mut WorkerContext,
@@ -130,7 +130,7 @@ pub fn run_commands_inline(
             Command::Barrier => {}
             Command::Dispatch(dispatch) => {
                 let dispatch =
-                    PreparedDispatch::prepare(dispatch, table).with_context(|| format!("command {index}"))?;
+                    PreparedDispatch::borrowing(dispatch, table).with_context(|| format!("command {index}"))?;
                 // A run count off the sampling period: time only until a first cost is known.
                 run_dispatch(&dispatch, &AtomicU32::new(1), 0..dispatch.workgroup_total(), context)
                     .with_context(|| format!("executing command {index}"))?;

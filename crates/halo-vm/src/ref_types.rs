@@ -33,6 +33,7 @@ impl Ref {
     }
 
     /// The object as `T`, if it is one.
+    #[inline]
     pub fn downcast<T: RefObject>(&self) -> Option<&T> {
         self.0.as_any().downcast_ref::<T>()
     }

@@ -33,14 +33,17 @@ struct Registers<'a> {
 }
 
 impl<'a> Registers<'a> {
+    #[inline]
     fn bits32(&self, index: usize) -> u32 {
         self.i32s[self.list[index] as usize]
     }
 
+    #[inline]
     fn bits64(&self, index: usize) -> u64 {
         pair(self.i32s, self.list[index] as usize)
     }
 
+    #[inline]
     fn reference(&self, index: usize) -> Option<&'a Ref> {
         self.refs[ref_ordinal(self.list[index])].as_ref()
     }
@@ -79,6 +82,7 @@ impl<'a> Args<'a> {
     }
 
     /// How many arguments were passed.
+    #[inline]
     pub fn len(&self) -> usize {
         match self.source {
             Source::Registers(registers) => registers.list.len(),
@@ -93,6 +97,7 @@ impl<'a> Args<'a> {
 
     /// The calling-convention kind of argument `index` (`i`, `I`, `f`, `F` or `r`), or `None`
     /// past the last argument.
+    #[inline]
     pub fn kind(&self, index: usize) -> Option<char> {
         match self.source {
             Source::Registers(registers) => registers.kinds.get(index).copied(),
@@ -122,6 +127,7 @@ impl<'a> Args<'a> {
     ///
     /// # Errors
     /// `InvalidArgument` naming the argument when it is missing or of another kind.
+    #[inline]
     pub fn i32(&self, index: usize) -> Result<i32> {
         match self.source {
             Source::Registers(r) if r.kinds.get(index) == Some(&'i') => return Ok(r.bits32(index) as i32),
@@ -139,6 +145,7 @@ impl<'a> Args<'a> {
     ///
     /// # Errors
     /// As [`Args::i32`].
+    #[inline]
     pub fn i64(&self, index: usize) -> Result<i64> {
         match self.source {
             Source::Registers(r) if r.kinds.get(index) == Some(&'I') => return Ok(r.bits64(index) as i64),
@@ -156,6 +163,7 @@ impl<'a> Args<'a> {
     ///
     /// # Errors
     /// As [`Args::i32`].
+    #[inline]
     pub fn optional_ref(&self, index: usize) -> Result<Option<&'a Ref>> {
         match self.source {
             Source::Registers(r) if r.kinds.get(index) == Some(&'r') => return Ok(r.reference(index)),
@@ -173,6 +181,7 @@ impl<'a> Args<'a> {
     ///
     /// # Errors
     /// As [`Args::i32`], and `InvalidArgument` naming both types for an object of another type.
+    #[inline]
     pub fn optional_object<T: RefObject>(&self, index: usize) -> Result<Option<&'a T>> {
         match self.optional_ref(index)? {
             None => Ok(None),
@@ -187,10 +196,9 @@ impl<'a> Args<'a> {
     ///
     /// # Errors
     /// As [`Args::optional_object`], and `InvalidArgument` when it is null.
+    #[inline]
     pub fn object<T: RefObject>(&self, index: usize) -> Result<&'a T> {
-        self.optional_object(index)?.ok_or_else(|| {
-            Error::invalid_argument(format!("argument {index} is null where a {} is required", short::<T>()))
-        })
+        self.optional_object(index)?.ok_or_else(|| null_object::<T>(index))
     }
 
     /// A `vm.buffer` argument read as text (names, messages, keys).
@@ -201,12 +209,21 @@ impl<'a> Args<'a> {
         Ok(self.object::<Buffer>(index)?.to_text())
     }
 
+    // Errors are rare: kept out of line so the accessors inline into their callers.
+    #[cold]
+    #[inline(never)]
     fn mismatch(&self, index: usize, expected: &str) -> Error {
         match self.value(index) {
             Ok(got) => Error::invalid_argument(format!("argument {index} is {got:?} where {expected} is required")),
             Err(missing) => missing,
         }
     }
+}
+
+#[cold]
+#[inline(never)]
+fn null_object<T>(index: usize) -> Error {
+    Error::invalid_argument(format!("argument {index} is null where a {} is required", short::<T>()))
 }
 
 #[cfg(test)]
