@@ -6,7 +6,7 @@
 use halo_hal::{Buffer, BufferView, CommandBuffer, Device, Executable, Fence};
 use halo_vm::ref_types::{Ref, RefObject};
 use std::any::Any;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 macro_rules! ref_object {
     ($(#[$doc:meta])* $name:ident($inner:ty) = $type_name:literal) => {
@@ -44,10 +44,59 @@ ref_object!(
     /// `!hal.buffer`: a range of device memory.
     HalBuffer(Buffer) = "hal.buffer"
 );
-ref_object!(
-    /// `!hal.buffer_view`: a buffer with shape and element type; what programs take and return.
-    HalBufferView(BufferView) = "hal.buffer_view"
-);
+
+/// `!hal.buffer_view`: a buffer with shape and element type; what programs take and return.
+pub struct HalBufferView {
+    view: BufferView,
+    /// The view's buffer as a `!hal.buffer` reference, made on the first `hal.buffer_view.buffer`
+    /// and shared after, so programs that ask for it on every call allocate nothing for it.
+    buffer: OnceLock<Ref>,
+}
+
+impl HalBufferView {
+    /// Wraps `view`.
+    pub fn new(view: BufferView) -> Self {
+        HalBufferView {
+            view,
+            buffer: OnceLock::new(),
+        }
+    }
+
+    /// Wraps `view`, whose buffer is the one `buffer` (a [`HalBuffer`] reference) holds.
+    pub(crate) fn over(view: BufferView, buffer: Ref) -> Self {
+        HalBufferView {
+            view,
+            buffer: OnceLock::from(buffer),
+        }
+    }
+
+    /// The buffer view.
+    pub fn view(&self) -> &BufferView {
+        &self.view
+    }
+
+    /// The view's buffer as a [`HalBuffer`] reference.
+    pub fn buffer_ref(&self) -> Ref {
+        self.buffer
+            .get_or_init(|| HalBuffer(self.view.buffer().clone()).into_ref())
+            .clone()
+    }
+
+    /// Wraps the view in a VM reference.
+    pub fn into_ref(self) -> Ref {
+        Ref::new(self)
+    }
+}
+
+impl RefObject for HalBufferView {
+    fn type_name(&self) -> &'static str {
+        "hal.buffer_view"
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
 ref_object!(
     /// `!hal.command_buffer`: a recording of transfers and dispatches.
     HalCommandBuffer(Arc<CommandBuffer>) = "hal.command_buffer"

@@ -531,17 +531,11 @@ impl CommandBuffer {
         }
         for use_ in &recorded.slot_uses {
             let reference = BufferRef::slot(use_.slot, use_.offset, use_.length);
-            let resolved = reference
+            // Resolving checks the range.
+            reference
                 .resolve(table)
+                .and_then(|resolved| check_capabilities(resolved.buffer, use_.usage, use_.access))
                 .with_context(|| format!("binding table slot {}", use_.slot))?;
-            check_buffer(
-                resolved.buffer,
-                resolved.offset,
-                resolved.length,
-                use_.usage,
-                use_.access,
-            )
-            .with_context(|| format!("binding table slot {}", use_.slot))?;
         }
         Ok(())
     }
@@ -549,6 +543,11 @@ impl CommandBuffer {
 
 fn check_buffer(buffer: &Buffer, offset: u64, length: u64, usage: BufferUsage, access: MemoryAccess) -> Result<()> {
     buffer.checked_range(offset, length)?;
+    check_capabilities(buffer, usage, access)
+}
+
+/// What a command needs of a buffer besides the range: device-visible memory, `usage`, `access`.
+fn check_capabilities(buffer: &Buffer, usage: BufferUsage, access: MemoryAccess) -> Result<()> {
     buffer.validate_memory_type(MemoryType::DEVICE_VISIBLE)?;
     buffer.validate_usage(usage)?;
     buffer.validate_access(access)

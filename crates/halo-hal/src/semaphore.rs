@@ -96,11 +96,14 @@ impl TimelineSemaphore {
     }
 
     /// Spins briefly until the value reaches `value` or the semaphore fails.
+    /// Whether the value is known, without the lock, to have reached `value` (most waits find it
+    /// so, and taking the lock or reading the clock would cost more than the rest of them).
+    fn reached(&self, value: u64) -> bool {
+        let published = self.published.load(Ordering::Acquire);
+        published != FAILED && published >= value
+    }
+
     fn spin_until(&self, value: u64, timeout: Timeout) {
-        // Most waits find the value already reached; reading the clock would cost more than them.
-        if self.published.load(Ordering::Acquire) >= value {
-            return;
-        }
         let start = Instant::now();
         let limit = match timeout {
             Timeout::Immediate => return,
@@ -125,6 +128,10 @@ impl TimelineSemaphore {
 
 impl Semaphore for TimelineSemaphore {
     fn query(&self) -> Result<u64> {
+        let published = self.published.load(Ordering::Acquire);
+        if published != FAILED {
+            return Ok(published);
+        }
         let state = self.lock();
         match &state.failure {
             Some(failure) => Err(failure.clone()),
@@ -185,6 +192,9 @@ impl Semaphore for TimelineSemaphore {
     }
 
     fn wait(&self, value: u64, timeout: Timeout) -> Result<()> {
+        if self.reached(value) {
+            return Ok(());
+        }
         self.spin_until(value, timeout);
         let mut state = self.lock();
         loop {

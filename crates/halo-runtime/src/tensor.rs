@@ -3,7 +3,7 @@
 use halo_hal::element_text::format_g;
 use halo_hal::{BufferParams, BufferView, Device, Error, HostTensor, Result};
 use halo_hal_module::HalBufferView;
-use halo_vm::ref_types::{ElementType as ListElementType, List, Ref};
+use halo_vm::ref_types::{ElementType as ListElementType, List};
 use halo_vm::Value;
 
 /// A buffer view on `device` holding a copy of `tensor`, as a VM value.
@@ -17,7 +17,7 @@ pub fn buffer_view_value(device: &dyn Device, tensor: &HostTensor) -> Result<Val
 
 /// Wraps a buffer view as a VM value.
 pub fn view_value(view: BufferView) -> Value {
-    Value::Ref(Some(Ref::new(HalBufferView(view))))
+    Value::Ref(Some(HalBufferView::new(view).into_ref()))
 }
 
 /// The buffer view a value holds.
@@ -26,7 +26,7 @@ pub fn view_value(view: BufferView) -> Value {
 /// `InvalidArgument` naming what the value is instead.
 pub fn as_buffer_view(value: &Value) -> Result<&BufferView> {
     match value {
-        Value::Ref(Some(r)) => r.expect::<HalBufferView>("value").map(|v| &v.0),
+        Value::Ref(Some(r)) => r.expect::<HalBufferView>("value").map(HalBufferView::view),
         other => Err(Error::invalid_argument(format!("{other:?} is not a buffer view"))),
     }
 }
@@ -68,7 +68,7 @@ fn format_typed(
         Value::Ref(None) => "(null)".to_string(),
         Value::Ref(Some(r)) => {
             if let Some(view) = r.downcast::<HalBufferView>() {
-                format!("hal.buffer_view\n{}", view.0.to_host(device)?.format(max_elements))
+                format!("hal.buffer_view\n{}", view.view().to_host(device)?.format(max_elements))
             } else if let Some(list) = r.downcast::<List>() {
                 let mut text = String::from("vm.list\n");
                 for (index, item) in list.to_vec().iter().enumerate() {

@@ -36,7 +36,8 @@ fn dims(args: &Args<'_>, first: usize) -> Result<SmallVec<[u64; 4]>> {
 fn create(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let source = &args.object::<HalBuffer>(0)?.0;
     let (offset, length) = (args.size(1)?, args.size(2)?);
-    let buffer = if offset == 0 && length == source.byte_length() {
+    let whole = offset == 0 && length == source.byte_length();
+    let buffer = if whole {
         source.clone()
     } else {
         source.subspan(offset, length).with_context(|| {
@@ -45,7 +46,11 @@ fn create(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     };
     let element_type = ElementType::from_raw(args.i32(3)? as u32);
     let view = BufferView::new(buffer, &dims(args, 5)?, element_type, encoding(args.i32(4)?)?)?;
-    Ok(object(HalBufferView(view)))
+    // A view of the whole buffer shares its reference with `hal.buffer_view.buffer`.
+    Ok(match args.optional_ref(0)? {
+        Some(buffer) if whole => object(HalBufferView::over(view, buffer.clone())),
+        _ => object(HalBufferView::new(view)),
+    })
 }
 
 /// Whether a view of `actual` elements may be passed where `expected` is declared: opaque
@@ -57,7 +62,7 @@ fn element_types_compatible(actual: ElementType, expected: ElementType) -> bool 
 /// `(buffer_view, message, element_type, encoding, dims...)`: the view has the encoding,
 /// element type and shape the function declares; the error names the argument (`message`).
 fn assert(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
-    let view = &args.object::<HalBufferView>(0)?.0;
+    let view = args.object::<HalBufferView>(0)?.view();
     let message_buffer = args.object::<VmBuffer>(1)?;
     // Only failures read the message, so the common path allocates nothing for it.
     let message = || message_buffer.to_text();
@@ -119,13 +124,14 @@ fn shape_text(shape: &[u64]) -> String {
 
 /// `(buffer_view) -> buffer`
 fn buffer(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
-    let view = &args.object::<HalBufferView>(0)?.0;
-    Ok(object(HalBuffer(view.buffer().clone())))
+    Ok(smallvec![Value::Ref(Some(
+        args.object::<HalBufferView>(0)?.buffer_ref()
+    ))])
 }
 
 /// `(buffer_view, index) -> dim`
 fn dim(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
-    let view = &args.object::<HalBufferView>(0)?.0;
+    let view = args.object::<HalBufferView>(0)?.view();
     let index = args.i32(1)?;
     let dim = usize::try_from(index)
         .ok()
@@ -141,18 +147,18 @@ fn dim(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
 
 /// `(buffer_view) -> element_type`
 fn element_type(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
-    let view = &args.object::<HalBufferView>(0)?.0;
+    let view = args.object::<HalBufferView>(0)?.view();
     Ok(smallvec![Value::I32(view.element_type().raw() as i32)])
 }
 
 /// `(buffer_view) -> encoding_type`
 fn encoding_type(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
-    let view = &args.object::<HalBufferView>(0)?.0;
+    let view = args.object::<HalBufferView>(0)?.view();
     Ok(smallvec![Value::I32(view.encoding() as i32)])
 }
 
 /// `(buffer_view) -> rank`
 fn rank(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
-    let view = &args.object::<HalBufferView>(0)?.0;
+    let view = args.object::<HalBufferView>(0)?.view();
     Ok(smallvec![Value::I32(view.shape().len() as i32)])
 }

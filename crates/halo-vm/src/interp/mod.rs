@@ -9,17 +9,19 @@
 use crate::cconv::Signature;
 use crate::compile::{Branch, Extra, Function, Inst};
 use crate::context::{ImportTarget, Instance, ModuleState};
-use crate::isa::{IMPORT_ORDINAL_BIT, REF_BANK_BIT, REF_MOVE_BIT, REF_ORDINAL_MASK};
-use crate::native::Args;
+use crate::isa::{REF_BANK_BIT, REF_MOVE_BIT, REF_ORDINAL_MASK};
 use crate::ref_types::Ref;
 use crate::unchecked::{Code, Registers};
-use crate::value::{Results, Value};
+use crate::value::Value;
 use halo_hal::{Error, Fence, Result, ResultExt};
 use std::ops::ControlFlow;
 use std::sync::{Arc, MutexGuard};
 
 pub(crate) mod hot;
+mod import;
 mod ops;
+
+use import::{write_results, ImportCall};
 
 /// Deepest call stack an invocation may build before failing (guards runaway recursion).
 const MAX_FRAMES: usize = 16 * 1024;
@@ -307,100 +309,67 @@ impl Machine<'_> {
     /// Performs a call; returns the fence a yielding native function would wait for instead of
     /// calling it, when the invocation may yield and the fence is not reached yet.
     fn call(&mut self, function: &Function, inst: &Inst) -> Result<Option<Fence>> {
+        let frame = self.frames.last().expect("frame");
+        let (ib, rb) = (frame.i32_base, frame.ref_base);
+        let instance = self.instance;
+        if let Some(call) = ImportCall::of(instance, function, inst)? {
+            return self.call_import(&call, ib, rb);
+        }
         let Some(Extra::Call {
-            callee,
-            variadic_kinds,
-            args,
-            results,
-            ..
+            callee, args, results, ..
         }) = function.extras.get(inst.extra as usize)
         else {
             unreachable!("calls were lowered")
         };
-        let frame = self.frames.last().expect("frame");
-        let (ib, rb) = (frame.i32_base, frame.ref_base);
-        if callee & IMPORT_ORDINAL_BIT == 0 {
-            if self.frames.len() >= MAX_FRAMES {
-                return Err(Error::resource_exhausted(format!(
-                    "call depth exceeds {MAX_FRAMES} frames"
-                )));
-            }
-            let callee_function = &self.instance.functions[*callee as usize];
-            let instance = self.instance;
-            let signature = instance.signature(*callee)?;
-            let kinds = signature
-                .fixed_argument_kinds()
-                .ok_or_else(|| Error::invalid_argument("internal functions cannot be variadic"))?;
-            // The spare argument list carries the values between the frames.
-            let mut values = std::mem::take(&mut self.spare_arguments);
-            let passed = self
-                .read_registers(function, args, (ib, rb), kinds, &mut values)
-                .and_then(|()| {
-                    self.push_frame(*callee, callee_function, results.clone());
-                    self.write_arguments(signature, &values)
-                });
-            values.clear();
-            self.spare_arguments = values;
-            return passed.map(|()| None);
+        if self.frames.len() >= MAX_FRAMES {
+            return Err(Error::resource_exhausted(format!(
+                "call depth exceeds {MAX_FRAMES} frames"
+            )));
         }
-        let import = (*callee & !IMPORT_ORDINAL_BIT) as usize;
-        let instance = self.instance;
-        let target = instance.imports[import]
-            .as_ref()
-            .ok_or_else(|| Error::not_found(format!("import '{}' is not resolved", instance.import_names[import])))?;
-        let kinds = match variadic_kinds {
-            Some(kinds) => kinds,
-            None => target.signature().fixed_argument_kinds().ok_or_else(|| {
-                Error::invalid_argument(format!(
-                    "import '{}' is variadic but called without segment sizes",
-                    instance.import_names[import]
-                ))
-            })?,
-        };
-        let list = &function.regs[args.start as usize..args.end as usize];
-        check_count(list.len(), kinds.len())?;
-        let wait = match target {
+        let callee_function = &self.instance.functions[*callee as usize];
+        let signature = instance.signature(*callee)?;
+        let kinds = signature
+            .fixed_argument_kinds()
+            .ok_or_else(|| Error::invalid_argument("internal functions cannot be variadic"))?;
+        // The spare argument list carries the values between the frames.
+        let mut values = std::mem::take(&mut self.spare_arguments);
+        let passed = self
+            .read_registers(function, args, (ib, rb), kinds, &mut values)
+            .and_then(|()| {
+                self.push_frame(*callee, callee_function, results.clone());
+                self.write_arguments(signature, &values)
+            });
+        values.clear();
+        self.spare_arguments = values;
+        passed.map(|()| None)
+    }
+
+    /// Calls an import over the current frame (`ib`, `rb`: its first registers); returns the
+    /// fence a waiting native function would wait for, as [`Machine::call`].
+    fn call_import(&mut self, call: &ImportCall<'_>, ib: usize, rb: usize) -> Result<Option<Fence>> {
+        let wait = match call.target {
             ImportTarget::Native(native) if self.may_yield => native.wait.as_ref(),
             _ => None,
         };
         if let Some(wait) = wait {
-            let pending = wait(&self.arguments(kinds, list, ib, rb)).and_then(|fence| match fence {
+            let pending = wait(&call.arguments(&self.i32s[ib..], &self.refs[rb..])).and_then(|fence| match fence {
                 Some(fence) if !fence.query()? => Ok(Some(fence)),
                 _ => Ok(None),
             });
             if !matches!(pending, Ok(None)) {
-                return pending.with_context(|| format!("calling import '{}'", instance.import_names[import]));
+                return pending.map_err(|error| call.context(error));
             }
         }
         // The module state is released across a call that may come back into this module.
-        let reentrant = target.may_reenter();
+        let reentrant = call.target.may_reenter();
         if reentrant {
             self.state = None;
         }
-        let outcome = target
-            .call(&self.arguments(kinds, list, ib, rb))
-            .with_context(|| format!("calling import '{}'", instance.import_names[import]));
-        self.release_moved(kinds, list, rb);
+        let outcome = call.run(&mut self.i32s[ib..], &mut self.refs[rb..]);
         if reentrant {
-            self.state = Some(instance.lock_state());
+            self.state = Some(self.instance.lock_state());
         }
-        self.write_results(function, results, ib, rb, outcome?)?;
-        Ok(None)
-    }
-
-    /// The arguments of an import call, read in place from the caller's frame.
-    fn arguments<'m>(&'m self, kinds: &'m [char], list: &'m [u16], ib: usize, rb: usize) -> Args<'m> {
-        Args::from_registers(kinds, list, &self.i32s[ib..], &self.refs[rb..])
-    }
-
-    /// Empties the ref registers an import call's arguments moved: the callee took them over
-    /// (and kept a counted copy of any it holds on to).
-    fn release_moved(&mut self, kinds: &[char], list: &[u16], rb: usize) {
-        for (&raw, &kind) in list.iter().zip(kinds) {
-            if kind == 'r' && is_move(raw) {
-                self.refs[rb + ref_ordinal(raw)] = None;
-            }
-        }
+        outcome.map(|()| None)
     }
 
     fn scalar(&self, at: usize, kind: char) -> Value {
@@ -437,42 +406,6 @@ impl Machine<'_> {
         Ok(())
     }
 
-    fn write_results(
-        &mut self,
-        function: &Function,
-        list: &std::ops::Range<u32>,
-        ib: usize,
-        rb: usize,
-        values: impl IntoIterator<IntoIter = impl ExactSizeIterator<Item = Value>>,
-    ) -> Result<()> {
-        let regs = &function.regs[list.start as usize..list.end as usize];
-        let values = values.into_iter();
-        if regs.len() != values.len() {
-            return Err(Error::invalid_argument(format!(
-                "{} results returned where {} are expected",
-                values.len(),
-                regs.len()
-            )));
-        }
-        for (raw, value) in regs.iter().zip(values) {
-            let at = ib + *raw as usize;
-            match value {
-                Value::I32(v) => self.i32s[at] = v as u32,
-                Value::F32(v) => self.i32s[at] = v.to_bits(),
-                Value::I64(v) => {
-                    self.i32s[at] = v as u32;
-                    self.i32s[at + 1] = (v as u64 >> 32) as u32;
-                }
-                Value::F64(v) => {
-                    self.i32s[at] = v.to_bits() as u32;
-                    self.i32s[at + 1] = (v.to_bits() >> 32) as u32;
-                }
-                Value::Ref(r) => self.refs[rb + ref_ordinal(*raw)] = r,
-            }
-        }
-        Ok(())
-    }
-
     /// Pops the current frame; returns the results when it was the outermost one.
     fn return_from(&mut self, function: &Function, inst: &Inst) -> Result<Option<Vec<Value>>> {
         let frame = self.frames.last().expect("frame");
@@ -498,7 +431,8 @@ impl Machine<'_> {
         };
         let (cib, crb) = (caller.i32_base, caller.ref_base);
         let caller_function = &self.instance.functions[caller.function as usize];
-        let written = self.write_results(caller_function, &frame.results, cib, crb, values.drain(..));
+        let list = &caller_function.regs[frame.results.start as usize..frame.results.end as usize];
+        let written = write_results(list, &mut self.i32s[cib..], &mut self.refs[crb..], values.drain(..));
         self.spare_arguments = values;
         written.map(|()| None)
     }
@@ -614,15 +548,6 @@ impl ImportTarget {
         match self {
             ImportTarget::Native(native) => native.reentrant,
             ImportTarget::Bytecode { .. } => true,
-        }
-    }
-
-    fn call(&self, args: &Args<'_>) -> Result<Results> {
-        match self {
-            ImportTarget::Native(native) => (native.function)(args),
-            ImportTarget::Bytecode { instance, ordinal, .. } => {
-                invoke(instance, *ordinal, &args.to_values()).map(Results::from_vec)
-            }
         }
     }
 }

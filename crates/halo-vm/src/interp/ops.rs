@@ -1,7 +1,7 @@
 //! Instructions outside the interpreter's hot loop: refs, globals, buffers, lists, library
 //! math, control flow with side tables, and the exits to calls and returns.
 
-use super::{branch, checked, division_by_zero, is_move, null_error, ref_ordinal, Exit};
+use super::{branch, checked, division_by_zero, is_move, null_error, ref_ordinal, Exit, ImportCall};
 use crate::compile::{Extra, Function, Inst};
 use crate::context::{Instance, ModuleState};
 use crate::isa::{Op, IMPORT_ORDINAL_BIT};
@@ -466,9 +466,16 @@ pub(super) fn step(
             set32!(0, instance.imports[import].is_some() as u32)
         }
         Op::Trace | Op::Print => {}
-        Op::Call | Op::CallVariadic | Op::CallYieldable | Op::CallVariadicYieldable => {
-            return Ok(ControlFlow::Break(Exit::Call(pc)))
+        Op::Call | Op::CallVariadic => {
+            // Native functions that neither wait nor run bytecode are called right here, over
+            // this frame, without leaving the loop (most `hal` calls).
+            let call = ImportCall::of(instance, function, inst)?;
+            match call.as_ref().and_then(|call| call.leaf().map(|_| call)) {
+                Some(call) => call.run(fast.slots(), refs)?,
+                None => return Ok(ControlFlow::Break(Exit::Call(pc))),
+            }
         }
+        Op::CallYieldable | Op::CallVariadicYieldable => return Ok(ControlFlow::Break(Exit::Call(pc))),
         Op::Return => return Ok(ControlFlow::Break(Exit::Return(pc))),
         Op::Yield => {
             // A single-threaded invocation has nothing to yield to; continue at the target.

@@ -1,0 +1,151 @@
+//! Calls to imports: native functions read their arguments in place from the caller's frame and
+//! their results go straight into it; other modules' exports get the arguments as values.
+
+use super::{check_count, invoke, is_move, pair, ref_ordinal};
+use crate::compile::{Extra, Function, Inst};
+use crate::context::{ImportTarget, Instance};
+use crate::isa::IMPORT_ORDINAL_BIT;
+use crate::native::{Args, NativeFunction};
+use crate::ref_types::Ref;
+use crate::value::{Results, Value};
+use halo_hal::{Error, Result};
+
+/// One call instruction's import, resolved: what it calls and which registers it passes.
+pub(super) struct ImportCall<'f> {
+    instance: &'f Instance,
+    import: usize,
+    pub(super) target: &'f ImportTarget,
+    kinds: &'f [char],
+    args: &'f [u16],
+    results: &'f [u16],
+}
+
+impl<'f> ImportCall<'f> {
+    /// The import called by `inst` (a call of `function`), or `None` for an internal call.
+    ///
+    /// # Errors
+    /// `NotFound` for an unresolved optional import; `InvalidArgument` for an argument count
+    /// that does not match the calling convention.
+    // Inlined: returned through memory, the struct was read back before its stores had landed.
+    #[inline(always)]
+    pub(super) fn of(instance: &'f Instance, function: &'f Function, inst: &Inst) -> Result<Option<Self>> {
+        let Some(Extra::Call {
+            callee,
+            variadic_kinds,
+            args,
+            results,
+            ..
+        }) = function.extras.get(inst.extra as usize)
+        else {
+            unreachable!("calls were lowered")
+        };
+        if callee & IMPORT_ORDINAL_BIT == 0 {
+            return Ok(None);
+        }
+        let import = (callee & !IMPORT_ORDINAL_BIT) as usize;
+        let name = instance.import_names[import].as_str();
+        let target = instance.imports[import]
+            .as_ref()
+            .ok_or_else(|| Error::not_found(format!("import '{name}' is not resolved")))?;
+        let kinds = match variadic_kinds {
+            Some(kinds) => kinds,
+            None => target.signature().fixed_argument_kinds().ok_or_else(|| {
+                Error::invalid_argument(format!("import '{name}' is variadic but called without segment sizes"))
+            })?,
+        };
+        let args = &function.regs[args.start as usize..args.end as usize];
+        check_count(args.len(), kinds.len())?;
+        Ok(Some(ImportCall {
+            instance,
+            import,
+            target,
+            kinds,
+            args,
+            results: &function.regs[results.start as usize..results.end as usize],
+        }))
+    }
+
+    /// The native function called, when it neither waits nor runs bytecode: such a call can be
+    /// made without leaving the interpreter loop (and with the module state kept locked).
+    #[inline]
+    pub(super) fn leaf(&self) -> Option<&'f NativeFunction> {
+        match self.target {
+            ImportTarget::Native(native) if !native.reentrant && native.wait.is_none() => Some(native),
+            _ => None,
+        }
+    }
+
+    /// The arguments, read in place from the caller's frame (`i32s` and `refs` start at its
+    /// first register).
+    pub(super) fn arguments<'a>(&'a self, i32s: &'a [u32], refs: &'a [Option<Ref>]) -> Args<'a> {
+        Args::from_registers(self.kinds, self.args, i32s, refs)
+    }
+
+    /// Makes the call over the caller's frame: arguments from it, results into it.
+    pub(super) fn run(&self, i32s: &mut [u32], refs: &mut [Option<Ref>]) -> Result<()> {
+        let outcome = match self.target {
+            ImportTarget::Native(native) => (native.function)(&self.arguments(i32s, refs)),
+            ImportTarget::Bytecode { instance, ordinal, .. } => {
+                invoke(instance, *ordinal, &self.arguments(i32s, refs).to_values()).map(Results::from_vec)
+            }
+        };
+        self.release_moved(refs);
+        outcome
+            .and_then(|results| write_results(self.results, i32s, refs, results))
+            .map_err(|error| self.context(error))
+    }
+
+    /// Adds this call's context to `error`.
+    #[cold]
+    pub(super) fn context(&self, error: Error) -> Error {
+        error.context(format!("calling import '{}'", self.instance.import_names[self.import]))
+    }
+
+    /// Empties the ref registers the arguments moved: the callee took them over (and kept a
+    /// counted copy of any it holds on to).
+    fn release_moved(&self, refs: &mut [Option<Ref>]) {
+        for (&raw, &kind) in self.args.iter().zip(self.kinds) {
+            if kind == 'r' && is_move(raw) {
+                refs[ref_ordinal(raw)] = None;
+            }
+        }
+    }
+}
+
+/// Writes `values` into registers `list` of a frame (`i32s` and `refs` start at its first
+/// register).
+///
+/// # Errors
+/// `InvalidArgument` when the counts differ.
+pub(super) fn write_results(
+    list: &[u16],
+    i32s: &mut [u32],
+    refs: &mut [Option<Ref>],
+    values: impl IntoIterator<IntoIter = impl ExactSizeIterator<Item = Value>>,
+) -> Result<()> {
+    let values = values.into_iter();
+    if list.len() != values.len() {
+        return Err(Error::invalid_argument(format!(
+            "{} results returned where {} are expected",
+            values.len(),
+            list.len()
+        )));
+    }
+    for (&raw, value) in list.iter().zip(values) {
+        let at = raw as usize;
+        match value {
+            Value::I32(v) => i32s[at] = v as u32,
+            Value::F32(v) => i32s[at] = v.to_bits(),
+            Value::I64(v) => set_pair(i32s, at, v as u64),
+            Value::F64(v) => set_pair(i32s, at, v.to_bits()),
+            Value::Ref(r) => refs[ref_ordinal(raw)] = r,
+        }
+    }
+    Ok(())
+}
+
+fn set_pair(i32s: &mut [u32], at: usize, value: u64) {
+    i32s[at] = value as u32;
+    i32s[at + 1] = (value >> 32) as u32;
+    debug_assert_eq!(pair(i32s, at), value);
+}
