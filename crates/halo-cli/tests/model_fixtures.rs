@@ -36,6 +36,23 @@ fn every_model_fixture_matches_iree_run_module_on_local_sync() {
     check_all_on("local-sync");
 }
 
+#[test]
+fn module_mode_preload_gives_the_same_answers() {
+    // The weights of large_constants are external rodata: read into memory instead of mapped.
+    let cases: Vec<PathBuf> = common::cases(&fixtures())
+        .into_iter()
+        .filter(|flags| flags.to_string_lossy().contains("large_constants."))
+        .collect();
+    assert_eq!(cases.len(), 4, "large_constants cases");
+    for flags in &cases {
+        let failure = common::check_case(&fixtures(), flags, &["--device=local-sync", "--module_mode=preload"]);
+        assert!(failure.is_none(), "{}", failure.unwrap_or_default());
+    }
+    let bad = halo(&[&STATIC_ADD[..], &["--module_mode=copy"]].concat());
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("possible values: mmap, preload"));
+}
+
 fn halo(args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_halo"))
         .current_dir(fixtures())

@@ -128,7 +128,10 @@ impl Allocator for HeapAllocator {
         let memory_type = Self::MEMORY_TYPE | (params.memory_type & MemoryType::DEVICE_LOCAL);
         let inner = HostAllocation::new(size, memory_type)?;
         let now = self.stats.allocated.fetch_add(size, Ordering::Relaxed) + size;
-        self.stats.peak.fetch_max(now, Ordering::Relaxed);
+        // A plain load first: the peak rarely moves, and a locked update costs more than the rest.
+        if now > self.stats.peak.load(Ordering::Relaxed) {
+            self.stats.peak.fetch_max(now, Ordering::Relaxed);
+        }
         let allocation = Arc::new(TrackedAllocation {
             inner,
             stats: self.stats.clone(),

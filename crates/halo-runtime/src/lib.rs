@@ -36,7 +36,7 @@ pub mod tensor;
 pub use call::CallFuture;
 pub use function::{AbiModel, Function};
 pub use halo_hal::{BufferView, Error, HostTensor, Result, StatusCode};
-pub use halo_vm::Value;
+pub use halo_vm::{LoadMode, Value};
 pub use instance::Instance;
 pub use session::Session;
 pub use tensor::format_output;

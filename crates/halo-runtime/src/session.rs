@@ -8,7 +8,7 @@ use halo_hal::{Device, Error, Fence, HostTensor, Result, ResultExt, Timeout};
 use halo_hal_module::HalFence;
 use halo_vm::interp::Invocation;
 use halo_vm::ref_types::Ref;
-use halo_vm::{BytecodeModule, Context, Value};
+use halo_vm::{BytecodeModule, Context, LoadMode, Value};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -75,7 +75,16 @@ impl Session {
     /// The loader's or verifier's error naming the file; `NotFound` for a missing import; the
     /// module initializer's error (e.g. no device matching what the module was compiled for).
     pub fn load_module_file(&mut self, path: &Path) -> Result<()> {
-        let module = BytecodeModule::from_file(path).with_context(|| format!("loading module '{}'", path.display()))?;
+        self.load_module_file_as(path, LoadMode::Map)
+    }
+
+    /// Loads a `.vmfb` file mapped or read into memory as `mode` says, and links it.
+    ///
+    /// # Errors
+    /// As [`Session::load_module_file`].
+    pub fn load_module_file_as(&mut self, path: &Path, mode: LoadMode) -> Result<()> {
+        let module =
+            BytecodeModule::open(path, mode).with_context(|| format!("loading module '{}'", path.display()))?;
         self.load_module(Arc::new(module))
             .with_context(|| format!("loading module '{}'", path.display()))
     }

@@ -27,6 +27,6 @@ mod unchecked;
 pub mod value;
 
 pub use context::{Context, Instance};
-pub use module::BytecodeModule;
+pub use module::{BytecodeModule, LoadMode};
 pub use native::{Args, NativeModule};
 pub use value::{Results, Value};

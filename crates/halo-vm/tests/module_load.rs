@@ -4,7 +4,8 @@
 mod module_support;
 
 use halo_vm::module::{
-    BytecodeModule, Dependency, ExportDef, FeatureBits, ImportDef, ARCHIVE_SEGMENT_ALIGNMENT, BYTECODE_VERSION_MAJOR,
+    BytecodeModule, Dependency, ExportDef, FeatureBits, ImportDef, LoadMode, ARCHIVE_SEGMENT_ALIGNMENT,
+    BYTECODE_VERSION_MAJOR,
 };
 use module_support::{data_path, module_bytes, MODULES};
 use serde_json::Value;
@@ -249,6 +250,12 @@ fn check_against_golden(stem: &str) {
     assert_eq!(from_memory.exports(), module.exports());
     assert_eq!(from_memory.layout(), module.layout());
     assert!(module.bytes().is_mapped() && !from_memory.bytes().is_mapped());
+    // Read whole into memory of its own: the same bytes, page-aligned like a map.
+    let preloaded = BytecodeModule::open(&data_path(&format!("{stem}.vmfb")), LoadMode::Preload).unwrap();
+    assert_eq!(preloaded.exports(), module.exports());
+    assert_eq!(preloaded.layout(), module.layout());
+    assert!(preloaded.bytes().is_mapped());
+    assert_eq!(&preloaded.bytes()[..], &module.bytes()[..]);
 }
 
 #[test]

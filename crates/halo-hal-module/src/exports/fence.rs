@@ -83,8 +83,12 @@ fn wait(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
         u32::MAX => Timeout::Infinite,
         millis => Timeout::Deadline(Instant::now() + Duration::from_millis(millis.into())),
     };
-    for fence in fences(args, 2)? {
-        match fence.wait(timeout) {
+    // The fences are waited on where they are: no list, no counted copies.
+    for index in 2..args.len() {
+        let Some(fence) = args.optional_object::<HalFence>(index)? else {
+            continue;
+        };
+        match fence.0.wait(timeout) {
             Ok(()) => {}
             Err(error) if error.code() == StatusCode::DeadlineExceeded => {
                 return Ok(smallvec![Value::I32(StatusCode::DeadlineExceeded as i32)]);
