@@ -8,7 +8,7 @@ use crate::isa::IMPORT_ORDINAL_BIT;
 use crate::native::{Args, NativeFunction};
 use crate::ref_types::Ref;
 use crate::value::{Results, Value};
-use halo_hal::{Error, Result};
+use halo_hal::{Error, Result, StatusCode};
 
 /// One call instruction's import, resolved: what it calls and which registers it passes.
 pub(super) struct ImportCall<'f> {
@@ -43,14 +43,18 @@ impl<'f> ImportCall<'f> {
             return Ok(None);
         }
         let import = (callee & !IMPORT_ORDINAL_BIT) as usize;
-        let name = instance.import_names[import].as_str();
         let target = instance.imports[import]
             .as_ref()
-            .ok_or_else(|| Error::not_found(format!("import '{name}' is not resolved")))?;
+            .ok_or_else(|| import_error(instance, import, StatusCode::NotFound, "is not resolved"))?;
         let kinds = match variadic_kinds {
             Some(kinds) => kinds,
             None => target.signature().fixed_argument_kinds().ok_or_else(|| {
-                Error::invalid_argument(format!("import '{name}' is variadic but called without segment sizes"))
+                import_error(
+                    instance,
+                    import,
+                    StatusCode::InvalidArgument,
+                    "is variadic but called without segment sizes",
+                )
             })?,
         };
         let args = &function.regs[args.start as usize..args.end as usize];
@@ -97,6 +101,7 @@ impl<'f> ImportCall<'f> {
 
     /// Adds this call's context to `error`.
     #[cold]
+    #[inline(never)]
     pub(super) fn context(&self, error: Error) -> Error {
         error.context(format!("calling import '{}'", self.instance.import_names[self.import]))
     }
@@ -110,6 +115,14 @@ impl<'f> ImportCall<'f> {
             }
         }
     }
+}
+
+/// An error about import `import` of `instance`, naming it. Out of line, so that the name is
+/// not loaded on the way to every call (that load cost a cache miss there).
+#[cold]
+#[inline(never)]
+fn import_error(instance: &Instance, import: usize, code: StatusCode, problem: &str) -> Error {
+    Error::new(code, format!("import '{}' {problem}", instance.import_names[import]))
 }
 
 /// Writes `values` into registers `list` of a frame (`i32s` and `refs` start at its first
