@@ -83,7 +83,7 @@ impl CtsDevice {
     }
 
     /// The binding table for `buffers` (slot i is buffers[i]); empty in direct mode.
-    pub fn table(&self, buffers: &[&Buffer]) -> Vec<Binding> {
+    pub fn table<'a>(&self, buffers: &[&'a Buffer]) -> Vec<Binding<'a>> {
         match self.recording {
             Recording::Direct => Vec::new(),
             Recording::BindingTable => buffers.iter().map(|b| Binding::whole(b)).collect(),

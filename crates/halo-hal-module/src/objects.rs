@@ -5,7 +5,6 @@
 
 use halo_hal::{Buffer, BufferView, CommandBuffer, Device, Executable, Fence};
 use halo_vm::ref_types::{Ref, RefObject};
-use std::any::Any;
 use std::sync::{Arc, OnceLock};
 
 macro_rules! ref_object {
@@ -17,9 +16,6 @@ macro_rules! ref_object {
         impl RefObject for $name {
             fn type_name(&self) -> &'static str {
                 $type_name
-            }
-            fn as_any(&self) -> &dyn Any {
-                self
             }
         }
 
@@ -91,9 +87,6 @@ impl HalBufferView {
 impl RefObject for HalBufferView {
     fn type_name(&self) -> &'static str {
         "hal.buffer_view"
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

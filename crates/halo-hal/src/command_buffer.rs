@@ -10,6 +10,7 @@ use crate::memory::{BufferUsage, MemoryAccess, MemoryType, QueueAffinity};
 use crate::{Error, Result, ResultExt};
 use bitflags::bitflags;
 use std::any::Any;
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -88,7 +89,7 @@ impl BufferRef {
     ///
     /// # Errors
     /// `OutOfRange` for a missing slot or a range outside the buffer.
-    pub fn resolve<'a>(&'a self, table: &'a [Binding]) -> Result<ResolvedRef<'a>> {
+    pub fn resolve<'a>(&'a self, table: &'a [Binding<'_>]) -> Result<ResolvedRef<'a>> {
         let (buffer, offset, length) = match &self.source {
             BufferSource::Direct(buffer) => (buffer, self.offset, self.length),
             BufferSource::Slot(slot) => {
@@ -109,7 +110,11 @@ impl BufferRef {
                 } else {
                     self.length
                 };
-                (&binding.buffer, binding.offset.saturating_add(self.offset), length)
+                (
+                    binding.buffer.as_ref(),
+                    binding.offset.saturating_add(self.offset),
+                    length,
+                )
             }
         };
         let length = buffer.checked_range(offset, length)?;
@@ -130,23 +135,42 @@ pub struct ResolvedRef<'a> {
 }
 
 /// One entry of a binding table: what a slot refers to for one submission.
+///
+/// The buffer is borrowed from the submitter for the call that submits it (no reference
+/// counting on the way in); a driver that keeps the table past that call takes an owned copy
+/// ([`Binding::to_static`]).
 #[derive(Debug, Clone)]
-pub struct Binding {
+pub struct Binding<'a> {
     /// The buffer.
-    pub buffer: Buffer,
+    pub buffer: Cow<'a, Buffer>,
     /// Offset within the buffer.
     pub offset: u64,
     /// Length, or [`WHOLE_BUFFER`].
     pub length: u64,
 }
 
-impl Binding {
-    /// All of `buffer`.
-    pub fn whole(buffer: &Buffer) -> Self {
+impl<'a> Binding<'a> {
+    /// `[offset, offset + length)` of `buffer`, borrowed.
+    pub fn new(buffer: &'a Buffer, offset: u64, length: u64) -> Self {
         Binding {
-            buffer: buffer.clone(),
-            offset: 0,
-            length: WHOLE_BUFFER,
+            buffer: Cow::Borrowed(buffer),
+            offset,
+            length,
+        }
+    }
+
+    /// All of `buffer`, borrowed.
+    pub fn whole(buffer: &'a Buffer) -> Self {
+        Binding::new(buffer, 0, WHOLE_BUFFER)
+    }
+
+    /// The same entry holding its own reference to the buffer, for a table kept past the
+    /// submitting call.
+    pub fn to_static(&self) -> Binding<'static> {
+        Binding {
+            buffer: Cow::Owned(self.buffer.as_ref().clone()),
+            offset: self.offset,
+            length: self.length,
         }
     }
 }

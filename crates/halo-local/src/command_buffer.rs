@@ -51,7 +51,12 @@ impl HostProgram {
     }
 
     /// Region `index` for a submission with `table`.
-    pub fn region(&self, command_buffer: &CommandBuffer, index: usize, table: &Arc<[Binding]>) -> Result<Arc<Region>> {
+    pub fn region(
+        &self,
+        command_buffer: &CommandBuffer,
+        index: usize,
+        table: &Arc<[Binding<'static>]>,
+    ) -> Result<Arc<Region>> {
         match &self.regions[index] {
             RegionPlan::Fixed(region) => Ok(region.clone()),
             RegionPlan::PerSubmission(range) => Ok(Arc::new(Region::build(

@@ -33,7 +33,7 @@ pub struct PreparedDispatch<'a> {
     /// The buffers behind `binding_ptrs` when the dispatch keeps them alive itself; empty when
     /// it borrows them for `'a`.
     buffers: SmallVec<[Buffer; 8]>,
-    _borrowed: PhantomData<&'a [Binding]>,
+    _borrowed: PhantomData<&'a [Binding<'a>]>,
 }
 
 // SAFETY: the raw pointers address host memory of `Send + Sync` buffers that are kept alive by

@@ -32,12 +32,12 @@ pub struct Region {
     starts: Vec<u64>,
     /// Index of each item's command in the command buffer, for error messages.
     command_indices: Vec<usize>,
-    table: Arc<[Binding]>,
+    table: Arc<[Binding<'static>]>,
 }
 
 impl Region {
     /// Resolves `commands[range]` against `table` (which only slot references use).
-    pub fn build(commands: &[Command], range: Range<usize>, table: Arc<[Binding]>) -> Result<Self> {
+    pub fn build(commands: &[Command], range: Range<usize>, table: Arc<[Binding<'static>]>) -> Result<Self> {
         let mut items = Vec::with_capacity(range.len());
         let mut starts = vec![0];
         let mut command_indices = Vec::with_capacity(range.len());

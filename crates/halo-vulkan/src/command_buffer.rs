@@ -177,7 +177,7 @@ struct Recorder<'a> {
     shared: &'a Arc<DeviceShared>,
     command_buffer: vk::CommandBuffer,
     descriptor_pool: vk::DescriptorPool,
-    table: &'a [Binding],
+    table: &'a [Binding<'a>],
     staging: Option<Staging>,
 }
 

@@ -480,7 +480,10 @@ impl Device for VulkanDevice {
         let work = match command_buffer {
             Some(command_buffer) => {
                 command_buffer.validate_submission(binding_table)?;
-                Work::Commands(command_buffer.clone(), binding_table.to_vec())
+                Work::Commands(
+                    command_buffer.clone(),
+                    binding_table.iter().map(Binding::to_static).collect(),
+                )
             }
             None => Work::Nothing,
         };

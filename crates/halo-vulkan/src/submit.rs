@@ -17,7 +17,7 @@ pub(crate) enum Work {
     /// Only waits and signals.
     Nothing,
     /// A command buffer and its binding table.
-    Commands(Arc<CommandBuffer>, Vec<Binding>),
+    Commands(Arc<CommandBuffer>, Vec<Binding<'static>>),
     /// A buffer released once the waits are met (queue dealloca).
     Keep(#[expect(dead_code, reason = "held, never read: dropping it releases the buffer")] Buffer),
 }

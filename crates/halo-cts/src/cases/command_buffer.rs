@@ -120,18 +120,7 @@ pub fn binding_tables_rebind_slots(ctx: &CtsDevice) {
     for value in [5u8, 6] {
         let source = ctx.buffer_with(&[value; 16]);
         let target = ctx.buffer(16);
-        let table = [
-            Binding {
-                buffer: source.clone(),
-                offset: 8,
-                length: 4,
-            },
-            Binding {
-                buffer: target.clone(),
-                offset: 4,
-                length: 12,
-            },
-        ];
+        let table = [Binding::new(&source, 8, 4), Binding::new(&target, 4, 12)];
         ctx.submit_and_wait(&cb, &table).unwrap();
         let bytes = target.read_all().unwrap();
         assert_eq!(

@@ -188,11 +188,7 @@ fn queue_execute_indirect(_: &HalModuleState, args: &Args<'_>) -> Result<Results
         let buffer = args
             .optional_object::<HalBuffer>(at)?
             .ok_or_else(|| Error::invalid_argument(format!("binding table slot {slot} is null")))?;
-        table.push(Binding {
-            buffer: buffer.0.clone(),
-            offset: args.size(at + 1)?,
-            length: args.size(at + 2)?,
-        });
+        table.push(Binding::new(&buffer.0, args.size(at + 1)?, args.size(at + 2)?));
     }
     device.queue_execute(
         affinity(args)?,

@@ -86,7 +86,7 @@ impl Device for TaskDevice {
                 command_buffer.validate_submission(binding_table)?;
                 Work::Execute {
                     command_buffer: command_buffer.clone(),
-                    table: binding_table.into(),
+                    table: binding_table.iter().map(Binding::to_static).collect(),
                 }
             }
             None => Work::Barrier,

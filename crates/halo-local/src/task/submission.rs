@@ -48,7 +48,7 @@ pub enum Work {
         /// The command buffer.
         command_buffer: Arc<CommandBuffer>,
         /// Buffers for its slots.
-        table: Arc<[Binding]>,
+        table: Arc<[Binding<'static>]>,
     },
 }
 
