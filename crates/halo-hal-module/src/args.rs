@@ -17,10 +17,12 @@ pub trait HalArgs<'a> {
 }
 
 impl<'a> HalArgs<'a> for Args<'a> {
+    #[inline]
     fn size(&self, index: usize) -> Result<u64> {
         Ok(self.i64(index)? as u64)
     }
 
+    #[inline]
     fn fence(&self, index: usize) -> Result<&'a Fence> {
         static EMPTY: Fence = Fence::new();
         Ok(self.optional_object::<HalFence>(index)?.map_or(&EMPTY, |f| &f.0))

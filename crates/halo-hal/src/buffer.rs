@@ -101,6 +101,7 @@ impl Buffer {
     ///
     /// # Errors
     /// `OutOfRange` naming the byte range and the buffer length.
+    #[inline]
     pub fn checked_range(&self, offset: u64, length: u64) -> Result<u64> {
         let length = if length == WHOLE_BUFFER {
             self.length.checked_sub(offset)
@@ -109,12 +110,19 @@ impl Buffer {
         };
         match length {
             Some(length) if offset.checked_add(length).is_some_and(|end| end <= self.length) => Ok(length),
-            _ => Err(Error::out_of_range(format!(
-                "range [{offset}, {}) exceeds buffer length {}",
-                describe_end(offset, length),
-                self.length
-            ))),
+            _ => Err(self.range_error(offset, length)),
         }
+    }
+
+    // Out of line so that the check above inlines into every command and dispatch.
+    #[cold]
+    #[inline(never)]
+    fn range_error(&self, offset: u64, length: Option<u64>) -> Error {
+        Error::out_of_range(format!(
+            "range [{offset}, {}) exceeds buffer length {}",
+            describe_end(offset, length),
+            self.length
+        ))
     }
 
     /// A buffer over `[offset, offset + length)` of this one, sharing the allocation.

@@ -188,14 +188,19 @@ impl Invocation {
     }
 }
 
+#[inline]
 fn check_count(passed: usize, expected: usize) -> Result<()> {
     if passed == expected {
         Ok(())
     } else {
-        Err(Error::invalid_argument(format!(
-            "{passed} values passed where {expected} are expected"
-        )))
+        Err(count_mismatch(passed, expected))
     }
+}
+
+#[cold]
+#[inline(never)]
+fn count_mismatch(passed: usize, expected: usize) -> Error {
+    Error::invalid_argument(format!("{passed} values passed where {expected} are expected"))
 }
 
 /// The 64-bit value in the register pair starting at `at` (low half first).

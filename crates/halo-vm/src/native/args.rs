@@ -127,7 +127,7 @@ impl<'a> Args<'a> {
     ///
     /// # Errors
     /// `InvalidArgument` naming the argument when it is missing or of another kind.
-    #[inline]
+    #[inline(always)]
     pub fn i32(&self, index: usize) -> Result<i32> {
         match self.source {
             Source::Registers(r) if r.kinds.get(index) == Some(&'i') => return Ok(r.bits32(index) as i32),
@@ -145,7 +145,7 @@ impl<'a> Args<'a> {
     ///
     /// # Errors
     /// As [`Args::i32`].
-    #[inline]
+    #[inline(always)]
     pub fn i64(&self, index: usize) -> Result<i64> {
         match self.source {
             Source::Registers(r) if r.kinds.get(index) == Some(&'I') => return Ok(r.bits64(index) as i64),
@@ -163,7 +163,7 @@ impl<'a> Args<'a> {
     ///
     /// # Errors
     /// As [`Args::i32`].
-    #[inline]
+    #[inline(always)]
     pub fn optional_ref(&self, index: usize) -> Result<Option<&'a Ref>> {
         match self.source {
             Source::Registers(r) if r.kinds.get(index) == Some(&'r') => return Ok(r.reference(index)),
@@ -181,7 +181,7 @@ impl<'a> Args<'a> {
     ///
     /// # Errors
     /// As [`Args::i32`], and `InvalidArgument` naming both types for an object of another type.
-    #[inline]
+    #[inline(always)]
     pub fn optional_object<T: RefObject>(&self, index: usize) -> Result<Option<&'a T>> {
         match self.optional_ref(index)? {
             None => Ok(None),
@@ -196,7 +196,7 @@ impl<'a> Args<'a> {
     ///
     /// # Errors
     /// As [`Args::optional_object`], and `InvalidArgument` when it is null.
-    #[inline]
+    #[inline(always)]
     pub fn object<T: RefObject>(&self, index: usize) -> Result<&'a T> {
         self.optional_object(index)?.ok_or_else(|| null_object::<T>(index))
     }
