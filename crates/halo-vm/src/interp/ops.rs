@@ -469,10 +469,9 @@ pub(super) fn step(
         Op::Call | Op::CallVariadic => {
             // Native functions that neither wait nor run bytecode are called right here, over
             // this frame, without leaving the loop (most `hal` calls).
-            let call = ImportCall::of(instance, function, inst)?;
-            match call.as_ref().and_then(|call| call.leaf().map(|_| call)) {
-                Some(call) => call.run(fast.slots(), refs)?,
-                None => return Ok(ControlFlow::Break(Exit::Call(pc))),
+            match ImportCall::of(instance, function, inst)? {
+                Some(call) if call.is_leaf() => call.run(fast.slots(), refs)?,
+                _ => return Ok(ControlFlow::Break(Exit::Call(pc))),
             }
         }
         Op::CallYieldable | Op::CallVariadicYieldable => return Ok(ControlFlow::Break(Exit::Call(pc))),
