@@ -95,14 +95,13 @@ impl TimelineSemaphore {
         })
     }
 
-    /// Spins briefly until the value reaches `value` or the semaphore fails.
-    /// Whether the value is known, without the lock, to have reached `value` (most waits find it
-    /// so, and taking the lock or reading the clock would cost more than the rest of them).
-    fn reached(&self, value: u64) -> bool {
-        let published = self.published.load(Ordering::Acquire);
-        published != FAILED && published >= value
+    /// The value, read without the lock; `None` once the semaphore failed. Most queries and waits
+    /// need no more: taking the lock or reading the clock would cost more than the rest of them.
+    fn published(&self) -> Option<u64> {
+        Some(self.published.load(Ordering::Acquire)).filter(|&value| value != FAILED)
     }
 
+    /// Spins briefly until the value reaches `value` or the semaphore fails.
     fn spin_until(&self, value: u64, timeout: Timeout) {
         let start = Instant::now();
         let limit = match timeout {
@@ -128,9 +127,8 @@ impl TimelineSemaphore {
 
 impl Semaphore for TimelineSemaphore {
     fn query(&self) -> Result<u64> {
-        let published = self.published.load(Ordering::Acquire);
-        if published != FAILED {
-            return Ok(published);
+        if let Some(value) = self.published() {
+            return Ok(value);
         }
         let state = self.lock();
         match &state.failure {
@@ -192,7 +190,7 @@ impl Semaphore for TimelineSemaphore {
     }
 
     fn wait(&self, value: u64, timeout: Timeout) -> Result<()> {
-        if self.reached(value) {
+        if self.published().is_some_and(|published| published >= value) {
             return Ok(());
         }
         self.spin_until(value, timeout);
