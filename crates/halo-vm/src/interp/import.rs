@@ -1,13 +1,13 @@
 //! Calls to imports: native functions read their arguments in place from the caller's frame and
 //! their results go straight into it; other modules' exports get the arguments as values.
 
-use super::{check_count, invoke, is_move, ref_ordinal};
+use super::{check_count, invoke, is_move, ref_ordinal, write_results};
 use crate::compile::{Extra, Function, Inst};
 use crate::context::{ImportTarget, Instance};
 use crate::isa::IMPORT_ORDINAL_BIT;
 use crate::native::Args;
 use crate::ref_types::Ref;
-use crate::value::{Results, Value};
+use crate::value::Results;
 use halo_hal::{Error, Result, StatusCode};
 
 /// One call instruction's import, resolved: what it calls and which registers it passes.
@@ -120,41 +120,4 @@ impl<'f> ImportCall<'f> {
 #[inline(never)]
 fn import_error(instance: &Instance, import: usize, code: StatusCode, problem: &str) -> Error {
     Error::new(code, format!("import '{}' {problem}", instance.import_names[import]))
-}
-
-/// Writes `values` into registers `list` of a frame (`i32s` and `refs` start at its first
-/// register).
-///
-/// # Errors
-/// `InvalidArgument` when the counts differ.
-pub(super) fn write_results(
-    list: &[u16],
-    i32s: &mut [u32],
-    refs: &mut [Option<Ref>],
-    values: impl IntoIterator<IntoIter = impl ExactSizeIterator<Item = Value>>,
-) -> Result<()> {
-    let values = values.into_iter();
-    if list.len() != values.len() {
-        return Err(Error::invalid_argument(format!(
-            "{} results returned where {} are expected",
-            values.len(),
-            list.len()
-        )));
-    }
-    for (&raw, value) in list.iter().zip(values) {
-        let at = raw as usize;
-        match value {
-            Value::I32(v) => i32s[at] = v as u32,
-            Value::F32(v) => i32s[at] = v.to_bits(),
-            Value::I64(v) => set_pair(i32s, at, v as u64),
-            Value::F64(v) => set_pair(i32s, at, v.to_bits()),
-            Value::Ref(r) => refs[ref_ordinal(raw)] = r,
-        }
-    }
-    Ok(())
-}
-
-fn set_pair(i32s: &mut [u32], at: usize, value: u64) {
-    i32s[at] = value as u32;
-    i32s[at + 1] = (value >> 32) as u32;
 }

@@ -21,7 +21,7 @@ pub(crate) mod hot;
 mod import;
 mod ops;
 
-use import::{write_results, ImportCall};
+use import::ImportCall;
 
 /// Deepest call stack an invocation may build before failing (guards runaway recursion).
 const MAX_FRAMES: usize = 16 * 1024;
@@ -441,6 +441,43 @@ impl Machine<'_> {
         self.spare_arguments = values;
         written.map(|()| None)
     }
+}
+
+/// Writes `values` into registers `list` of a frame (`i32s` and `refs` start at its first
+/// register).
+///
+/// # Errors
+/// `InvalidArgument` when the counts differ.
+fn write_results(
+    list: &[u16],
+    i32s: &mut [u32],
+    refs: &mut [Option<Ref>],
+    values: impl IntoIterator<IntoIter = impl ExactSizeIterator<Item = Value>>,
+) -> Result<()> {
+    let values = values.into_iter();
+    if list.len() != values.len() {
+        return Err(Error::invalid_argument(format!(
+            "{} results returned where {} are expected",
+            values.len(),
+            list.len()
+        )));
+    }
+    for (&raw, value) in list.iter().zip(values) {
+        let at = raw as usize;
+        match value {
+            Value::I32(v) => i32s[at] = v as u32,
+            Value::F32(v) => i32s[at] = v.to_bits(),
+            Value::I64(v) => set_pair(i32s, at, v as u64),
+            Value::F64(v) => set_pair(i32s, at, v.to_bits()),
+            Value::Ref(r) => refs[ref_ordinal(raw)] = r,
+        }
+    }
+    Ok(())
+}
+
+fn set_pair(i32s: &mut [u32], at: usize, value: u64) {
+    i32s[at] = value as u32;
+    i32s[at + 1] = (value >> 32) as u32;
 }
 
 /// Where the caller continues after the call at `pc` returns: the next instruction, or the resume
