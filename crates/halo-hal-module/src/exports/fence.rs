@@ -23,7 +23,7 @@ pub(crate) const WAITING: &[WaitingRow] = &[("fence.await", "0iICrD_i", awaited,
 /// invocation suspends until this is reached, so `wait` then returns without blocking (the
 /// timeout does not apply to a suspended invocation).
 fn awaited(_: &HalModuleState, args: &Args<'_>) -> Result<Option<Fence>> {
-    let joined = Fence::join(&fences(args, 2)?);
+    let joined = Fence::join(fences(args, 2).collect::<Result<Vec<_>>>()?);
     Ok((!joined.is_empty()).then_some(joined))
 }
 
@@ -34,17 +34,15 @@ fn create(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     Ok(object(HalFence(Fence::at(semaphore, 1))))
 }
 
-/// The non-null fences of a variadic segment starting at `first`.
-fn fences(args: &Args<'_>, first: usize) -> Result<Vec<Fence>> {
-    (first..args.len())
-        .filter_map(|i| args.optional_object::<HalFence>(i).transpose())
-        .map(|f| f.map(|f| f.0.clone()))
-        .collect()
+/// The non-null fences of a variadic segment starting at `first`, where they are (no counted
+/// copies).
+fn fences<'a, 'b>(args: &'b Args<'a>, first: usize) -> impl Iterator<Item = Result<&'a Fence>> + 'b {
+    (first..args.len()).filter_map(|i| args.optional_object::<HalFence>(i).map(|f| f.map(|f| &f.0)).transpose())
 }
 
 /// `(flags, fences...) -> fence or null`: null when nothing is left to wait for.
 fn join(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
-    let joined = Fence::join(&fences(args, 1)?);
+    let joined = Fence::join(fences(args, 1).collect::<Result<Vec<_>>>()?);
     Ok(if joined.is_empty() {
         smallvec![Value::Ref(None)]
     } else {
@@ -83,12 +81,8 @@ fn wait(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
         u32::MAX => Timeout::Infinite,
         millis => Timeout::Deadline(Instant::now() + Duration::from_millis(millis.into())),
     };
-    // The fences are waited on where they are: no list, no counted copies.
-    for index in 2..args.len() {
-        let Some(fence) = args.optional_object::<HalFence>(index)? else {
-            continue;
-        };
-        match fence.0.wait(timeout) {
+    for fence in fences(args, 2) {
+        match fence?.wait(timeout) {
             Ok(()) => {}
             Err(error) if error.code() == StatusCode::DeadlineExceeded => {
                 return Ok(smallvec![Value::I32(StatusCode::DeadlineExceeded as i32)]);
