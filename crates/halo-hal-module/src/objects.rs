@@ -115,3 +115,32 @@ pub struct HostFile {
     /// Byte range within it.
     pub range: std::ops::Range<usize>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use halo_hal::buffer_view::Encoding;
+    use halo_hal::{Allocator, BufferParams, ElementType, HeapAllocator};
+
+    fn view() -> BufferView {
+        let buffer = HeapAllocator::default()
+            .allocate_buffer(BufferParams::default(), 16)
+            .unwrap();
+        BufferView::new(buffer, &[4], ElementType::FLOAT_32, Encoding::DenseRowMajor).unwrap()
+    }
+
+    #[test]
+    fn a_view_hands_out_one_buffer_reference() {
+        let view = HalBufferView::new(view());
+        let (first, second) = (view.buffer_ref(), view.buffer_ref());
+        assert!(first.ptr_eq(&second));
+        assert_eq!(first.expect::<HalBuffer>("buffer").unwrap().0.byte_length(), 16);
+    }
+
+    #[test]
+    fn a_view_over_a_buffer_reference_hands_out_that_reference() {
+        let view = view();
+        let buffer = HalBuffer(view.buffer().clone()).into_ref();
+        assert!(HalBufferView::over(view, buffer.clone()).buffer_ref().ptr_eq(&buffer));
+    }
+}
