@@ -119,6 +119,30 @@ impl Allocation for HostAllocation {
     }
 }
 
+/// `length` zeroed bytes, or `ResourceExhausted` naming `what` where `vec![0; length]` would abort
+/// the process: such lengths come from programs, flags and files.
+///
+/// Stable Rust has no fallible zeroed vector. Asking for the same size fallibly first, then taking
+/// it zeroed, keeps the allocator's zeroed path: fresh pages stay untouched until used, which
+/// filling a reserved vector with zeros would not.
+pub fn zeroed_vec(length: usize, what: &str) -> Result<Vec<u8>> {
+    let mut probe = Vec::<u8>::new();
+    probe
+        .try_reserve_exact(length)
+        .map_err(|_| Error::resource_exhausted(format!("cannot allocate {length} bytes for {what}")))?;
+    drop(probe);
+    Ok(vec![0; length])
+}
+
+/// A copy of `bytes`, or `ResourceExhausted` naming `what` where `to_vec` would abort.
+pub fn copied_vec(bytes: &[u8], what: &str) -> Result<Vec<u8>> {
+    let mut copy = Vec::new();
+    copy.try_reserve_exact(bytes.len())
+        .map_err(|_| Error::resource_exhausted(format!("cannot allocate {} bytes for {what}", bytes.len())))?;
+    copy.extend_from_slice(bytes);
+    Ok(copy)
+}
+
 /// Copies `len` bytes between host addresses that may overlap.
 ///
 /// # Safety

@@ -105,19 +105,6 @@ impl Signature {
     pub fn flatten_results(&self) -> Result<Vec<char>> {
         flatten(&self.results, &[], &self.text)
     }
-
-    /// Checks a non-variadic call's registers (ref-ness per position) against this signature.
-    pub fn check_registers(&self, arguments: &[bool], results: &[bool]) -> std::result::Result<(), String> {
-        let expected = self.flatten_arguments(&[]).map_err(|e| e.message().to_string())?;
-        check_kinds("argument", &expected, arguments, &self.text)?;
-        self.check_results(results)
-    }
-
-    /// Checks result registers against this signature.
-    pub fn check_results(&self, results: &[bool]) -> std::result::Result<(), String> {
-        let expected = self.flatten_results().map_err(|e| e.message().to_string())?;
-        check_kinds("result", &expected, results, &self.text)
-    }
 }
 
 fn flatten(items: &[Item], segment_sizes: &[usize], text: &str) -> Result<Vec<char>> {
@@ -139,30 +126,6 @@ fn flatten(items: &[Item], segment_sizes: &[usize], text: &str) -> Result<Vec<ch
     Ok(out)
 }
 
-pub(crate) fn check_kinds(
-    what: &str,
-    expected: &[char],
-    is_ref: &[bool],
-    text: &str,
-) -> std::result::Result<(), String> {
-    if expected.len() != is_ref.len() {
-        return Err(format!(
-            "{} {what}s passed; '{text}' takes {}",
-            is_ref.len(),
-            expected.len()
-        ));
-    }
-    for (index, (kind, is_ref)) in expected.iter().zip(is_ref).enumerate() {
-        if (*kind == 'r') != *is_ref {
-            return Err(format!(
-                "{what} {index} is {} but '{text}' expects '{kind}'",
-                if *is_ref { "a ref" } else { "a scalar" }
-            ));
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,19 +145,5 @@ mod tests {
         for bad in ["", "iI_i", "0q", "0C", "0CiX"] {
             assert!(Signature::parse(bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn checks_register_banks() {
-        let s = Signature::parse("0ir_r").unwrap();
-        s.check_registers(&[false, true], &[true]).unwrap();
-        assert!(s
-            .check_registers(&[true, true], &[true])
-            .unwrap_err()
-            .contains("argument 0"));
-        assert!(s
-            .check_registers(&[false], &[true])
-            .unwrap_err()
-            .contains("1 arguments passed"));
     }
 }

@@ -7,15 +7,16 @@
 //! instructions with branch targets turned into instruction indices, so the interpreter does no
 //! decoding and no range checks the verifier already proved.
 
+use crate::cconv::Signature;
 use crate::interp::hot::Handler;
 use crate::isa::decode::{decode, Immediate, Operand, RawRegister};
-use crate::isa::{Access, Bank, Field, Op, BLOCK_MARKER, IMPORT_ORDINAL_BIT, REF_ORDINAL_MASK};
+use crate::isa::{Access, Bank, Field, Op, BLOCK_MARKER, I32_ORDINAL_MASK, IMPORT_ORDINAL_BIT, REF_ORDINAL_MASK};
 use halo_hal::{Error, Result};
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
 /// What the verifier needs to know about the module around a function.
-pub struct ModuleShape {
+pub struct ModuleShape<'a> {
     /// Number of entries in the type table.
     pub type_count: u32,
     /// Number of rodata segments.
@@ -24,10 +25,10 @@ pub struct ModuleShape {
     pub global_bytes: u32,
     /// Number of ref globals.
     pub global_refs: u32,
-    /// Calling conventions of internal functions, by ordinal.
-    pub function_cconvs: Vec<Option<String>>,
-    /// Calling conventions of imports, by ordinal.
-    pub import_cconvs: Vec<Option<String>>,
+    /// Calling conventions of internal functions, by ordinal (`None`: the module gives none).
+    pub functions: &'a [Option<Signature>],
+    /// Calling conventions of imports, by ordinal (`None`: the module gives none).
+    pub imports: &'a [Option<Signature>],
 }
 
 /// The function being verified.
@@ -36,10 +37,12 @@ pub struct FunctionSource<'a> {
     pub name: &'a str,
     /// Its bytecode.
     pub code: &'a [u8],
-    /// Registers in the i32 bank.
+    /// Registers in the i32 bank, as the module declares them.
     pub i32_registers: u16,
-    /// Registers in the ref bank.
+    /// Registers in the ref bank, as the module declares them.
     pub ref_registers: u16,
+    /// Its calling convention (`None` when the module gives none, which fails verification).
+    pub signature: Option<&'a Signature>,
 }
 
 /// A branch: target instruction index and the block-argument moves to make.
@@ -100,24 +103,87 @@ pub struct Inst {
 }
 
 /// A verified, lowered function.
-#[derive(Debug, Default)]
+///
+/// Only [`compile`] makes one, and nothing outside this crate can change it: the interpreter
+/// skips the checks that its verification proved (see `unchecked.rs`), so a `Function` is the
+/// proof that they hold.
+#[derive(Debug)]
+#[cfg_attr(test, derive(Default))]
 pub struct Function {
     /// Instructions in order; block starts are branch targets.
-    pub insts: Vec<Inst>,
+    pub(crate) insts: Vec<Inst>,
     /// Byte offset of each instruction in the function's bytecode, for error messages.
-    pub offsets: Vec<u32>,
+    pub(crate) offsets: Vec<u32>,
     /// Side data of complex instructions.
-    pub extras: Vec<Extra>,
+    pub(crate) extras: Vec<Extra>,
     /// Successors of branches, consecutive per instruction (a table's default first).
-    pub branches: Vec<Branch>,
+    pub(crate) branches: Vec<Branch>,
     /// Register lists of all instructions.
-    pub regs: Vec<u16>,
+    pub(crate) regs: Vec<u16>,
     /// Handlers of the instructions that carry [`crate::interp::hot::checkpoint`] instead.
     pub(crate) checkpoints: HashMap<u32, Handler>,
-    /// Registers the function needs.
-    pub i32_registers: u16,
-    /// Ref registers the function needs.
-    pub ref_registers: u16,
+    /// Registers of the i32 bank in a frame of this function (see [`frame_registers`]).
+    pub(crate) i32_registers: u16,
+    /// Registers of the ref bank in a frame of this function.
+    pub(crate) ref_registers: u16,
+}
+
+impl Function {
+    /// The lowered instructions, in order.
+    pub fn instructions(&self) -> &[Inst] {
+        &self.insts
+    }
+
+    /// Registers in the i32 bank of one frame of this function.
+    pub fn i32_registers(&self) -> u16 {
+        self.i32_registers
+    }
+
+    /// Registers in the ref bank of one frame of this function.
+    pub fn ref_registers(&self) -> u16 {
+        self.ref_registers
+    }
+}
+
+/// The registers a frame holds in one bank, as IREE sizes them: the declared count rounded up to
+/// a power of two (at least one). Programs may use every register of the rounded bank, and a
+/// call may pass more arguments than the callee declares registers for, as long as the rounded
+/// bank holds them; IREE's VM runs such programs, so halo does too.
+fn frame_registers(declared: u16, ordinal_mask: u16, bank: &str) -> Check<u16> {
+    let rounded = u32::from(declared.max(1)).next_power_of_two();
+    let addressable = u32::from(ordinal_mask) + 1;
+    u16::try_from(rounded)
+        .ok()
+        .filter(|_| rounded <= addressable)
+        .ok_or_else(|| {
+            format!("{declared} {bank} registers round up to {rounded}, more than the {addressable} addressable")
+        })
+}
+
+/// Checks that the arguments of `signature` fit a frame of `i32_registers` and `ref_registers`
+/// (64-bit values on aligned pairs), where the interpreter places them on entry.
+fn check_argument_storage(signature: &Signature, i32_registers: u16, ref_registers: u16) -> Check<()> {
+    let kinds = signature.fixed_argument_kinds().ok_or_else(|| {
+        format!(
+            "'{}': internal functions cannot take variadic arguments",
+            signature.text
+        )
+    })?;
+    let (mut i32s, mut refs) = (0u32, 0u32);
+    for kind in kinds {
+        match kind {
+            'r' => refs += 1,
+            'I' | 'F' => i32s += (i32s & 1) + 2,
+            _ => i32s += 1,
+        }
+    }
+    if i32s > u32::from(i32_registers) || refs > u32::from(ref_registers) {
+        return Err(format!(
+            "the arguments of '{}' need {i32s} i32 and {refs} ref registers; the frame has {i32_registers} and {ref_registers}",
+            signature.text
+        ));
+    }
+    Ok(())
 }
 
 fn fail(source: &FunctionSource<'_>, pc: usize, reason: impl std::fmt::Display) -> Error {
@@ -151,14 +217,27 @@ pub fn compile(source: &FunctionSource<'_>, shape: &ModuleShape) -> Result<Funct
     if decoded.is_empty() {
         return Err(fail(source, 0, "function has no instructions"));
     }
+    let signature = source
+        .signature
+        .ok_or_else(|| fail(source, 0, "function has no calling convention"))?;
+    let i32_registers =
+        frame_registers(source.i32_registers, I32_ORDINAL_MASK, "i32").map_err(|e| fail(source, 0, e))?;
+    let ref_registers =
+        frame_registers(source.ref_registers, REF_ORDINAL_MASK, "ref").map_err(|e| fail(source, 0, e))?;
+    check_argument_storage(signature, i32_registers, ref_registers).map_err(|e| fail(source, 0, e))?;
     // Pass 2: check operands and lower.
     let mut function = Function {
-        i32_registers: source.i32_registers,
-        ref_registers: source.ref_registers,
-        ..Default::default()
+        insts: Vec::new(),
+        offsets: Vec::new(),
+        extras: Vec::new(),
+        branches: Vec::new(),
+        regs: Vec::new(),
+        checkpoints: HashMap::new(),
+        i32_registers,
+        ref_registers,
     };
     let mut lowering = Lowering {
-        source,
+        signature,
         shape,
         function: &mut function,
         block_starts: &block_starts,
@@ -336,9 +415,10 @@ fn register_operands(inst: &Inst) -> impl Iterator<Item = RegisterOperand> + '_ 
         .map(|((bank, access), raw)| RegisterOperand { raw, bank, access })
 }
 
-struct Lowering<'a, 'b> {
-    source: &'a FunctionSource<'b>,
-    shape: &'a ModuleShape,
+struct Lowering<'a> {
+    /// The calling convention of the function being lowered.
+    signature: &'a Signature,
+    shape: &'a ModuleShape<'a>,
     function: &'a mut Function,
     block_starts: &'a HashMap<u32, u32>,
     instruction_count: u32,
@@ -346,7 +426,7 @@ struct Lowering<'a, 'b> {
 
 type Check<T> = std::result::Result<T, String>;
 
-impl Lowering<'_, '_> {
+impl Lowering<'_> {
     fn lower(&mut self, instruction: &crate::isa::decode::Decoded<'_>) -> Check<Inst> {
         let def = instruction.def();
         let mut inst = Inst {
@@ -455,6 +535,12 @@ impl Lowering<'_, '_> {
                 self.function.branches.extend(branches);
                 return Ok(inst);
             }
+            Op::Return => {
+                let list = lists.into_iter().next().unwrap_or(0..0);
+                let signature = self.signature;
+                self.check_kinds("result", signature.result_kinds(), &signature.text, &list)?;
+                Some(Extra::List(list))
+            }
             _ if message.is_some() => Some(Extra::Message(message.unwrap_or_default())),
             _ => lists.into_iter().next().map(Extra::List),
         };
@@ -466,7 +552,7 @@ impl Lowering<'_, '_> {
     }
 
     fn check_register(&self, bank: Bank, raw: RawRegister, moves: bool) -> Check<()> {
-        let i32_count = self.source.i32_registers as u32;
+        let i32_count = self.function.i32_registers as u32;
         match bank {
             Bank::Ref => {
                 if !raw.is_ref() {
@@ -475,8 +561,11 @@ impl Lowering<'_, '_> {
                 if raw.is_move() && !moves {
                     return Err(format!("register {raw} may not be moved here"));
                 }
-                if raw.0 & REF_ORDINAL_MASK >= self.source.ref_registers {
-                    return Err(format!("ref register {raw} out of range {}", self.source.ref_registers));
+                if raw.0 & REF_ORDINAL_MASK >= self.function.ref_registers {
+                    return Err(format!(
+                        "ref register {raw} out of range {}",
+                        self.function.ref_registers
+                    ));
                 }
             }
             _ if raw.is_ref() => {
@@ -563,16 +652,16 @@ impl Lowering<'_, '_> {
     fn check_function(&self, ordinal: u32) -> Check<()> {
         if ordinal & IMPORT_ORDINAL_BIT != 0 {
             let import = ordinal & !IMPORT_ORDINAL_BIT;
-            if import as usize >= self.shape.import_cconvs.len() {
+            if import as usize >= self.shape.imports.len() {
                 return Err(format!(
                     "import ordinal {import} out of range {}",
-                    self.shape.import_cconvs.len()
+                    self.shape.imports.len()
                 ));
             }
-        } else if ordinal as usize >= self.shape.function_cconvs.len() {
+        } else if ordinal as usize >= self.shape.functions.len() {
             return Err(format!(
                 "function ordinal {ordinal} out of range {}",
-                self.shape.function_cconvs.len()
+                self.shape.functions.len()
             ));
         }
         Ok(())
@@ -587,28 +676,29 @@ impl Lowering<'_, '_> {
         args: &Range<u32>,
         results: &Range<u32>,
     ) -> Check<Option<Box<[char]>>> {
-        let cconv = if callee & IMPORT_ORDINAL_BIT != 0 {
-            &self.shape.import_cconvs[(callee & !IMPORT_ORDINAL_BIT) as usize]
+        let signature = if callee & IMPORT_ORDINAL_BIT != 0 {
+            let import = callee & !IMPORT_ORDINAL_BIT;
+            self.shape.imports[import as usize]
+                .as_ref()
+                .ok_or_else(|| format!("import {import} has no calling convention"))?
         } else {
-            &self.shape.function_cconvs[callee as usize]
+            self.shape.functions[callee as usize]
+                .as_ref()
+                .ok_or_else(|| format!("function {callee} has no calling convention"))?
         };
-        let Some(cconv) = cconv else { return Ok(None) };
-        let signature = crate::cconv::Signature::parse(cconv).map_err(|e| e.message().to_string())?;
-        let regs = &self.function.regs;
-        let banks = |range: &Range<u32>| -> Vec<bool> {
-            regs[range.start as usize..range.end as usize]
-                .iter()
-                .map(|r| RawRegister(*r).is_ref())
-                .collect()
-        };
+        self.check_kinds("result", signature.result_kinds(), &signature.text, results)?;
         let Some(sizes) = sizes else {
-            signature.check_registers(&banks(args), &banks(results))?;
+            let kinds = signature
+                .fixed_argument_kinds()
+                .ok_or_else(|| format!("'{}' is variadic but the call gives no segment sizes", signature.text))?;
+            self.check_kinds("argument", kinds, &signature.text, args)?;
             return Ok(None);
         };
         if sizes.len() != signature.arguments.len() {
             return Err(format!(
-                "variadic call passes {} segment sizes; '{cconv}' has {} arguments",
+                "variadic call passes {} segment sizes; '{}' has {} arguments",
                 sizes.len(),
+                signature.text,
                 signature.arguments.len()
             ));
         }
@@ -622,10 +712,34 @@ impl Lowering<'_, '_> {
         let kinds = signature
             .flatten_arguments(&counts)
             .map_err(|e| e.message().to_string())?;
-        let arg_banks = banks(args);
-        signature.check_results(&banks(results))?;
-        crate::cconv::check_kinds("argument", &kinds, &arg_banks, cconv)?;
+        self.check_kinds("argument", &kinds, &signature.text, args)?;
         Ok(Some(kinds.into()))
+    }
+
+    /// Checks that the registers of `list` hold values of `kinds` (calling-convention letters):
+    /// as many, each in its bank, 64-bit values on aligned pairs inside the frame. This is what
+    /// lets calls, returns and native functions read and write them without checks.
+    fn check_kinds(&self, what: &str, kinds: &[char], cconv: &str, list: &Range<u32>) -> Check<()> {
+        let registers = &self.function.regs[list.start as usize..list.end as usize];
+        if registers.len() != kinds.len() {
+            return Err(format!(
+                "{} {what}s passed; '{cconv}' takes {}",
+                registers.len(),
+                kinds.len()
+            ));
+        }
+        for (index, (&kind, &raw)) in kinds.iter().zip(registers).enumerate() {
+            let bank = match kind {
+                'r' => Bank::Ref,
+                'I' => Bank::I64,
+                'F' => Bank::F64,
+                'f' => Bank::F32,
+                _ => Bank::I32,
+            };
+            self.check_register(bank, RawRegister(raw), true)
+                .map_err(|problem| format!("{what} {index} of '{cconv}' ('{kind}'): {problem}"))?;
+        }
+        Ok(())
     }
 }
 

@@ -84,6 +84,8 @@ pub struct Instance {
     pub(crate) imports: Vec<Option<ImportTarget>>,
     pub(crate) import_names: Vec<String>,
     state: Mutex<ModuleState>,
+    /// Trips through the interpreter's loop one invocation may make (see [`Context::limit_steps`]).
+    pub(crate) step_limit: u64,
 }
 
 impl Instance {
@@ -158,17 +160,24 @@ pub fn verify(module: &BytecodeModule) -> Result<(Vec<Function>, Vec<Option<Sign
                 .transpose()
         })
         .collect::<Result<_>>()?;
+    let imports: Vec<Option<Signature>> = module
+        .imports()
+        .iter()
+        .map(|import| {
+            import
+                .calling_convention
+                .map(Signature::parse)
+                .transpose()
+                .with_context(|| format!("import '{}'", import.full_name))
+        })
+        .collect::<Result<_>>()?;
     let shape = ModuleShape {
         type_count: module.types().len() as u32,
         rodata_count: module.rodata_count(),
         global_bytes: module.global_bytes_capacity(),
         global_refs: module.global_ref_count(),
-        function_cconvs: signatures.iter().map(|s| s.as_ref().map(|s| s.text.clone())).collect(),
-        import_cconvs: module
-            .imports()
-            .iter()
-            .map(|i| i.calling_convention.map(str::to_string))
-            .collect(),
+        functions: &signatures,
+        imports: &imports,
     };
     let mut functions = Vec::with_capacity(count as usize);
     for ordinal in 0..count {
@@ -182,6 +191,7 @@ pub fn verify(module: &BytecodeModule) -> Result<(Vec<Function>, Vec<Option<Sign
             code: module.function_bytecode(ordinal).expect("ordinal below the count"),
             i32_registers: descriptor.i32_register_count,
             ref_registers: descriptor.ref_register_count,
+            signature: signatures[ordinal as usize].as_ref(),
         };
         functions.push(compile(&source, &shape)?);
     }
@@ -217,15 +227,33 @@ pub enum ContextModule {
 ///
 /// Threading: calls may come from any thread; a module's globals are locked while one of its
 /// functions runs (and released while it calls out to an import).
-#[derive(Default)]
 pub struct Context {
     modules: Vec<ContextModule>,
+    step_limit: u64,
+}
+
+impl Default for Context {
+    fn default() -> Self {
+        Context {
+            modules: Vec::new(),
+            step_limit: u64::MAX,
+        }
+    }
 }
 
 impl Context {
     /// An empty context.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Bounds the work of every invocation of the bytecode modules added from now on (their
+    /// initializers included): each may make at most `steps` trips through the interpreter's
+    /// dispatch loop, one per call, return or non-arithmetic instruction and at least one every
+    /// few thousand instructions, and fails with `ResourceExhausted` past that. For running
+    /// untrusted programs (fuzzing) that may loop forever; unlimited by default.
+    pub fn limit_steps(&mut self, steps: u64) {
+        self.step_limit = steps;
     }
 
     /// Adds a native module.
@@ -335,6 +363,7 @@ impl Context {
             import_names,
             state: Mutex::new(state),
             module,
+            step_limit: self.step_limit,
         })
     }
 

@@ -107,10 +107,11 @@ impl std::ops::Deref for BufferBytes<'_> {
 
 impl Buffer {
     /// A zeroed mutable buffer of `length` bytes.
-    pub fn new(length: usize) -> Self {
-        Buffer {
-            storage: Storage::Owned(Mutex::new(vec![0; length])),
-        }
+    ///
+    /// # Errors
+    /// `ResourceExhausted` when that much memory cannot be had: lengths come from programs.
+    pub fn zeroed(length: usize) -> Result<Self> {
+        halo_hal::host_memory::zeroed_vec(length, "a vm.buffer").map(Self::from_vec)
     }
 
     /// A mutable buffer holding `bytes`.

@@ -1,16 +1,18 @@
 //! Unchecked access to what the verifier proved in range, for the interpreter's hot loop: a
 //! frame's i32-bank registers and a function's instructions.
 //!
-//! The verifier ([`crate::compile`]) proved that every register operand of every instruction is
-//! inside its function's i32 bank (64-bit operands as a pair whose second half is too), and a
-//! frame's slice holds exactly that many registers. It also proved that execution cannot leave a
+//! Both views are made only from a [`Function`], which only the verifier ([`crate::compile`])
+//! makes and nothing outside this crate can change. It proved that every register operand of
+//! every instruction is inside its function's i32 bank (64-bit operands as a pair whose second
+//! half is too), and [`Registers::of_frame`] checks that a frame's slice holds exactly that many
+//! registers. It also proved that execution cannot leave a
 //! function's instructions: it starts at the first, branch targets are instructions, and the
 //! last instruction is a terminator (the one terminator that can fall through, `fail` with
 //! status 0, is checked where it runs). Re-checking on every access costs about a tenth of the
 //! interpreter's time on arithmetic loops (callgrind on `fixtures/vm/perf_loop`), so these
 //! accessors skip the check; debug builds still assert it.
 
-use crate::compile::Inst;
+use crate::compile::{Function, Inst};
 
 /// A verified function's instructions.
 #[derive(Clone, Copy)]
@@ -19,9 +21,10 @@ pub(crate) struct Code<'a> {
 }
 
 impl<'a> Code<'a> {
-    /// Wraps the instructions of a function that passed [`crate::compile::compile`].
-    pub(crate) fn new(insts: &'a [Inst]) -> Self {
-        Code { insts }
+    /// The instructions of a verified function.
+    #[inline(always)]
+    pub(crate) fn of(function: &'a Function) -> Self {
+        Code { insts: &function.insts }
     }
 
     /// The instruction at `index`, which the verifier proved execution can reach only in range.
@@ -57,8 +60,18 @@ pub(crate) struct Registers<'a> {
 }
 
 impl<'a> Registers<'a> {
-    /// Wraps a frame's registers.
-    pub(crate) fn new(slots: &'a mut [u32]) -> Self {
+    /// The i32 bank of a frame of `function`.
+    ///
+    /// # Panics
+    /// When `slots` is not exactly the bank's size: the interpreter sizes frames from the same
+    /// function, so this is a bug, and checking it once per entry is what makes the unchecked
+    /// accesses below sound.
+    pub(crate) fn of_frame(function: &Function, slots: &'a mut [u32]) -> Self {
+        assert_eq!(
+            slots.len(),
+            function.i32_registers as usize,
+            "a frame's i32 bank differs from its function's"
+        );
         Registers { slots }
     }
 

@@ -58,7 +58,7 @@ fn out_of_range_register_is_rejected() {
     let at = function_offset(&file, 0);
     file[at + 6] = 0x40;
     let error = verify_error(file);
-    assert!(error.contains("register %i64 out of range 3"), "{error}");
+    assert!(error.contains("register %i64 out of range 4"), "{error}");
 }
 
 #[test]

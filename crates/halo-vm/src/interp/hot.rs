@@ -55,7 +55,7 @@ pub(crate) const CHECKPOINT: usize = 1 << (usize::BITS - 2);
 /// Continues with the instruction after `inst`, handing it `result`.
 #[inline(always)]
 fn next(inst: &Inst, regs: Registers<'_>, function: &Function, budget: u32, result: u64) -> usize {
-    let code = Code::new(&function.insts);
+    let code = Code::of(function);
     let next = code.after(inst);
     if !cfg!(debug_assertions) {
         return (next.handler)(next, regs, function, budget, result);
@@ -74,18 +74,18 @@ fn jump(index: usize, regs: Registers<'_>, function: &Function, budget: u32) -> 
     if budget == 0 {
         return index;
     }
-    let next = Code::new(&function.insts).at(index);
+    let next = Code::of(function).at(index);
     (next.handler)(next, regs, function, budget - 1, 0)
 }
 
 /// The handler of instructions [`super::ops::step`] runs: hands them back.
 pub(crate) fn slow(inst: &Inst, _: Registers<'_>, function: &Function, _: u32, _: u64) -> usize {
-    Code::new(&function.insts).index_of(inst) | SLOW
+    Code::of(function).index_of(inst) | SLOW
 }
 
 /// The handler of checkpoints: returns to [`super::execute`] before running the instruction.
 pub(crate) fn checkpoint(inst: &Inst, _: Registers<'_>, function: &Function, _: u32, _: u64) -> usize {
-    Code::new(&function.insts).index_of(inst) | CHECKPOINT
+    Code::of(function).index_of(inst) | CHECKPOINT
 }
 
 /// The operands of one instruction over its frame's registers; operand `F` is `last`, the
@@ -260,7 +260,7 @@ macro_rules! hot_instructions {
                         let mut $o = Operands::<F>::new(inst, regs, last);
                         $body;
                         if BRANCH {
-                            let br = Code::new(&function.insts).after(inst);
+                            let br = Code::of(function).after(inst);
                             branch(br, 0, $o.regs, function, budget)
                         } else {
                             next(inst, $o.regs, function, budget, $o.result)
@@ -404,7 +404,7 @@ pub(crate) fn compare_and_branch(op: Op, forward: Option<u8>) -> Option<Handler>
                 let mut o = Operands::<F>::new(inst, regs, last);
                 let taken = int_compare(Op::$compare, &o);
                 o.set32($result, taken as u32);
-                let cond_br = Code::new(&function.insts).after(inst);
+                let cond_br = Code::of(function).after(inst);
                 branch(cond_br, if taken { 0 } else { 1 }, o.regs, function, budget)
             }
             Some(specialize!(run, forward))

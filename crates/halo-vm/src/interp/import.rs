@@ -92,7 +92,15 @@ impl<'f> ImportCall<'f> {
         };
         self.release_moved(refs);
         outcome
-            .and_then(|results| write_results(self.results, i32s, refs, results))
+            .and_then(|results| {
+                write_results(
+                    self.results,
+                    self.target.signature().result_kinds(),
+                    i32s,
+                    refs,
+                    results,
+                )
+            })
             .map_err(|error| self.context(error))
     }
 

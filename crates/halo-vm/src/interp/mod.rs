@@ -45,6 +45,8 @@ struct Machine<'a> {
     may_yield: bool,
     /// An emptied argument list kept between internal calls, so each call need not allocate one.
     spare_arguments: Vec<Value>,
+    /// Trips through [`execute`]'s loop the invocation may still make.
+    steps: u64,
 }
 
 /// How far a run of an invocation got.
@@ -75,6 +77,8 @@ pub struct Invocation {
     instance: Arc<Instance>,
     ordinal: u32,
     stacks: Stacks,
+    /// What is left of the step limit (see [`crate::Context::limit_steps`]).
+    steps: u64,
 }
 
 /// The growable memory of an invocation. Finished invocations hand theirs to a small per-thread
@@ -133,6 +137,7 @@ impl Invocation {
     pub fn new(instance: Arc<Instance>, ordinal: u32, args: &[Value]) -> Result<Self> {
         instance.signature(ordinal)?;
         let mut invocation = Invocation {
+            steps: instance.step_limit,
             instance,
             ordinal,
             stacks: Stacks::take_pooled(),
@@ -175,9 +180,11 @@ impl Invocation {
             state: None,
             may_yield,
             spare_arguments: stacks.arguments,
+            steps: self.steps,
         };
         let outcome = work(&mut machine);
         machine.state = None;
+        self.steps = machine.steps;
         self.stacks = Stacks {
             i32s: machine.i32s,
             refs: machine.refs,
@@ -293,7 +300,7 @@ impl Machine<'_> {
             let regs = &mut i32s[ib..ib + function.i32_registers as usize];
             let frame_refs = &mut refs[rb..rb + function.ref_registers as usize];
             let state = state.as_mut().expect("state held outside import calls");
-            match execute(instance, function, regs, frame_refs, state, pc)? {
+            match execute(instance, function, regs, frame_refs, state, pc, &mut self.steps)? {
                 Exit::Call(pc) => {
                     self.frames.last_mut().expect("frame").pc = resume_point(function, pc);
                     if let Some(fence) = self.call(function, &function.insts[pc])? {
@@ -437,19 +444,28 @@ impl Machine<'_> {
         let (cib, crb) = (caller.i32_base, caller.ref_base);
         let caller_function = &self.instance.functions[caller.function as usize];
         let list = &caller_function.regs[frame.results.start as usize..frame.results.end as usize];
-        let written = write_results(list, &mut self.i32s[cib..], &mut self.refs[crb..], values.drain(..));
+        let kinds = signature.result_kinds();
+        let written = write_results(
+            list,
+            kinds,
+            &mut self.i32s[cib..],
+            &mut self.refs[crb..],
+            values.drain(..),
+        );
         self.spare_arguments = values;
         written.map(|()| None)
     }
 }
 
 /// Writes `values` into registers `list` of a frame (`i32s` and `refs` start at its first
-/// register).
+/// register); the verifier proved that `list` holds registers of `kinds`.
 ///
 /// # Errors
-/// `InvalidArgument` when the counts differ.
+/// `InvalidArgument` when the counts differ or a value is not of its register's kind (a native
+/// function returned something other than its calling convention says).
 fn write_results(
     list: &[u16],
+    kinds: &[char],
     i32s: &mut [u32],
     refs: &mut [Option<Ref>],
     values: impl IntoIterator<IntoIter = impl ExactSizeIterator<Item = Value>>,
@@ -462,14 +478,19 @@ fn write_results(
             list.len()
         )));
     }
-    for (&raw, value) in list.iter().zip(values) {
+    for (index, ((&raw, &kind), value)) in list.iter().zip(kinds).zip(values).enumerate() {
         let at = raw as usize;
-        match value {
-            Value::I32(v) => i32s[at] = v as u32,
-            Value::F32(v) => i32s[at] = v.to_bits(),
-            Value::I64(v) => set_pair(i32s, at, v as u64),
-            Value::F64(v) => set_pair(i32s, at, v.to_bits()),
-            Value::Ref(r) => refs[ref_ordinal(raw)] = r,
+        match (kind, value) {
+            ('i', Value::I32(v)) => i32s[at] = v as u32,
+            ('f', Value::F32(v)) => i32s[at] = v.to_bits(),
+            ('I', Value::I64(v)) => set_pair(i32s, at, v as u64),
+            ('F', Value::F64(v)) => set_pair(i32s, at, v.to_bits()),
+            ('r', Value::Ref(r)) => refs[ref_ordinal(raw)] = r,
+            (kind, value) => {
+                return Err(Error::invalid_argument(format!(
+                    "result {index} is {value:?} where the calling convention says '{kind}'"
+                )))
+            }
         }
     }
     Ok(())
@@ -514,13 +535,16 @@ fn execute(
     refs: &mut [Option<Ref>],
     state: &mut ModuleState,
     mut pc: usize,
+    steps: &mut u64,
 ) -> Result<Exit> {
-    let code = Code::new(&function.insts);
-    let mut fast = Registers::new(regs);
+    let code = Code::of(function);
+    let mut fast = Registers::of_frame(function, regs);
     loop {
+        take_step(steps)?;
         let inst = code.at(pc);
         pc = (inst.handler)(inst, fast.reborrow(), function, hot::BUDGET, 0);
         while pc & hot::CHECKPOINT != 0 {
+            take_step(steps)?;
             let at = pc & !hot::CHECKPOINT;
             let handler = function.checkpoints[&(at as u32)];
             pc = handler(code.at(at), fast.reborrow(), function, hot::BUDGET, 0);
@@ -536,6 +560,22 @@ fn execute(
             ControlFlow::Break(exit) => return Ok(exit),
         }
     }
+}
+
+/// Counts one trip through [`execute`]'s loop against the invocation's step limit.
+#[inline(always)]
+fn take_step(steps: &mut u64) -> Result<()> {
+    if *steps == 0 {
+        return Err(out_of_steps());
+    }
+    *steps -= 1;
+    Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn out_of_steps() -> Error {
+    Error::resource_exhausted("the invocation ran out of its step limit (see Context::limit_steps)")
 }
 
 /// Moves block arguments for successor `index` of `inst` and returns the target instruction.

@@ -8,6 +8,7 @@ use crate::isa::{Op, IMPORT_ORDINAL_BIT};
 use crate::ref_types::{check_range, Buffer, List, Ref};
 use crate::unchecked::Registers;
 use crate::value::Value;
+use halo_hal::host_memory::copied_vec;
 use halo_hal::{Error, Result, StatusCode};
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -267,17 +268,15 @@ pub(super) fn step(
         Op::BufferAlloc => {
             let length = i64!(0) as u64;
             let length = usize::try_from(length)
-                .ok()
-                .filter(|l| *l <= isize::MAX as usize / 2)
-                .ok_or_else(|| Error::resource_exhausted(format!("buffer of {length} bytes")))?;
-            ref_at!(2) = Some(Ref::new(Buffer::new(length)));
+                .map_err(|_| Error::resource_exhausted(format!("vm.buffer of {length} bytes")))?;
+            ref_at!(2) = Some(Ref::new(Buffer::zeroed(length)?));
         }
         Op::BufferClone => {
             let source = buffer!(0, "source buffer");
             let source = source.expect::<Buffer>("clone source")?;
             let bytes = source.bytes();
             let range = check_range(i64!(1) as u64, i64!(2) as u64, bytes.len())?;
-            let copy = bytes[range].to_vec();
+            let copy = copied_vec(&bytes[range], "a vm.buffer clone")?;
             drop(bytes);
             ref_at!(4) = Some(Ref::new(Buffer::from_vec(copy)));
         }
@@ -288,9 +287,13 @@ pub(super) fn step(
         Op::BufferCopy => {
             let (source, target) = (buffer!(0, "source buffer"), buffer!(2, "target buffer"));
             let (source_offset, target_offset, length) = (i64!(1) as u64, i64!(3) as u64, i64!(4) as u64);
+            // A copy, as source and target may be one buffer (one lock).
             let bytes = {
                 let source = source.expect::<Buffer>("copy source")?.bytes();
-                source[check_range(source_offset, length, source.len())?].to_vec()
+                copied_vec(
+                    &source[check_range(source_offset, length, source.len())?],
+                    "a vm.buffer copy",
+                )?
             };
             let mut target = target.expect::<Buffer>("copy target")?.bytes_mut()?;
             let range = check_range(target_offset, length, target.len())?;
@@ -299,11 +302,16 @@ pub(super) fn step(
         Op::BufferCompare => {
             let (lhs, rhs) = (buffer!(0, "lhs buffer"), buffer!(2, "rhs buffer"));
             let (lhs_offset, rhs_offset, length) = (i64!(1) as u64, i64!(3) as u64, i64!(4) as u64);
-            let left = lhs.expect::<Buffer>("compare lhs")?.bytes()[..].to_vec();
+            let left = {
+                let left = lhs.expect::<Buffer>("compare lhs")?.bytes();
+                copied_vec(
+                    &left[check_range(lhs_offset, length, left.len())?],
+                    "a vm.buffer comparison",
+                )?
+            };
             let right_buffer = rhs.expect::<Buffer>("compare rhs")?;
             let right = right_buffer.bytes();
-            let equal = left[check_range(lhs_offset, length, left.len())?]
-                == right[check_range(rhs_offset, length, right.len())?];
+            let equal = left[..] == right[check_range(rhs_offset, length, right.len())?];
             drop(right);
             set32!(5, equal as u32)
         }
@@ -408,8 +416,9 @@ pub(super) fn step(
                 Value::Ref(r) => r,
                 other => return Err(Error::invalid_argument(format!("list item {other:?} is not a ref"))),
             };
-            check_ref_type(instance, &value, inst.type_id, inst)?;
-            ref_at!(2) = value;
+            // As in IREE, an item of another type reads as null rather than failing: programs
+            // probe variant lists this way.
+            ref_at!(2) = value.filter(|item| ref_type_matches(instance, item, inst.type_id));
         }
         Op::ListSetRef => {
             let list = buffer!(0, "list");
@@ -570,14 +579,18 @@ fn buffer_fill(inst: &Inst, regs: &[u32], refs: &[Option<Ref>], width: usize, pa
     Ok(())
 }
 
-fn check_ref_type(instance: &Instance, value: &Option<Ref>, type_id: u32, inst: &Inst) -> Result<()> {
-    let Some(value) = value else { return Ok(()) };
-    let matches = match instance.ref_types.get(type_id as usize) {
+/// Whether `value` is of the ref type that type-table entry `type_id` names.
+fn ref_type_matches(instance: &Instance, value: &Ref, type_id: u32) -> bool {
+    match instance.ref_types.get(type_id as usize) {
         Some(None) => true,
         Some(Some(name)) => name == value.type_name(),
         None => false,
-    };
-    if matches {
+    }
+}
+
+fn check_ref_type(instance: &Instance, value: &Option<Ref>, type_id: u32, inst: &Inst) -> Result<()> {
+    let Some(value) = value else { return Ok(()) };
+    if ref_type_matches(instance, value, type_id) {
         Ok(())
     } else {
         let expected = instance.types.get(type_id as usize).map(String::as_str).unwrap_or("");
