@@ -166,16 +166,11 @@ fn lists_drivers_and_devices() {
     assert!(String::from_utf8_lossy(&devices.stdout).contains("local-sync://0"));
 }
 
-/// The Vulkan builds of the fixtures (`<exe>.vulkan-spirv-fb.fb`) with their own flagfiles
-/// (`vulkan-spirv-fb/<exe>.<case>.flags`: the compiler picks other workgroup counts for GPUs)
-/// give the CPU's expected output, under strict validation (benchmark-only cases have none).
-#[test]
-fn every_vulkan_fixture_matches_iree_cpu_output() {
-    if !common::vulkan_device_present() {
-        println!("SKIPPED every_vulkan_fixture_matches_iree_cpu_output: no Vulkan device");
-        return;
-    }
-    let mut flagfiles: Vec<PathBuf> = std::fs::read_dir(fixtures().join("vulkan-spirv-fb"))
+/// The GPU builds of the fixtures (`<exe>.<format>.fb`) with their own flagfiles
+/// (`<format>/<exe>.<case>.flags`: the compiler picks other workgroup counts for GPUs) give the
+/// CPU's expected output (benchmark-only cases have none). Returns the failures.
+fn gpu_fixture_failures(device: &str, format: &str, envs: &[(&str, &str)]) -> Vec<String> {
+    let mut flagfiles: Vec<PathBuf> = std::fs::read_dir(fixtures().join(format))
         .unwrap()
         .map(|entry| entry.unwrap().path())
         .filter(|path| path.extension().is_some_and(|e| e == "flags"))
@@ -189,7 +184,7 @@ fn every_vulkan_fixture_matches_iree_cpu_output() {
     flagfiles.sort();
     assert!(
         flagfiles.len() >= 10,
-        "expected the Vulkan cases, found {}",
+        "expected the {format} cases, found {}",
         flagfiles.len()
     );
     let mut failures = Vec::new();
@@ -197,13 +192,13 @@ fn every_vulkan_fixture_matches_iree_cpu_output() {
         let name = flags.file_stem().unwrap().to_string_lossy().to_string();
         let executable = name.split('.').next().unwrap();
         let expected = std::fs::read_to_string(fixtures().join(format!("{name}.expected"))).unwrap();
-        let file = fixtures().join(format!("{executable}.vulkan-spirv-fb.fb"));
+        let file = fixtures().join(format!("{executable}.{format}.fb"));
         let output = Command::new(env!("CARGO_BIN_EXE_halo"))
-            .env("HALO_VULKAN_VALIDATION", "strict")
+            .envs(envs.iter().copied())
             .args([
                 "run-executable".to_string(),
-                "--device=vulkan".into(),
-                "--executable_format=vulkan-spirv-fb".into(),
+                format!("--device={device}"),
+                format!("--executable_format={format}"),
                 format!("--executable_file={}", file.display()),
                 format!("--flagfile={}", flags.display()),
                 "--output_max_element_count=1048576".into(),
@@ -213,11 +208,33 @@ fn every_vulkan_fixture_matches_iree_cpu_output() {
         let stdout = String::from_utf8_lossy(&output.stdout);
         if !output.status.success() || stdout.trim_end() != expected.trim_end() {
             failures.push(format!(
-                "{name} (vulkan): status {}, stderr: {}",
+                "{name} ({device}): status {}, stderr: {}",
                 output.status,
                 String::from_utf8_lossy(&output.stderr)
             ));
         }
     }
+    failures
+}
+
+/// The Vulkan builds, under strict validation.
+#[test]
+fn every_vulkan_fixture_matches_iree_cpu_output() {
+    if !common::device_present("vulkan") {
+        println!("SKIPPED every_vulkan_fixture_matches_iree_cpu_output: no Vulkan device");
+        return;
+    }
+    let failures = gpu_fixture_failures("vulkan", "vulkan-spirv-fb", &[("HALO_VULKAN_VALIDATION", "strict")]);
+    assert!(failures.is_empty(), "mismatches:\n{}", failures.join("\n"));
+}
+
+/// The CUDA builds (PTX for sm_80, JIT-compiled by the driver for the GPU at hand).
+#[test]
+fn every_cuda_fixture_matches_iree_cpu_output() {
+    if !common::device_present("cuda") {
+        println!("SKIPPED every_cuda_fixture_matches_iree_cpu_output: no CUDA device");
+        return;
+    }
+    let failures = gpu_fixture_failures("cuda", "cuda-nvptx-fb", &[]);
     assert!(failures.is_empty(), "mismatches:\n{}", failures.join("\n"));
 }

@@ -82,7 +82,7 @@ impl CtsDevice {
         }
     }
 
-    /// The binding table for `buffers` (slot i is buffers[i]); empty in direct mode.
+    /// The binding table for `buffers` (slot `i` is `buffers[i]`); empty in direct mode.
     pub fn table<'a>(&self, buffers: &[&'a Buffer]) -> Vec<Binding<'a>> {
         match self.recording {
             Recording::Direct => Vec::new(),

@@ -198,6 +198,19 @@ pub fn query_common_i64(device: &dyn Device, cache: &dyn ExecutableCache, catego
     }
 }
 
+/// A device UUID as 8-4-4-4-12 hex digits, the form device paths use (`vulkan://6d657361-...`).
+pub fn uuid_text(uuid: &[u8; 16]) -> String {
+    let hex: String = uuid.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
 /// Matches `*`/`?` globs, as IREE matches device ids.
 pub fn glob_match(pattern: &str, text: &str) -> bool {
     fn go(p: &[u8], t: &[u8]) -> bool {

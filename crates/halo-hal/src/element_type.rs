@@ -21,7 +21,7 @@ pub enum NumericalType {
     FloatIeee = 0x21,
     /// bfloat16 (`bf16`).
     FloatBrain = 0x22,
-    /// Complex number of two IEEE floats (`cf64` = complex<f32>).
+    /// Complex number of two IEEE floats (`cf64` = `complex<f32>`).
     FloatComplex = 0x23,
     /// 8-bit float E5M2.
     Float8E5M2 = 0x24,
@@ -153,9 +153,9 @@ impl ElementType {
     pub const FLOAT_64: Self = Self::new(NumericalType::FloatIeee, 64);
     /// bfloat16.
     pub const BFLOAT_16: Self = Self::new(NumericalType::FloatBrain, 16);
-    /// complex<f32>.
+    /// `complex<f32>`.
     pub const COMPLEX_64: Self = Self::new(NumericalType::FloatComplex, 64);
-    /// complex<f64>.
+    /// `complex<f64>`.
     pub const COMPLEX_128: Self = Self::new(NumericalType::FloatComplex, 128);
 }
 

@@ -91,3 +91,49 @@ pub fn unknown_format_error(format: &str, supported: &[String]) -> Error {
         supported.join(", ")
     ))
 }
+
+/// Bytes before the FlatBuffer in IREE's GPU executable formats (`VKE1`, `CDA1`, `HIP1`).
+pub const GPU_HEADER_SIZE: usize = 64;
+
+/// The FlatBuffer inside an IREE GPU executable: a 64-byte header (4-byte magic, u32 version 0,
+/// u64 content size, reserved words), then a FlatBuffer whose file identifier is the magic again.
+/// `what` names the format in errors (`Vulkan executable`).
+///
+/// # Errors
+/// `InvalidArgument` for a short file or a wrong magic or identifier, `Incompatible` for another
+/// version, `OutOfRange` when the declared size does not fit the file.
+pub fn gpu_flatbuffer<'a>(data: &'a [u8], identifier: &str, what: &str) -> Result<&'a [u8]> {
+    if data.len() < GPU_HEADER_SIZE {
+        return Err(Error::invalid_argument(format!(
+            "{what} of {} bytes is shorter than its {GPU_HEADER_SIZE}-byte header",
+            data.len()
+        )));
+    }
+    if &data[0..4] != identifier.as_bytes() {
+        return Err(Error::invalid_argument(format!(
+            "not a {what}: magic {:02x?} is not '{identifier}'",
+            &data[0..4]
+        )));
+    }
+    let version = u32::from_le_bytes(data[4..8].try_into().expect("4 bytes"));
+    if version != 0 {
+        return Err(Error::incompatible(format!(
+            "{what} header version {version}; halo reads version 0"
+        )));
+    }
+    let content_size = u64::from_le_bytes(data[8..16].try_into().expect("8 bytes"));
+    let available = (data.len() - GPU_HEADER_SIZE) as u64;
+    if content_size == 0 || content_size > available {
+        return Err(Error::out_of_range(format!(
+            "{what} header declares {content_size} bytes of content; {available} follow it"
+        )));
+    }
+    let body = &data[GPU_HEADER_SIZE..GPU_HEADER_SIZE + content_size as usize];
+    let has_identifier = body.get(4..8).is_some_and(|id| id == identifier.as_bytes());
+    if !has_identifier {
+        return Err(Error::invalid_argument(format!(
+            "{what} FlatBuffer lacks the '{identifier}' identifier"
+        )));
+    }
+    Ok(body)
+}

@@ -18,8 +18,8 @@ impl Default for Instance {
 
 impl Instance {
     /// An instance with every driver enabled in this build: `local-sync` and `local-task` (feature
-    /// `local`), `vulkan` (feature `vulkan`, validation from `HALO_VULKAN_VALIDATION`); both are
-    /// default features.
+    /// `local`), `vulkan` (feature `vulkan`, validation from `HALO_VULKAN_VALIDATION`) and `cuda`
+    /// (feature `cuda`); all are default features.
     pub fn new() -> Self {
         #[allow(unused_mut, reason = "unused when every driver feature is off")]
         let mut registry = DriverRegistry::new();
@@ -27,6 +27,8 @@ impl Instance {
         halo_local::register_drivers(&mut registry);
         #[cfg(feature = "vulkan")]
         halo_vulkan::register_driver(&mut registry);
+        #[cfg(feature = "cuda")]
+        halo_cuda::register_driver(&mut registry);
         Instance { registry }
     }
 

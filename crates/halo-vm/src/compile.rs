@@ -97,8 +97,8 @@ pub struct Inst {
     pub imm: u64,
     /// Type table index of instructions that name a type.
     pub type_id: u32,
-    /// Index into [`Function::extras`] for instructions with list operands, or of the first of
-    /// a branch's successors in [`Function::branches`].
+    /// Index into the function's `extras` for instructions with list operands, or of the first of
+    /// a branch's successors in its `branches`.
     pub extra: u32,
 }
 

@@ -46,7 +46,7 @@ impl VulkanDriver {
                     .unwrap_or_default();
                 let info = DeviceInfo {
                     id: ordinal as u64,
-                    path: uuid_text(&device_uuid(&self.instance, device)),
+                    path: halo_hal::device::uuid_text(&device_uuid(&self.instance, device)),
                     name,
                     details: details(&self.instance, device, &properties),
                 };
@@ -54,19 +54,6 @@ impl VulkanDriver {
             })
             .collect())
     }
-}
-
-/// The device UUID as 8-4-4-4-12 hex digits (`vulkan://6d657361-3232-...`).
-fn uuid_text(uuid: &[u8; 16]) -> String {
-    let hex: String = uuid.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
 }
 
 /// Kind, API and driver versions, and memory heaps, for `halo devices`.

@@ -78,9 +78,14 @@ pub fn check_case_in(
 
 /// Whether `halo devices` lists a Vulkan device.
 pub fn vulkan_device_present() -> bool {
+    device_present("vulkan")
+}
+
+/// Whether `halo devices` lists a device of `driver`.
+pub fn device_present(driver: &str) -> bool {
     let output = Command::new(env!("CARGO_BIN_EXE_halo"))
         .arg("devices")
         .output()
         .expect("running halo devices");
-    String::from_utf8_lossy(&output.stdout).contains("vulkan://")
+    String::from_utf8_lossy(&output.stdout).contains(&format!("{driver}://"))
 }

@@ -19,11 +19,6 @@ use std::sync::Arc;
 /// The format name `iree-compile` gives Vulkan executables with descriptor-set bindings.
 pub const FORMAT: &str = "vulkan-spirv-fb";
 
-/// Bytes before the FlatBuffer.
-const HEADER_SIZE: usize = 64;
-/// The header's magic and the FlatBuffer's file identifier.
-const IDENTIFIER: &[u8; 4] = b"VKE1";
-
 /// Where one HAL binding goes in the export's descriptor sets.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Slot {
@@ -380,37 +375,7 @@ fn descriptor_type(kind: VkDescriptorType) -> Result<vk::DescriptorType> {
 
 /// Checks the header and verifies the FlatBuffer.
 fn parse(data: &[u8]) -> Result<ExecutableDef<'_>> {
-    if data.len() < HEADER_SIZE {
-        return Err(Error::invalid_argument(format!(
-            "Vulkan executable of {} bytes is shorter than its {HEADER_SIZE}-byte header",
-            data.len()
-        )));
-    }
-    if &data[0..4] != IDENTIFIER {
-        return Err(Error::invalid_argument(format!(
-            "not a Vulkan executable: magic {:02x?} is not 'VKE1'",
-            &data[0..4]
-        )));
-    }
-    let version = u32::from_le_bytes(data[4..8].try_into().expect("4 bytes"));
-    if version != 0 {
-        return Err(Error::incompatible(format!(
-            "Vulkan executable header version {version}; halo reads version 0"
-        )));
-    }
-    let content_size = u64::from_le_bytes(data[8..16].try_into().expect("8 bytes"));
-    let available = (data.len() - HEADER_SIZE) as u64;
-    if content_size == 0 || content_size > available {
-        return Err(Error::out_of_range(format!(
-            "Vulkan executable header declares {content_size} bytes of content; {available} follow it"
-        )));
-    }
-    let body = &data[HEADER_SIZE..HEADER_SIZE + content_size as usize];
-    if !flatbuffers::buffer_has_identifier(body, "VKE1", false) {
-        return Err(Error::invalid_argument(
-            "Vulkan executable FlatBuffer lacks the 'VKE1' identifier",
-        ));
-    }
+    let body = halo_hal::executable::gpu_flatbuffer(data, "VKE1", "Vulkan executable")?;
     schema::root_as_executable_def(body)
         .map_err(|e| Error::invalid_argument(format!("malformed Vulkan executable FlatBuffer: {e}")))
 }

@@ -1,0 +1,137 @@
+//! The allocator: HAL memory types onto CUDA's three allocators, as IREE's CUDA driver maps them.
+//!
+//! - device-local and not host-visible: `cuMemAlloc` (the host reaches it through queue copies,
+//!   as with a discrete GPU under Vulkan);
+//! - device-local and host-visible: `cuMemAllocManaged`;
+//! - anything else (host-local): `cuMemAllocHost`, pinned and mapped into the device's address
+//!   space.
+
+use crate::buffer::{CudaAllocation, MemoryKind};
+use crate::device::DeviceShared;
+use halo_hal::{
+    Allocator, AllocatorStatistics, Buffer, BufferParams, BufferUsage, Error, HostBytes, MemoryAccess, MemoryHeap,
+    MemoryType, Result,
+};
+use std::sync::Arc;
+
+/// Alignment of every CUDA allocation (the driver aligns to at least 256 bytes).
+const MIN_ALIGNMENT: u64 = 256;
+
+/// The allocator of one CUDA device.
+///
+/// Threading: any thread.
+pub struct CudaAllocator {
+    shared: Arc<DeviceShared>,
+}
+
+impl CudaAllocator {
+    pub(crate) fn new(shared: Arc<DeviceShared>) -> Self {
+        CudaAllocator { shared }
+    }
+}
+
+/// The CUDA allocator that serves `memory_type`.
+pub fn memory_kind(memory_type: MemoryType) -> MemoryKind {
+    let device_local = memory_type.contains(MemoryType::DEVICE_LOCAL);
+    match (device_local, memory_type.contains(MemoryType::HOST_VISIBLE)) {
+        (true, false) => MemoryKind::Device,
+        (true, true) => MemoryKind::Managed,
+        (false, _) => MemoryKind::PinnedHost,
+    }
+}
+
+impl Allocator for CudaAllocator {
+    fn memory_heaps(&self) -> Vec<MemoryHeap> {
+        let total = self.shared.total_memory;
+        [MemoryKind::Device, MemoryKind::Managed, MemoryKind::PinnedHost]
+            .into_iter()
+            .map(|kind| {
+                let mut allowed_usage = BufferUsage::DEFAULT | BufferUsage::DISPATCH;
+                if kind != MemoryKind::Device {
+                    allowed_usage |= BufferUsage::MAPPING;
+                }
+                MemoryHeap {
+                    memory_type: kind.memory_type(),
+                    allowed_usage,
+                    max_allocation_size: total,
+                    min_alignment: MIN_ALIGNMENT,
+                }
+            })
+            .collect()
+    }
+
+    fn allocate_buffer(&self, params: BufferParams, size: u64) -> Result<Buffer> {
+        let params = params.canonicalize();
+        if params.min_alignment > MIN_ALIGNMENT {
+            return Err(Error::invalid_argument(format!(
+                "an alignment of {} bytes was asked for; CUDA allocations are aligned to {MIN_ALIGNMENT}",
+                params.min_alignment
+            )));
+        }
+        let kind = memory_kind(params.memory_type);
+        let mapping = BufferUsage::MAPPING_SCOPED | BufferUsage::MAPPING_PERSISTENT;
+        if kind == MemoryKind::Device
+            && params.usage.intersects(mapping)
+            && !params.usage.contains(BufferUsage::MAPPING_OPTIONAL)
+        {
+            return Err(Error::invalid_argument(format!(
+                "a mappable buffer needs host-visible memory; {:?} was asked for",
+                params.memory_type
+            )));
+        }
+        let allocation = CudaAllocation::new(&self.shared, size, kind)
+            .map_err(|e| e.context(format!("allocating a buffer of {size} bytes ({kind:?} memory)")))?;
+        let mut usage = params.usage;
+        if kind == MemoryKind::Device {
+            usage &= !mapping;
+        } else {
+            usage |= BufferUsage::MAPPING;
+        }
+        Ok(Buffer::new(Arc::new(allocation), usage, params.access))
+    }
+
+    /// Copies the bytes into a new pinned buffer, which the buffer then owns, so a copy behaves
+    /// as an alias would (nobody else can change the bytes).
+    fn import_host(&self, params: BufferParams, mut bytes: Box<dyn HostBytes>) -> Result<Buffer> {
+        let params = BufferParams {
+            memory_type: MemoryType::HOST_LOCAL | MemoryType::DEVICE_VISIBLE,
+            ..params
+        };
+        let length = bytes.byte_len();
+        let writable = bytes.writable();
+        // SAFETY: `HostBytes` promises `byte_len` readable bytes at `host_ptr` while it is alive.
+        let source = unsafe { std::slice::from_raw_parts(bytes.host_ptr().cast_const(), length) };
+        let buffer = self.allocate_buffer(params, length as u64)?;
+        buffer.map_write(0, source)?;
+        Ok(if writable {
+            buffer
+        } else {
+            let access = buffer.allowed_access() & !MemoryAccess::DISCARD_WRITE;
+            buffer.restricted(buffer.allowed_usage(), access)
+        })
+    }
+
+    fn statistics(&self) -> AllocatorStatistics {
+        self.shared.statistics()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_types_choose_cuda_allocators() {
+        assert_eq!(memory_kind(MemoryType::DEVICE_LOCAL), MemoryKind::Device);
+        assert_eq!(memory_kind(MemoryType::OPTIMAL_FOR_DEVICE), MemoryKind::Device);
+        assert_eq!(
+            memory_kind(MemoryType::DEVICE_LOCAL | MemoryType::HOST_VISIBLE),
+            MemoryKind::Managed
+        );
+        assert_eq!(memory_kind(MemoryType::HOST_LOCAL), MemoryKind::PinnedHost);
+        assert_eq!(
+            memory_kind(MemoryType::HOST_VISIBLE | MemoryType::DEVICE_VISIBLE),
+            MemoryKind::PinnedHost
+        );
+    }
+}

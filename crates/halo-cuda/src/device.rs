@@ -1,0 +1,423 @@
+//! A CUDA device: its primary context, one stream for everything the program submits, a pool of
+//! events, and the submission path.
+//!
+//! A queue operation is translated at once (so bad commands fail the call that submits them),
+//! then waits on the host for its wait fence through semaphore callbacks: the thread that reaches
+//! the last wait (the submitter itself when they are already met) issues it onto the stream and
+//! records an event after it. The completion thread waits for each event in order and signals
+//! the submission's semaphores, failing them with the error when the work failed.
+
+use crate::allocator::CudaAllocator;
+use crate::api::{Api, CuContext, CuDevice, CuEvent, CuStream, DeviceAttribute, EVENT_DISABLE_TIMING};
+use crate::command_buffer::{issue, translate, StreamOp};
+use crate::executable::CudaExecutableCache;
+use halo_hal::device::query_common_i64;
+use halo_hal::{
+    Allocator, AllocatorStatistics, Binding, Buffer, BufferParams, CommandBuffer, Device, DeviceInfo, Error,
+    ExecutableCache, Fence, QueueAffinity, Result, Timeout,
+};
+use std::any::Any;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+/// The device's limits that dispatches and executables are checked against.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Threads one block may have.
+    pub max_threads_per_block: u32,
+    /// Largest block in x, y, z.
+    pub max_block: [u32; 3],
+    /// Largest grid in x, y, z.
+    pub max_grid: [u32; 3],
+    /// Dynamic shared memory one block may have (with the kernel's opt-in).
+    pub max_shared_memory: u32,
+}
+
+impl Limits {
+    fn query(api: &Api, device: CuDevice) -> Result<Self> {
+        let get = |attribute| api.attribute(device, attribute).map(|v| v.max(0) as u32);
+        Ok(Limits {
+            max_threads_per_block: get(DeviceAttribute::MaxThreadsPerBlock)?,
+            max_block: [
+                get(DeviceAttribute::MaxBlockDimX)?,
+                get(DeviceAttribute::MaxBlockDimY)?,
+                get(DeviceAttribute::MaxBlockDimZ)?,
+            ],
+            max_grid: [
+                get(DeviceAttribute::MaxGridDimX)?,
+                get(DeviceAttribute::MaxGridDimY)?,
+                get(DeviceAttribute::MaxGridDimZ)?,
+            ],
+            max_shared_memory: get(DeviceAttribute::MaxSharedMemoryPerBlockOptin)?,
+        })
+    }
+}
+
+/// What the device's objects share: the library, the context, the stream and the bookkeeping.
+///
+/// Ownership: buffers, executables and submissions in flight hold it in an `Arc`; the context is
+/// released when the last of them goes. Threading: any thread; the stream is used under a lock.
+pub struct DeviceShared {
+    pub(crate) api: Arc<Api>,
+    device: CuDevice,
+    context: CuContext,
+    stream: Mutex<CuStream>,
+    pub(crate) limits: Limits,
+    pub(crate) total_memory: u64,
+    events: Mutex<Vec<CuEvent>>,
+    completions: Mutex<Sender<InFlight>>,
+    allocated: AtomicI64,
+    peak: AtomicU64,
+    /// Submissions accepted and not yet completed or failed, for `wait_idle`.
+    outstanding: Mutex<u64>,
+    idle: Condvar,
+}
+
+// SAFETY: the raw handles (context, stream, events) are identifiers the driver API lets any
+// thread use once the context is current there; the stream and the event pool are used only
+// under their locks.
+unsafe impl Send for DeviceShared {}
+// SAFETY: as above.
+unsafe impl Sync for DeviceShared {}
+
+/// Work the stream has been given, waiting for its event.
+struct InFlight {
+    shared: Arc<DeviceShared>,
+    event: CuEvent,
+    signal: Fence,
+    /// Held until the work completes: the command buffer, bindings and translated operations.
+    _keep: Work,
+}
+
+// SAFETY: the event is an identifier usable from the completion thread with the context current.
+unsafe impl Send for InFlight {}
+
+/// What a submission executes or holds.
+pub(crate) enum Work {
+    /// Only waits and signals.
+    Nothing,
+    /// Stream operations, with the command buffer and bindings whose memory they address.
+    Commands(
+        Vec<StreamOp>,
+        #[expect(dead_code, reason = "held, never read: keeps executables and buffers alive")] Arc<CommandBuffer>,
+        #[expect(dead_code, reason = "held, never read: keeps bound buffers alive")] Vec<Binding<'static>>,
+    ),
+    /// A buffer released once the waits are met (queue dealloca).
+    Keep(#[expect(dead_code, reason = "held, never read: dropping it releases the buffer")] Buffer),
+}
+
+impl DeviceShared {
+    fn new(api: Arc<Api>, device: CuDevice, total_memory: u64) -> Result<Arc<Self>> {
+        let limits = Limits::query(&api, device)?;
+        let mut context: CuContext = std::ptr::null_mut();
+        // SAFETY: `device` is a valid ordinal and `context` an out-pointer.
+        unsafe { api.primary_ctx_retain(&mut context, device) }?;
+        let mut stream: CuStream = std::ptr::null_mut();
+        // SAFETY: the context was just retained; `stream` is an out-pointer.
+        let created = unsafe {
+            api.ctx_set_current(context)
+                .and_then(|()| api.stream_create(&mut stream, crate::api::STREAM_NON_BLOCKING))
+        };
+        if let Err(error) = created {
+            // SAFETY: the context was retained above and nothing else uses it.
+            let _ = unsafe { api.primary_ctx_release(device) };
+            return Err(error);
+        }
+        let (sender, receiver) = channel();
+        let shared = Arc::new(DeviceShared {
+            api,
+            device,
+            context,
+            stream: Mutex::new(stream),
+            limits,
+            total_memory,
+            events: Mutex::new(Vec::new()),
+            completions: Mutex::new(sender),
+            allocated: AtomicI64::new(0),
+            peak: AtomicU64::new(0),
+            outstanding: Mutex::new(0),
+            idle: Condvar::new(),
+        });
+        std::thread::Builder::new()
+            .name("halo-cuda-completion".into())
+            .spawn(move || complete_in_order(receiver))
+            .map_err(|e| Error::resource_exhausted(format!("starting the CUDA completion thread: {e}")))?;
+        Ok(shared)
+    }
+
+    /// Makes the device's context current on the calling thread.
+    pub(crate) fn bind(&self) -> Result<()> {
+        // SAFETY: the context is retained for as long as `self` lives.
+        unsafe { self.api.ctx_set_current(self.context) }
+    }
+
+    pub(crate) fn count_allocated(&self, delta: i64) {
+        let now = self.allocated.fetch_add(delta, Ordering::Relaxed) + delta;
+        self.peak.fetch_max(now.max(0) as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn statistics(&self) -> AllocatorStatistics {
+        AllocatorStatistics {
+            bytes_allocated: self.allocated.load(Ordering::Relaxed).max(0) as u64,
+            bytes_peak: self.peak.load(Ordering::Relaxed),
+        }
+    }
+
+    fn outstanding(&self) -> MutexGuard<'_, u64> {
+        self.outstanding.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn finish_submission(&self) {
+        let mut outstanding = self.outstanding();
+        *outstanding -= 1;
+        if *outstanding == 0 {
+            self.idle.notify_all();
+        }
+    }
+
+    fn take_event(&self) -> Result<CuEvent> {
+        if let Some(event) = self.events.lock().unwrap_or_else(|p| p.into_inner()).pop() {
+            return Ok(event);
+        }
+        let mut event: CuEvent = std::ptr::null_mut();
+        // SAFETY: the context is current (the caller bound it); `event` is an out-pointer.
+        unsafe { self.api.event_create(&mut event, EVENT_DISABLE_TIMING) }?;
+        Ok(event)
+    }
+
+    /// Issues `work` onto the stream and hands it to the completion thread. On error nothing
+    /// was handed over; the caller fails the signals.
+    fn issue(self: &Arc<Self>, mut work: Work, signal: &Fence) -> Result<()> {
+        self.bind()?;
+        let stream = self.stream.lock().unwrap_or_else(|p| p.into_inner());
+        if let Work::Commands(ops, _, _) = &mut work {
+            issue(self, *stream, ops)?;
+        }
+        let event = self.take_event()?;
+        // SAFETY: the event and the stream are live handles of this context.
+        if let Err(error) = unsafe { self.api.event_record(event, *stream) } {
+            self.events.lock().unwrap_or_else(|p| p.into_inner()).push(event);
+            return Err(error);
+        }
+        drop(stream);
+        let in_flight = InFlight {
+            shared: self.clone(),
+            event,
+            signal: signal.clone(),
+            _keep: work,
+        };
+        self.completions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .send(in_flight)
+            .map_err(|_| Error::internal("the CUDA completion thread has stopped"))
+    }
+
+    /// Runs `work` after `wait` and signals `signal` when the device has finished it.
+    pub(crate) fn submit(self: &Arc<Self>, wait: &Fence, signal: &Fence, work: Work) {
+        *self.outstanding() += 1;
+        let (shared, signal) = (self.clone(), signal.clone());
+        wait.on_reached(move |outcome| {
+            if let Err(error) = outcome.and_then(|()| shared.issue(work, &signal)) {
+                signal.fail(&error);
+                shared.finish_submission();
+            }
+        });
+    }
+
+    /// Blocks until every accepted submission has completed or failed.
+    fn wait_idle(&self, timeout: Timeout) -> Result<()> {
+        let mut outstanding = self.outstanding();
+        while *outstanding > 0 {
+            outstanding = match timeout {
+                Timeout::Immediate => {
+                    return Err(Error::deadline_exceeded(format!(
+                        "{} CUDA submissions are still running",
+                        *outstanding
+                    )))
+                }
+                Timeout::Infinite => self.idle.wait(outstanding).unwrap_or_else(|p| p.into_inner()),
+                Timeout::Deadline(deadline) => {
+                    let left = deadline.saturating_duration_since(std::time::Instant::now());
+                    if left.is_zero() {
+                        return Err(Error::deadline_exceeded(format!(
+                            "{} CUDA submissions are still running",
+                            *outstanding
+                        )));
+                    }
+                    self.idle
+                        .wait_timeout(outstanding, left)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0
+                }
+            };
+        }
+        Ok(())
+    }
+}
+
+/// The completion thread: waits for each submission's event in issue order (the stream runs them
+/// in that order), then signals or fails its semaphores and lets go of what it held.
+fn complete_in_order(receiver: Receiver<InFlight>) {
+    while let Ok(in_flight) = receiver.recv() {
+        let shared = in_flight.shared.clone();
+        // SAFETY: the event was recorded on this device's stream and is not reused until it is
+        // back in the pool below.
+        let outcome = shared
+            .bind()
+            .and_then(|()| unsafe { shared.api.event_synchronize(in_flight.event) });
+        shared
+            .events
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(in_flight.event);
+        let signal = in_flight.signal.clone();
+        drop(in_flight);
+        match outcome {
+            Ok(()) => {
+                for (semaphore, value) in signal.timepoints() {
+                    if let Err(error) = semaphore.signal(*value) {
+                        semaphore.fail(error);
+                    }
+                }
+            }
+            Err(error) => signal.fail(&error.context("running work on the CUDA stream")),
+        }
+        shared.finish_submission();
+    }
+}
+
+impl Drop for DeviceShared {
+    fn drop(&mut self) {
+        if self.bind().is_err() {
+            return;
+        }
+        let stream = *self.stream.get_mut().unwrap_or_else(|p| p.into_inner());
+        let events = std::mem::take(self.events.get_mut().unwrap_or_else(|p| p.into_inner()));
+        // SAFETY: nothing is in flight (each submission holds the device until it completes);
+        // the handles were created on this context and are destroyed once.
+        unsafe {
+            let _ = self.api.stream_synchronize(stream);
+            for event in events {
+                let _ = self.api.event_destroy(event);
+            }
+            let _ = self.api.stream_destroy(stream);
+            let _ = self.api.primary_ctx_release(self.device);
+        }
+    }
+}
+
+/// A CUDA device (`cuda://0`).
+///
+/// Ownership: objects it creates keep its shared state alive. Threading: any thread.
+pub struct CudaDevice {
+    info: DeviceInfo,
+    shared: Arc<DeviceShared>,
+    allocator: CudaAllocator,
+}
+
+impl CudaDevice {
+    /// Opens device `ordinal` of the driver's API.
+    pub(crate) fn new(api: Arc<Api>, ordinal: i32, info: DeviceInfo, total_memory: u64) -> Result<Self> {
+        let mut device: CuDevice = 0;
+        // SAFETY: `device` is an out-pointer; the ordinal was enumerated by the driver.
+        unsafe { api.device_get(&mut device, ordinal) }?;
+        let shared = DeviceShared::new(api, device, total_memory)?;
+        Ok(CudaDevice {
+            info,
+            allocator: CudaAllocator::new(shared.clone()),
+            shared,
+        })
+    }
+
+    /// The device's limits.
+    pub fn limits(&self) -> Limits {
+        self.shared.limits
+    }
+}
+
+impl Device for CudaDevice {
+    fn driver_name(&self) -> &str {
+        crate::driver::DRIVER_NAME
+    }
+
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn allocator(&self) -> &dyn Allocator {
+        &self.allocator
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn query_i64(&self, category: &str, key: &str) -> Result<i64> {
+        if category == "cuda.device" {
+            let attribute = match key {
+                "compute_capability_major" => DeviceAttribute::ComputeCapabilityMajor,
+                "compute_capability_minor" => DeviceAttribute::ComputeCapabilityMinor,
+                _ => return Err(Error::not_found(format!("unknown device query '{category}::{key}'"))),
+            };
+            return self.shared.api.attribute(self.shared.device, attribute).map(i64::from);
+        }
+        let cache = CudaExecutableCache::new(self.shared.clone());
+        query_common_i64(self, &cache, category, key)
+    }
+
+    fn create_executable_cache(&self) -> Result<Arc<dyn ExecutableCache>> {
+        Ok(Arc::new(CudaExecutableCache::new(self.shared.clone())))
+    }
+
+    fn queue_execute(
+        &self,
+        _queue_affinity: QueueAffinity,
+        wait: &Fence,
+        signal: &Fence,
+        command_buffer: Option<&Arc<CommandBuffer>>,
+        binding_table: &[Binding],
+    ) -> Result<()> {
+        let work = match command_buffer {
+            Some(command_buffer) => {
+                command_buffer.validate_submission(binding_table)?;
+                let ops = translate(&self.shared, command_buffer.commands()?, binding_table)?;
+                let table = binding_table.iter().map(Binding::to_static).collect();
+                Work::Commands(ops, command_buffer.clone(), table)
+            }
+            None => Work::Nothing,
+        };
+        self.shared.submit(wait, signal, work);
+        Ok(())
+    }
+
+    fn queue_alloca(
+        &self,
+        queue_affinity: QueueAffinity,
+        wait: &Fence,
+        signal: &Fence,
+        params: BufferParams,
+        size: u64,
+    ) -> Result<Buffer> {
+        let buffer = self.allocator.allocate_buffer(params, size)?;
+        self.queue_barrier(queue_affinity, wait, signal)?;
+        Ok(buffer)
+    }
+
+    fn queue_dealloca(
+        &self,
+        _queue_affinity: QueueAffinity,
+        wait: &Fence,
+        signal: &Fence,
+        buffer: &Buffer,
+    ) -> Result<()> {
+        // The memory returns once nothing holds the buffer after the waits.
+        self.shared.submit(wait, signal, Work::Keep(buffer.clone()));
+        Ok(())
+    }
+
+    fn wait_idle(&self, timeout: Timeout) -> Result<()> {
+        self.shared.wait_idle(timeout)
+    }
+}

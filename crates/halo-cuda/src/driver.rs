@@ -1,0 +1,105 @@
+//! The `cuda` driver: the GPUs the CUDA driver library reports.
+
+use crate::api::{Api, CuDevice, DeviceAttribute};
+use crate::device::CudaDevice;
+use halo_hal::driver::select_device;
+use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, Result};
+use std::ffi::c_char;
+use std::sync::Arc;
+
+/// The name devices are created under (`cuda://0`).
+pub const DRIVER_NAME: &str = "cuda";
+
+/// The CUDA driver.
+///
+/// Ownership: devices it creates keep the driver library loaded. Threading: any thread.
+pub struct CudaDriver {
+    api: Arc<Api>,
+}
+
+impl CudaDriver {
+    /// Loads `libcuda.so.1` and initializes it.
+    ///
+    /// # Errors
+    /// `Unavailable` when the library is missing or reports no device.
+    pub fn new() -> Result<Self> {
+        Ok(CudaDriver {
+            api: Arc::new(Api::load()?),
+        })
+    }
+
+    /// Each device with its ordinal and total memory.
+    fn devices(&self) -> Result<Vec<(DeviceInfo, u64)>> {
+        let api = &self.api;
+        let mut count = 0;
+        // SAFETY: `count` is an out-pointer.
+        unsafe { api.device_get_count(&mut count) }?;
+        let mut version = 0;
+        // SAFETY: `version` is an out-pointer.
+        unsafe { api.driver_get_version(&mut version) }?;
+        (0..count)
+            .map(|ordinal| {
+                let mut device: CuDevice = 0;
+                // SAFETY: `ordinal` is below the count; `device` is an out-pointer.
+                unsafe { api.device_get(&mut device, ordinal) }?;
+                let mut name = [0 as c_char; 256];
+                // SAFETY: the buffer holds the length passed.
+                unsafe { api.device_get_name(name.as_mut_ptr(), name.len() as i32, device) }?;
+                let name: Vec<u8> = name.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+                let mut uuid = [0u8; 16];
+                // SAFETY: `uuid` is the 16-byte CUuuid the call fills.
+                unsafe { api.device_get_uuid(&mut uuid, device) }?;
+                let mut memory = 0usize;
+                // SAFETY: `memory` is an out-pointer.
+                unsafe { api.device_total_mem(&mut memory, device) }?;
+                let major = api.attribute(device, DeviceAttribute::ComputeCapabilityMajor)?;
+                let minor = api.attribute(device, DeviceAttribute::ComputeCapabilityMinor)?;
+                let info = DeviceInfo {
+                    id: ordinal as u64,
+                    path: halo_hal::device::uuid_text(&uuid),
+                    name: String::from_utf8_lossy(&name).into_owned(),
+                    details: vec![
+                        ("compute capability".into(), format!("{major}.{minor}")),
+                        ("memory".into(), format!("{} MiB", memory >> 20)),
+                        (
+                            "driver".into(),
+                            format!("CUDA {}.{}", version / 1000, (version % 1000) / 10),
+                        ),
+                    ],
+                };
+                Ok((info, memory as u64))
+            })
+            .collect()
+    }
+}
+
+impl Driver for CudaDriver {
+    fn name(&self) -> &str {
+        DRIVER_NAME
+    }
+
+    fn enumerate_devices(&self) -> Result<Vec<DeviceInfo>> {
+        Ok(self.devices()?.into_iter().map(|(info, _)| info).collect())
+    }
+
+    fn create_device(&self, path: &str, params: &DeviceParams) -> Result<Arc<dyn Device>> {
+        if let Some(key) = params.keys().next() {
+            return Err(Error::invalid_argument(format!(
+                "unknown cuda device parameter '{key}' (the cuda driver takes none yet)"
+            )));
+        }
+        let devices = self.devices()?;
+        let infos: Vec<DeviceInfo> = devices.iter().map(|(info, _)| info.clone()).collect();
+        if infos.is_empty() {
+            return Err(Error::unavailable("the CUDA driver lists no devices"));
+        }
+        let info = select_device(DRIVER_NAME, &infos, path)?;
+        let total_memory = devices[info.id as usize].1;
+        Ok(Arc::new(CudaDevice::new(
+            self.api.clone(),
+            info.id as i32,
+            info.clone(),
+            total_memory,
+        )?))
+    }
+}
