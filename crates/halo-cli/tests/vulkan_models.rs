@@ -17,7 +17,7 @@ fn vulkan_modules() -> PathBuf {
 
 /// Cases where the SPIR-V kernels, not halo, give numbers that differ from the CPU's: IREE's own
 /// Vulkan driver prints exactly what halo prints for each (checked with `iree-run-module
-/// --device=vulkan` on lavapipe). These are compared with [`close_enough`] instead of as text.
+/// --device=vulkan` on lavapipe). These are compared with `common::close_enough` instead of as text.
 const KERNEL_DIFFERENCES: &[(&str, &str)] = &[
     (
         "elementwise_math.binary",
@@ -37,36 +37,17 @@ const KERNEL_DIFFERENCES: &[(&str, &str)] = &[
     ),
 ];
 
-/// Every number in `got` within 1e-5 (relative) or 1e-7 (absolute) of the one in `want` (NaNs
-/// match NaNs), the rest of the text equal.
-fn close_enough(got: &str, want: &str) -> bool {
-    let split = |text: &str| -> Vec<String> {
-        text.split(|c: char| c.is_whitespace() || c == '[' || c == ']' || c == '=')
-            .filter(|t| !t.is_empty())
-            .map(str::to_string)
-            .collect()
-    };
-    let (got, want) = (split(got), split(want));
-    got.len() == want.len()
-        && got
-            .iter()
-            .zip(&want)
-            .all(|(g, w)| match (g.parse::<f64>(), w.parse::<f64>()) {
-                (Ok(g), Ok(w)) => {
-                    g == w || (g.is_nan() && w.is_nan()) || (g - w).abs() <= 1e-7 || (g - w).abs() <= 1e-5 * w.abs()
-                }
-                _ => g == w,
-            })
-}
-
 #[test]
 fn close_enough_compares_numbers_not_text() {
-    assert!(close_enough("4xf32=[1 -0 2.72308E+38]", "4xf32=[1 0 2.72309E+38]"));
-    assert!(close_enough("2xf16=5.96046E-08 1", "2xf16=0 1"));
-    assert!(close_enough("2xf32=NAN -INF", "2xf32=NAN -INF"));
-    assert!(!close_enough("2xf32=1.001 1", "2xf32=1 1"));
-    assert!(!close_enough("2xi32=1 1", "3xi32=1 1"));
-    assert!(!close_enough("2xf32=1 1 1", "2xf32=1 1"));
+    assert!(common::close_enough(
+        "4xf32=[1 -0 2.72308E+38]",
+        "4xf32=[1 0 2.72309E+38]"
+    ));
+    assert!(common::close_enough("2xf16=5.96046E-08 1", "2xf16=0 1"));
+    assert!(common::close_enough("2xf32=NAN -INF", "2xf32=NAN -INF"));
+    assert!(!common::close_enough("2xf32=1.001 1", "2xf32=1 1"));
+    assert!(!common::close_enough("2xi32=1 1", "3xi32=1 1"));
+    assert!(!common::close_enough("2xf32=1 1 1", "2xf32=1 1"));
 }
 
 #[test]
@@ -105,7 +86,7 @@ fn check_every_case(test: &str, device_flag: &str) {
                 &[device_flag],
                 &[("HALO_VULKAN_VALIDATION", "strict")],
                 if kernel_difference {
-                    close_enough
+                    common::close_enough
                 } else {
                     common::same_text
                 },

@@ -20,8 +20,10 @@ pub const FORMAT: &str = "cuda-nvptx-fb";
 /// One kernel as the executable describes it, before any module is loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExportSpec {
-    /// Name, block size and parameter counts.
+    /// Name (as programs look it up), block size and parameter counts.
     pub info: ExportInfo,
+    /// The kernel's symbol in its PTX module.
+    pub symbol: String,
     /// Index of the PTX module that holds it.
     pub module: usize,
     /// Dynamic shared memory per block, in bytes.
@@ -72,7 +74,7 @@ impl ExecutableSpec {
 
 fn export_spec(ordinal: usize, export: &schema::ExportDef<'_>, module_count: usize) -> Result<ExportSpec> {
     let fail = |what: String| Error::invalid_argument(format!("CUDA executable export {ordinal}: {what}"));
-    let name = export.kernel_name().ok_or_else(|| fail("no kernel name".into()))?;
+    let symbol = export.kernel_name().ok_or_else(|| fail("no kernel name".into()))?;
     let module = export.module_ordinal() as usize;
     if module >= module_count {
         return Err(fail(format!("module ordinal {module} out of range {module_count}")));
@@ -83,11 +85,12 @@ fn export_spec(ordinal: usize, export: &schema::ExportDef<'_>, module_count: usi
     }
     Ok(ExportSpec {
         info: ExportInfo {
-            name: name.to_string(),
+            name: export.debug_name().unwrap_or(symbol).to_string(),
             constant_count: export.constant_count(),
             binding_count: export.binding_flags().map_or(0, |flags| flags.len() as u32),
             workgroup_size,
         },
+        symbol: symbol.to_string(),
         module,
         shared_memory: export.block_shared_memory_size(),
     })
@@ -188,7 +191,7 @@ impl CudaExecutable {
                 spec.shared_memory, limits.max_shared_memory
             )));
         }
-        let name = CString::new(spec.info.name.as_str())
+        let name = CString::new(spec.symbol.as_str())
             .map_err(|_| Error::invalid_argument("kernel name contains a NUL byte"))?;
         let mut function: CuFunction = std::ptr::null_mut();
         // SAFETY: the module is loaded on this context and `name` is NUL-terminated.

@@ -8,12 +8,13 @@
 //! table ModuleDef     { ptx_image:string }
 //! table ExportDef     { module_ordinal:uint32; kernel_name:string; block_dims:BlockDims;
 //!                       block_shared_memory_size:uint32; constant_count:uint32;
-//!                       binding_flags:[uint64]; debug_info:... }
+//!                       binding_flags:[uint64]; debug_info:DebugExportDef }
+//! table DebugExportDef { name:string; ... }   (iree.hal.debug.ExportDef)
 //! struct BlockDims    { x:uint32; y:uint32; z:uint32 }
 //! ```
 //!
 //! Every accessor reads a buffer that [`root`] verified, which is what makes the table reads
-//! below sound; fields halo never reads (debug info, sources) are not verified.
+//! below sound; fields halo never reads (source locations, sources) are not verified.
 
 use flatbuffers::{Follow, ForwardsUOffset, InvalidFlatbuffer, Table, VOffsetT, Vector, Verifiable, Verifier};
 
@@ -37,6 +38,12 @@ pub struct ModuleDef<'a> {
 /// One kernel: where it is and how to launch it.
 #[derive(Clone, Copy)]
 pub struct ExportDef<'a> {
+    table: Table<'a>,
+}
+
+/// Debug information about one export: the name the program knows it by.
+#[derive(Clone, Copy)]
+pub struct DebugExportDef<'a> {
     table: Table<'a>,
 }
 
@@ -64,7 +71,7 @@ macro_rules! follow_table {
         }
     )*};
 }
-follow_table!(ExecutableDef, ModuleDef, ExportDef);
+follow_table!(ExecutableDef, ModuleDef, ExportDef, DebugExportDef);
 
 impl<'a> Follow<'a> for BlockDims {
     type Inner = &'a BlockDims;
@@ -109,6 +116,16 @@ impl Verifiable for ExportDef<'_> {
             .visit_field::<u32>("block_shared_memory_size", slot(3), false)?
             .visit_field::<u32>("constant_count", slot(4), false)?
             .visit_field::<ForwardsUOffset<Vector<'_, u64>>>("binding_flags", slot(5), false)?
+            .visit_field::<ForwardsUOffset<DebugExportDef<'_>>>("debug_info", slot(6), false)?
+            .finish();
+        Ok(())
+    }
+}
+
+impl Verifiable for DebugExportDef<'_> {
+    fn run_verifier(v: &mut Verifier<'_, '_>, pos: usize) -> Result<(), InvalidFlatbuffer> {
+        v.visit_table(pos)?
+            .visit_field::<ForwardsUOffset<&str>>("name", slot(0), false)?
             .finish();
         Ok(())
     }
@@ -171,6 +188,15 @@ impl<'a> ExportDef<'a> {
     pub fn constant_count(&self) -> u32 {
         // SAFETY: verified by `root` as a u32.
         unsafe { self.table.get::<u32>(slot(4), Some(0)) }.unwrap_or(0)
+    }
+
+    /// The name the program looks the export up by (the kernel's symbol may be a sanitized form
+    /// of it: PTX identifiers cannot hold the `$` that IREE's dispatch names have).
+    pub fn debug_name(&self) -> Option<&'a str> {
+        // SAFETY: verified by `root` as a table whose slot 0 is a string.
+        let debug = unsafe { self.table.get::<ForwardsUOffset<DebugExportDef<'a>>>(slot(6), None) }?;
+        // SAFETY: as above.
+        unsafe { debug.table.get::<ForwardsUOffset<&str>>(slot(0), None) }
     }
 
     /// One flag word per binding (`READ_ONLY`, `INDIRECT`); its length is the binding count.

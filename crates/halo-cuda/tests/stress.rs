@@ -1,0 +1,184 @@
+//! The CUDA driver under load and under failure: long chains of submissions queued in
+//! wait-before-signal order from several threads, a failed submission failing what waits on it
+//! while the device keeps working, and executables whose PTX does not load. Without the CUDA
+//! driver library or a GPU each test says that it skipped.
+
+use halo_hal::{
+    Buffer, BufferParams, BufferRef, CommandBuffer, CommandBufferMode, CommandCategory, Device, DriverRegistry, Error,
+    ExecutableParams, Fence, MemoryType, QueueAffinity, Semaphore, Timeout,
+};
+use std::sync::Arc;
+use std::time::Duration;
+
+const PATIENCE: Duration = Duration::from_secs(60);
+
+fn device_or_skip(test: &str) -> Option<Arc<dyn Device>> {
+    let mut registry = DriverRegistry::new();
+    halo_cuda::register_driver(&mut registry);
+    match registry.create_device("cuda://") {
+        Err(error) if error.is_unavailable() => {
+            println!("SKIPPED {test}: device unavailable: {error}");
+            None
+        }
+        other => Some(other.expect("creating the CUDA device")),
+    }
+}
+
+fn buffer(device: &dyn Device, bytes: u64) -> Buffer {
+    let params = BufferParams {
+        memory_type: MemoryType::DEVICE_LOCAL | MemoryType::HOST_VISIBLE,
+        ..BufferParams::default()
+    };
+    device.allocator().allocate_buffer(params, bytes).unwrap()
+}
+
+/// A one-shot command buffer that fills word `slot` of `target` with `value`.
+fn fill_word(device: &dyn Device, target: &Buffer, slot: u64, value: u32) -> Arc<CommandBuffer> {
+    let command_buffer = device
+        .create_command_buffer(
+            CommandBufferMode::ONE_SHOT,
+            CommandCategory::TRANSFER,
+            QueueAffinity::ANY,
+            0,
+        )
+        .unwrap();
+    command_buffer.begin().unwrap();
+    command_buffer
+        .fill_buffer(BufferRef::direct(target, slot * 4, 4), &value.to_le_bytes())
+        .unwrap();
+    command_buffer.end().unwrap();
+    command_buffer
+}
+
+/// Little-endian u32 words of a host-visible buffer.
+fn words(buffer: &Buffer) -> Vec<u32> {
+    buffer
+        .read_all()
+        .unwrap()
+        .chunks(4)
+        .map(|w| u32::from_le_bytes(w.try_into().unwrap()))
+        .collect()
+}
+
+#[test]
+fn ten_thousand_chained_submissions_from_four_threads_complete_in_order() {
+    let Some(device) = device_or_skip("ten_thousand_chained_submissions_from_four_threads_complete_in_order") else {
+        return;
+    };
+    const THREADS: u64 = 4;
+    const LINKS: u64 = 2500;
+    const SLOTS: u64 = 64;
+    // Nothing may start before the host opens the gate, so every submission is queued before
+    // the one it waits for has run (most before it was even submitted).
+    let gate = device.create_semaphore(0).unwrap();
+    let chains: Vec<(Arc<dyn Semaphore>, Buffer)> = (0..THREADS)
+        .map(|_| (device.create_semaphore(0).unwrap(), buffer(device.as_ref(), SLOTS * 4)))
+        .collect();
+    std::thread::scope(|scope| {
+        for (thread, (timeline, target)) in chains.iter().enumerate() {
+            let (device, gate) = (device.clone(), gate.clone());
+            scope.spawn(move || {
+                // Links are submitted last first: each waits on the previous link's value.
+                for link in (1..=LINKS).rev() {
+                    let mut wait = Fence::at(timeline.clone(), link - 1);
+                    if link % 7 == 1 {
+                        wait.insert(gate.clone(), 1);
+                    }
+                    let value = (thread as u32) << 16 | link as u32;
+                    let command_buffer = fill_word(device.as_ref(), target, link % SLOTS, value);
+                    device
+                        .queue_execute(
+                            QueueAffinity::ANY,
+                            &wait,
+                            &Fence::at(timeline.clone(), link),
+                            Some(&command_buffer),
+                            &[],
+                        )
+                        .unwrap();
+                }
+            });
+        }
+    });
+    for (timeline, _) in &chains {
+        assert_eq!(timeline.query().unwrap(), 0, "a link ran before the gate opened");
+    }
+    gate.signal(1).unwrap();
+    for (thread, (timeline, target)) in chains.iter().enumerate() {
+        timeline.wait(LINKS, Timeout::from(PATIENCE)).unwrap();
+        // Each slot holds the last link that wrote it: the links ran in chain order.
+        let expected: Vec<u32> = (0..SLOTS)
+            .map(|slot| {
+                let last = (1..=LINKS).rev().find(|link| link % SLOTS == slot).unwrap();
+                (thread as u32) << 16 | last as u32
+            })
+            .collect();
+        assert_eq!(words(target), expected, "chain {thread}");
+    }
+    device.wait_idle(Timeout::from(PATIENCE)).unwrap();
+}
+
+#[test]
+fn a_failed_wait_fails_what_follows_and_the_device_keeps_working() {
+    let Some(device) = device_or_skip("a_failed_wait_fails_what_follows_and_the_device_keeps_working") else {
+        return;
+    };
+    let upstream = device.create_semaphore(0).unwrap();
+    let downstream = device.create_semaphore(0).unwrap();
+    let target = buffer(device.as_ref(), 16);
+    let command_buffer = fill_word(device.as_ref(), &target, 0, 7);
+    device
+        .queue_execute(
+            QueueAffinity::ANY,
+            &Fence::at(upstream.clone(), 1),
+            &Fence::at(downstream.clone(), 1),
+            Some(&command_buffer),
+            &[],
+        )
+        .unwrap();
+    upstream.fail(Error::aborted("the producer failed"));
+    let error = downstream.wait(1, Timeout::from(PATIENCE)).unwrap_err();
+    assert!(error.message().contains("the producer failed"), "{error}");
+    assert_eq!(words(&target)[0], 0, "the failed submission must not run");
+
+    let fresh = device.create_semaphore(0).unwrap();
+    let command_buffer = fill_word(device.as_ref(), &target, 1, 9);
+    device
+        .queue_execute(
+            QueueAffinity::ANY,
+            &Fence::new(),
+            &Fence::at(fresh.clone(), 1),
+            Some(&command_buffer),
+            &[],
+        )
+        .unwrap();
+    fresh.wait(1, Timeout::from(PATIENCE)).unwrap();
+    assert_eq!(words(&target)[..2], [0, 9]);
+    device.wait_idle(Timeout::from(PATIENCE)).unwrap();
+}
+
+#[test]
+fn ptx_that_does_not_compile_is_an_error_naming_the_module() {
+    let Some(device) = device_or_skip("ptx_that_does_not_compile_is_an_error_naming_the_module") else {
+        return;
+    };
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/executables/grid3d.cuda-nvptx-fb.fb");
+    let mut data = std::fs::read(path).unwrap();
+    // Misspell an instruction inside the PTX text; the FlatBuffer stays well formed.
+    let at = data.windows(4).position(|w| w == b"ret;").expect("the kernel returns");
+    data[at..at + 4].copy_from_slice(b"rez;");
+    let cache = device.create_executable_cache().unwrap();
+    let error = match cache.prepare_executable(&ExecutableParams {
+        format: "cuda-nvptx-fb",
+        data: &data,
+        constants: &[],
+    }) {
+        Ok(_) => panic!("broken PTX loaded"),
+        Err(error) => error,
+    };
+    let text = error.to_string();
+    assert!(
+        text.contains("cuModuleLoadDataEx") && text.contains("PTX module 0"),
+        "{text}"
+    );
+}
