@@ -6,7 +6,7 @@
 //! - anything else (host-local): `cuMemAllocHost`, pinned and mapped into the device's address
 //!   space.
 
-use crate::buffer::{CudaAllocation, MemoryKind};
+use crate::buffer::{Contents, CudaAllocation, MemoryKind};
 use crate::device::DeviceShared;
 use halo_hal::{
     Allocator, AllocatorStatistics, Buffer, BufferParams, BufferUsage, Error, HostBytes, MemoryAccess, MemoryHeap,
@@ -27,6 +27,37 @@ pub struct CudaAllocator {
 impl CudaAllocator {
     pub(crate) fn new(shared: Arc<DeviceShared>) -> Self {
         CudaAllocator { shared }
+    }
+
+    /// A buffer of `size` bytes satisfying `params`, holding `contents`.
+    pub(crate) fn allocate(&self, params: BufferParams, size: u64, contents: Contents) -> Result<Buffer> {
+        let params = params.canonicalize();
+        if params.min_alignment > MIN_ALIGNMENT {
+            return Err(Error::invalid_argument(format!(
+                "an alignment of {} bytes was asked for; CUDA allocations are aligned to {MIN_ALIGNMENT}",
+                params.min_alignment
+            )));
+        }
+        let kind = memory_kind(params.memory_type);
+        let mapping = BufferUsage::MAPPING_SCOPED | BufferUsage::MAPPING_PERSISTENT;
+        if kind == MemoryKind::Device
+            && params.usage.intersects(mapping)
+            && !params.usage.contains(BufferUsage::MAPPING_OPTIONAL)
+        {
+            return Err(Error::invalid_argument(format!(
+                "a mappable buffer needs host-visible memory; {:?} was asked for",
+                params.memory_type
+            )));
+        }
+        let allocation = CudaAllocation::new(&self.shared, size, kind, contents)
+            .map_err(|e| e.context(format!("allocating a buffer of {size} bytes ({kind:?} memory)")))?;
+        let mut usage = params.usage;
+        if kind == MemoryKind::Device {
+            usage &= !mapping;
+        } else {
+            usage |= BufferUsage::MAPPING;
+        }
+        Ok(Buffer::new(Arc::new(allocation), usage, params.access))
     }
 }
 
@@ -61,33 +92,7 @@ impl Allocator for CudaAllocator {
     }
 
     fn allocate_buffer(&self, params: BufferParams, size: u64) -> Result<Buffer> {
-        let params = params.canonicalize();
-        if params.min_alignment > MIN_ALIGNMENT {
-            return Err(Error::invalid_argument(format!(
-                "an alignment of {} bytes was asked for; CUDA allocations are aligned to {MIN_ALIGNMENT}",
-                params.min_alignment
-            )));
-        }
-        let kind = memory_kind(params.memory_type);
-        let mapping = BufferUsage::MAPPING_SCOPED | BufferUsage::MAPPING_PERSISTENT;
-        if kind == MemoryKind::Device
-            && params.usage.intersects(mapping)
-            && !params.usage.contains(BufferUsage::MAPPING_OPTIONAL)
-        {
-            return Err(Error::invalid_argument(format!(
-                "a mappable buffer needs host-visible memory; {:?} was asked for",
-                params.memory_type
-            )));
-        }
-        let allocation = CudaAllocation::new(&self.shared, size, kind)
-            .map_err(|e| e.context(format!("allocating a buffer of {size} bytes ({kind:?} memory)")))?;
-        let mut usage = params.usage;
-        if kind == MemoryKind::Device {
-            usage &= !mapping;
-        } else {
-            usage |= BufferUsage::MAPPING;
-        }
-        Ok(Buffer::new(Arc::new(allocation), usage, params.access))
+        self.allocate(params, size, Contents::Zeroed)
     }
 
     /// Copies the bytes into a new pinned buffer, which the buffer then owns, so a copy behaves

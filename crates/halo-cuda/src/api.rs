@@ -59,6 +59,8 @@ pub enum DeviceAttribute {
     ManagedMemory = 83,
     /// Shared memory a block may opt in to, in bytes.
     MaxSharedMemoryPerBlockOptin = 97,
+    /// Whether stream-ordered allocation (`cuMemAllocAsync`) is supported.
+    MemoryPoolsSupported = 115,
 }
 
 /// `CU_STREAM_NON_BLOCKING`: no implicit ordering with the legacy default stream.
@@ -138,6 +140,8 @@ symbols! {
     stream_synchronize = "cuStreamSynchronize": fn(stream: CuStream);
     mem_alloc = "cuMemAlloc_v2": fn(pointer: *mut CuDevicePtr, bytes: usize);
     mem_free = "cuMemFree_v2": fn(pointer: CuDevicePtr);
+    mem_alloc_async = "cuMemAllocAsync": fn(pointer: *mut CuDevicePtr, bytes: usize, stream: CuStream);
+    mem_free_async = "cuMemFreeAsync": fn(pointer: CuDevicePtr, stream: CuStream);
     mem_alloc_host = "cuMemAllocHost_v2": fn(pointer: *mut *mut c_void, bytes: usize);
     mem_free_host = "cuMemFreeHost": fn(pointer: *mut c_void);
     mem_alloc_managed = "cuMemAllocManaged": fn(pointer: *mut CuDevicePtr, bytes: usize, flags: c_uint);

@@ -30,6 +30,16 @@ impl MemoryKind {
     }
 }
 
+/// What a new allocation holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Contents {
+    /// Zeros, as the allocator's buffers promise.
+    Zeroed,
+    /// Whatever was there: stream-ordered (queue) allocations, which programs write before they
+    /// read, as in IREE.
+    Undefined,
+}
+
 /// One CUDA allocation.
 ///
 /// Ownership: keeps its device (and so the driver library and context) alive; freed when the
@@ -39,39 +49,44 @@ pub struct CudaAllocation {
     pointer: u64,
     size: u64,
     kind: MemoryKind,
+    /// Allocated (and so freed) in the order of the device's stream, from its memory pool.
+    stream_ordered: bool,
 }
 
 impl CudaAllocation {
-    /// Allocates `size` zeroed bytes of `kind` (at least one byte: CUDA has no empty allocations).
-    pub(crate) fn new(shared: &Arc<DeviceShared>, size: u64, kind: MemoryKind) -> Result<Self> {
+    /// Allocates `size` bytes of `kind` (at least one byte: CUDA has no empty allocations).
+    /// Device memory comes from the stream's memory pool when the device allows it: available to
+    /// everything issued on the stream from now on, without waiting for the device.
+    pub(crate) fn new(shared: &Arc<DeviceShared>, size: u64, kind: MemoryKind, contents: Contents) -> Result<Self> {
         let bytes = usize::try_from(size.max(1))
             .map_err(|_| Error::resource_exhausted(format!("a buffer of {size} bytes does not fit this host")))?;
-        shared.bind()?;
-        let api = &shared.api;
-        let mut pointer = 0u64;
-        // SAFETY: the out-pointers are valid for the calls; the context is current.
-        unsafe {
-            match kind {
-                MemoryKind::Device => api.mem_alloc(&mut pointer, bytes)?,
-                MemoryKind::Managed => api.mem_alloc_managed(&mut pointer, bytes, crate::api::MEM_ATTACH_GLOBAL)?,
-                MemoryKind::PinnedHost => {
-                    let mut host = std::ptr::null_mut();
-                    api.mem_alloc_host(&mut host, bytes)?;
-                    pointer = host as u64;
+        let stream_ordered = kind == MemoryKind::Device && shared.options.async_allocations;
+        let pointer = if stream_ordered {
+            shared.with_stream(|api, stream| {
+                let mut pointer = 0u64;
+                // SAFETY: the out-pointer is valid; the stream belongs to the current context.
+                unsafe { api.mem_alloc_async(&mut pointer, bytes, stream) }?;
+                if contents == Contents::Zeroed {
+                    // SAFETY: `pointer` addresses `bytes` bytes in the stream's order.
+                    if let Err(error) = unsafe { api.memset_d8_async(pointer, 0, bytes, stream) } {
+                        // SAFETY: just allocated on this stream and used by nothing.
+                        let _ = unsafe { api.mem_free_async(pointer, stream) };
+                        return Err(error);
+                    }
                 }
-            }
-        }
-        let allocation = CudaAllocation {
+                Ok(pointer)
+            })?
+        } else {
+            allocate_now(shared, bytes, kind, contents)?
+        };
+        shared.count_allocated(size as i64);
+        Ok(CudaAllocation {
             shared: shared.clone(),
             pointer,
             size,
             kind,
-        };
-        // SAFETY: `pointer` addresses `bytes` bytes just allocated and not yet shared.
-        unsafe { api.memset_d8(pointer, 0, bytes) }
-            .map_err(|e| e.context(format!("zeroing a new buffer of {size} bytes")))?;
-        shared.count_allocated(size as i64);
-        Ok(allocation)
+            stream_ordered,
+        })
     }
 
     /// The unified address of byte 0.
@@ -85,19 +100,58 @@ impl CudaAllocation {
     }
 }
 
+/// An allocation made and zeroed before returning (pinned, managed, or device memory without
+/// memory pools).
+fn allocate_now(shared: &DeviceShared, bytes: usize, kind: MemoryKind, contents: Contents) -> Result<u64> {
+    shared.bind()?;
+    let api = &shared.api;
+    let mut pointer = 0u64;
+    // SAFETY: the out-pointers are valid for the calls; the context is current.
+    unsafe {
+        match kind {
+            MemoryKind::Device => api.mem_alloc(&mut pointer, bytes)?,
+            MemoryKind::Managed => api.mem_alloc_managed(&mut pointer, bytes, crate::api::MEM_ATTACH_GLOBAL)?,
+            MemoryKind::PinnedHost => {
+                let mut host = std::ptr::null_mut();
+                api.mem_alloc_host(&mut host, bytes)?;
+                pointer = host as u64;
+            }
+        }
+    }
+    if contents == Contents::Zeroed {
+        // SAFETY: `pointer` addresses `bytes` bytes just allocated and not yet shared.
+        if let Err(error) = unsafe { api.memset_d8(pointer, 0, bytes) } {
+            free_now(api, pointer, kind);
+            return Err(error.context(format!("zeroing a new buffer of {bytes} bytes")));
+        }
+    }
+    Ok(pointer)
+}
+
+/// Frees an allocation made by [`allocate_now`]; errors mean the context is lost, and the memory
+/// with it.
+fn free_now(api: &crate::api::Api, pointer: u64, kind: MemoryKind) {
+    // SAFETY: the pointer came from the matching allocator and nothing uses it any more.
+    let _ = unsafe {
+        match kind {
+            MemoryKind::PinnedHost => api.mem_free_host(pointer as *mut std::ffi::c_void),
+            MemoryKind::Device | MemoryKind::Managed => api.mem_free(pointer),
+        }
+    };
+}
+
 impl Drop for CudaAllocation {
     fn drop(&mut self) {
-        // Errors cannot be reported from a drop; a failure here means the context is already
-        // lost, and the memory goes with it.
-        if self.shared.bind().is_ok() {
-            // SAFETY: the pointer came from the matching allocator and nothing uses it any more:
-            // submissions hold the allocation until the device has finished with it.
-            let _ = unsafe {
-                match self.kind {
-                    MemoryKind::PinnedHost => self.shared.api.mem_free_host(self.pointer as *mut std::ffi::c_void),
-                    MemoryKind::Device | MemoryKind::Managed => self.shared.api.mem_free(self.pointer),
-                }
-            };
+        // Submissions hold the allocation until the device has finished with it, so everything
+        // that uses it was issued before this point on the stream.
+        if self.stream_ordered {
+            // SAFETY: allocated on this stream; errors mean the context is lost, and the memory
+            // with it.
+            let _ = self
+                .shared
+                .with_stream(|api, stream| unsafe { api.mem_free_async(self.pointer, stream) });
+        } else if self.shared.bind().is_ok() {
+            free_now(&self.shared.api, self.pointer, self.kind);
         }
         self.shared.count_allocated(-(self.size as i64));
     }

@@ -1,25 +1,29 @@
 //! A CUDA device: its primary context, one stream for everything the program submits, a pool of
 //! events, and the submission path.
 //!
-//! A queue operation is translated at once (so bad commands fail the call that submits them),
-//! then waits on the host for its wait fence through semaphore callbacks: the thread that reaches
-//! the last wait (the submitter itself when they are already met) issues it onto the stream and
-//! records an event after it. The completion thread waits for each event in order and signals
-//! the submission's semaphores, failing them with the error when the work failed.
+//! A queue operation is translated at once (so bad commands fail the call that submits them).
+//! When each of its waits is either reached or promised by work already on the stream (the
+//! stream runs in order, so the device itself keeps the order), it is issued at once; otherwise
+//! it waits on the host for its wait fence through semaphore callbacks, and the thread that
+//! reaches the last wait issues it. An event recorded after each submission tells the
+//! completion thread, which waits for the events in order, when to signal its semaphores (or
+//! fail them with the error, or with a wait's failure).
 
 use crate::allocator::CudaAllocator;
 use crate::api::{Api, CuContext, CuDevice, CuEvent, CuStream, DeviceAttribute, EVENT_DISABLE_TIMING};
+use crate::buffer::Contents;
 use crate::command_buffer::{issue, translate, StreamOp};
+use crate::driver::DeviceOptions;
 use crate::executable::CudaExecutableCache;
 use halo_hal::device::query_common_i64;
 use halo_hal::{
     Allocator, AllocatorStatistics, Binding, Buffer, BufferParams, CommandBuffer, Device, DeviceInfo, Error,
-    ExecutableCache, Fence, QueueAffinity, Result, Timeout,
+    ExecutableCache, Fence, QueueAffinity, Result, Semaphore, Timeout,
 };
 use std::any::Any;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 
 /// The device's limits that dispatches and executables are checked against.
 #[derive(Debug, Clone, Copy)]
@@ -64,7 +68,11 @@ pub struct DeviceShared {
     context: CuContext,
     stream: Mutex<CuStream>,
     pub(crate) limits: Limits,
+    pub(crate) options: DeviceOptions,
     pub(crate) total_memory: u64,
+    /// Semaphore values that work already on the stream signals; a submission that waits for no
+    /// more than these can follow it onto the stream at once.
+    issued: Mutex<Vec<(Weak<dyn Semaphore>, u64)>>,
     events: Mutex<Vec<CuEvent>>,
     completions: Mutex<Sender<InFlight>>,
     allocated: AtomicI64,
@@ -85,6 +93,7 @@ unsafe impl Sync for DeviceShared {}
 struct InFlight {
     shared: Arc<DeviceShared>,
     event: CuEvent,
+    wait: Fence,
     signal: Fence,
     /// Held until the work completes: the command buffer, bindings and translated operations.
     _keep: Work,
@@ -108,7 +117,7 @@ pub(crate) enum Work {
 }
 
 impl DeviceShared {
-    fn new(api: Arc<Api>, device: CuDevice, total_memory: u64) -> Result<Arc<Self>> {
+    fn new(api: Arc<Api>, device: CuDevice, total_memory: u64, options: DeviceOptions) -> Result<Arc<Self>> {
         let limits = Limits::query(&api, device)?;
         let mut context: CuContext = std::ptr::null_mut();
         // SAFETY: `device` is a valid ordinal and `context` an out-pointer.
@@ -131,7 +140,9 @@ impl DeviceShared {
             context,
             stream: Mutex::new(stream),
             limits,
+            options,
             total_memory,
+            issued: Mutex::new(Vec::new()),
             events: Mutex::new(Vec::new()),
             completions: Mutex::new(sender),
             allocated: AtomicI64::new(0),
@@ -186,24 +197,83 @@ impl DeviceShared {
         Ok(event)
     }
 
-    /// Issues `work` onto the stream and hands it to the completion thread. On error nothing
-    /// was handed over; the caller fails the signals.
-    fn issue(self: &Arc<Self>, mut work: Work, signal: &Fence) -> Result<()> {
+    /// Runs `work` on the device's stream with the context current and the stream locked.
+    pub(crate) fn with_stream<R>(&self, work: impl FnOnce(&Api, CuStream) -> Result<R>) -> Result<R> {
         self.bind()?;
         let stream = self.stream.lock().unwrap_or_else(|p| p.into_inner());
-        if let Work::Commands(ops, _, _) = &mut work {
-            issue(self, *stream, ops)?;
+        work(&self.api, *stream)
+    }
+
+    fn issued(&self) -> MutexGuard<'_, Vec<(Weak<dyn Semaphore>, u64)>> {
+        self.issued.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether every timepoint of `wait` is reached, or will be by work already on the stream.
+    ///
+    /// # Errors
+    /// The failure of a wait semaphore.
+    fn ordered_by_stream(&self, wait: &Fence) -> Result<bool> {
+        let mut pending = Vec::new();
+        for (semaphore, value) in wait.timepoints() {
+            if semaphore.query()? < *value {
+                pending.push((semaphore, *value));
+            }
         }
-        let event = self.take_event()?;
-        // SAFETY: the event and the stream are live handles of this context.
-        if let Err(error) = unsafe { self.api.event_record(event, *stream) } {
-            self.events.lock().unwrap_or_else(|p| p.into_inner()).push(event);
-            return Err(error);
+        if pending.is_empty() {
+            return Ok(true);
         }
-        drop(stream);
+        let issued = self.issued();
+        Ok(pending.iter().all(|(semaphore, value)| {
+            issued
+                .iter()
+                .any(|(promised, at)| at >= value && std::ptr::addr_eq(promised.as_ptr(), Arc::as_ptr(semaphore)))
+        }))
+    }
+
+    /// Notes that work now on the stream signals `signal`.
+    fn promise(&self, signal: &Fence) {
+        let mut issued = self.issued();
+        for (semaphore, value) in signal.timepoints() {
+            match issued
+                .iter_mut()
+                .find(|(promised, _)| std::ptr::addr_eq(promised.as_ptr(), Arc::as_ptr(semaphore)))
+            {
+                Some((_, at)) => *at = (*at).max(*value),
+                None => issued.push((Arc::downgrade(semaphore), *value)),
+            }
+        }
+    }
+
+    /// Forgets promises that are kept (or can no longer matter).
+    fn forget_kept_promises(&self) {
+        self.issued().retain(|(promised, at)| {
+            promised
+                .upgrade()
+                .is_some_and(|semaphore| semaphore.query().is_ok_and(|value| value < *at))
+        });
+    }
+
+    /// Issues `work` onto the stream and hands it to the completion thread. On error nothing
+    /// was handed over; the caller fails the signals.
+    fn issue(self: &Arc<Self>, mut work: Work, wait: &Fence, signal: &Fence) -> Result<()> {
+        let event = self.with_stream(|api, stream| {
+            if let Work::Commands(ops, _, _) = &mut work {
+                issue(self, stream, ops)?;
+            }
+            let event = self.take_event()?;
+            // SAFETY: the event and the stream are live handles of this context.
+            if let Err(error) = unsafe { api.event_record(event, stream) } {
+                self.events.lock().unwrap_or_else(|p| p.into_inner()).push(event);
+                return Err(error);
+            }
+            // Under the stream's lock, so whoever sees the promise issues behind this work.
+            self.promise(signal);
+            Ok(event)
+        })?;
         let in_flight = InFlight {
             shared: self.clone(),
             event,
+            wait: wait.clone(),
             signal: signal.clone(),
             _keep: work,
         };
@@ -217,9 +287,18 @@ impl DeviceShared {
     /// Runs `work` after `wait` and signals `signal` when the device has finished it.
     pub(crate) fn submit(self: &Arc<Self>, wait: &Fence, signal: &Fence, work: Work) {
         *self.outstanding() += 1;
-        let (shared, signal) = (self.clone(), signal.clone());
+        let fail = |error: Error| {
+            signal.fail(&error);
+            self.finish_submission();
+        };
+        match self.ordered_by_stream(wait) {
+            Err(error) => return fail(error),
+            Ok(true) => return self.issue(work, wait, signal).unwrap_or_else(fail),
+            Ok(false) => {}
+        }
+        let (shared, wait_copy, signal) = (self.clone(), wait.clone(), signal.clone());
         wait.on_reached(move |outcome| {
-            if let Err(error) = outcome.and_then(|()| shared.issue(work, &signal)) {
+            if let Err(error) = outcome.and_then(|()| shared.issue(work, &wait_copy, &signal)) {
                 signal.fail(&error);
                 shared.finish_submission();
             }
@@ -266,7 +345,10 @@ fn complete_in_order(receiver: Receiver<InFlight>) {
         // back in the pool below.
         let outcome = shared
             .bind()
-            .and_then(|()| unsafe { shared.api.event_synchronize(in_flight.event) });
+            .and_then(|()| unsafe { shared.api.event_synchronize(in_flight.event) })
+            .map_err(|error| error.context("running work on the CUDA stream"))
+            // Work issued behind a promise ran even if the promise was then broken.
+            .and_then(|()| in_flight.wait.query().map(|_| ()));
         shared
             .events
             .lock()
@@ -282,8 +364,9 @@ fn complete_in_order(receiver: Receiver<InFlight>) {
                     }
                 }
             }
-            Err(error) => signal.fail(&error.context("running work on the CUDA stream")),
+            Err(error) => signal.fail(&error),
         }
+        shared.forget_kept_promises();
         shared.finish_submission();
     }
 }
@@ -319,11 +402,22 @@ pub struct CudaDevice {
 
 impl CudaDevice {
     /// Opens device `ordinal` of the driver's API.
-    pub(crate) fn new(api: Arc<Api>, ordinal: i32, info: DeviceInfo, total_memory: u64) -> Result<Self> {
+    pub(crate) fn new(
+        api: Arc<Api>,
+        ordinal: i32,
+        info: DeviceInfo,
+        total_memory: u64,
+        options: DeviceOptions,
+    ) -> Result<Self> {
         let mut device: CuDevice = 0;
         // SAFETY: `device` is an out-pointer; the ordinal was enumerated by the driver.
         unsafe { api.device_get(&mut device, ordinal) }?;
-        let shared = DeviceShared::new(api, device, total_memory)?;
+        if options.async_allocations && api.attribute(device, DeviceAttribute::MemoryPoolsSupported)? == 0 {
+            return Err(Error::unimplemented(
+                "this GPU has no memory pools for stream-ordered allocation; pass async_allocations=false",
+            ));
+        }
+        let shared = DeviceShared::new(api, device, total_memory, options)?;
         Ok(CudaDevice {
             info,
             allocator: CudaAllocator::new(shared.clone()),
@@ -400,7 +494,9 @@ impl Device for CudaDevice {
         params: BufferParams,
         size: u64,
     ) -> Result<Buffer> {
-        let buffer = self.allocator.allocate_buffer(params, size)?;
+        // From the stream's memory pool where enabled: ordered before everything issued later,
+        // so the buffer is ready once the waits are, with no host round trip.
+        let buffer = self.allocator.allocate(params, size, Contents::Undefined)?;
         self.queue_barrier(queue_affinity, wait, signal)?;
         Ok(buffer)
     }

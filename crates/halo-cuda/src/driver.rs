@@ -83,11 +83,7 @@ impl Driver for CudaDriver {
     }
 
     fn create_device(&self, path: &str, params: &DeviceParams) -> Result<Arc<dyn Device>> {
-        if let Some(key) = params.keys().next() {
-            return Err(Error::invalid_argument(format!(
-                "unknown cuda device parameter '{key}' (the cuda driver takes none yet)"
-            )));
-        }
+        let options = DeviceOptions::from_params(params)?;
         let devices = self.devices()?;
         let infos: Vec<DeviceInfo> = devices.iter().map(|(info, _)| info.clone()).collect();
         if infos.is_empty() {
@@ -100,6 +96,77 @@ impl Driver for CudaDriver {
             info.id as i32,
             info.clone(),
             total_memory,
+            options,
         )?))
+    }
+}
+
+/// Options from a device URI's query string (`cuda://0?async_allocations=false`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceOptions {
+    /// Whether device-local memory comes from the stream's memory pool (`cuMemAllocAsync`,
+    /// `cuMemFreeAsync`): allocations and frees ordered on the stream, without waiting for the
+    /// device. Off, they use `cuMemAlloc` and `cuMemFree`, which synchronize.
+    pub async_allocations: bool,
+}
+
+impl Default for DeviceOptions {
+    fn default() -> Self {
+        DeviceOptions {
+            async_allocations: true,
+        }
+    }
+}
+
+impl DeviceOptions {
+    /// Reads the options from URI parameters.
+    ///
+    /// # Errors
+    /// `InvalidArgument` naming an unknown parameter or a value of the wrong form.
+    pub fn from_params(params: &DeviceParams) -> Result<Self> {
+        let mut options = DeviceOptions::default();
+        for (key, value) in params {
+            match key.as_str() {
+                "async_allocations" => {
+                    options.async_allocations = match value.as_str() {
+                        "true" | "1" => true,
+                        "false" | "0" => false,
+                        _ => {
+                            return Err(Error::invalid_argument(format!(
+                                "cuda device parameter '{key}' is '{value}'; expected true or false"
+                            )))
+                        }
+                    }
+                }
+                _ => {
+                    return Err(Error::invalid_argument(format!(
+                        "unknown cuda device parameter '{key}' (known: async_allocations)"
+                    )))
+                }
+            }
+        }
+        Ok(options)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_device_options() {
+        let params = |pairs: &[(&str, &str)]| -> DeviceParams {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        assert!(DeviceOptions::from_params(&params(&[])).unwrap().async_allocations);
+        let off = DeviceOptions::from_params(&params(&[("async_allocations", "false")])).unwrap();
+        assert!(!off.async_allocations);
+        let error = DeviceOptions::from_params(&params(&[("async_allocations", "maybe")])).unwrap_err();
+        assert!(error.to_string().contains("expected true or false"), "{error}");
+        let error = DeviceOptions::from_params(&params(&[("streams", "2")])).unwrap_err();
+        assert!(
+            error.to_string().contains("unknown cuda device parameter 'streams'"),
+            "{error}"
+        );
     }
 }

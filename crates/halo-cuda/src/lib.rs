@@ -16,8 +16,13 @@
 //!   its last wait, and signalled by the device's completion thread once an event recorded after
 //!   it has passed.
 //!
-//! Not yet: graph-backed command buffers, stream-ordered (pool) allocation, device-side waits on
-//! events, indirect dispatches.
+//! - device-local buffers come from the stream's memory pool (`cuMemAllocAsync`/`cuMemFreeAsync`,
+//!   device parameter `async_allocations`), so queue allocations never wait for the device;
+//! - a submission whose waits are promised by work already on the stream goes onto it at once:
+//!   the in-order stream is the device-side wait.
+//!
+//! Not yet: graph-backed command buffers, events for waits across devices or streams, indirect
+//! dispatches.
 #![warn(missing_docs)]
 #![deny(
     unsafe_op_in_unsafe_fn,
@@ -33,7 +38,7 @@ pub mod device;
 pub mod driver;
 pub mod executable;
 
-pub use driver::{CudaDriver, DRIVER_NAME};
+pub use driver::{CudaDriver, DeviceOptions, DRIVER_NAME};
 
 use halo_hal::DriverRegistry;
 use std::sync::Arc;

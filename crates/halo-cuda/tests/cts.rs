@@ -28,3 +28,12 @@ static CUDA: Manifest = Manifest {
 };
 
 cts_suite!(cuda, CUDA, super::create_device);
+
+/// The same suite with device-local memory from `cuMemAlloc` instead of the stream's pool.
+static CUDA_SYNC_ALLOCATIONS: Manifest = Manifest {
+    driver: "cuda",
+    device_uri: "cuda://?async_allocations=false",
+    ..CUDA
+};
+
+cts_suite!(cuda_sync_allocations, CUDA_SYNC_ALLOCATIONS, super::create_device);

@@ -182,3 +182,62 @@ fn ptx_that_does_not_compile_is_an_error_naming_the_module() {
         "{text}"
     );
 }
+
+#[test]
+fn chains_submitted_in_order_follow_each_other_on_the_stream() {
+    let Some(device) = device_or_skip("chains_submitted_in_order_follow_each_other_on_the_stream") else {
+        return;
+    };
+    // Each link waits for the one before, which is already on the stream when it is submitted:
+    // the stream's order stands in for the wait. Every link writes through a scratch buffer
+    // allocated and released on the queue (from the stream's memory pool).
+    const LINKS: u64 = 1000;
+    const SLOTS: u64 = 64;
+    let timeline = device.create_semaphore(0).unwrap();
+    let target = buffer(device.as_ref(), 4 * SLOTS);
+    for link in 1..=LINKS {
+        let after_previous = Fence::at(timeline.clone(), link - 1);
+        let scratch = device
+            .queue_alloca(
+                QueueAffinity::ANY,
+                &after_previous,
+                &Fence::new(),
+                BufferParams::default(),
+                4096,
+            )
+            .unwrap();
+        let command_buffer = device
+            .create_command_buffer(
+                CommandBufferMode::ONE_SHOT,
+                CommandCategory::TRANSFER,
+                QueueAffinity::ANY,
+                0,
+            )
+            .unwrap();
+        command_buffer.begin().unwrap();
+        command_buffer
+            .fill_buffer(BufferRef::direct(&scratch, 0, 4), &(link as u32).to_le_bytes())
+            .unwrap();
+        command_buffer.execution_barrier().unwrap();
+        command_buffer
+            .copy_buffer(
+                BufferRef::direct(&scratch, 0, 4),
+                BufferRef::direct(&target, (link % SLOTS) * 4, 4),
+            )
+            .unwrap();
+        command_buffer.end().unwrap();
+        let done = Fence::at(timeline.clone(), link);
+        device
+            .queue_execute(QueueAffinity::ANY, &after_previous, &done, Some(&command_buffer), &[])
+            .unwrap();
+        device
+            .queue_dealloca(QueueAffinity::ANY, &done, &Fence::new(), &scratch)
+            .unwrap();
+    }
+    timeline.wait(LINKS, Timeout::from(PATIENCE)).unwrap();
+    for (slot, word) in words(&target).into_iter().enumerate() {
+        let last = (1..=LINKS).rev().find(|link| link % SLOTS == slot as u64).unwrap();
+        assert_eq!(u64::from(word), last, "slot {slot}");
+    }
+    device.wait_idle(Timeout::from(PATIENCE)).unwrap();
+}
