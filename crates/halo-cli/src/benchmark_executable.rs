@@ -93,8 +93,7 @@ pub fn run(registry: &DriverRegistry, args: &BenchmarkArgs) -> Result<()> {
             repetition: (repetition, args.benchmark.repetitions),
         });
     }
-    print(args.benchmark.format, &runs);
-    Ok(())
+    print(args.benchmark.format, &runs)
 }
 
 struct Submitter<'a> {

@@ -39,8 +39,7 @@ pub fn run(registry: &DriverRegistry, args: &BenchmarkModuleArgs) -> Result<()> 
             repetition: (repetition, args.benchmark.repetitions),
         });
     }
-    print(args.benchmark.format, &runs);
-    Ok(())
+    print(args.benchmark.format, &runs)
 }
 
 fn call(prepared: &Prepared) -> Result<()> {

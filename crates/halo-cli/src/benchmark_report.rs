@@ -1,5 +1,7 @@
 //! Benchmark results printed as Google Benchmark prints them, which IREE's tools use.
 
+use crate::output::outln;
+use halo_hal::Result;
 use serde_json::json;
 
 /// One measured run.
@@ -155,23 +157,26 @@ fn rows(runs: &[BenchmarkRun]) -> Vec<Row> {
 }
 
 /// Prints `runs` in `format`, with aggregates when there are several repetitions.
-pub fn print(format: BenchmarkFormat, runs: &[BenchmarkRun]) {
+pub fn print(format: BenchmarkFormat, runs: &[BenchmarkRun]) -> Result<()> {
     let rows = rows(runs);
     match format {
         BenchmarkFormat::Console => print_console(&rows),
-        BenchmarkFormat::Json => println!("{}", serde_json::to_string_pretty(&to_json(&rows)).expect("valid json")),
+        BenchmarkFormat::Json => outln!("{}", serde_json::to_string_pretty(&to_json(&rows)).expect("valid json")),
     }
 }
 
-fn print_console(rows: &[Row]) {
+fn print_console(rows: &[Row]) -> Result<()> {
     let width = rows.iter().map(|r| r.name().len()).max().unwrap_or(9).max(9);
     let rule = "-".repeat(width + 52);
-    println!("{rule}");
-    println!(
+    outln!("{rule}")?;
+    outln!(
         "{:<width$} {:>13} {:>15} {:>12} UserCounters...",
-        "Benchmark", "Time", "CPU", "Iterations"
-    );
-    println!("{rule}");
+        "Benchmark",
+        "Time",
+        "CPU",
+        "Iterations"
+    )?;
+    outln!("{rule}")?;
     for row in rows {
         let Row { run, aggregate } = row;
         let percent = *aggregate == Some(Aggregate::Cv);
@@ -186,14 +191,15 @@ fn print_console(rows: &[Row]) {
             true => format!("{:.2} %", ns * 100.0),
             false => time(ns),
         };
-        println!(
+        outln!(
             "{:<width$} {:>13} {:>15} {:>12}{counters}",
             row.name(),
             shown(run.real_time_ns),
             shown(run.cpu_time_ns),
             run.iterations
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// Google Benchmark's console rounding: more decimals for small values, always in nanoseconds.

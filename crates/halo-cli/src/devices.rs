@@ -1,11 +1,12 @@
 //! `halo drivers` and `halo devices`.
 
+use crate::output::outln;
 use halo_hal::{DriverRegistry, Result};
 
 /// Prints each registered driver's name.
 pub fn list_drivers(registry: &DriverRegistry) -> Result<()> {
     for name in registry.driver_names() {
-        println!("{name}");
+        outln!("{name}")?;
     }
     Ok(())
 }
@@ -20,13 +21,13 @@ pub fn list_devices(registry: &DriverRegistry) -> Result<()> {
         match devices {
             Ok(devices) => {
                 for device in devices {
-                    println!("{name}://{}\t{}", device.path, device.name);
+                    outln!("{name}://{}\t{}", device.path, device.name)?;
                     for (what, value) in &device.details {
-                        println!("    {what}: {value}");
+                        outln!("    {what}: {value}")?;
                     }
                 }
             }
-            Err(error) if error.is_unavailable() => println!("# {name}: unavailable ({})", error.message()),
+            Err(error) if error.is_unavailable() => outln!("# {name}: unavailable ({})", error.message())?,
             Err(error) => return Err(error),
         }
     }

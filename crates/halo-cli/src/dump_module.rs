@@ -9,7 +9,7 @@ use std::fmt::Write;
 pub fn run(path: &str) -> Result<()> {
     let module =
         BytecodeModule::from_file(std::path::Path::new(path)).with_context(|| format!("loading module '{path}'"))?;
-    print!("{}", describe(&module));
+    crate::output::out!("{}", describe(&module))?;
     Ok(())
 }
 

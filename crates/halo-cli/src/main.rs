@@ -12,6 +12,7 @@ mod dump_module;
 mod executable_args;
 mod flagfile;
 mod module_args;
+mod output;
 mod registry;
 mod run_executable;
 mod run_module;
@@ -77,8 +78,9 @@ fn main() -> ExitCode {
         Command::RunModule(args) => run_module::run(&registry, &args),
         Command::DumpModule { module } => dump_module::run(&module),
     };
-    match result {
+    match result.and_then(|()| output::flush()) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(error) if output::is_closed(&error) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("halo: {error}");
             ExitCode::FAILURE

@@ -20,7 +20,7 @@ pub fn run(registry: &DriverRegistry, args: &RunExecutableArgs) -> Result<()> {
         let tensor = view
             .to_host(device.as_ref())
             .with_context(|| format!("reading binding {ordinal}"))?;
-        println!("{}", tensor.format(args.output_max_element_count));
+        crate::output::outln!("{}", tensor.format(args.output_max_element_count))?;
     }
     Ok(())
 }

@@ -3,6 +3,7 @@
 
 use crate::compare::{compare, Tolerances};
 use crate::module_args::ModuleArgs;
+use crate::output::outln;
 use clap::Args;
 use halo_hal::{Device, DriverRegistry, Error, Result, ResultExt};
 use halo_runtime::{format_output, tensor, Value};
@@ -42,7 +43,7 @@ pub fn run(registry: &DriverRegistry, args: &RunModuleArgs) -> Result<()> {
     let prepared = args.module.prepare(registry)?;
     let results = prepared.session.call(&prepared.function, &prepared.inputs)?;
     let device = &**prepared.session.device();
-    println!("EXEC @{}", args.module.function);
+    outln!("EXEC @{}", args.module.function)?;
     if !args.expected_output.is_empty() {
         let report = compare(
             device,
@@ -51,7 +52,7 @@ pub fn run(registry: &DriverRegistry, args: &RunModuleArgs) -> Result<()> {
             &args.tolerances,
             args.output_max_element_count,
         )?;
-        println!("{}", report.text);
+        outln!("{}", report.text)?;
         return match report.passed {
             true => Ok(()),
             false => Err(Error::failed_precondition(
@@ -71,7 +72,7 @@ fn write_output(device: &dyn Device, index: usize, value: &Value, target: &str, 
     match target {
         "" => Ok(()),
         "-" => {
-            println!("result[{index}]: {}", format_output(device, value, max_elements)?);
+            outln!("result[{index}]: {}", format_output(device, value, max_elements)?)?;
             Ok(())
         }
         _ => {
