@@ -10,6 +10,6 @@ pub fn default_registry() -> DriverRegistry {
     let mut registry = DriverRegistry::new();
     halo_local::register_drivers(&mut registry);
     halo_vulkan::register_driver(&mut registry);
-    halo_cuda::register_driver(&mut registry);
+    halo_cuda::register_drivers(&mut registry);
     registry
 }

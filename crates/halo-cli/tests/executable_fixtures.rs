@@ -238,3 +238,14 @@ fn every_cuda_fixture_matches_iree_cpu_output() {
     let failures = gpu_fixture_failures("cuda", "cuda-nvptx-fb", &[]);
     assert!(failures.is_empty(), "mismatches:\n{}", failures.join("\n"));
 }
+
+/// The HIP builds (code objects for gfx942).
+#[test]
+fn every_hip_fixture_matches_iree_cpu_output() {
+    if !common::device_present("hip") {
+        println!("SKIPPED every_hip_fixture_matches_iree_cpu_output: no HIP device");
+        return;
+    }
+    let failures = gpu_fixture_failures("hip", "rocm-hsaco-fb", &[]);
+    assert!(failures.is_empty(), "mismatches:\n{}", failures.join("\n"));
+}

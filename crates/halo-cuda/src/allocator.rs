@@ -6,7 +6,7 @@
 //! - anything else (host-local): `cuMemAllocHost`, pinned and mapped into the device's address
 //!   space.
 
-use crate::buffer::{Contents, CudaAllocation, MemoryKind};
+use crate::buffer::{Contents, GpuAllocation, MemoryKind};
 use crate::device::DeviceShared;
 use halo_hal::{
     Allocator, AllocatorStatistics, Buffer, BufferParams, BufferUsage, Error, HostBytes, MemoryAccess, MemoryHeap,
@@ -20,13 +20,13 @@ const MIN_ALIGNMENT: u64 = 256;
 /// The allocator of one CUDA device.
 ///
 /// Threading: any thread.
-pub struct CudaAllocator {
+pub struct GpuAllocator {
     shared: Arc<DeviceShared>,
 }
 
-impl CudaAllocator {
+impl GpuAllocator {
     pub(crate) fn new(shared: Arc<DeviceShared>) -> Self {
-        CudaAllocator { shared }
+        GpuAllocator { shared }
     }
 
     /// A buffer of `size` bytes satisfying `params`, holding `contents`.
@@ -49,7 +49,7 @@ impl CudaAllocator {
                 params.memory_type
             )));
         }
-        let allocation = CudaAllocation::new(&self.shared, size, kind, contents)
+        let allocation = GpuAllocation::new(&self.shared, size, kind, contents)
             .map_err(|e| e.context(format!("allocating a buffer of {size} bytes ({kind:?} memory)")))?;
         let mut usage = params.usage;
         if kind == MemoryKind::Device {
@@ -71,7 +71,7 @@ pub fn memory_kind(memory_type: MemoryType) -> MemoryKind {
     }
 }
 
-impl Allocator for CudaAllocator {
+impl Allocator for GpuAllocator {
     fn memory_heaps(&self) -> Vec<MemoryHeap> {
         let total = self.shared.total_memory;
         [MemoryKind::Device, MemoryKind::Managed, MemoryKind::PinnedHost]

@@ -44,7 +44,7 @@ pub enum Contents {
 ///
 /// Ownership: keeps its device (and so the driver library and context) alive; freed when the
 /// last buffer and the last submission using it let go. Threading: any thread.
-pub struct CudaAllocation {
+pub struct GpuAllocation {
     shared: Arc<DeviceShared>,
     pointer: u64,
     size: u64,
@@ -53,7 +53,7 @@ pub struct CudaAllocation {
     stream_ordered: bool,
 }
 
-impl CudaAllocation {
+impl GpuAllocation {
     /// Allocates `size` bytes of `kind` (at least one byte: CUDA has no empty allocations).
     /// Device memory comes from the stream's memory pool when the device allows it: available to
     /// everything issued on the stream from now on, without waiting for the device.
@@ -80,7 +80,7 @@ impl CudaAllocation {
             allocate_now(shared, bytes, kind, contents)?
         };
         shared.count_allocated(size as i64);
-        Ok(CudaAllocation {
+        Ok(GpuAllocation {
             shared: shared.clone(),
             pointer,
             size,
@@ -140,7 +140,7 @@ fn free_now(api: &crate::api::Api, pointer: u64, kind: MemoryKind) {
     };
 }
 
-impl Drop for CudaAllocation {
+impl Drop for GpuAllocation {
     fn drop(&mut self) {
         // Submissions hold the allocation until the device has finished with it, so everything
         // that uses it was issued before this point on the stream.
@@ -157,7 +157,7 @@ impl Drop for CudaAllocation {
     }
 }
 
-impl Allocation for CudaAllocation {
+impl Allocation for GpuAllocation {
     fn size(&self) -> u64 {
         self.size
     }

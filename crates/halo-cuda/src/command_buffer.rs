@@ -7,9 +7,9 @@
 //! command buffers refuse them too): reading the count would need a host round trip.
 
 use crate::api::CuFunction;
-use crate::buffer::CudaAllocation;
+use crate::buffer::GpuAllocation;
 use crate::device::DeviceShared;
-use crate::executable::CudaExecutable;
+use crate::executable::GpuExecutable;
 use halo_hal::{downcast, Binding, BufferRef, Command, DispatchCommand, Error, Result, WorkgroupCount};
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -75,7 +75,7 @@ pub(crate) fn translate(shared: &Arc<DeviceShared>, commands: &[Command], table:
 /// The unified address and length of a buffer reference.
 fn address(shared: &Arc<DeviceShared>, reference: &BufferRef, table: &[Binding]) -> Result<(u64, u64)> {
     let resolved = reference.resolve(table)?;
-    let allocation: &CudaAllocation = downcast(resolved.buffer.allocation().as_any(), "a buffer")?;
+    let allocation: &GpuAllocation = downcast(resolved.buffer.allocation().as_any(), "a buffer")?;
     if !allocation.is_on(shared) {
         return Err(Error::invalid_argument("a buffer belongs to another CUDA device"));
     }
@@ -111,7 +111,7 @@ fn fill(shared: &Arc<DeviceShared>, target: &BufferRef, pattern: &[u8], table: &
 }
 
 fn launch(shared: &Arc<DeviceShared>, dispatch: &DispatchCommand, table: &[Binding]) -> Result<StreamOp> {
-    let executable: &CudaExecutable = downcast(dispatch.executable.as_any(), "the dispatched executable")?;
+    let executable: &GpuExecutable = downcast(dispatch.executable.as_any(), "the dispatched executable")?;
     let kernel = executable.kernel(dispatch.export, shared)?;
     let info = &kernel.spec.info;
     let WorkgroupCount::Static(grid) = &dispatch.workgroup_count else {

@@ -9,12 +9,12 @@
 //! completion thread, which waits for the events in order, when to signal its semaphores (or
 //! fail them with the error, or with a wait's failure).
 
-use crate::allocator::CudaAllocator;
-use crate::api::{Api, CuContext, CuDevice, CuEvent, CuStream, DeviceAttribute, EVENT_DISABLE_TIMING};
+use crate::allocator::GpuAllocator;
+use crate::api::{Api, CuContext, CuDevice, CuEvent, CuStream, DeviceAttribute, Vendor, EVENT_DISABLE_TIMING};
 use crate::buffer::Contents;
 use crate::command_buffer::{issue, translate, StreamOp};
 use crate::driver::DeviceOptions;
-use crate::executable::CudaExecutableCache;
+use crate::executable::GpuExecutableCache;
 use halo_hal::device::query_common_i64;
 use halo_hal::{
     Allocator, AllocatorStatistics, Binding, Buffer, BufferParams, CommandBuffer, Device, DeviceInfo, Error,
@@ -394,13 +394,13 @@ impl Drop for DeviceShared {
 /// A CUDA device (`cuda://0`).
 ///
 /// Ownership: objects it creates keep its shared state alive. Threading: any thread.
-pub struct CudaDevice {
+pub struct GpuDevice {
     info: DeviceInfo,
     shared: Arc<DeviceShared>,
-    allocator: CudaAllocator,
+    allocator: GpuAllocator,
 }
 
-impl CudaDevice {
+impl GpuDevice {
     /// Opens device `ordinal` of the driver's API.
     pub(crate) fn new(
         api: Arc<Api>,
@@ -418,9 +418,9 @@ impl CudaDevice {
             ));
         }
         let shared = DeviceShared::new(api, device, total_memory, options)?;
-        Ok(CudaDevice {
+        Ok(GpuDevice {
             info,
-            allocator: CudaAllocator::new(shared.clone()),
+            allocator: GpuAllocator::new(shared.clone()),
             shared,
         })
     }
@@ -431,9 +431,9 @@ impl CudaDevice {
     }
 }
 
-impl Device for CudaDevice {
+impl Device for GpuDevice {
     fn driver_name(&self) -> &str {
-        crate::driver::DRIVER_NAME
+        crate::driver::driver_name(self.shared.api.vendor())
     }
 
     fn info(&self) -> &DeviceInfo {
@@ -449,7 +449,7 @@ impl Device for CudaDevice {
     }
 
     fn query_i64(&self, category: &str, key: &str) -> Result<i64> {
-        if category == "cuda.device" {
+        if category == "cuda.device" && self.shared.api.vendor() == Vendor::Cuda {
             let attribute = match key {
                 "compute_capability_major" => DeviceAttribute::ComputeCapabilityMajor,
                 "compute_capability_minor" => DeviceAttribute::ComputeCapabilityMinor,
@@ -457,12 +457,12 @@ impl Device for CudaDevice {
             };
             return self.shared.api.attribute(self.shared.device, attribute).map(i64::from);
         }
-        let cache = CudaExecutableCache::new(self.shared.clone());
+        let cache = GpuExecutableCache::new(self.shared.clone());
         query_common_i64(self, &cache, category, key)
     }
 
     fn create_executable_cache(&self) -> Result<Arc<dyn ExecutableCache>> {
-        Ok(Arc::new(CudaExecutableCache::new(self.shared.clone())))
+        Ok(Arc::new(GpuExecutableCache::new(self.shared.clone())))
     }
 
     fn queue_execute(

@@ -1,30 +1,40 @@
-//! The `cuda` driver: the GPUs the CUDA driver library reports.
+//! The `cuda` and `hip` drivers: the GPUs the vendor's library reports.
 
-use crate::api::{Api, CuDevice, DeviceAttribute};
-use crate::device::CudaDevice;
+use crate::api::{Api, CuDevice, DeviceAttribute, Vendor};
+use crate::device::GpuDevice;
 use halo_hal::driver::select_device;
 use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, Result};
 use std::ffi::c_char;
 use std::sync::Arc;
 
-/// The name devices are created under (`cuda://0`).
+/// The name CUDA devices are created under (`cuda://0`).
 pub const DRIVER_NAME: &str = "cuda";
+/// The name HIP devices are created under (`hip://0`).
+pub const HIP_DRIVER_NAME: &str = "hip";
 
-/// The CUDA driver.
+/// The registered name of `vendor`'s driver.
+pub fn driver_name(vendor: Vendor) -> &'static str {
+    match vendor {
+        Vendor::Cuda => DRIVER_NAME,
+        Vendor::Hip => HIP_DRIVER_NAME,
+    }
+}
+
+/// A GPU driver over one vendor's API.
 ///
-/// Ownership: devices it creates keep the driver library loaded. Threading: any thread.
-pub struct CudaDriver {
+/// Ownership: devices it creates keep the vendor library loaded. Threading: any thread.
+pub struct GpuDriver {
     api: Arc<Api>,
 }
 
-impl CudaDriver {
-    /// Loads `libcuda.so.1` and initializes it.
+impl GpuDriver {
+    /// Loads `vendor`'s library (`libcuda.so.1`, `libamdhip64.so`) and initializes it.
     ///
     /// # Errors
     /// `Unavailable` when the library is missing or reports no device.
-    pub fn new() -> Result<Self> {
-        Ok(CudaDriver {
-            api: Arc::new(Api::load()?),
+    pub fn new(vendor: Vendor) -> Result<Self> {
+        Ok(GpuDriver {
+            api: Arc::new(Api::load(vendor)?),
         })
     }
 
@@ -61,10 +71,7 @@ impl CudaDriver {
                     details: vec![
                         ("compute capability".into(), format!("{major}.{minor}")),
                         ("memory".into(), format!("{} MiB", memory >> 20)),
-                        (
-                            "driver".into(),
-                            format!("CUDA {}.{}", version / 1000, (version % 1000) / 10),
-                        ),
+                        ("driver".into(), driver_version(api.vendor(), version)),
                     ],
                 };
                 Ok((info, memory as u64))
@@ -73,9 +80,23 @@ impl CudaDriver {
     }
 }
 
-impl Driver for CudaDriver {
+/// The driver version as its vendor writes it.
+fn driver_version(vendor: Vendor, version: i32) -> String {
+    match vendor {
+        Vendor::Cuda => format!("CUDA {}.{}", version / 1000, (version % 1000) / 10),
+        // HIP packs major * 10^7 + minor * 10^5 + patch.
+        Vendor::Hip => format!(
+            "HIP {}.{}.{}",
+            version / 10_000_000,
+            (version / 100_000) % 100,
+            version % 100_000
+        ),
+    }
+}
+
+impl Driver for GpuDriver {
     fn name(&self) -> &str {
-        DRIVER_NAME
+        driver_name(self.api.vendor())
     }
 
     fn enumerate_devices(&self) -> Result<Vec<DeviceInfo>> {
@@ -86,12 +107,16 @@ impl Driver for CudaDriver {
         let options = DeviceOptions::from_params(params)?;
         let devices = self.devices()?;
         let infos: Vec<DeviceInfo> = devices.iter().map(|(info, _)| info.clone()).collect();
+        let name = driver_name(self.api.vendor());
         if infos.is_empty() {
-            return Err(Error::unavailable("the CUDA driver lists no devices"));
+            return Err(Error::unavailable(format!(
+                "the {} driver lists no devices",
+                self.api.vendor().api_name()
+            )));
         }
-        let info = select_device(DRIVER_NAME, &infos, path)?;
+        let info = select_device(name, &infos, path)?;
         let total_memory = devices[info.id as usize].1;
-        Ok(Arc::new(CudaDevice::new(
+        Ok(Arc::new(GpuDevice::new(
             self.api.clone(),
             info.id as i32,
             info.clone(),
@@ -101,7 +126,8 @@ impl Driver for CudaDriver {
     }
 }
 
-/// Options from a device URI's query string (`cuda://0?async_allocations=false`).
+/// Options from a device URI's query string (`cuda://0?async_allocations=false`; the same for
+/// `hip://`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DeviceOptions {
     /// Whether device-local memory comes from the stream's memory pool (`cuMemAllocAsync`,
@@ -133,14 +159,14 @@ impl DeviceOptions {
                         "false" | "0" => false,
                         _ => {
                             return Err(Error::invalid_argument(format!(
-                                "cuda device parameter '{key}' is '{value}'; expected true or false"
+                                "device parameter '{key}' is '{value}'; expected true or false"
                             )))
                         }
                     }
                 }
                 _ => {
                     return Err(Error::invalid_argument(format!(
-                        "unknown cuda device parameter '{key}' (known: async_allocations)"
+                        "unknown device parameter '{key}' (known: async_allocations)"
                     )))
                 }
             }
@@ -154,6 +180,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn versions_read_as_each_vendor_writes_them() {
+        assert_eq!(driver_version(Vendor::Cuda, 13000), "CUDA 13.0");
+        assert_eq!(driver_version(Vendor::Cuda, 12040), "CUDA 12.4");
+        assert_eq!(driver_version(Vendor::Hip, 60_241_134), "HIP 6.2.41134");
+    }
+
+    #[test]
     fn parses_device_options() {
         let params = |pairs: &[(&str, &str)]| -> DeviceParams {
             pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
@@ -165,7 +198,7 @@ mod tests {
         assert!(error.to_string().contains("expected true or false"), "{error}");
         let error = DeviceOptions::from_params(&params(&[("streams", "2")])).unwrap_err();
         assert!(
-            error.to_string().contains("unknown cuda device parameter 'streams'"),
+            error.to_string().contains("unknown device parameter 'streams'"),
             "{error}"
         );
     }

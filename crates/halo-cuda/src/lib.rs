@@ -1,15 +1,18 @@
-//! The CUDA driver, `cuda`, on the CUDA driver API found at run time (`libcuda.so.1`); no CUDA
-//! SDK is needed to build it, and where the library or a GPU is missing it reports `Unavailable`.
+//! The GPU drivers `cuda` and `hip`: one driver core over two vendor APIs found at run time
+//! (CUDA's driver API in `libcuda.so.1`, HIP in `libamdhip64.so`), as IREE's HIP driver design
+//! describes. No SDK is needed to build it; where the library or a GPU is missing the driver
+//! reports `Unavailable`. HIP has been built and its executables' metadata read, but it has not
+//! yet run on AMD hardware.
 //!
-//! How HAL concepts map onto CUDA (IREE's CUDA/HIP driver design, first slice):
-//! - the driver library's entry points are one typed table ([`api`]), the only place that calls
-//!   into it;
+//! How HAL concepts map onto the vendor APIs (the CUDA names; HIP's are the same with `hip`):
+//! - the library's entry points are one typed table for both vendors ([`api`]), the only place
+//!   that calls into it;
 //! - a device is a GPU's primary context with one non-blocking stream ([`device`]);
 //! - buffers are `cuMemAlloc` (device-local), `cuMemAllocManaged` (device-local and
 //!   host-visible) or `cuMemAllocHost` (pinned host) allocations, addressed by unified pointers
 //!   ([`allocator`], [`buffer`]);
-//! - executables are `cuda-nvptx-fb` FlatBuffers of PTX, JIT-compiled by the driver
-//!   ([`executable`]);
+//! - executables are `cuda-nvptx-fb` FlatBuffers of PTX, JIT-compiled by the driver, or
+//!   `rocm-hsaco-fb` FlatBuffers of AMD code objects ([`executable`]);
 //! - command buffers are halo-hal's validated command lists, translated at submit into stream
 //!   operations (memsets, copies, kernel launches) and issued in order ([`command_buffer`]);
 //! - semaphores are halo-hal's host timelines: a submission is issued by whichever thread meets
@@ -38,12 +41,18 @@ pub mod device;
 pub mod driver;
 pub mod executable;
 
-pub use driver::{CudaDriver, DeviceOptions, DRIVER_NAME};
+pub use api::Vendor;
+pub use driver::{DeviceOptions, GpuDriver, DRIVER_NAME, HIP_DRIVER_NAME};
 
 use halo_hal::DriverRegistry;
 use std::sync::Arc;
 
-/// Registers the `cuda` driver.
-pub fn register_driver(registry: &mut DriverRegistry) {
-    registry.register(DRIVER_NAME, Box::new(|| Ok(Arc::new(CudaDriver::new()?))));
+/// Registers the `cuda` and `hip` drivers.
+pub fn register_drivers(registry: &mut DriverRegistry) {
+    for vendor in [Vendor::Cuda, Vendor::Hip] {
+        registry.register(
+            driver::driver_name(vendor),
+            Box::new(move || Ok(Arc::new(GpuDriver::new(vendor)?))),
+        );
+    }
 }

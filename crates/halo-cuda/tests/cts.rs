@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 fn create_device(uri: &str) -> Result<Arc<dyn Device>> {
     let mut registry = DriverRegistry::new();
-    halo_cuda::register_driver(&mut registry);
+    halo_cuda::register_drivers(&mut registry);
     registry.create_device(uri)
 }
 
@@ -37,3 +37,38 @@ static CUDA_SYNC_ALLOCATIONS: Manifest = Manifest {
 };
 
 cts_suite!(cuda_sync_allocations, CUDA_SYNC_ALLOCATIONS, super::create_device);
+
+/// The suite on HIP; no AMD GPU has been available to run it yet, so here it says it skipped.
+static HIP: Manifest = Manifest {
+    driver: "hip",
+    device_uri: "hip://",
+    executable_format: "rocm-hsaco-fb",
+    ..CUDA
+};
+
+cts_suite!(hip, HIP, super::create_device);
+
+/// Without the vendor library a driver reports `Unavailable` naming the API and the library it
+/// looked for; with it, it lists its devices.
+#[test]
+fn a_missing_vendor_library_is_reported_by_name() {
+    for (vendor, library) in [
+        (halo_cuda::Vendor::Cuda, "libcuda.so.1"),
+        (halo_cuda::Vendor::Hip, "libamdhip64.so"),
+    ] {
+        match halo_cuda::GpuDriver::new(vendor) {
+            Ok(driver) => {
+                let devices = halo_hal::Driver::enumerate_devices(&driver);
+                println!("{vendor:?}: present, devices {devices:?}");
+            }
+            Err(error) => {
+                assert!(error.is_unavailable(), "{error}");
+                let text = error.to_string();
+                assert!(
+                    text.contains(vendor.api_name()) && (text.contains(library) || text.contains("no device")),
+                    "{text}"
+                );
+            }
+        }
+    }
+}

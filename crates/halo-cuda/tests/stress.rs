@@ -14,7 +14,7 @@ const PATIENCE: Duration = Duration::from_secs(60);
 
 fn device_or_skip(test: &str) -> Option<Arc<dyn Device>> {
     let mut registry = DriverRegistry::new();
-    halo_cuda::register_driver(&mut registry);
+    halo_cuda::register_drivers(&mut registry);
     match registry.create_device("cuda://") {
         Err(error) if error.is_unavailable() => {
             println!("SKIPPED {test}: device unavailable: {error}");
@@ -178,7 +178,7 @@ fn ptx_that_does_not_compile_is_an_error_naming_the_module() {
     };
     let text = error.to_string();
     assert!(
-        text.contains("cuModuleLoadDataEx") && text.contains("PTX module 0"),
+        text.contains("cuModuleLoadDataEx") && text.contains("loading module 0"),
         "{text}"
     );
 }

@@ -18,7 +18,7 @@ impl Default for Instance {
 
 impl Instance {
     /// An instance with every driver enabled in this build: `local-sync` and `local-task` (feature
-    /// `local`), `vulkan` (feature `vulkan`, validation from `HALO_VULKAN_VALIDATION`) and `cuda`
+    /// `local`), `vulkan` (feature `vulkan`, validation from `HALO_VULKAN_VALIDATION`) and `cuda` and `hip`
     /// (feature `cuda`); all are default features.
     pub fn new() -> Self {
         #[allow(unused_mut, reason = "unused when every driver feature is off")]
@@ -28,7 +28,7 @@ impl Instance {
         #[cfg(feature = "vulkan")]
         halo_vulkan::register_driver(&mut registry);
         #[cfg(feature = "cuda")]
-        halo_cuda::register_driver(&mut registry);
+        halo_cuda::register_drivers(&mut registry);
         Instance { registry }
     }
 

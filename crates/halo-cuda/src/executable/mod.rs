@@ -1,13 +1,13 @@
-//! Executables in the `cuda-nvptx-fb` format: a 64-byte header, then a `CDA1` FlatBuffer of PTX
-//! modules and exports (kernel name, block size, dynamic shared memory, constant and binding
-//! counts).
+//! Executables in the `cuda-nvptx-fb` and `rocm-hsaco-fb` formats: a 64-byte header, then a
+//! `CDA1` (`HIP1`) FlatBuffer of PTX modules (AMD code objects) and exports (kernel name, block
+//! size, dynamic shared memory, constant and binding counts).
 //!
 //! A dispatch passes one kernel parameter per binding (the device address of the bound range)
 //! followed by one per constant (a u32), as IREE's CUDA driver does.
 
 mod schema;
 
-use crate::api::{CuFunction, CuModule, FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES};
+use crate::api::{CuFunction, CuModule, Vendor};
 use crate::device::DeviceShared;
 use halo_hal::{Error, Executable, ExecutableCache, ExecutableParams, ExportInfo, Result};
 use std::any::Any;
@@ -15,7 +15,25 @@ use std::ffi::{c_void, CString};
 use std::sync::Arc;
 
 /// The format name `iree-compile` gives CUDA executables.
-pub const FORMAT: &str = "cuda-nvptx-fb";
+pub const CUDA_FORMAT: &str = "cuda-nvptx-fb";
+/// The format name `iree-compile` gives HIP (ROCm) executables.
+pub const HIP_FORMAT: &str = "rocm-hsaco-fb";
+
+/// The executable format `vendor`'s devices load.
+pub fn format(vendor: Vendor) -> &'static str {
+    match vendor {
+        Vendor::Cuda => CUDA_FORMAT,
+        Vendor::Hip => HIP_FORMAT,
+    }
+}
+
+/// The header magic and FlatBuffer identifier of `vendor`'s executables.
+fn identifier(vendor: Vendor) -> &'static str {
+    match vendor {
+        Vendor::Cuda => "CDA1",
+        Vendor::Hip => "HIP1",
+    }
+}
 
 /// One kernel as the executable describes it, before any module is loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,35 +48,37 @@ pub struct ExportSpec {
     pub shared_memory: u32,
 }
 
-/// What a `cuda-nvptx-fb` executable holds, read and checked without a GPU.
+/// What a `cuda-nvptx-fb` or `rocm-hsaco-fb` executable holds, read and checked without a GPU.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecutableSpec {
-    /// PTX text of each module.
-    pub modules: Vec<String>,
+    /// Each module: PTX text (CUDA) or an ELF code object (HIP).
+    pub modules: Vec<Vec<u8>>,
     /// The kernels, by export ordinal.
     pub exports: Vec<ExportSpec>,
 }
 
 impl ExecutableSpec {
-    /// Reads a `cuda-nvptx-fb` file.
+    /// Reads a file in `vendor`'s format.
     ///
     /// # Errors
     /// `InvalidArgument` (or `Incompatible`, `OutOfRange`) naming what is malformed: the header,
     /// the FlatBuffer, an export without a name or block size, a module ordinal out of range.
-    pub fn parse(data: &[u8]) -> Result<Self> {
-        let body = halo_hal::executable::gpu_flatbuffer(data, "CDA1", "CUDA executable")?;
-        let def = schema::root(body)
-            .map_err(|e| Error::invalid_argument(format!("malformed CUDA executable FlatBuffer: {e}")))?;
-        let modules: Vec<String> = def
+    pub fn parse(data: &[u8], vendor: Vendor) -> Result<Self> {
+        let what = format!("{} executable", vendor.api_name());
+        let body = halo_hal::executable::gpu_flatbuffer(data, identifier(vendor), &what)?;
+        let def =
+            schema::root(body).map_err(|e| Error::invalid_argument(format!("malformed {what} FlatBuffer: {e}")))?;
+        let modules: Vec<Vec<u8>> = def
             .modules()
             .into_iter()
             .flatten()
             .enumerate()
             .map(|(index, module)| {
                 module
-                    .ptx_image()
-                    .map(str::to_string)
-                    .ok_or_else(|| Error::invalid_argument(format!("CUDA executable module {index} has no PTX")))
+                    .image()
+                    .filter(|image| !image.is_empty())
+                    .map(<[u8]>::to_vec)
+                    .ok_or_else(|| Error::invalid_argument(format!("{what} module {index} is empty")))
             })
             .collect::<Result<_>>()?;
         let exports = def
@@ -66,14 +86,19 @@ impl ExecutableSpec {
             .into_iter()
             .flatten()
             .enumerate()
-            .map(|(ordinal, export)| export_spec(ordinal, &export, modules.len()))
+            .map(|(ordinal, export)| export_spec(&what, ordinal, &export, modules.len()))
             .collect::<Result<_>>()?;
         Ok(ExecutableSpec { modules, exports })
     }
 }
 
-fn export_spec(ordinal: usize, export: &schema::ExportDef<'_>, module_count: usize) -> Result<ExportSpec> {
-    let fail = |what: String| Error::invalid_argument(format!("CUDA executable export {ordinal}: {what}"));
+fn export_spec(
+    executable: &str,
+    ordinal: usize,
+    export: &schema::ExportDef<'_>,
+    module_count: usize,
+) -> Result<ExportSpec> {
+    let fail = |what: String| Error::invalid_argument(format!("{executable} export {ordinal}: {what}"));
     let symbol = export.kernel_name().ok_or_else(|| fail("no kernel name".into()))?;
     let module = export.module_ordinal() as usize;
     if module >= module_count {
@@ -102,10 +127,11 @@ pub(crate) struct Kernel {
     pub(crate) function: CuFunction,
 }
 
-/// A loaded CUDA executable: its PTX modules JIT-compiled for the device, one function per export.
+/// A loaded GPU executable: its modules loaded (PTX JIT-compiled) for the device, one function per
+/// export.
 ///
 /// Ownership: owns its modules (unloaded on drop); keeps its device alive. Threading: any thread.
-pub struct CudaExecutable {
+pub struct GpuExecutable {
     shared: Arc<DeviceShared>,
     modules: Vec<CuModule>,
     kernels: Vec<Kernel>,
@@ -113,14 +139,14 @@ pub struct CudaExecutable {
 
 // SAFETY: module and function handles are plain identifiers that the driver lets any thread use
 // once the context is current; halo makes it current before every call.
-unsafe impl Send for CudaExecutable {}
+unsafe impl Send for GpuExecutable {}
 // SAFETY: as above; nothing mutates the handles after loading.
-unsafe impl Sync for CudaExecutable {}
+unsafe impl Sync for GpuExecutable {}
 
-impl CudaExecutable {
+impl GpuExecutable {
     fn load(shared: Arc<DeviceShared>, spec: ExecutableSpec) -> Result<Self> {
         shared.bind()?;
-        let mut executable = CudaExecutable {
+        let mut executable = GpuExecutable {
             shared,
             modules: Vec::new(),
             kernels: Vec::new(),
@@ -129,7 +155,7 @@ impl CudaExecutable {
         for (index, ptx) in spec.modules.iter().enumerate() {
             let module = executable
                 .load_module(ptx)
-                .map_err(|e| e.context(format!("loading PTX module {index}")))?;
+                .map_err(|e| e.context(format!("loading module {index}")))?;
             executable.modules.push(module);
         }
         for spec in spec.exports {
@@ -141,9 +167,12 @@ impl CudaExecutable {
         Ok(executable)
     }
 
-    /// JIT-compiles one PTX module, with the compiler's log in the error when it fails.
-    fn load_module(&self, ptx: &str) -> Result<CuModule> {
-        let image = CString::new(ptx).map_err(|_| Error::invalid_argument("PTX text contains a NUL byte"))?;
+    /// Loads one module (JIT-compiling PTX), with the compiler's log in the error when it fails.
+    fn load_module(&self, image: &[u8]) -> Result<CuModule> {
+        // PTX is text the driver reads up to a NUL; a code object is an ELF file, which a NUL
+        // after its end does not change.
+        let mut image = image.to_vec();
+        image.push(0);
         let mut log = vec![0u8; 8192];
         let mut options = [
             crate::api::JIT_ERROR_LOG_BUFFER,
@@ -151,8 +180,8 @@ impl CudaExecutable {
         ];
         let mut values = [log.as_mut_ptr().cast::<c_void>(), log.len() as *mut c_void];
         let mut module: CuModule = std::ptr::null_mut();
-        // SAFETY: `image` is NUL-terminated PTX; the option arrays have two entries each, the log
-        // buffer is as long as its declared size and outlives the call.
+        // SAFETY: `image` is NUL-terminated PTX or a whole code object; the option arrays have two
+        // entries each, the log buffer is as long as its declared size and outlives the call.
         let loaded = unsafe {
             self.shared.api.module_load_data_ex(
                 &mut module,
@@ -204,11 +233,9 @@ impl CudaExecutable {
             // Blocks get at most 48 KiB of dynamic shared memory unless the kernel opts in.
             // SAFETY: `function` was just looked up; the value is within the device's limit.
             unsafe {
-                self.shared.api.func_set_attribute(
-                    function,
-                    FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    spec.shared_memory as i32,
-                )?
+                self.shared
+                    .api
+                    .allow_shared_memory(function, spec.shared_memory as i32)?
             };
         }
         Ok(function)
@@ -217,7 +244,7 @@ impl CudaExecutable {
     /// Kernel `ordinal`, checking that the executable is on the device `shared`.
     pub(crate) fn kernel(&self, ordinal: u32, shared: &Arc<DeviceShared>) -> Result<&Kernel> {
         if !Arc::ptr_eq(&self.shared, shared) {
-            return Err(Error::invalid_argument("the executable belongs to another CUDA device"));
+            return Err(Error::invalid_argument("the executable belongs to another GPU device"));
         }
         self.kernels.get(ordinal as usize).ok_or_else(|| {
             Error::out_of_range(format!(
@@ -228,7 +255,7 @@ impl CudaExecutable {
     }
 }
 
-impl Drop for CudaExecutable {
+impl Drop for GpuExecutable {
     fn drop(&mut self) {
         if self.shared.bind().is_err() {
             return;
@@ -241,9 +268,9 @@ impl Drop for CudaExecutable {
     }
 }
 
-impl Executable for CudaExecutable {
+impl Executable for GpuExecutable {
     fn format(&self) -> &str {
-        FORMAT
+        format(self.shared.api.vendor())
     }
 
     fn export_count(&self) -> u32 {
@@ -260,24 +287,24 @@ impl Executable for CudaExecutable {
     }
 }
 
-/// Prepares `cuda-nvptx-fb` executables for one device.
-pub struct CudaExecutableCache {
+/// Prepares executables in its vendor's format for one device.
+pub struct GpuExecutableCache {
     shared: Arc<DeviceShared>,
 }
 
-impl CudaExecutableCache {
+impl GpuExecutableCache {
     pub(crate) fn new(shared: Arc<DeviceShared>) -> Self {
-        CudaExecutableCache { shared }
+        GpuExecutableCache { shared }
     }
 }
 
-impl ExecutableCache for CudaExecutableCache {
-    fn can_prepare_format(&self, format: &str) -> bool {
-        format == FORMAT
+impl ExecutableCache for GpuExecutableCache {
+    fn can_prepare_format(&self, name: &str) -> bool {
+        name == format(self.shared.api.vendor())
     }
 
     fn supported_formats(&self) -> Vec<String> {
-        vec![FORMAT.to_string()]
+        vec![format(self.shared.api.vendor()).to_string()]
     }
 
     fn prepare_executable(&self, params: &ExecutableParams<'_>) -> Result<Arc<dyn Executable>> {
@@ -287,7 +314,7 @@ impl ExecutableCache for CudaExecutableCache {
                 &self.supported_formats(),
             ));
         }
-        let spec = ExecutableSpec::parse(params.data)?;
-        Ok(Arc::new(CudaExecutable::load(self.shared.clone(), spec)?))
+        let spec = ExecutableSpec::parse(params.data, self.shared.api.vendor())?;
+        Ok(Arc::new(GpuExecutable::load(self.shared.clone(), spec)?))
     }
 }

@@ -1,11 +1,12 @@
-//! Readers for IREE's CUDA `ExecutableDef` FlatBuffer (`CDA1`, namespace `iree.hal.cuda`), for
-//! the fields halo uses. Written by hand over the `flatbuffers` crate's table primitives (no
+//! Readers for IREE's CUDA and HIP `ExecutableDef` FlatBuffers (`CDA1`, namespace
+//! `iree.hal.cuda`; `HIP1`, namespace `iree.hal.hip`: the same tables, the module holding PTX
+//! text or an AMD code object), for the fields halo uses. Written by hand over the `flatbuffers` crate's table primitives (no
 //! `flatc` on the build machines); the field slots follow the schema's declaration order, as
 //! checked against executables compiled by iree-compile 3.13.0:
 //!
 //! ```text
 //! table ExecutableDef { exports:[ExportDef]; modules:[ModuleDef]; source_files:[...] }
-//! table ModuleDef     { ptx_image:string }
+//! table ModuleDef     { ptx_image:string }  (HIP: hsaco_image:string, an ELF file)
 //! table ExportDef     { module_ordinal:uint32; kernel_name:string; block_dims:BlockDims;
 //!                       block_shared_memory_size:uint32; constant_count:uint32;
 //!                       binding_flags:[uint64]; debug_info:DebugExportDef }
@@ -101,7 +102,8 @@ impl Verifiable for ExecutableDef<'_> {
 impl Verifiable for ModuleDef<'_> {
     fn run_verifier(v: &mut Verifier<'_, '_>, pos: usize) -> Result<(), InvalidFlatbuffer> {
         v.visit_table(pos)?
-            .visit_field::<ForwardsUOffset<&str>>("ptx_image", slot(0), false)?
+            // Read as bytes: a code object is a string in the schema but not UTF-8.
+            .visit_field::<ForwardsUOffset<Vector<'_, u8>>>("image", slot(0), false)?
             .finish();
         Ok(())
     }
@@ -152,10 +154,10 @@ impl<'a> ExecutableDef<'a> {
 }
 
 impl<'a> ModuleDef<'a> {
-    /// The module's PTX text.
-    pub fn ptx_image(&self) -> Option<&'a str> {
-        // SAFETY: verified by `root` as a string.
-        unsafe { self.table.get::<ForwardsUOffset<&str>>(slot(0), None) }
+    /// The module's PTX text or code object, without the string's terminating NUL.
+    pub fn image(&self) -> Option<&'a [u8]> {
+        // SAFETY: verified by `root` as a byte vector.
+        unsafe { self.table.get::<ForwardsUOffset<Vector<'a, u8>>>(slot(0), None) }.map(|v| v.bytes())
     }
 }
 
