@@ -47,11 +47,18 @@ pub(crate) fn parse_min_time(text: &str) -> Result<MinTime> {
     }
 }
 
+/// The largest `--batch_size`: every dispatch of a batch is recorded in one command buffer, and
+/// a million of them already take hundreds of megabytes.
+const MAX_BATCH_SIZE: u32 = 1 << 20;
+
 /// Runs the benchmark and prints its report.
 pub fn run(registry: &DriverRegistry, args: &BenchmarkArgs) -> Result<()> {
     let min_time = parse_min_time(&args.benchmark.min_time)?;
-    if args.batch_size == 0 {
-        return Err(Error::invalid_argument("--batch_size must be at least 1"));
+    if !(1..=MAX_BATCH_SIZE).contains(&args.batch_size) {
+        return Err(Error::invalid_argument(format!(
+            "--batch_size must be from 1 to {MAX_BATCH_SIZE}; {} was given",
+            args.batch_size
+        )));
     }
     let setup = args.executable.setup(registry)?;
     let command_buffer = setup.device.create_command_buffer(

@@ -111,7 +111,7 @@ impl ExecutableArgs {
                 cache.supported_formats().join(", ")
             ))
         })?;
-        let data = std::fs::read(&self.executable_file)
+        let data = halo_hal::file::read_regular(std::path::Path::new(&self.executable_file))
             .with_context(|| format!("reading executable file '{}'", self.executable_file))?;
         let constants = parse_u32_list(&self.executable_constant, "--executable_constant")?;
         cache

@@ -17,7 +17,8 @@ pub fn expand_args(args: Vec<String>) -> Result<Vec<String>> {
             expanded.push(arg);
             continue;
         };
-        let text = std::fs::read_to_string(&path).with_context(|| format!("reading flagfile '{path}'"))?;
+        let text = halo_hal::file::read_regular_text(std::path::Path::new(&path))
+            .with_context(|| format!("reading flagfile '{path}'"))?;
         expanded.extend(
             text.lines()
                 .map(str::trim)

@@ -120,20 +120,22 @@ pub fn parse_tensor(text: &str) -> Result<HostTensor> {
         return HostTensor::parse(text);
     };
     let (shape, element_type) = parse_shape_and_type(shape_and_type)?;
-    let bytes = std::fs::read(path).map_err(|e| Error::not_found(format!("reading '{path}': {e}")))?;
-    let tensor = HostTensor {
-        element_type,
-        bytes,
-        shape,
-    };
-    let expected = tensor.element_count() as usize * element_type.byte_size();
-    if tensor.bytes.len() != expected {
+    let expected = shape
+        .iter()
+        .try_fold(element_type.byte_size() as u64, |bytes, dim| bytes.checked_mul(*dim));
+    // Sizes are compared before reading, so a wrong file is never read whole.
+    let held = halo_hal::file::regular_file_len(Path::new(path))?;
+    if expected != Some(held) {
+        let needed = expected.map_or("more than 2^64".to_string(), |n| n.to_string());
         return Err(Error::out_of_range(format!(
-            "'{path}' holds {} bytes but {shape_and_type} needs {expected}",
-            tensor.bytes.len()
+            "'{path}' holds {held} bytes but {shape_and_type} needs {needed}"
         )));
     }
-    Ok(tensor)
+    Ok(HostTensor {
+        element_type,
+        bytes: halo_hal::file::read_regular(Path::new(path))?,
+        shape,
+    })
 }
 
 /// Parses one scalar input for an argument of cconv kind `kind` (`i`, `I`, `f`, `F`).

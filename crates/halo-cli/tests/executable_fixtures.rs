@@ -157,6 +157,26 @@ fn benchmark_prints_google_benchmark_json() {
 }
 
 #[test]
+fn a_batch_too_large_to_record_is_refused() {
+    let file = fixtures().join("grid3d.embedded-elf-x86_64.so");
+    for batch in ["0", "4294967295"] {
+        let output = halo(&[
+            "benchmark-executable".into(),
+            "--executable_format=embedded-elf-x86_64".into(),
+            format!("--executable_file={}", file.display()),
+            format!("--flagfile={}", fixtures().join("grid3d.basic.flags").display()),
+            format!("--batch_size={batch}"),
+        ]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains(&format!("--batch_size must be from 1 to 1048576; {batch} was given")),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
 fn lists_drivers_and_devices() {
     let drivers = halo(&["drivers".into()]);
     assert!(String::from_utf8_lossy(&drivers.stdout)

@@ -91,7 +91,7 @@ fn parse_tensor(text: &str) -> Result<HostTensor> {
         .filter(|n| *n <= isize::MAX as u64)
         .ok_or_else(|| Error::resource_exhausted(format!("tensor {head} is too large")))?
         as usize;
-    let mut bytes = vec![0u8; byte_length];
+    let mut bytes = crate::host_memory::zeroed_vec(byte_length, &format!("tensor {head}"))?;
     let tokens: Vec<&str> = data
         .split(|c: char| c.is_whitespace() || matches!(c, ',' | '[' | ']'))
         .filter(|t| !t.is_empty())

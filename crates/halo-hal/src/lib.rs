@@ -28,6 +28,7 @@ pub mod element_type;
 pub mod error;
 pub mod executable;
 pub mod fence;
+pub mod file;
 pub mod host_memory;
 pub mod memory;
 pub mod semaphore;

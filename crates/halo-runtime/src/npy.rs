@@ -6,7 +6,7 @@
 
 use halo_hal::{ElementType, Error, HostTensor, NumericalType, Result, ResultExt};
 use npyz::{DType, Order, TypeChar, TypeStr, WriteOptions, WriterBuilder};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
 
 /// Reads every array in a `.npy` stream (files may hold several, one after another).
@@ -14,7 +14,7 @@ use std::path::Path;
 /// # Errors
 /// `InvalidArgument` naming the file for a malformed header or an unsupported dtype.
 pub fn read_all(path: &Path) -> Result<Vec<HostTensor>> {
-    let bytes = std::fs::read(path).map_err(|e| Error::not_found(format!("reading '{}': {e}", path.display())))?;
+    let bytes = halo_hal::file::read_regular(path)?;
     let mut rest = bytes.as_slice();
     let mut tensors = Vec::new();
     while !rest.is_empty() {
@@ -37,8 +37,31 @@ pub fn read(path: &Path) -> Result<HostTensor> {
         .ok_or_else(|| Error::invalid_argument(format!("'{}' holds no array", path.display())))
 }
 
+/// Checks that the header length a `.npy` preamble declares fits in `bytes`, before the parser
+/// allocates a buffer of that length (a version-2 header may claim 4 GiB in a 20-byte file).
+fn check_header_length(bytes: &[u8]) -> Result<()> {
+    let declared = match bytes.get(6) {
+        Some(1) => bytes
+            .get(8..10)
+            .map(|b| (u16::from_le_bytes([b[0], b[1]]) as usize, 10)),
+        Some(2 | 3) => bytes
+            .get(8..12)
+            .map(|b| (u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize, 12)),
+        _ => None,
+    };
+    match declared {
+        Some((length, preamble)) if length > bytes.len() - preamble => Err(Error::invalid_argument(format!(
+            "malformed .npy header: it declares {length} bytes of header; {} follow",
+            bytes.len() - preamble
+        ))),
+        // Anything else is the parser's to judge.
+        _ => Ok(()),
+    }
+}
+
 fn read_one(bytes: &[u8]) -> Result<(HostTensor, usize)> {
     let bad = |why: String| Error::invalid_argument(why);
+    check_header_length(bytes)?;
     let mut reader = bytes;
     let file = npyz::NpyFile::new(&mut reader).map_err(|e| bad(format!("malformed .npy header: {e}")))?;
     if file.order() == Order::Fortran && file.shape().len() > 1 {
@@ -54,9 +77,9 @@ fn read_one(bytes: &[u8]) -> Result<(HostTensor, usize)> {
         .iter()
         .try_fold(element_type.byte_size() as u64, |n, &d| n.checked_mul(d))
         .ok_or_else(|| bad(format!("shape {shape:?} overflows")))? as usize;
-    let mut data = &bytes[header_length..];
-    let mut tensor_bytes = vec![0; length];
-    data.read_exact(&mut tensor_bytes).map_err(|_| {
+    let data = &bytes[header_length..];
+    // Checked before copying: the shape comes from the file and may claim any size.
+    let tensor_bytes = data.get(..length).map(<[u8]>::to_vec).ok_or_else(|| {
         bad(format!(
             "the data is shorter than the {length} bytes shape {shape:?} needs"
         ))
@@ -160,6 +183,41 @@ mod tests {
         let error = read(&path).unwrap_err();
         assert_eq!(error.code(), halo_hal::StatusCode::InvalidArgument, "{error}");
         assert!(error.to_string().contains("shorter"), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn sizes_claimed_by_the_file_are_checked_before_allocating() {
+        // A version-2 header claiming 4 GiB of header in a 20-byte file.
+        let mut huge_header = b"\x93NUMPY\x02\x00".to_vec();
+        huge_header.extend_from_slice(&u32::MAX.to_le_bytes());
+        huge_header.extend_from_slice(b"{}{}{}{}");
+        let error = read_one(&huge_header).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("declares 4294967295 bytes of header; 8 follow"),
+            "{error}"
+        );
+        // A well-formed header whose shape claims 2^60 elements with no data behind it.
+        let dir = std::env::temp_dir().join(format!("halo-npy-huge-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.npy");
+        write(&path, &HostTensor::parse("1xi8=1").unwrap(), false).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let at = bytes.windows(5).position(|w| w == b"(1, )").unwrap();
+        let huge = b"(1152921504606846976, )";
+        // The header keeps its length: the longer shape takes the place of padding spaces.
+        let end = bytes.iter().position(|&b| b == b'\n').unwrap();
+        let mut claimed = bytes[..at].to_vec();
+        claimed.extend_from_slice(huge);
+        claimed.extend_from_slice(&bytes[at + 5..end - (huge.len() - 5)]);
+        claimed.extend_from_slice(&bytes[end..]);
+        let error = read_one(&claimed).unwrap_err();
+        assert!(
+            error.to_string().contains("shorter than the 1152921504606846976 bytes"),
+            "{error}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

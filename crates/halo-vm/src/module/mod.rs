@@ -259,8 +259,9 @@ impl BytecodeModule {
     /// As [`Self::from_file`].
     pub fn open(path: &Path, mode: LoadMode) -> Result<Self> {
         let context = || format!("loading bytecode module '{}'", path.display());
+        // A FIFO or device would block or never end: only regular files are modules.
+        let len = halo_hal::file::regular_file_len(path).with_context(context)?;
         let mut file = std::fs::File::open(path).with_context(context)?;
-        let len = file.metadata().with_context(context)?.len();
         if len == 0 {
             return Err(invalid("module file is empty (0 bytes)".to_string())).with_context(context);
         }
