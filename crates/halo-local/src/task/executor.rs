@@ -121,7 +121,7 @@ impl Job {
             }
             let end = (start + self.chunk).min(self.tile_count);
             if !self.failed.load(Ordering::Relaxed) {
-                if let Err(error) = self.work.run_tiles(start..end, context) {
+                if let Err(error) = run_catching_panics(&*self.work, start..end, context) {
                     self.failed.store(true, Ordering::Relaxed);
                     lock(&self.error).get_or_insert(error);
                 }
@@ -142,6 +142,22 @@ impl Job {
             completion(outcome);
         }
     }
+}
+
+/// Runs tiles, turning a panic into the job's error: a worker that died mid-job would leave the
+/// job's remaining count above zero and everyone waiting on it blocked forever.
+fn run_catching_panics(work: &dyn TileWork, tiles: Range<u64>, context: &mut WorkerContext) -> Result<()> {
+    let first = tiles.start;
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work.run_tiles(tiles, context))).unwrap_or_else(|panic| {
+        let message = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".to_string());
+        Err(Error::internal(format!(
+            "a worker panicked running tiles from {first}: {message}"
+        )))
+    })
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -384,6 +400,43 @@ mod tests {
         assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) <= 1));
         let (_, outcome) = run(&executor, 10, 1);
         outcome.unwrap();
+    }
+
+    struct Panics;
+
+    impl TileWork for Panics {
+        fn run_tiles(&self, tiles: Range<u64>, _: &mut WorkerContext) -> Result<()> {
+            if tiles.contains(&500) {
+                panic!("tile 500 broke an invariant");
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_panicking_tile_fails_the_job_and_the_workers_live_on() {
+        let executor = Executor::new(&ExecutorOptions {
+            worker_count: 2,
+            ..Default::default()
+        })
+        .unwrap();
+        let (tx, rx) = mpsc::channel();
+        executor.post(Job::new(
+            Box::new(Panics),
+            1000,
+            8,
+            Box::new(move |r| tx.send(r).unwrap()),
+        ));
+        let outcome = rx.recv_timeout(Duration::from_secs(20)).expect("the job completes");
+        let error = outcome.unwrap_err().to_string();
+        assert!(
+            error.contains("a worker panicked") && error.contains("tile 500 broke"),
+            "{error}"
+        );
+        // Both workers still take jobs.
+        for _ in 0..4 {
+            run(&executor, 10_000, 1).1.unwrap();
+        }
     }
 
     #[test]
