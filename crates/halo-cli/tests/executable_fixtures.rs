@@ -97,6 +97,34 @@ fn bad_input_is_reported_not_crashed() {
     assert!(run_error(&[&negate[..], &["--workgroup_count=1,x"]].concat()).contains("--workgroup_count"));
     assert!(run_error(&[&negate[..], &["--device=nosuch"]].concat()).contains("no driver named 'nosuch'"));
     assert!(run_error(&[&negate[..], &["--device=local-sync://7"]].concat()).contains("has no device '7'"));
+    let huge = run_error(&[&negate[..], &["--workgroup_count=4294967295,4294967295,65535"]].concat());
+    assert!(huge.contains("has more workgroups than 2^64"), "{huge}");
+    let deep = run_error(&[&negate[..], &["--workgroup_count=1,1,65536"]].concat());
+    assert!(deep.contains("workgroup count z 65536"), "{deep}");
+}
+
+/// Vulkan leaves dispatches beyond `maxComputeWorkGroupCount` undefined: halo refuses them.
+#[test]
+fn vulkan_refuses_workgroup_counts_beyond_the_device_limits() {
+    if !common::device_present("vulkan") {
+        println!("SKIPPED vulkan_refuses_workgroup_counts_beyond_the_device_limits: no Vulkan device");
+        return;
+    }
+    let output = halo(&[
+        "run-executable".into(),
+        "--device=vulkan".into(),
+        "--executable_format=vulkan-spirv-fb".into(),
+        format!(
+            "--executable_file={}",
+            fixtures().join("grid3d.vulkan-spirv-fb.fb").display()
+        ),
+        "--entry_point=0".into(),
+        "--workgroup_count=4294967295,1,1".into(),
+        "--binding=2x3x4xi32=-1".into(),
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("exceeds the device's limits"), "{stderr}");
 }
 
 #[test]

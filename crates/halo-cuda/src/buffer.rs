@@ -157,7 +157,9 @@ impl Drop for GpuAllocation {
     }
 }
 
-impl Allocation for GpuAllocation {
+// SAFETY: pinned and managed memory are addressable by the host at their unified address for
+// their whole size until the allocation frees them on drop; device memory reports no host pointer.
+unsafe impl Allocation for GpuAllocation {
     fn size(&self) -> u64 {
         self.size
     }

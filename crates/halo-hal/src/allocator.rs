@@ -74,7 +74,8 @@ impl Drop for TrackedAllocation {
     }
 }
 
-impl Allocation for TrackedAllocation {
+// SAFETY: forwards to the inner `HostAllocation`, which keeps the promises.
+unsafe impl Allocation for TrackedAllocation {
     fn size(&self) -> u64 {
         self.inner.size()
     }

@@ -15,7 +15,16 @@ pub const WHOLE_BUFFER: u64 = u64::MAX;
 ///
 /// Ownership: buffers hold the allocation in an `Arc`; it is freed when the last buffer (and the
 /// last submission using one) drops it. Threading: any thread.
-pub trait Allocation: Send + Sync + 'static {
+///
+/// # Safety
+/// [`Buffer`] reads and writes host memory through what this trait reports, in safe code, so an
+/// implementation must keep these promises:
+/// - [`Allocation::host_ptr`], when `Some`, points to [`Allocation::size`] bytes that are valid
+///   for reads and writes from any thread for as long as the allocation lives, and the pointer and
+///   size never change;
+/// - no other safe code holds a Rust reference to those bytes (they belong to the buffers, and to
+///   the device, whose access the caller orders with semaphores).
+pub unsafe trait Allocation: Send + Sync + 'static {
     /// Size in bytes.
     fn size(&self) -> u64;
     /// Memory type the allocator gave it.

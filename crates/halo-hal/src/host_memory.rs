@@ -104,7 +104,9 @@ impl Drop for HostAllocation {
     }
 }
 
-impl Allocation for HostAllocation {
+// SAFETY: the pointer addresses this allocation's own heap block of `size` bytes, which it owns
+// until it drops and never moves or resizes.
+unsafe impl Allocation for HostAllocation {
     fn size(&self) -> u64 {
         self.size
     }

@@ -81,6 +81,15 @@ impl<'a> PreparedDispatch<'a> {
             WorkgroupCount::Indirect(reference) => read_workgroup_count(reference, table)
                 .with_context(|| format!("indirect workgroup count of dispatch '{}'", info.name))?,
         };
+        let total = workgroup_count
+            .iter()
+            .try_fold(1u64, |total, &c| total.checked_mul(u64::from(c)));
+        if total.is_none() {
+            return Err(Error::out_of_range(format!(
+                "workgroup count {workgroup_count:?} of dispatch '{}' has more workgroups than 2^64",
+                info.name
+            )));
+        }
         if workgroup_count[2] > u16::MAX as u32 {
             return Err(Error::out_of_range(format!(
                 "workgroup count z {} of dispatch '{}' exceeds {}",

@@ -108,7 +108,9 @@ impl VulkanAllocation {
     }
 }
 
-impl halo_hal::Allocation for VulkanAllocation {
+// SAFETY: the host pointer is the persistent mapping of this allocation's memory, `size` bytes
+// long, valid until the allocation frees its memory on drop.
+unsafe impl halo_hal::Allocation for VulkanAllocation {
     fn size(&self) -> u64 {
         self.size
     }

@@ -328,6 +328,16 @@ impl Recorder<'_> {
 
     fn dispatch(&mut self, dispatch: &DispatchCommand) -> Result<()> {
         let export = dispatch_export(self.shared, dispatch)?;
+        if let WorkgroupCount::Static(count) = &dispatch.workgroup_count {
+            // Vulkan leaves counts beyond the device's limits undefined; refuse them here.
+            let limit = self.shared.limits.max_compute_work_group_count;
+            if (0..3).any(|i| count[i] > limit[i]) {
+                return Err(Error::out_of_range(format!(
+                    "workgroup count {count:?} of dispatch export {} exceeds the device's limits {limit:?}",
+                    dispatch.export
+                )));
+            }
+        }
         let sets = self.descriptor_sets(export, dispatch)?;
         let device = self.device();
         let constants: Vec<u8> = dispatch.constants.iter().flat_map(|c| c.to_le_bytes()).collect();
