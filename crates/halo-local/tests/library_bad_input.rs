@@ -240,6 +240,16 @@ fn corrupt_program_headers_name_the_header() {
         &["writable and executable"],
     );
 
+    // Found by the mutation campaign: code copied from 5 bytes off its place trapped at run time.
+    let mut b = bytes.clone();
+    put_u64(&mut b, text + 16, get_u64(&bytes, text + 16) + 5);
+    assert_error(
+        EMBEDDED_ELF_FORMAT,
+        &b,
+        StatusCode::InvalidArgument,
+        &["p_offset", "differ modulo p_align"],
+    );
+
     let (dynamic, ..) = *anatomy.phdrs.iter().find(|(_, t, _)| *t == 2).unwrap();
     let mut b = bytes.clone();
     put_u32(&mut b, dynamic, 0);

@@ -207,6 +207,14 @@ pub(crate) fn parse(data: &[u8], expected_machine: u16) -> Result<ElfHeaders> {
                         "PT_LOAD program header {index}: p_align {align:#x} is not a power of two"
                     )));
                 }
+                // The ELF rule for loadable segments; a file that breaks it has had its offsets
+                // or addresses changed, so its code would be copied from the wrong bytes.
+                if align > 1 && offset % align != vaddr % align {
+                    return Err(Error::invalid_argument(format!(
+                        "PT_LOAD program header {index}: p_offset {offset:#x} and p_vaddr {vaddr:#x} \
+                         differ modulo p_align {align:#x}"
+                    )));
+                }
                 if memsz == 0 {
                     continue;
                 }

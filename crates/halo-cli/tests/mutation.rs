@@ -1,0 +1,166 @@
+//! A seeded mutation campaign through the command line: fixture modules with a few bytes changed
+//! run through `halo run-module` on both CPU drivers. Whatever a mutant does, halo must end in a
+//! result or an error message: never a panic, an abort, or death by a signal. Bytes of the
+//! embedded kernel libraries (ELF files) are left alone: changed machine code may crash as any
+//! native code does, and the ELF loader has its own hostile-input tests. Runs that do not finish
+//! in time are counted, not failed (a changed loop bound can make a correct program run for
+//! ever; `halo` then behaves as IREE would). `scripts/mutate-modules` runs the same campaign at
+//! any size, kernels included.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Mutants per driver in the suite; the script takes any count.
+const MUTANTS: usize = 300;
+/// How long one run may take before it counts as not finishing.
+const PATIENCE: Duration = Duration::from_secs(10);
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+}
+
+/// A small deterministic generator (xorshift64*), so a failure names a reproducible seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Every case flagfile of the model and VM fixtures whose module is in the same directory.
+fn cases() -> Vec<PathBuf> {
+    let mut cases = Vec::new();
+    for dir in ["models", "vm"] {
+        for entry in std::fs::read_dir(fixtures().join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "flags") && module_of(&path).exists() {
+                cases.push(path);
+            }
+        }
+    }
+    cases.sort();
+    cases
+}
+
+/// Byte ranges of the ELF files embedded in a module: from each `\x7fELF` to the end of its
+/// section header table.
+fn elf_ranges(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
+    let word = |at: usize, len: usize| -> Option<u64> {
+        let field = bytes.get(at..at + len)?;
+        Some(field.iter().rev().fold(0u64, |value, &b| value << 8 | u64::from(b)))
+    };
+    (0..bytes.len().saturating_sub(64))
+        .filter(|&at| &bytes[at..at + 4] == b"\x7fELF")
+        .filter_map(|at| {
+            let end = word(at + 0x28, 8)? + word(at + 0x3a, 2)? * word(at + 0x3c, 2)?;
+            Some(at..(at as u64).saturating_add(end).min(bytes.len() as u64) as usize)
+        })
+        .collect()
+}
+
+fn module_of(flags: &Path) -> PathBuf {
+    let name = flags.file_stem().unwrap().to_string_lossy().into_owned();
+    flags.with_file_name(format!("{}.vmfb", name.split('.').next().unwrap()))
+}
+
+/// How one run ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Outcome {
+    Finished,
+    TimedOut,
+    Crashed(String),
+}
+
+/// Runs halo on `module` with the case's flags (inside the case's directory, so its inputs
+/// resolve), under an address-space limit where `prlimit` exists.
+fn run(module: &Path, flags: &Path, driver: &str) -> Outcome {
+    let halo = env!("CARGO_BIN_EXE_halo");
+    let args = [
+        "run-module".to_string(),
+        format!("--device={driver}"),
+        format!("--module={}", module.display()),
+        format!("--flagfile={}", flags.display()),
+    ];
+    let limited = Command::new("prlimit").arg("--version").output().is_ok();
+    let mut command = if limited {
+        let mut command = Command::new("prlimit");
+        command.args(["--as=8589934592", "--", halo]);
+        command
+    } else {
+        Command::new(halo)
+    };
+    let mut child = command
+        .args(&args)
+        .current_dir(flags.parent().unwrap())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > PATIENCE {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Outcome::TimedOut;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let stderr = String::from_utf8_lossy(&child.wait_with_output().unwrap().stderr).into_owned();
+    match status.code() {
+        Some(0 | 1) if !stderr.contains("panicked") => Outcome::Finished,
+        _ => Outcome::Crashed(format!("{status}: {}", stderr.chars().take(2000).collect::<String>())),
+    }
+}
+
+#[test]
+fn mutated_modules_never_crash_the_command_line() {
+    let cases = cases();
+    assert!(cases.len() > 300, "found {} cases", cases.len());
+    let dir = std::env::temp_dir().join(format!("halo-mutants-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut crashes = Vec::new();
+    let mut timed_out = 0;
+    for driver in ["local-sync", "local-task"] {
+        let mut rng = Rng(0x5eed_0000_0000_0001);
+        for mutant in 0..MUTANTS {
+            let flags = &cases[rng.below(cases.len())];
+            let mut bytes = std::fs::read(module_of(flags)).unwrap();
+            let kernels = elf_ranges(&bytes);
+            let changes = 1 + rng.below(4);
+            for _ in 0..changes {
+                let at = rng.below(bytes.len());
+                if !kernels.iter().any(|kernel| kernel.contains(&at)) {
+                    bytes[at] = rng.next() as u8;
+                }
+            }
+            let module = dir.join(format!("mutant-{mutant}.vmfb"));
+            std::fs::write(&module, &bytes).unwrap();
+            match run(&module, flags, driver) {
+                Outcome::Finished => {}
+                Outcome::TimedOut => timed_out += 1,
+                Outcome::Crashed(what) => {
+                    crashes.push(format!("mutant {mutant} of {} on {driver}: {what}", flags.display()))
+                }
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    println!(
+        "{} runs of mutated modules: {} crashed, {timed_out} did not finish in {PATIENCE:?}",
+        2 * MUTANTS,
+        crashes.len()
+    );
+    assert!(crashes.is_empty(), "{}", crashes.join("\n---\n"));
+}
