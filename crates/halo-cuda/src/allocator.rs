@@ -9,8 +9,7 @@
 use crate::buffer::{Contents, GpuAllocation, MemoryKind};
 use crate::device::DeviceShared;
 use halo_hal::{
-    Allocator, AllocatorStatistics, Buffer, BufferParams, BufferUsage, Error, HostBytes, MemoryAccess, MemoryHeap,
-    MemoryType, Result,
+    Allocator, AllocatorStatistics, Buffer, BufferParams, BufferUsage, Error, HostBytes, MemoryHeap, MemoryType, Result,
 };
 use std::sync::Arc;
 
@@ -95,25 +94,14 @@ impl Allocator for GpuAllocator {
         self.allocate(params, size, Contents::Zeroed)
     }
 
-    /// Copies the bytes into a new pinned buffer, which the buffer then owns, so a copy behaves
-    /// as an alias would (nobody else can change the bytes).
-    fn import_host(&self, params: BufferParams, mut bytes: Box<dyn HostBytes>) -> Result<Buffer> {
+    /// Copies the bytes into a new pinned buffer (registering pageable memory with the driver
+    /// would pin the caller's pages for the buffer's lifetime).
+    fn import_host(&self, params: BufferParams, bytes: Box<dyn HostBytes>) -> Result<Buffer> {
         let params = BufferParams {
             memory_type: MemoryType::HOST_LOCAL | MemoryType::DEVICE_VISIBLE,
             ..params
         };
-        let length = bytes.byte_len();
-        let writable = bytes.writable();
-        // SAFETY: `HostBytes` promises `byte_len` readable bytes at `host_ptr` while it is alive.
-        let source = unsafe { std::slice::from_raw_parts(bytes.host_ptr().cast_const(), length) };
-        let buffer = self.allocate_buffer(params, length as u64)?;
-        buffer.map_write(0, source)?;
-        Ok(if writable {
-            buffer
-        } else {
-            let access = buffer.allowed_access() & !MemoryAccess::DISCARD_WRITE;
-            buffer.restricted(buffer.allowed_usage(), access)
-        })
+        halo_hal::allocator::import_by_copy(self, params, bytes)
     }
 
     fn statistics(&self) -> AllocatorStatistics {

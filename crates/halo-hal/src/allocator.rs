@@ -50,6 +50,29 @@ pub trait Allocator: Send + Sync {
     fn statistics(&self) -> AllocatorStatistics;
 }
 
+/// Imports host bytes by copying them into a new buffer of `allocator` with `params` (which must
+/// ask for host-visible memory). The buffer then owns its bytes, so nobody else can change them
+/// and a copy behaves as an alias would; bytes lent read-only give a buffer that cannot be
+/// written. For devices that cannot address the host's memory in place.
+pub fn import_by_copy(
+    allocator: &dyn Allocator,
+    params: BufferParams,
+    mut bytes: Box<dyn HostBytes>,
+) -> Result<Buffer> {
+    let length = bytes.byte_len();
+    let writable = bytes.writable();
+    // SAFETY: `HostBytes` promises `byte_len` readable bytes at `host_ptr` while it is alive.
+    let source = unsafe { std::slice::from_raw_parts(bytes.host_ptr().cast_const(), length) };
+    let buffer = allocator.allocate_buffer(params, length as u64)?;
+    buffer.map_write(0, source)?;
+    Ok(if writable {
+        buffer
+    } else {
+        let access = buffer.allowed_access() & !MemoryAccess::DISCARD_WRITE;
+        buffer.restricted(buffer.allowed_usage(), access)
+    })
+}
+
 /// An allocator over the host heap: every buffer is host-local and device-visible.
 #[derive(Default)]
 pub struct HeapAllocator {

@@ -8,8 +8,7 @@ use ash::vk;
 use gpu_allocator::vulkan::{AllocationCreateDesc, AllocationScheme};
 use gpu_allocator::MemoryLocation;
 use halo_hal::{
-    Allocator, AllocatorStatistics, Buffer, BufferParams, BufferUsage, Error, HostBytes, MemoryAccess, MemoryHeap,
-    MemoryType, Result,
+    Allocator, AllocatorStatistics, Buffer, BufferParams, BufferUsage, Error, HostBytes, MemoryHeap, MemoryType, Result,
 };
 use std::sync::Arc;
 
@@ -122,23 +121,12 @@ impl Allocator for VulkanAllocator {
     /// Copies the bytes into a new host-visible buffer. The buffer owns `bytes`, so no one else
     /// can change them afterwards and a copy behaves as an alias would; importing in place
     /// (`VK_EXT_external_memory_host`) needs page-aligned host memory, which callers rarely have.
-    fn import_host(&self, params: BufferParams, mut bytes: Box<dyn HostBytes>) -> Result<Buffer> {
+    fn import_host(&self, params: BufferParams, bytes: Box<dyn HostBytes>) -> Result<Buffer> {
         let params = BufferParams {
             memory_type: params.memory_type | MemoryType::HOST_VISIBLE,
             ..params
         };
-        let length = bytes.byte_len();
-        let writable = bytes.writable();
-        // SAFETY: `HostBytes` promises `byte_len` readable bytes at `host_ptr` while it is alive.
-        let source = unsafe { std::slice::from_raw_parts(bytes.host_ptr().cast_const(), length) };
-        let buffer = self.allocate_buffer(params, length as u64)?;
-        buffer.map_write(0, source)?;
-        Ok(if writable {
-            buffer
-        } else {
-            let access = buffer.allowed_access() & !MemoryAccess::DISCARD_WRITE;
-            buffer.restricted(buffer.allowed_usage(), access)
-        })
+        halo_hal::allocator::import_by_copy(self, params, bytes)
     }
 
     fn statistics(&self) -> AllocatorStatistics {
