@@ -1,4 +1,5 @@
-//! The allocator: HAL memory types onto CUDA's three allocators, as IREE's CUDA driver maps them.
+//! The allocator: HAL memory types onto the vendor's three allocators, as IREE's CUDA and HIP
+//! drivers map them.
 //!
 //! - device-local and not host-visible: `cuMemAlloc` (the host reaches it through queue copies,
 //!   as with a discrete GPU under Vulkan);
@@ -13,10 +14,10 @@ use halo_hal::{
 };
 use std::sync::Arc;
 
-/// Alignment of every CUDA allocation (the driver aligns to at least 256 bytes).
+/// Alignment of every GPU allocation (the driver aligns to at least 256 bytes).
 const MIN_ALIGNMENT: u64 = 256;
 
-/// The allocator of one CUDA device.
+/// The allocator of one GPU device.
 ///
 /// Threading: any thread.
 pub struct GpuAllocator {
@@ -33,7 +34,7 @@ impl GpuAllocator {
         let params = params.canonicalize();
         if params.min_alignment > MIN_ALIGNMENT {
             return Err(Error::invalid_argument(format!(
-                "an alignment of {} bytes was asked for; CUDA allocations are aligned to {MIN_ALIGNMENT}",
+                "an alignment of {} bytes was asked for; GPU allocations are aligned to {MIN_ALIGNMENT}",
                 params.min_alignment
             )));
         }
@@ -60,7 +61,7 @@ impl GpuAllocator {
     }
 }
 
-/// The CUDA allocator that serves `memory_type`.
+/// The vendor allocator that serves `memory_type`.
 pub fn memory_kind(memory_type: MemoryType) -> MemoryKind {
     let device_local = memory_type.contains(MemoryType::DEVICE_LOCAL);
     match (device_local, memory_type.contains(MemoryType::HOST_VISIBLE)) {

@@ -1,4 +1,4 @@
-//! Allocations: device memory, pinned host memory or managed memory, each one CUDA allocation
+//! Allocations: device memory, pinned host memory or managed memory, each one vendor allocation
 //! addressed by one unified (UVA) pointer.
 
 use crate::device::DeviceShared;
@@ -7,7 +7,7 @@ use std::any::Any;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-/// Which CUDA allocator a buffer came from, which decides how it is freed and whether the host
+/// Which vendor allocator a buffer came from, which decides how it is freed and whether the host
 /// can address it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MemoryKind {
@@ -40,7 +40,7 @@ pub enum Contents {
     Undefined,
 }
 
-/// One CUDA allocation.
+/// One vendor (CUDA or HIP) allocation.
 ///
 /// Ownership: keeps its device (and so the driver library and context) alive; freed when the
 /// last buffer and the last submission using it let go. Threading: any thread.
@@ -54,7 +54,7 @@ pub struct GpuAllocation {
 }
 
 impl GpuAllocation {
-    /// Allocates `size` bytes of `kind` (at least one byte: CUDA has no empty allocations).
+    /// Allocates `size` bytes of `kind` (at least one byte: the vendor APIs have no empty allocations).
     /// Device memory comes from the stream's memory pool when the device allows it: available to
     /// everything issued on the stream from now on, without waiting for the device.
     pub(crate) fn new(shared: &Arc<DeviceShared>, size: u64, kind: MemoryKind, contents: Contents) -> Result<Self> {

@@ -77,7 +77,7 @@ fn address(shared: &Arc<DeviceShared>, reference: &BufferRef, table: &[Binding])
     let resolved = reference.resolve(table)?;
     let allocation: &GpuAllocation = downcast(resolved.buffer.allocation().as_any(), "a buffer")?;
     if !allocation.is_on(shared) {
-        return Err(Error::invalid_argument("a buffer belongs to another CUDA device"));
+        return Err(Error::invalid_argument("a buffer belongs to another GPU device"));
     }
     let address = allocation.device_pointer() + resolved.buffer.byte_offset() + resolved.offset;
     Ok((address, resolved.length))
@@ -116,7 +116,7 @@ fn launch(shared: &Arc<DeviceShared>, dispatch: &DispatchCommand, table: &[Bindi
     let info = &kernel.spec.info;
     let WorkgroupCount::Static(grid) = &dispatch.workgroup_count else {
         return Err(Error::unimplemented(
-            "indirect workgroup counts are not supported by CUDA stream command buffers",
+            "indirect workgroup counts are not supported by GPU stream command buffers",
         ));
     };
     let limits = &shared.limits;

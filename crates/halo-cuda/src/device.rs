@@ -1,4 +1,4 @@
-//! A CUDA device: its primary context, one stream for everything the program submits, a pool of
+//! A GPU device (CUDA or HIP, named here by the CUDA calls): its primary context, one stream for everything the program submits, a pool of
 //! events, and the submission path.
 //!
 //! A queue operation is translated at once (so bad commands fail the call that submits them).
@@ -153,7 +153,7 @@ impl DeviceShared {
         std::thread::Builder::new()
             .name("halo-cuda-completion".into())
             .spawn(move || complete_in_order(receiver))
-            .map_err(|e| Error::resource_exhausted(format!("starting the CUDA completion thread: {e}")))?;
+            .map_err(|e| Error::resource_exhausted(format!("starting the GPU completion thread: {e}")))?;
         Ok(shared)
     }
 
@@ -281,7 +281,7 @@ impl DeviceShared {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .send(in_flight)
-            .map_err(|_| Error::internal("the CUDA completion thread has stopped"))
+            .map_err(|_| Error::internal("the GPU completion thread has stopped"))
     }
 
     /// Runs `work` after `wait` and signals `signal` when the device has finished it.
@@ -312,7 +312,7 @@ impl DeviceShared {
             outstanding = match timeout {
                 Timeout::Immediate => {
                     return Err(Error::deadline_exceeded(format!(
-                        "{} CUDA submissions are still running",
+                        "{} GPU submissions are still running",
                         *outstanding
                     )))
                 }
@@ -321,7 +321,7 @@ impl DeviceShared {
                     let left = deadline.saturating_duration_since(std::time::Instant::now());
                     if left.is_zero() {
                         return Err(Error::deadline_exceeded(format!(
-                            "{} CUDA submissions are still running",
+                            "{} GPU submissions are still running",
                             *outstanding
                         )));
                     }
@@ -346,7 +346,7 @@ fn complete_in_order(receiver: Receiver<InFlight>) {
         let outcome = shared
             .bind()
             .and_then(|()| unsafe { shared.api.event_synchronize(in_flight.event) })
-            .map_err(|error| error.context("running work on the CUDA stream"))
+            .map_err(|error| error.context("running work on the GPU stream"))
             // Work issued behind a promise ran even if the promise was then broken.
             .and_then(|()| in_flight.wait.query().map(|_| ()));
         shared
@@ -391,7 +391,7 @@ impl Drop for DeviceShared {
     }
 }
 
-/// A CUDA device (`cuda://0`).
+/// A GPU device (`cuda://0`, `hip://0`).
 ///
 /// Ownership: objects it creates keep its shared state alive. Threading: any thread.
 pub struct GpuDevice {
