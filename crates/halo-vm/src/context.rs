@@ -344,9 +344,19 @@ impl Context {
                 ))
             })
             .collect();
+        // Both sizes come from the module file: allocated fallibly.
+        let ref_count = module.global_ref_count() as usize;
+        let mut refs = Vec::new();
+        refs.try_reserve_exact(ref_count).map_err(|_| {
+            Error::resource_exhausted(format!(
+                "cannot allocate {ref_count} ref globals of module '{}'",
+                module.name()
+            ))
+        })?;
+        refs.resize(ref_count, None);
         let state = ModuleState {
-            bytes: vec![0; module.global_bytes_capacity() as usize],
-            refs: vec![None; module.global_ref_count() as usize],
+            bytes: halo_hal::host_memory::zeroed_vec(module.global_bytes_capacity() as usize, "the module's globals")?,
+            refs,
         };
         Ok(Instance {
             name: module.name().to_string(),
