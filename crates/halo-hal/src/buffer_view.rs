@@ -1,7 +1,7 @@
 //! Buffer views: a buffer plus shape and element type, what programs pass in and out.
 
 use crate::buffer::Buffer;
-use crate::buffer_view_text::{element_count, HostTensor};
+use crate::buffer_view_text::{element_count, format_tensor, HostTensor};
 use crate::device::Device;
 use crate::element_type::ElementType;
 use crate::memory::BufferParams;
@@ -86,13 +86,23 @@ impl BufferView {
     /// Reads the contents of this view on `device` back into host memory, staged through the
     /// queue when the host cannot map the buffer.
     pub fn to_host(&self, device: &dyn Device) -> Result<HostTensor> {
-        let mut bytes = vec![0u8; self.byte_length() as usize];
+        let mut bytes = crate::host_memory::zeroed_vec(self.byte_length() as usize, "a buffer view's contents")?;
         transfer::read(device, &self.buffer, 0, &mut bytes)?;
         Ok(HostTensor {
             shape: self.shape.to_vec(),
             element_type: self.element_type,
             bytes,
         })
+    }
+
+    /// Prints this view as `iree-run-module` does, reading back only the first `max_elements`
+    /// elements: the text elides the rest, so they are never copied.
+    pub fn format(&self, device: &dyn Device, max_elements: usize) -> Result<String> {
+        let shown = self.element_count().min(max_elements as u64);
+        let length = shown * self.element_type.byte_size() as u64;
+        let mut bytes = crate::host_memory::zeroed_vec(length as usize, "the printed elements of a buffer view")?;
+        transfer::read(device, &self.buffer, 0, &mut bytes)?;
+        Ok(format_tensor(&self.shape, self.element_type, &bytes, max_elements))
     }
 }
 

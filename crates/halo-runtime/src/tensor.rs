@@ -68,7 +68,7 @@ fn format_typed(
         Value::Ref(None) => "(null)".to_string(),
         Value::Ref(Some(r)) => {
             if let Some(view) = r.downcast::<HalBufferView>() {
-                format!("hal.buffer_view\n{}", view.view().to_host(device)?.format(max_elements))
+                format!("hal.buffer_view\n{}", view.view().format(device, max_elements)?)
             } else if let Some(list) = r.downcast::<List>() {
                 let mut text = String::from("vm.list\n");
                 for (index, item) in list.to_vec().iter().enumerate() {

@@ -158,3 +158,24 @@ fn corrupt_module_is_rejected_by_the_loader() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn printed_results_read_back_only_what_they_show() {
+    for device in ["local-sync", "local-task"] {
+        let session = session(device, "tiny_add.vmfb");
+        let function = session.function("tiny_add").unwrap();
+        let (a, b) = ("4xf32=1.5 2 -3 4", "4xf32=10 20 30 0.25");
+        let outputs = session
+            .call(&function, &[input(&session, a), input(&session, b)])
+            .unwrap();
+        let whole = tensor::to_host(session.device().as_ref(), &outputs[0]).unwrap();
+        for max in 0..=5 {
+            let printed = halo_runtime::format_output(session.device().as_ref(), &outputs[0], max).unwrap();
+            assert_eq!(
+                printed,
+                format!("hal.buffer_view\n{}", whole.format(max)),
+                "max {max} on {device}"
+            );
+        }
+    }
+}
