@@ -179,10 +179,6 @@ macro_rules! symbols {
 
         impl Api {
             fn resolve(vendor: Vendor, library: libloading::Library) -> std::result::Result<Self, String> {
-                let pick = |cuda: &'static str, hip: &'static str| match vendor {
-                    Vendor::Cuda => cuda,
-                    Vendor::Hip => hip,
-                };
                 // SAFETY: each symbol is looked up by its exported name with the signature the
                 // vendor's API documents for that entry point.
                 unsafe {
@@ -201,7 +197,7 @@ macro_rules! symbols {
                     };
                     Ok(Api {
                         vendor,
-                        $($name: symbol(&library, pick($cuda, $hip))?,)*
+                        $($name: symbol(&library, pick_name(vendor, $cuda, $hip))?,)*
                         divergent,
                         _library: library,
                     })

@@ -4,8 +4,8 @@
 //! driver library or a GPU each test says that it skipped.
 
 use halo_hal::{
-    Buffer, BufferParams, BufferRef, CommandBuffer, CommandBufferMode, CommandCategory, Device, DriverRegistry, Error,
-    ExecutableParams, Fence, MemoryType, QueueAffinity, Semaphore, Timeout,
+    Buffer, BufferParams, BufferRef, CommandBuffer, Device, DriverRegistry, Error, ExecutableParams, Fence, MemoryType,
+    QueueAffinity, Semaphore, Timeout,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,15 +34,7 @@ fn buffer(device: &dyn Device, bytes: u64) -> Buffer {
 
 /// A one-shot command buffer that fills word `slot` of `target` with `value`.
 fn fill_word(device: &dyn Device, target: &Buffer, slot: u64, value: u32) -> Arc<CommandBuffer> {
-    let command_buffer = device
-        .create_command_buffer(
-            CommandBufferMode::ONE_SHOT,
-            CommandCategory::TRANSFER,
-            QueueAffinity::ANY,
-            0,
-        )
-        .unwrap();
-    command_buffer.begin().unwrap();
+    let command_buffer = device.transfer_command_buffer(QueueAffinity::ANY).unwrap();
     command_buffer
         .fill_buffer(BufferRef::direct(target, slot * 4, 4), &value.to_le_bytes())
         .unwrap();
@@ -206,15 +198,7 @@ fn chains_submitted_in_order_follow_each_other_on_the_stream() {
                 4096,
             )
             .unwrap();
-        let command_buffer = device
-            .create_command_buffer(
-                CommandBufferMode::ONE_SHOT,
-                CommandCategory::TRANSFER,
-                QueueAffinity::ANY,
-                0,
-            )
-            .unwrap();
-        command_buffer.begin().unwrap();
+        let command_buffer = device.transfer_command_buffer(QueueAffinity::ANY).unwrap();
         command_buffer
             .fill_buffer(BufferRef::direct(&scratch, 0, 4), &(link as u32).to_le_bytes())
             .unwrap();

@@ -19,19 +19,15 @@ fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(fixtures().join(format!("{name}.vmfb"))).unwrap()
 }
 
-/// Every VM fixture module, by name.
-fn all_fixtures() -> Vec<(String, Vec<u8>)> {
-    let mut modules: Vec<(String, Vec<u8>)> = std::fs::read_dir(fixtures())
+/// Every VM fixture module's bytes, in file-name order.
+fn all_fixtures() -> Vec<Vec<u8>> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(fixtures())
         .unwrap()
         .map(|entry| entry.unwrap().path())
         .filter(|path| path.extension().is_some_and(|e| e == "vmfb"))
-        .map(|path| {
-            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
-            (name, std::fs::read(&path).unwrap())
-        })
         .collect();
-    modules.sort();
-    modules
+    paths.sort();
+    paths.iter().map(|path| std::fs::read(path).unwrap()).collect()
 }
 
 /// File offsets of every function's calling-convention string.
@@ -87,7 +83,7 @@ fn run_every_export(file: Vec<u8>) -> bool {
 #[test]
 fn every_one_letter_change_of_a_calling_convention_loads_or_fails_cleanly() {
     let (mut mutants, mut linked) = (0, 0);
-    for (_, file) in all_fixtures() {
+    for file in all_fixtures() {
         for (at, len) in cconv_positions(&file) {
             for offset in 1..len {
                 for letter in *b"iIfFrv_" {
