@@ -2,15 +2,18 @@
 //! `dlopen`, for executables linked against the platform (debuggers and
 //! profilers see them as ordinary libraries).
 //!
-//! `dlopen` wants a path, so the bytes go to a uniquely named file in the
-//! temporary directory that is deleted right after loading; the open library
-//! keeps the mapping (and the inode) alive. The headers are validated first
+//! `dlopen` wants a path, so the bytes go to an anonymous in-memory file
+//! (`memfd_create`) opened through `/proc/self/fd`: nothing is left on disk even
+//! when loading crashes the process. Where that is unavailable they go to a
+//! uniquely named file in the temporary directory, deleted right after loading;
+//! the open library keeps the mapping alive. The headers are validated first
 //! with the embedded loader's checks, because `dlopen` of a truncated file can
 //! fault rather than fail. Trust: `dlopen` runs the file's initializers, so this
 //! format is only as safe as the file's origin.
 
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -25,15 +28,78 @@ use crate::elf;
 #[derive(Debug)]
 pub(crate) struct SystemLibrary {
     library: Library,
+    /// The in-memory file the library was opened from, kept open while it is
+    /// loaded: `dlopen` matches loaded objects by path, so its descriptor's
+    /// number (and path) must not be reused for another library meanwhile.
+    /// Declared after `library` so that it closes after `dlclose`.
+    _memory_file: Option<File>,
 }
 
-/// Removes the temporary file when loading is over, whether it worked or not.
-struct TempFile(PathBuf);
+/// Where the bytes are while `dlopen` reads them; gone when this is dropped.
+enum LoadFile {
+    /// An anonymous in-memory file, named through `/proc/self/fd`.
+    Memory(File),
+    /// A file in the temporary directory.
+    Temporary(TemporaryPath),
+}
 
-impl Drop for TempFile {
+/// A file in the temporary directory, removed on drop.
+struct TemporaryPath(PathBuf);
+
+impl Drop for TemporaryPath {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
     }
+}
+
+impl LoadFile {
+    fn write(bytes: &[u8]) -> Result<Self> {
+        if let Ok(file) = memory_file(bytes) {
+            return Ok(LoadFile::Memory(file));
+        }
+        let path = unique_path();
+        write_new(&path, bytes).map_err(|e| {
+            Error::unavailable(format!(
+                "cannot write the executable to temporary file {}: {e}",
+                path.display()
+            ))
+        })?;
+        Ok(LoadFile::Temporary(TemporaryPath(path)))
+    }
+
+    fn path(&self) -> PathBuf {
+        match self {
+            LoadFile::Memory(file) => PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd())),
+            LoadFile::Temporary(path) => path.0.clone(),
+        }
+    }
+
+    /// What must stay open while the library is loaded; a temporary file is removed.
+    fn into_memory_file(self) -> Option<File> {
+        match self {
+            LoadFile::Memory(file) => Some(file),
+            LoadFile::Temporary(_) => None,
+        }
+    }
+}
+
+/// An anonymous file holding `bytes`, usable as a path while `/proc` is mounted.
+fn memory_file(bytes: &[u8]) -> std::io::Result<File> {
+    // SAFETY: the name is a NUL-terminated literal; the flags are valid.
+    let fd = unsafe { libc::memfd_create(c"halo-executable".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by `memfd_create` and is owned by nothing else.
+    let mut file = unsafe { File::from_raw_fd(fd) };
+    file.write_all(bytes)?;
+    if !Path::new(&format!("/proc/self/fd/{fd}")).exists() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "/proc is not mounted",
+        ));
+    }
+    Ok(file)
 }
 
 fn unique_path() -> PathBuf {
@@ -58,26 +124,21 @@ impl SystemLibrary {
     /// Validates `bytes` as a host shared object and opens it with `dlopen`.
     ///
     /// # Errors
-    /// The header errors of the embedded loader; `Unavailable` when the
-    /// temporary file cannot be written; `InvalidArgument` with the loader's
+    /// The header errors of the embedded loader; `Unavailable` when neither an
+    /// in-memory nor a temporary file can be written; `InvalidArgument` with the loader's
     /// message when `dlopen` fails.
     pub fn load(bytes: &[u8]) -> Result<Self> {
         elf::header::parse(bytes, elf::HOST_MACHINE)?;
-        let path = unique_path();
-        write_new(&path, bytes).map_err(|e| {
-            Error::unavailable(format!(
-                "cannot write the executable to temporary file {}: {e}",
-                path.display()
-            ))
-        })?;
-        let file = TempFile(path);
+        let file = LoadFile::write(bytes)?;
         // SAFETY: `dlopen` runs the object's initializers. The bytes are an ELF
         // shared object for this machine (checked above); trusting its code is
         // the documented contract of the system-library format.
-        let library = unsafe { Library::open(Some(&file.0), RTLD_NOW | RTLD_LOCAL) }
+        let library = unsafe { Library::open(Some(file.path()), RTLD_NOW | RTLD_LOCAL) }
             .map_err(|e| Error::invalid_argument(format!("dlopen failed: {e}")))?;
-        drop(file);
-        Ok(SystemLibrary { library })
+        Ok(SystemLibrary {
+            library,
+            _memory_file: file.into_memory_file(),
+        })
     }
 
     /// The address of the exported function `name`.

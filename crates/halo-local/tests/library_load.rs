@@ -275,14 +275,11 @@ fn a_failing_kernel_names_the_export_and_workgroup() {
     assert!(err.message().contains("workgroup (0, 0, 0)"), "{err}");
 }
 
+/// System libraries load from anonymous in-memory files, so no file is ever written to the
+/// temporary directory (and none is left behind when loading crashes the process).
 #[test]
-fn loading_many_times_leaves_no_temporary_files() {
+fn loading_many_times_writes_no_temporary_files() {
     let prefix = format!("halo-executable-{}-", std::process::id());
-    for format in FORMATS {
-        let bytes = data("library_kernels", format);
-        let libraries: Vec<Library> = (0..50).map(|_| Library::load(format, &bytes, &[]).unwrap()).collect();
-        assert!(libraries.iter().all(|l| l.export_count() == 2));
-    }
     let scan = || -> Vec<PathBuf> {
         std::fs::read_dir(std::env::temp_dir())
             .unwrap()
@@ -294,13 +291,33 @@ fn loading_many_times_leaves_no_temporary_files() {
             })
             .collect()
     };
-    // Other tests of this process load system libraries concurrently and their temporary files
-    // exist for a moment; only files that stay are leftovers.
-    let first = scan();
-    if !first.is_empty() {
-        std::thread::sleep(std::time::Duration::from_millis(500));
-        let leftovers: Vec<PathBuf> = scan().into_iter().filter(|p| first.contains(p)).collect();
-        assert!(leftovers.is_empty(), "{leftovers:?}");
+    for format in FORMATS {
+        let bytes = data("library_kernels", format);
+        let libraries: Vec<Library> = (0..50).map(|_| Library::load(format, &bytes, &[]).unwrap()).collect();
+        assert!(libraries.iter().all(|l| l.export_count() == 2));
+        assert!(scan().is_empty(), "{:?}", scan());
+    }
+}
+
+/// `dlopen` matches loaded objects by path: libraries loaded in turn, with the earlier one
+/// closed or still open, each keep their own exports.
+#[test]
+fn system_libraries_loaded_in_turn_keep_their_own_exports() {
+    let kernels = data("library_kernels", SYSTEM_ELF_FORMAT);
+    let import = data("library_import", SYSTEM_ELF_FORMAT);
+    let first = Library::load(SYSTEM_ELF_FORMAT, &kernels, &[]).unwrap();
+    drop(first);
+    let load_import = || {
+        let host = HostImport::new("halo_test_mul_add", mul_add);
+        Library::load_with_imports(SYSTEM_ELF_FORMAT, &import, &[], &[host]).unwrap()
+    };
+    let second = load_import();
+    let third = Library::load(SYSTEM_ELF_FORMAT, &kernels, &[]).unwrap();
+    let fourth = load_import();
+    assert_eq!(third.export_name(0), Some("scale_and_offset"));
+    for library in [&second, &fourth] {
+        assert_eq!(library.export_count(), 1);
+        assert_eq!(library.export_name(0), Some("call_import"));
     }
 }
 
