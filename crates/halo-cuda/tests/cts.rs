@@ -23,6 +23,8 @@ static CUDA: Manifest = Manifest {
     unsupported: &[
         ("indirect_workgroup_count_direct", INDIRECT),
         ("indirect_workgroup_count_binding_table", INDIRECT),
+        ("indirect_workgroup_count_beyond_limits_direct", INDIRECT),
+        ("indirect_workgroup_count_beyond_limits_binding_table", INDIRECT),
     ],
     expected_failures: &[],
 };

@@ -8,11 +8,13 @@
 //! - Barriers: a full memory barrier; every command buffer ends with one towards the host, so
 //!   mapped reads after the signal see the device's writes.
 //! - Dispatches: one descriptor set per set layout from a pool sized for the whole command
-//!   buffer, constants as push constants.
+//!   buffer, constants as push constants. Indirect dispatches read counts that the guard
+//!   ([`crate::indirect_guard`]) checked against the device's limits.
 
 use crate::buffer::VulkanAllocation;
 use crate::device::{DeviceShared, PooledCommandBuffer};
 use crate::executable::{Export, VulkanExecutable};
+use crate::indirect_guard::{self, GuardParams, GuardPipeline};
 use crate::status::VkResultExt;
 use ash::vk;
 use halo_hal::{Binding, BufferRef, Command, DispatchCommand, Error, MemoryType, Result, WorkgroupCount};
@@ -26,12 +28,42 @@ pub(crate) struct Recorded {
     descriptor_pool: vk::DescriptorPool,
     /// Update data and fill edges the copies read from.
     _staging: Option<VulkanAllocation>,
+    /// The guard entries of the indirect dispatches, if there are any.
+    guard: Option<GuardEntries>,
+}
+
+/// The guard buffer of a command buffer's indirect dispatches and the command index of each.
+struct GuardEntries {
+    buffer: VulkanAllocation,
+    commands: Vec<usize>,
 }
 
 impl Recorded {
     /// The command buffer to submit.
     pub(crate) fn command_buffer(&self) -> vk::CommandBuffer {
         self.pooled.as_ref().expect("alive until dropped").command_buffer
+    }
+
+    /// Whether the submission's outcome is known only once [`Self::check`] has read it back.
+    pub(crate) fn has_indirect_dispatches(&self) -> bool {
+        self.guard.is_some()
+    }
+
+    /// After completion: fails when an indirect dispatch found its counts beyond the limits.
+    pub(crate) fn check(&self) -> Result<()> {
+        let Some(guard) = &self.guard else { return Ok(()) };
+        let length = guard.commands.len() as u64 * indirect_guard::ENTRY_BYTES;
+        halo_hal::Allocation::invalidate(&guard.buffer, 0, length)?;
+        let host = halo_hal::Allocation::host_ptr(&guard.buffer)
+            .ok_or_else(|| Error::internal("the indirect dispatch guard buffer is not host-visible"))?;
+        // SAFETY: the mapping covers the buffer, which holds `length` bytes of whole words at a
+        // 16-byte aligned address, and the device finished writing it (this runs after completion).
+        let entries = unsafe { std::slice::from_raw_parts(host.as_ptr().cast::<u32>(), length as usize / 4) };
+        indirect_guard::check(
+            entries,
+            &guard.commands,
+            self.shared.limits.max_compute_work_group_count,
+        )
     }
 }
 
@@ -59,22 +91,47 @@ pub(crate) fn record(shared: &Arc<DeviceShared>, commands: &[Command], table: &[
         0 => None,
         bytes => Some(shared.allocate(bytes, MemoryType::HOST_LOCAL | MemoryType::DEVICE_VISIBLE, 16)?),
     };
+    let guard_buffer = match needs.indirect_dispatches {
+        0 => None,
+        count => Some(shared.allocate(
+            u64::from(count) * indirect_guard::ENTRY_BYTES,
+            MemoryType::HOST_LOCAL | MemoryType::DEVICE_VISIBLE | MemoryType::HOST_CACHED,
+            16,
+        )?),
+    };
     let mut recorded = Recorded {
         shared: shared.clone(),
         pooled: Some(shared.acquire_command_buffer()?),
         descriptor_pool: vk::DescriptorPool::null(),
         _staging: None,
+        guard: None,
     };
     recorded.descriptor_pool = needs.create_pool(shared)?;
+    let guard = match &guard_buffer {
+        None => None,
+        Some(buffer) => Some(Guard {
+            pipeline: shared.indirect_guard()?,
+            buffer: buffer.raw(),
+            commands: Vec::new(),
+        }),
+    };
     let mut recorder = Recorder {
         shared,
         command_buffer: recorded.command_buffer(),
         descriptor_pool: recorded.descriptor_pool,
         table,
         staging: staging.as_ref().map(Staging::new).transpose()?,
+        guard,
+        command_index: 0,
     };
     recorder.record_all(commands)?;
     recorded._staging = staging;
+    if let (Some(buffer), Some(guard)) = (guard_buffer, recorder.guard) {
+        recorded.guard = Some(GuardEntries {
+            buffer,
+            commands: guard.commands,
+        });
+    }
     Ok(recorded)
 }
 
@@ -85,6 +142,7 @@ struct Needs {
     sets: u32,
     storage_descriptors: u32,
     uniform_descriptors: u32,
+    indirect_dispatches: u32,
 }
 
 impl Needs {
@@ -97,6 +155,11 @@ impl Needs {
                 Command::Update { data, .. } => needs.staging_bytes += data.len() as u64,
                 Command::Dispatch(dispatch) => {
                     let export = dispatch_export(shared, dispatch)?;
+                    if matches!(dispatch.workgroup_count, WorkgroupCount::Indirect(_)) {
+                        needs.indirect_dispatches += 1;
+                        needs.sets += 1;
+                        needs.storage_descriptors += indirect_guard::DESCRIPTORS_PER_DISPATCH;
+                    }
                     needs.sets += export.set_layouts.len() as u32;
                     for slot in &export.slots {
                         if slot.descriptor_type == vk::DescriptorType::UNIFORM_BUFFER {
@@ -179,6 +242,17 @@ struct Recorder<'a> {
     descriptor_pool: vk::DescriptorPool,
     table: &'a [Binding<'a>],
     staging: Option<Staging>,
+    /// Present when the command list has indirect dispatches.
+    guard: Option<Guard<'a>>,
+    /// The index of the command being recorded.
+    command_index: usize,
+}
+
+/// The guard's pipeline and buffer while recording, and the commands given entries so far.
+struct Guard<'a> {
+    pipeline: &'a GuardPipeline,
+    buffer: vk::Buffer,
+    commands: Vec<usize>,
 }
 
 /// A resolved range of a `VkBuffer`.
@@ -209,6 +283,7 @@ impl Recorder<'_> {
         // SAFETY: a fresh command buffer from the device's pool, recorded on this thread only.
         unsafe { self.device().begin_command_buffer(self.command_buffer, &begin) }.or_vk("vkBeginCommandBuffer")?;
         for (index, command) in commands.iter().enumerate() {
+            self.command_index = index;
             self.record_one(command)
                 .map_err(|e| e.context(format!("recording command {index} for Vulkan")))?;
         }
@@ -328,16 +403,22 @@ impl Recorder<'_> {
 
     fn dispatch(&mut self, dispatch: &DispatchCommand) -> Result<()> {
         let export = dispatch_export(self.shared, dispatch)?;
-        if let WorkgroupCount::Static(count) = &dispatch.workgroup_count {
-            // Vulkan leaves counts beyond the device's limits undefined; refuse them here.
-            let limit = self.shared.limits.max_compute_work_group_count;
-            if (0..3).any(|i| count[i] > limit[i]) {
-                return Err(Error::out_of_range(format!(
-                    "workgroup count {count:?} of dispatch export {} exceeds the device's limits {limit:?}",
-                    dispatch.export
-                )));
+        // Vulkan leaves counts beyond the device's limits undefined: static ones are refused
+        // here, indirect ones are checked on the device by the guard, recorded first since it
+        // binds a pipeline of its own.
+        let guarded_counts = match &dispatch.workgroup_count {
+            WorkgroupCount::Static(count) => {
+                let limit = self.shared.limits.max_compute_work_group_count;
+                if (0..3).any(|i| count[i] > limit[i]) {
+                    return Err(Error::out_of_range(format!(
+                        "workgroup count {count:?} of dispatch export {} exceeds the device's limits {limit:?}",
+                        dispatch.export
+                    )));
+                }
+                None
             }
-        }
+            WorkgroupCount::Indirect(reference) => Some(self.guard_indirect_counts(reference)?),
+        };
         let sets = self.descriptor_sets(export, dispatch)?;
         let device = self.device();
         let constants: Vec<u8> = dispatch.constants.iter().flat_map(|c| c.to_le_bytes()).collect();
@@ -365,24 +446,70 @@ impl Recorder<'_> {
                 );
             }
         }
-        match &dispatch.workgroup_count {
-            WorkgroupCount::Static([x, y, z]) => {
+        match (&dispatch.workgroup_count, guarded_counts) {
+            (WorkgroupCount::Static([x, y, z]), _) => {
                 // SAFETY: recording a dispatch of the pipeline bound above.
                 unsafe { device.cmd_dispatch(self.command_buffer, *x, *y, *z) };
             }
-            WorkgroupCount::Indirect(reference) => {
-                let counts = self.resolve(reference)?;
-                if counts.offset % 4 != 0 {
-                    return Err(Error::invalid_argument(format!(
-                        "indirect workgroup counts at byte {} are not 4-byte aligned, as Vulkan requires",
-                        counts.offset
-                    )));
-                }
-                // SAFETY: recording; the 12 bytes were checked by the HAL's validation.
-                unsafe { device.cmd_dispatch_indirect(self.command_buffer, counts.buffer, counts.offset) };
+            (WorkgroupCount::Indirect(_), Some((buffer, offset))) => {
+                // SAFETY: recording; the guard entry holds 3 words that its shader wrote and a
+                // barrier made visible to indirect reads.
+                unsafe { device.cmd_dispatch_indirect(self.command_buffer, buffer, offset) };
             }
+            (WorkgroupCount::Indirect(_), None) => unreachable!("indirect counts are always guarded"),
         }
         Ok(())
+    }
+
+    /// Records the guard of the indirect counts at `reference`; returns where the dispatch reads
+    /// its checked counts from.
+    fn guard_indirect_counts(&mut self, reference: &BufferRef) -> Result<(vk::Buffer, u64)> {
+        let counts = self.resolve(reference)?;
+        if counts.offset % 4 != 0 {
+            return Err(Error::invalid_argument(format!(
+                "indirect workgroup counts at byte {} are not 4-byte aligned, as Vulkan requires",
+                counts.offset
+            )));
+        }
+        let Some(guard) = &self.guard else {
+            return Err(Error::internal("an indirect dispatch that `Needs` did not count"));
+        };
+        let (pipeline, guard_buffer, entry) = (guard.pipeline, guard.buffer, guard.commands.len() as u64);
+        let alignment = self.shared.limits.min_storage_buffer_offset_alignment.max(4);
+        let source_offset = counts.offset - counts.offset % alignment;
+        let set_layouts = [pipeline.set_layout];
+        let info = vk::DescriptorSetAllocateInfo::default()
+            .descriptor_pool(self.descriptor_pool)
+            .set_layouts(&set_layouts);
+        // SAFETY: the pool was sized by `Needs`, one set and two descriptors per indirect dispatch.
+        let set = unsafe { self.device().allocate_descriptor_sets(&info) }.or_vk("vkAllocateDescriptorSets")?[0];
+        let source = [vk::DescriptorBufferInfo::default()
+            .buffer(counts.buffer)
+            .offset(source_offset)
+            .range(counts.offset - source_offset + 12)];
+        let target = [vk::DescriptorBufferInfo::default()
+            .buffer(guard_buffer)
+            .offset(0)
+            .range(vk::WHOLE_SIZE)];
+        let writes = [(0, &source), (1, &target)].map(|(binding, info)| {
+            vk::WriteDescriptorSet::default()
+                .dst_set(set)
+                .dst_binding(binding)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .buffer_info(info)
+        });
+        // SAFETY: the set is fresh and unused; both buffers are alive for the submission.
+        unsafe { self.device().update_descriptor_sets(&writes, &[]) };
+        let params = GuardParams {
+            source_word: ((counts.offset - source_offset) / 4) as u32,
+            guard_word: (entry * indirect_guard::ENTRY_BYTES / 4) as u32,
+            limits: self.shared.limits.max_compute_work_group_count,
+        };
+        pipeline.record(self.device(), self.command_buffer, set, params);
+        if let Some(guard) = &mut self.guard {
+            guard.commands.push(self.command_index);
+        }
+        Ok((guard_buffer, entry * indirect_guard::ENTRY_BYTES))
     }
 
     /// Allocates and writes the descriptor sets of one dispatch.

@@ -4,6 +4,7 @@ use crate::allocator::VulkanAllocator;
 use crate::completion::{create_timeline, Waiter};
 use crate::driver::DeviceOptions;
 use crate::executable::VulkanExecutableCache;
+use crate::indirect_guard::GuardPipeline;
 use crate::instance::Instance;
 use crate::semaphore::VulkanSemaphore;
 use crate::status::{vk_error, VkResultExt};
@@ -17,7 +18,7 @@ use halo_hal::{
 };
 use std::any::Any;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -67,6 +68,8 @@ pub(crate) struct DeviceShared {
     pub(crate) progress: vk::Semaphore,
     /// Semaphores dropped by their users, with the last batch that may refer to them.
     retired_semaphores: Mutex<Vec<(vk::Semaphore, u64)>>,
+    /// The pipeline that checks indirect workgroup counts, made on first use.
+    indirect_guard: OnceLock<GuardPipeline>,
 }
 
 impl DeviceShared {
@@ -107,6 +110,11 @@ impl DeviceShared {
     }
 
     /// The alignment of every buffer, enough to bind any of them as a storage buffer.
+    /// The pipeline that checks indirect workgroup counts ([`crate::indirect_guard`]).
+    pub(crate) fn indirect_guard(&self) -> Result<&GuardPipeline> {
+        GuardPipeline::get(&self.indirect_guard, &self.raw, self.pipeline_cache)
+    }
+
     pub(crate) fn min_buffer_alignment(&self) -> u64 {
         self.limits
             .min_storage_buffer_offset_alignment
@@ -295,6 +303,9 @@ impl Drop for DeviceShared {
             {
                 self.raw.destroy_command_pool(pooled.pool, None);
             }
+            if let Some(guard) = self.indirect_guard.get() {
+                guard.destroy(&self.raw);
+            }
             self.raw.destroy_pipeline_cache(self.pipeline_cache, None);
             self.raw.destroy_semaphore(self.progress, None);
             self.raw.destroy_device(None);
@@ -405,6 +416,7 @@ impl VulkanDevice {
             waiter,
             progress,
             retired_semaphores: Mutex::new(Vec::new()),
+            indirect_guard: OnceLock::new(),
         });
         Ok((shared, thread))
     }

@@ -29,6 +29,7 @@ pub mod device;
 pub mod driver;
 pub mod executable;
 mod features;
+mod indirect_guard;
 mod instance;
 pub mod semaphore;
 mod status;

@@ -117,12 +117,16 @@ fn record_and_submit(shared: &Arc<DeviceShared>, wait: &Fence, signal: &Fence, w
         .filter_map(|(semaphore, value)| native(semaphore, shared).map(|s| (s.raw(), *value)))
         .collect();
     // Native signals go to Vulkan (each semaphore told to expect it; one that already failed is
-    // left out), foreign ones are raised from the host when the batch completes.
+    // left out), foreign ones are raised from the host when the batch completes. So are all
+    // signals of a batch with indirect dispatches, whose success the host learns only after it
+    // completes.
+    let checked_on_host = recorded.as_ref().is_some_and(Recorded::has_indirect_dispatches);
     let mut signals = Vec::new();
     let mut native_signals = Vec::new();
     let mut foreign_signals = Vec::new();
     for (semaphore, value) in signal.timepoints() {
         match native(semaphore, shared) {
+            Some(_) if checked_on_host => foreign_signals.push((semaphore.clone(), *value)),
             Some(native) if native.expect_signal(*value) => {
                 signals.push((native.raw(), *value));
                 native_signals.push((semaphore.clone(), *value));
@@ -146,10 +150,14 @@ fn record_and_submit(shared: &Arc<DeviceShared>, wait: &Fence, signal: &Fence, w
     shared.waiter.after_progress(
         done,
         Box::new(move |outcome| {
+            let guard_outcome = match (&outcome, &recorded) {
+                (Ok(()), Some(recorded)) => recorded.check(),
+                _ => Ok(()),
+            };
             drop((recorded, work));
             device.destroy_retired_semaphores();
             let failed_wait = wait.timepoints().iter().find_map(|(s, _)| s.query().err());
-            match outcome.err().or(failed_wait) {
+            match outcome.err().or(failed_wait).or(guard_outcome.err()) {
                 None => {
                     for (semaphore, value) in foreign_signals {
                         if let Err(error) = semaphore.signal(value) {

@@ -120,9 +120,9 @@ pub fn chained_dispatches_with_barrier(ctx: &CtsDevice) {
     );
 }
 
-/// Workgroup counts read from a buffer when the dispatch runs (here: only the first half).
-pub fn indirect_workgroup_count(ctx: &CtsDevice) {
-    let data = ctx.buffer_with(&f32_bytes(&[1.0; 8]));
+/// Submits a command buffer that writes `counts` to a buffer and then doubles the first four
+/// elements of `data` once per workgroup, reading its workgroup count from that buffer.
+fn submit_indirect_doubling(ctx: &CtsDevice, data: &halo_hal::Buffer, counts: [u32; 3]) -> halo_hal::Result<()> {
     let usage = BufferUsage::DEFAULT | BufferUsage::MAPPING | BufferUsage::DISPATCH_INDIRECT_PARAMETERS;
     let params = ctx
         .device
@@ -136,8 +136,8 @@ pub fn indirect_workgroup_count(ctx: &CtsDevice) {
         )
         .unwrap();
     let cb = ctx.command_buffer(CommandBufferMode::ONE_SHOT, 2);
-    cb.update_buffer(&i32_bytes(&[1, 1, 1]), ctx.reference(1, &params, 0, 12))
-        .unwrap();
+    let words: Vec<u8> = counts.iter().flat_map(|c| c.to_le_bytes()).collect();
+    cb.update_buffer(&words, ctx.reference(1, &params, 0, 12)).unwrap();
     cb.execution_barrier().unwrap();
     let mut command = dispatch(
         ctx,
@@ -145,12 +145,33 @@ pub fn indirect_workgroup_count(ctx: &CtsDevice) {
         1,
         [0, 0, 0],
         vec![],
-        vec![ctx.reference(0, &data, 0, 32)],
+        vec![ctx.reference(0, data, 0, 32)],
     );
     command.workgroup_count = WorkgroupCount::Indirect(ctx.reference(1, &params, 0, 12));
     cb.dispatch(command).unwrap();
     cb.end().unwrap();
-    ctx.submit_and_wait(&cb, &ctx.table(&[&data, &params])).unwrap();
+    ctx.submit_and_wait(&cb, &ctx.table(&[data, &params]))
+}
+
+/// Workgroup counts read from a buffer when the dispatch runs (here: only the first half).
+pub fn indirect_workgroup_count(ctx: &CtsDevice) {
+    let data = ctx.buffer_with(&f32_bytes(&[1.0; 8]));
+    submit_indirect_doubling(ctx, &data, [1, 1, 1]).unwrap();
+    assert_eq!(
+        f32_values(&data.read_all().unwrap()),
+        [2.0, 2.0, 2.0, 2.0, 1.0, 1.0, 1.0, 1.0]
+    );
+}
+
+/// Counts read at run time beyond every device's limits fail the submission with OUT_OF_RANGE
+/// without running the dispatch (Vulkan leaves such counts undefined), and the device goes on.
+pub fn indirect_workgroup_count_beyond_limits(ctx: &CtsDevice) {
+    let data = ctx.buffer_with(&f32_bytes(&[1.0; 8]));
+    let error = submit_indirect_doubling(ctx, &data, [u32::MAX; 3]).unwrap_err();
+    assert_eq!(error.code(), StatusCode::OutOfRange, "{error}");
+    assert!(error.message().contains("4294967295"), "{error}");
+    assert_eq!(f32_values(&data.read_all().unwrap()), [1.0; 8]);
+    submit_indirect_doubling(ctx, &data, [1, 1, 1]).unwrap();
     assert_eq!(
         f32_values(&data.read_all().unwrap()),
         [2.0, 2.0, 2.0, 2.0, 1.0, 1.0, 1.0, 1.0]

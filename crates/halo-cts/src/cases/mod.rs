@@ -152,6 +152,13 @@ macro_rules! for_each_case {
             dispatch::indirect_workgroup_count,
             []
         );
+        $callback!(
+            $manifest,
+            $factory,
+            recorded,
+            dispatch::indirect_workgroup_count_beyond_limits,
+            []
+        );
         $callback!($manifest, $factory, plain, dispatch::rejects_bad_dispatches, []);
         $callback!($manifest, $factory, plain, semaphore::query_and_signal, []);
         $callback!($manifest, $factory, plain, semaphore::signal_must_increase, []);
