@@ -34,7 +34,8 @@ pub struct CtsDevice {
 pub const WAIT: Duration = Duration::from_secs(20);
 
 impl CtsDevice {
-    pub(crate) fn new(
+    /// Wraps `device` so that a driver's own tests can run a case on a device they configured.
+    pub fn new(
         device: Arc<dyn Device>,
         manifest: &'static Manifest,
         recording: Recording,

@@ -101,7 +101,12 @@ fn stress(device: &str) {
             after >> 20,
             growth >> 10
         );
-        assert!(growth < 64 << 20, "resident memory grew by {growth} bytes on {device}");
+        // A sanitizer keeps freed memory in quarantine, so resident memory says nothing there.
+        if std::env::var_os("HALO_TEST_UNDER_SANITIZER").is_some() {
+            println!("{device}: resident memory bound skipped under a sanitizer");
+        } else {
+            assert!(growth < 64 << 20, "resident memory grew by {growth} bytes on {device}");
+        }
     }
 }
 

@@ -6,6 +6,7 @@ use crate::driver::DeviceOptions;
 use crate::executable::VulkanExecutableCache;
 use crate::indirect_guard::GuardPipeline;
 use crate::instance::Instance;
+use crate::pipeline_cache::{PipelineCacheDir, PipelineStore};
 use crate::semaphore::VulkanSemaphore;
 use crate::status::{vk_error, VkResultExt};
 use crate::submit::{submit, Work};
@@ -63,6 +64,8 @@ pub(crate) struct DeviceShared {
     command_buffers: Mutex<Vec<PooledCommandBuffer>>,
     queue_family: u32,
     pub(crate) pipeline_cache: vk::PipelineCache,
+    /// Pipeline caches on disk, one per executable; `None` when turned off.
+    pub(crate) pipeline_store: Option<PipelineStore>,
     pub(crate) waiter: Arc<Waiter>,
     /// Timeline that every submitted batch signals, in submission order.
     pub(crate) progress: vk::Semaphore,
@@ -413,6 +416,10 @@ impl VulkanDevice {
             command_buffers: Mutex::new(Vec::new()),
             queue_family: setup.queue_family,
             pipeline_cache,
+            pipeline_store: match &options.pipeline_cache {
+                PipelineCacheDir::Off => None,
+                PipelineCacheDir::At(root) => Some(PipelineStore::new(root.as_ref(), &setup.properties)),
+            },
             waiter,
             progress,
             retired_semaphores: Mutex::new(Vec::new()),
@@ -469,6 +476,16 @@ impl Device for VulkanDevice {
     }
 
     fn query_i64(&self, category: &str, key: &str) -> Result<i64> {
+        if category == "vulkan.pipeline_cache" {
+            let store = self.shared.pipeline_store.as_ref();
+            return match store.map(|s| s.counters.get(key)) {
+                Some(Some(value)) => Ok(value as i64),
+                Some(None) => Err(Error::not_found(format!(
+                    "unknown vulkan.pipeline_cache key '{key}' (known: hits, misses, rejected, write_failures)"
+                ))),
+                None => Err(Error::not_found("the pipeline cache of this device is off")),
+            };
+        }
         let cache = VulkanExecutableCache::new(self.shared.clone());
         query_common_i64(self, &cache, category, key)
     }

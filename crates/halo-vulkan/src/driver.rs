@@ -2,6 +2,7 @@
 
 use crate::device::VulkanDevice;
 use crate::instance::{Instance, Validation};
+use crate::pipeline_cache::PipelineCacheDir;
 use crate::status::VkResultExt;
 use ash::vk;
 use halo_hal::driver::select_device;
@@ -151,7 +152,7 @@ const DEFAULT_SPIN_US: u64 = 100;
 const DEFAULT_POLL_US: u64 = 2000;
 
 /// Options from a device URI's query string (`vulkan://0?device_local_mappable=false`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceOptions {
     /// Whether the host maps device-local memory where the hardware allows it. `false` makes an
     /// integrated GPU or lavapipe behave as a discrete GPU does: the host reaches device-local
@@ -162,6 +163,9 @@ pub struct DeviceOptions {
     /// How long the device's waiter thread polls for a batch in flight before blocking
     /// (`poll_us`; see [`crate::completion`]).
     pub poll: Duration,
+    /// Where compiled pipelines are kept between processes (`pipeline_cache=DIR|off`; default
+    /// from [`PipelineCacheDir::from_env`]).
+    pub pipeline_cache: PipelineCacheDir,
 }
 
 impl Default for DeviceOptions {
@@ -170,6 +174,7 @@ impl Default for DeviceOptions {
             device_local_mappable: true,
             spin: Duration::from_micros(DEFAULT_SPIN_US),
             poll: Duration::from_micros(DEFAULT_POLL_US),
+            pipeline_cache: PipelineCacheDir::from_env(),
         }
     }
 }
@@ -197,9 +202,11 @@ impl DeviceOptions {
                 }
                 "spin_us" => options.spin = Duration::from_micros(value.parse().map_err(|_| invalid("microseconds"))?),
                 "poll_us" => options.poll = Duration::from_micros(value.parse().map_err(|_| invalid("microseconds"))?),
+                "pipeline_cache" if !value.is_empty() => options.pipeline_cache = PipelineCacheDir::parse(value),
+                "pipeline_cache" => return Err(invalid("a folder or off")),
                 _ => {
                     return Err(Error::invalid_argument(format!(
-                        "unknown vulkan device parameter '{key}' (known: device_local_mappable, spin_us, poll_us)"
+                        "unknown vulkan device parameter '{key}' (known: device_local_mappable, spin_us, poll_us, pipeline_cache)"
                     )))
                 }
             }

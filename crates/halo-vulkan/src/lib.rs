@@ -8,7 +8,9 @@
 //! - semaphores are Vulkan timeline semaphores; failures are kept beside them ([`semaphore`]);
 //! - command buffers are halo-hal's validated command lists, recorded into a `VkCommandBuffer`
 //!   at submit with the binding table resolved ([`command_buffer`]);
-//! - executables are `vulkan-spirv-fb` FlatBuffers made into compute pipelines ([`executable`]);
+//! - executables are `vulkan-spirv-fb` FlatBuffers made into compute pipelines ([`executable`]),
+//!   with each executable's compiled pipelines kept on disk between processes
+//!   ([`pipeline_cache`]);
 //! - a submission keeps everything it uses alive until the device's progress timeline passes it;
 //!   one waiter thread per device runs that release and any host-side signals ([`completion`]).
 //!
@@ -29,14 +31,16 @@ pub mod device;
 pub mod driver;
 pub mod executable;
 mod features;
-mod indirect_guard;
+pub mod indirect_guard;
 mod instance;
+pub mod pipeline_cache;
 pub mod semaphore;
 mod status;
 mod submit;
 
 pub use driver::{DeviceOptions, VulkanDriver, DRIVER_NAME};
 pub use instance::Validation;
+pub use pipeline_cache::PipelineCacheDir;
 
 use halo_hal::DriverRegistry;
 use std::sync::Arc;

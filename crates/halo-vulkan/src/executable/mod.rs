@@ -77,7 +77,16 @@ impl VulkanExecutable {
         // On error, `executable`'s drop destroys whatever was created so far.
         executable.create_set_layouts(&def)?;
         executable.create_pipeline_layouts(&def)?;
-        executable.create_pipelines(&def, constants)?;
+        let shared = executable.shared.clone();
+        match &shared.pipeline_store {
+            None => executable.create_pipelines(&def, constants, shared.pipeline_cache)?,
+            Some(store) => {
+                let cache = store.open(&shared.raw, data, constants)?;
+                let created = executable.create_pipelines(&def, constants, cache.raw);
+                store.close(&shared.raw, cache, created.is_ok());
+                created?;
+            }
+        }
         Ok(executable)
     }
 
@@ -150,7 +159,7 @@ impl VulkanExecutable {
         Ok(())
     }
 
-    fn create_pipelines(&mut self, def: &ExecutableDef<'_>, constants: &[u32]) -> Result<()> {
+    fn create_pipelines(&mut self, def: &ExecutableDef<'_>, constants: &[u32], cache: vk::PipelineCache) -> Result<()> {
         let modules: Vec<Vec<u32>> = def
             .shader_modules()
             .into_iter()
@@ -163,7 +172,7 @@ impl VulkanExecutable {
             .ok_or_else(|| Error::invalid_argument("executable declares no pipelines"))?;
         for (ordinal, pipeline) in pipelines.iter().enumerate() {
             let export = self
-                .create_export(def, &modules, &pipeline, constants)
+                .create_export(def, &modules, &pipeline, constants, cache)
                 .map_err(|e| e.context(format!("creating the pipeline of export {ordinal}")))?;
             self.exports.push(export);
         }
@@ -176,6 +185,7 @@ impl VulkanExecutable {
         modules: &[Vec<u32>],
         pipeline: &schema::PipelineDef<'_>,
         constants: &[u32],
+        cache: vk::PipelineCache,
     ) -> Result<Export> {
         let entry_point = pipeline
             .entry_point()
@@ -220,7 +230,7 @@ impl VulkanExecutable {
             .map(|r| (r.offset() + r.size()) / 4)
             .max()
             .unwrap_or(0);
-        let raw = self.create_pipeline(code, entry_point, layout, constants)?;
+        let raw = self.create_pipeline(code, entry_point, layout, constants, cache)?;
         let name = pipeline
             .debug_info()
             .and_then(|d| d.name())
@@ -280,6 +290,7 @@ impl VulkanExecutable {
         entry_point: &str,
         layout: vk::PipelineLayout,
         constants: &[u32],
+        cache: vk::PipelineCache,
     ) -> Result<vk::Pipeline> {
         let module_info = vk::ShaderModuleCreateInfo::default().code(code);
         // SAFETY: `code` is a SPIR-V module (magic checked by `workgroup_size`); the module is
@@ -309,11 +320,7 @@ impl VulkanExecutable {
         }
         let info = vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout);
         // SAFETY: every handle is alive; the cache is the device's and internally synchronized.
-        let created = unsafe {
-            self.shared
-                .raw
-                .create_compute_pipelines(self.shared.pipeline_cache, &[info], None)
-        };
+        let created = unsafe { self.shared.raw.create_compute_pipelines(cache, &[info], None) };
         // SAFETY: pipeline creation has returned, so the module is no longer needed.
         unsafe { self.shared.raw.destroy_shader_module(module, None) };
         match created {
