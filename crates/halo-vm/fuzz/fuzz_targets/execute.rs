@@ -60,6 +60,7 @@ fn fixture_kernels() -> &'static HashSet<u64> {
                 }
             }
         }
+        eprintln!("execute: {} kernel libraries of the fixture modules are run", kernels.len());
         kernels
     })
 }
