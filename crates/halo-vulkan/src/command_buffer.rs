@@ -255,6 +255,12 @@ struct Guard<'a> {
     commands: Vec<usize>,
 }
 
+/// How a dispatch gets its workgroup counts: given, or read from a guard entry.
+enum Launch {
+    Direct([u32; 3]),
+    Indirect(vk::Buffer, u64),
+}
+
 /// A resolved range of a `VkBuffer`.
 #[derive(Clone, Copy)]
 struct Range {
@@ -406,7 +412,7 @@ impl Recorder<'_> {
         // Vulkan leaves counts beyond the device's limits undefined: static ones are refused
         // here, indirect ones are checked on the device by the guard, recorded first since it
         // binds a pipeline of its own.
-        let guarded_counts = match &dispatch.workgroup_count {
+        let launch = match &dispatch.workgroup_count {
             WorkgroupCount::Static(count) => {
                 let limit = self.shared.limits.max_compute_work_group_count;
                 if (0..3).any(|i| count[i] > limit[i]) {
@@ -415,9 +421,12 @@ impl Recorder<'_> {
                         dispatch.export
                     )));
                 }
-                None
+                Launch::Direct(*count)
             }
-            WorkgroupCount::Indirect(reference) => Some(self.guard_indirect_counts(reference)?),
+            WorkgroupCount::Indirect(reference) => {
+                let (buffer, offset) = self.guard_indirect_counts(reference)?;
+                Launch::Indirect(buffer, offset)
+            }
         };
         let sets = self.descriptor_sets(export, dispatch)?;
         let device = self.device();
@@ -446,17 +455,16 @@ impl Recorder<'_> {
                 );
             }
         }
-        match (&dispatch.workgroup_count, guarded_counts) {
-            (WorkgroupCount::Static([x, y, z]), _) => {
+        match launch {
+            Launch::Direct([x, y, z]) => {
                 // SAFETY: recording a dispatch of the pipeline bound above.
-                unsafe { device.cmd_dispatch(self.command_buffer, *x, *y, *z) };
+                unsafe { device.cmd_dispatch(self.command_buffer, x, y, z) };
             }
-            (WorkgroupCount::Indirect(_), Some((buffer, offset))) => {
+            Launch::Indirect(buffer, offset) => {
                 // SAFETY: recording; the guard entry holds 3 words that its shader wrote and a
                 // barrier made visible to indirect reads.
                 unsafe { device.cmd_dispatch_indirect(self.command_buffer, buffer, offset) };
             }
-            (WorkgroupCount::Indirect(_), None) => unreachable!("indirect counts are always guarded"),
         }
         Ok(())
     }

@@ -72,7 +72,8 @@ impl GuardPipeline {
             // Another thread made it first.
             extra.destroy(device);
         }
-        Ok(cell.get().expect("set above"))
+        cell.get()
+            .ok_or_else(|| Error::internal("the indirect dispatch guard was not kept"))
     }
 
     fn create(device: &ash::Device, cache: vk::PipelineCache) -> Result<Self> {
