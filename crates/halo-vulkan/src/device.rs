@@ -6,7 +6,7 @@ use crate::driver::DeviceOptions;
 use crate::executable::VulkanExecutableCache;
 use crate::indirect_guard::GuardPipeline;
 use crate::instance::Instance;
-use crate::pipeline_cache::{PipelineCacheDir, PipelineStore};
+use crate::pipeline_cache::{CacheCounters, PipelineCacheDir, PipelineStore};
 use crate::semaphore::VulkanSemaphore;
 use crate::status::{vk_error, VkResultExt};
 use crate::submit::{submit, Work};
@@ -481,7 +481,8 @@ impl Device for VulkanDevice {
             return match store.map(|s| s.counters.get(key)) {
                 Some(Some(value)) => Ok(value as i64),
                 Some(None) => Err(Error::not_found(format!(
-                    "unknown vulkan.pipeline_cache key '{key}' (known: hits, misses, rejected, write_failures)"
+                    "unknown vulkan.pipeline_cache key '{key}' (known: {})",
+                    CacheCounters::KEYS.join(", ")
                 ))),
                 None => Err(Error::not_found("the pipeline cache of this device is off")),
             };

@@ -87,6 +87,9 @@ pub(crate) struct CacheCounters {
 }
 
 impl CacheCounters {
+    /// The names of the counters, as queries spell them.
+    pub(crate) const KEYS: [&'static str; 4] = ["hits", "misses", "rejected", "write_failures"];
+
     /// The counter named `key`, if there is one.
     pub(crate) fn get(&self, key: &str) -> Option<u64> {
         let counter = match key {
@@ -268,6 +271,13 @@ mod tests {
         assert_ne!(old, device_folder(&properties));
         properties.pipeline_cache_uuid[0] = 9;
         assert!(device_folder(&properties).ends_with(&format!("-09{}", "00".repeat(15))));
+    }
+
+    #[test]
+    fn every_listed_counter_can_be_queried() {
+        let counters = CacheCounters::default();
+        assert!(CacheCounters::KEYS.iter().all(|key| counters.get(key) == Some(0)));
+        assert_eq!(counters.get("nope"), None);
     }
 
     #[test]

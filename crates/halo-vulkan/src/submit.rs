@@ -123,16 +123,16 @@ fn record_and_submit(shared: &Arc<DeviceShared>, wait: &Fence, signal: &Fence, w
     let checked_on_host = recorded.as_ref().is_some_and(Recorded::has_indirect_dispatches);
     let mut signals = Vec::new();
     let mut native_signals = Vec::new();
-    let mut foreign_signals = Vec::new();
+    let mut host_signals = Vec::new();
     for (semaphore, value) in signal.timepoints() {
         match native(semaphore, shared) {
-            Some(_) if checked_on_host => foreign_signals.push((semaphore.clone(), *value)),
+            Some(_) if checked_on_host => host_signals.push((semaphore.clone(), *value)),
             Some(native) if native.expect_signal(*value) => {
                 signals.push((native.raw(), *value));
                 native_signals.push((semaphore.clone(), *value));
             }
             Some(_) => {}
-            None => foreign_signals.push((semaphore.clone(), *value)),
+            None => host_signals.push((semaphore.clone(), *value)),
         }
     }
     let command_buffer = recorded.as_ref().map(Recorded::command_buffer);
@@ -159,7 +159,7 @@ fn record_and_submit(shared: &Arc<DeviceShared>, wait: &Fence, signal: &Fence, w
             let failed_wait = wait.timepoints().iter().find_map(|(s, _)| s.query().err());
             match outcome.err().or(failed_wait).or(guard_outcome.err()) {
                 None => {
-                    for (semaphore, value) in foreign_signals {
+                    for (semaphore, value) in host_signals {
                         if let Err(error) = semaphore.signal(value) {
                             semaphore.fail(error);
                         }
