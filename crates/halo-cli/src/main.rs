@@ -7,6 +7,7 @@ mod benchmark_executable;
 mod benchmark_module;
 mod benchmark_report;
 mod compare;
+mod compile;
 mod devices;
 mod dump_module;
 mod executable_args;
@@ -37,6 +38,9 @@ struct Cli {
 enum Command {
     /// Lists the drivers linked into this binary.
     Drivers,
+    /// Compiles an ONNX or MLIR model to a `.vmfb` with `iree-compile` 3.13 and the best flags
+    /// known for the device.
+    Compile(compile::CompileArgs),
     /// Lists the devices every driver finds on this machine.
     Devices,
     /// Dispatches one export of an executable once and prints every binding afterwards.
@@ -71,6 +75,7 @@ fn main() -> ExitCode {
     let registry = registry::default_registry();
     let result = match cli.command {
         Command::Drivers => devices::list_drivers(&registry),
+        Command::Compile(args) => compile::run(&args),
         Command::Devices => devices::list_devices(&registry),
         Command::RunExecutable(args) => run_executable::run(&registry, &args),
         Command::BenchmarkExecutable(args) => benchmark_executable::run(&registry, &args),

@@ -1,0 +1,137 @@
+//! `halo compile` end to end with the pinned `iree-compile` (from `HALO_IREE_COMPILE`, `PATH`, or
+//! the repository's `.iree-venv` made by `scripts/setup-iree`), and its errors without one.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn halo(args: &[&str], envs: &[(&str, &Path)]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_halo"))
+        .args(args)
+        .envs(envs.iter().copied())
+        .output()
+        .expect("running halo")
+}
+
+/// The real compiler, or `None` after saying that the test skipped.
+fn real_compiler(test: &str) -> Option<PathBuf> {
+    let venv = repo().join(".iree-venv/bin/iree-compile");
+    let explicit = venv.is_file().then_some(venv);
+    match halo_compile::Toolchain::locate(explicit.as_deref()) {
+        Ok(toolchain) if toolchain.onnx_importer().is_ok() => Some(toolchain.compiler().to_path_buf()),
+        Ok(_) => {
+            println!("skipped: {test}: iree-import-onnx is missing next to the compiler and on PATH");
+            None
+        }
+        Err(error) => {
+            println!("skipped: {test}: {error}");
+            None
+        }
+    }
+}
+
+#[test]
+fn a_compiled_onnx_model_gives_the_recorded_answers_on_both_cpu_drivers() {
+    let Some(compiler) = real_compiler("a_compiled_onnx_model_gives_the_recorded_answers_on_both_cpu_drivers") else {
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let fixtures = repo().join("fixtures/models");
+    let output = halo(
+        &[
+            "compile",
+            fixtures.join("onnx_mlp.onnx").to_str().unwrap(),
+            "-o",
+            out.path().join("onnx_mlp.vmfb").to_str().unwrap(),
+        ],
+        &[("HALO_IREE_COMPILE", &compiler)],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("--iree-llvmcpu-target-cpu=host"), "{stdout}");
+    let cases: Vec<PathBuf> = common::cases(&fixtures)
+        .into_iter()
+        .filter(|case| case.file_name().unwrap().to_string_lossy().starts_with("onnx_mlp."))
+        .collect();
+    assert_eq!(cases.len(), 3, "{cases:?}");
+    for device in ["--device=local-task", "--device=local-sync"] {
+        for case in &cases {
+            let diff = common::check_case_in(&fixtures, out.path(), case, &[device], &[], common::close_enough);
+            assert!(diff.is_none(), "{}", diff.unwrap());
+        }
+    }
+}
+
+#[test]
+fn a_model_the_importer_rejects_is_named_with_the_importers_reason() {
+    let Some(compiler) = real_compiler("a_model_the_importer_rejects_is_named_with_the_importers_reason") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("truncated.onnx");
+    let whole = std::fs::read(repo().join("fixtures/models/onnx_mlp.onnx")).unwrap();
+    std::fs::write(&model, &whole[..whole.len() / 2]).unwrap();
+    let output = halo(
+        &[
+            "compile",
+            model.to_str().unwrap(),
+            "-o",
+            dir.path().join("t.vmfb").to_str().unwrap(),
+        ],
+        &[("HALO_IREE_COMPILE", &compiler)],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("iree-import-onnx rejected model") && stderr.contains("truncated.onnx"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("t.vmfb").exists());
+}
+
+#[test]
+fn bad_settings_end_in_errors_that_name_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o.vmfb");
+    let out = out.to_str().unwrap();
+    let model = repo().join("fixtures/models/onnx_mlp.onnx");
+    let model = model.to_str().unwrap();
+    let nowhere = Path::new("/nonexistent/iree-compile");
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["compile", model, "-o", out, "--iree-compile=/nonexistent/iree-compile"],
+            "given by --iree-compile",
+        ),
+        (
+            &["compile", model, "-o", out, "--flag-set=turbo"],
+            "unknown flag set 'turbo'",
+        ),
+        (
+            &["compile", model, "-o", out, "--device=tpu://0"],
+            "no target for device 'tpu://0'",
+        ),
+        (
+            &["compile", "/nonexistent/m.onnx", "-o", out, "--iree-compile=/bin/true"],
+            "/nonexistent/m.onnx",
+        ),
+        (&["compile", model, "-o", out], "named by HALO_IREE_COMPILE"),
+    ];
+    for (args, message) in cases {
+        let output = halo(args, &[("HALO_IREE_COMPILE", nowhere)]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(message) && !stderr.contains("panicked"),
+            "{args:?}: {stderr}"
+        );
+    }
+}

@@ -1,0 +1,117 @@
+//! The documented compiler flag sets, and the ranked list `halo compile` tries by default.
+
+use crate::target::{Target, TargetKind};
+use halo_hal::{Error, Result};
+
+/// A named set of `iree-compile` optimisation flags (the target's own flags come from
+/// [`Target::flags`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlagSet {
+    /// The default: [`FlagSet::FastO3`], then [`FlagSet::Fast`], then [`FlagSet::IreeDefault`],
+    /// the first that the compiler accepts for the program.
+    Best,
+    /// `O3` on top of [`FlagSet::Fast`]. `iree-compile` 3.13 refuses some programs at `O2` and
+    /// above (a softmax fused after a matmul fails workgroup distribution verification).
+    FastO3,
+    /// On CPUs: data tiling, every microkernel, and convolutions as im2col + matmul (12× on
+    /// SqueezeNet); on GPUs the same as [`FlagSet::FastO3`].
+    Fast,
+    /// The target flags only, as IREE's deployment guides give them.
+    IreeDefault,
+}
+
+const CPU_FAST: &[&str] = &[
+    "--iree-opt-data-tiling",
+    "--iree-llvmcpu-enable-ukernels=all",
+    "--iree-global-opt-use-im2col-for-convs",
+];
+const O3: &str = "--iree-opt-level=O3";
+
+impl FlagSet {
+    /// Every set, in the order the CLI lists them.
+    pub const ALL: [FlagSet; 4] = [FlagSet::Best, FlagSet::FastO3, FlagSet::Fast, FlagSet::IreeDefault];
+
+    /// The set's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            FlagSet::Best => "best",
+            FlagSet::FastO3 => "fast-o3",
+            FlagSet::Fast => "fast",
+            FlagSet::IreeDefault => "iree-default",
+        }
+    }
+
+    /// The set called `name`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` listing the known names.
+    pub fn from_name(name: &str) -> Result<FlagSet> {
+        Self::ALL.into_iter().find(|set| set.name() == name).ok_or_else(|| {
+            let known: Vec<_> = Self::ALL.iter().map(|set| set.name()).collect();
+            Error::invalid_argument(format!("unknown flag set '{name}'; known sets: {}", known.join(", ")))
+        })
+    }
+
+    /// The concrete sets to try, best first, without two that give `target` the same flags.
+    pub fn candidates(self, target: &Target) -> Vec<FlagSet> {
+        let ranked = match self {
+            FlagSet::Best => vec![FlagSet::FastO3, FlagSet::Fast, FlagSet::IreeDefault],
+            single => vec![single],
+        };
+        let mut chosen: Vec<FlagSet> = Vec::new();
+        for set in ranked {
+            if chosen
+                .iter()
+                .all(|other| other.optimisation_flags(target) != set.optimisation_flags(target))
+            {
+                chosen.push(set);
+            }
+        }
+        chosen
+    }
+
+    /// The optimisation flags this set adds for `target` (for [`FlagSet::Best`], those of its
+    /// first candidate).
+    pub fn optimisation_flags(self, target: &Target) -> Vec<String> {
+        let cpu = target.kind == TargetKind::Cpu;
+        let flags: Vec<&str> = match self {
+            FlagSet::IreeDefault => Vec::new(),
+            FlagSet::Fast if cpu => CPU_FAST.to_vec(),
+            FlagSet::Best | FlagSet::FastO3 if cpu => [O3].iter().chain(CPU_FAST).copied().collect(),
+            FlagSet::Best | FlagSet::FastO3 | FlagSet::Fast => vec![O3],
+        };
+        flags.into_iter().map(String::from).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_unknown_names_list_the_known_ones() {
+        for set in FlagSet::ALL {
+            assert_eq!(FlagSet::from_name(set.name()).unwrap(), set);
+        }
+        let error = FlagSet::from_name("turbo").unwrap_err();
+        assert!(error.to_string().contains("unknown flag set 'turbo'"), "{error}");
+        assert!(error.to_string().contains("iree-default"), "{error}");
+    }
+
+    #[test]
+    fn best_ranks_o3_first_and_drops_duplicates_on_gpus() {
+        let cpu = Target::for_device("local-task", None).unwrap();
+        assert_eq!(
+            FlagSet::Best.candidates(&cpu),
+            [FlagSet::FastO3, FlagSet::Fast, FlagSet::IreeDefault]
+        );
+        assert_eq!(
+            FlagSet::FastO3.optimisation_flags(&cpu),
+            [O3, CPU_FAST[0], CPU_FAST[1], CPU_FAST[2]]
+        );
+        let cuda = Target::for_device("cuda", None).unwrap();
+        assert_eq!(FlagSet::Best.candidates(&cuda), [FlagSet::FastO3, FlagSet::IreeDefault]);
+        assert_eq!(FlagSet::Fast.candidates(&cuda), [FlagSet::Fast]);
+        assert!(FlagSet::IreeDefault.optimisation_flags(&cuda).is_empty());
+    }
+}

@@ -1,0 +1,32 @@
+//! `halo compile`: turns an ONNX or MLIR model into a `.vmfb` that halo runs, with the pinned
+//! `iree-compile` 3.13 and the best flag set known for the target device.
+//!
+//! Who does what:
+//! - [`Toolchain`] finds the IREE tools (`--iree-compile`, then `HALO_IREE_COMPILE`, then `PATH`)
+//!   and checks that the compiler is the 3.13 release halo runs the output of.
+//! - [`ModelFormat`] says how a model file enters the compiler: ONNX goes through
+//!   `iree-import-onnx --opset-version 17` first, MLIR goes in as it is.
+//! - [`Target`] is what the program is compiled for, read from a device URI (`local-task`,
+//!   `vulkan://0`, `cuda`, ...), with an optional chip (`host`, `sm_90`, `gfx942`).
+//! - [`FlagSet`] names a documented set of compiler flags. [`FlagSet::Best`] is a ranked list of
+//!   candidates: `iree-compile` 3.13 rejects some programs under its higher optimisation levels,
+//!   so a candidate the compiler rejects is reported and the next one is tried.
+//! - [`compile`] runs the tools, writes the output atomically (a failed compile leaves an
+//!   existing output file as it was) and returns a [`CompileReport`] saying which flags won.
+//!
+//! The CLI and the Python package both call [`compile`], so every way into halo compiles the
+//! same way.
+
+#![warn(missing_docs)]
+
+mod compile;
+mod flag_set;
+mod model;
+mod target;
+mod toolchain;
+
+pub use compile::{compile, CompileReport, CompileRequest, RejectedCandidate};
+pub use flag_set::FlagSet;
+pub use model::ModelFormat;
+pub use target::{Target, TargetKind};
+pub use toolchain::{Toolchain, COMPILER_PACKAGE, PINNED_COMPILER_VERSION};

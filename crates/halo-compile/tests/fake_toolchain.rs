@@ -1,0 +1,177 @@
+//! `compile` against stand-in tools (shell scripts), so its choices and errors are tested on
+//! machines without IREE's compiler.
+
+use halo_compile::{compile, CompileRequest, FlagSet, Target, Toolchain};
+use halo_hal::StatusCode;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+/// Held by each test for its whole run. A script being written while another test forks keeps a
+/// writable descriptor open in that child until it execs, and executing the script then fails
+/// with ETXTBSY ("Text file busy"); one test at a time avoids the race.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Writes an executable shell script `name` into `dir`.
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// A stand-in `iree-compile` 3.13 that refuses `O3` and otherwise writes its input's name to
+/// the file after `-o`.
+const COMPILER_REFUSING_O3: &str = r#"
+case "$1" in --version) echo "IREE (https://iree.dev):"; echo "  IREE compiler version 3.13.0 @ 0123"; exit 0;; esac
+input="$1"; out=""
+for arg in "$@"; do
+  case "$arg" in --iree-opt-level=O3) echo "$input:12:10: error: 'vector.store' op restricted" >&2; echo "  dump line" >&2; exit 1;; esac
+  if [ "$prev" = "-o" ]; then out="$arg"; fi; prev="$arg"
+done
+echo "compiled $(basename "$input")" > "$out"
+"#;
+
+fn request(model: PathBuf, output: PathBuf, flag_set: FlagSet) -> CompileRequest {
+    CompileRequest {
+        model,
+        output,
+        target: Target::for_device("local-task", Some("x86-64-v2")).unwrap(),
+        flag_set,
+        extra_flags: vec!["--iree-extra".into()],
+    }
+}
+
+fn leftovers(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(".halo-compile-"))
+        .collect()
+}
+
+#[test]
+fn best_falls_back_past_a_refused_set_and_says_so() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let compiler = script(dir.path(), "iree-compile", COMPILER_REFUSING_O3);
+    let toolchain = Toolchain::locate_in(Some(&compiler), None, None).unwrap();
+    assert_eq!(toolchain.version(), "3.13.0");
+    let model = dir.path().join("m.mlir");
+    std::fs::write(&model, "module {}").unwrap();
+    let output = dir.path().join("m.vmfb");
+
+    let report = compile(&toolchain, &request(model, output.clone(), FlagSet::Best)).unwrap();
+    assert_eq!(report.flag_set, FlagSet::Fast);
+    assert_eq!(report.rejected.len(), 1);
+    assert_eq!(report.rejected[0].flag_set, FlagSet::FastO3);
+    assert!(
+        report.rejected[0]
+            .first_error
+            .ends_with("error: 'vector.store' op restricted"),
+        "{:?}",
+        report.rejected
+    );
+    assert!(report
+        .flags
+        .contains(&"--iree-llvmcpu-target-cpu=x86-64-v2".to_string()));
+    assert_eq!(report.flags.last().unwrap(), "--iree-extra");
+    assert!(report.import_time.is_none());
+    assert_eq!(std::fs::read_to_string(&output).unwrap(), "compiled m.mlir\n");
+    assert!(leftovers(dir.path()).is_empty(), "{:?}", leftovers(dir.path()));
+}
+
+#[test]
+fn a_refused_compile_keeps_the_old_output_and_quotes_the_compiler() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let compiler = script(dir.path(), "iree-compile", COMPILER_REFUSING_O3);
+    let toolchain = Toolchain::locate_in(Some(&compiler), None, None).unwrap();
+    let model = dir.path().join("m.mlir");
+    std::fs::write(&model, "module {}").unwrap();
+    let output = dir.path().join("m.vmfb");
+    std::fs::write(&output, "previous").unwrap();
+
+    let error = compile(&toolchain, &request(model, output.clone(), FlagSet::FastO3)).unwrap_err();
+    assert_eq!(error.code(), StatusCode::InvalidArgument);
+    let text = error.to_string();
+    assert!(text.contains("rejected model"), "{text}");
+    assert!(text.contains("flag set 'fast-o3'"), "{text}");
+    assert!(text.contains("'vector.store' op restricted\n  dump line"), "{text}");
+    assert_eq!(std::fs::read_to_string(&output).unwrap(), "previous");
+    assert!(leftovers(dir.path()).is_empty());
+}
+
+#[test]
+fn onnx_models_go_through_the_importer_next_to_the_compiler() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let compiler = script(dir.path(), "iree-compile", COMPILER_REFUSING_O3);
+    script(
+        dir.path(),
+        "iree-import-onnx",
+        r#"[ "$2 $3 $4" = "--opset-version 17 -o" ] || exit 9; echo "module {}" > "$5""#,
+    );
+    let toolchain = Toolchain::locate_in(Some(&compiler), None, None).unwrap();
+    let model = dir.path().join("net.onnx");
+    std::fs::write(&model, b"\x08\x08").unwrap();
+    let output = dir.path().join("net.vmfb");
+    let report = compile(&toolchain, &request(model, output.clone(), FlagSet::Fast)).unwrap();
+    assert!(report.import_time.is_some());
+    assert!(report.rejected.is_empty());
+    assert_eq!(std::fs::read_to_string(&output).unwrap(), "compiled imported.mlir\n");
+}
+
+#[test]
+fn an_importer_that_rejects_the_model_is_quoted_with_the_model_name() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let compiler = script(dir.path(), "iree-compile", COMPILER_REFUSING_O3);
+    script(
+        dir.path(),
+        "iree-import-onnx",
+        "echo 'Traceback (most recent call last):' >&2; echo 'google.protobuf.message.DecodeError: Error parsing message' >&2; exit 1",
+    );
+    let toolchain = Toolchain::locate_in(Some(&compiler), None, None).unwrap();
+    let model = dir.path().join("broken.onnx");
+    std::fs::write(&model, b"not a protobuf").unwrap();
+    let error = compile(&toolchain, &request(model, dir.path().join("o.vmfb"), FlagSet::Best)).unwrap_err();
+    let text = error.to_string();
+    assert!(text.contains("iree-import-onnx rejected model"), "{text}");
+    assert!(text.contains("broken.onnx"), "{text}");
+    assert!(text.ends_with("DecodeError: Error parsing message"), "{text}");
+    assert!(!dir.path().join("o.vmfb").exists());
+}
+
+#[test]
+fn another_compiler_release_is_refused_with_the_package_to_install() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let compiler = script(dir.path(), "iree-compile", "echo '  IREE compiler version 3.12.1 @ x'");
+    let error = Toolchain::locate_in(Some(&compiler), None, None).unwrap_err();
+    assert_eq!(error.code(), StatusCode::Incompatible);
+    let text = error.to_string();
+    assert!(
+        text.contains("3.12.1") && text.contains("iree-base-compiler==3.13.0"),
+        "{text}"
+    );
+    assert!(text.contains("--iree-compile"), "{text}");
+
+    let not_iree = script(dir.path(), "cc", "echo 'gcc 14'");
+    let error = Toolchain::locate_in(None, Some(not_iree.as_os_str()), None).unwrap_err();
+    assert!(error.to_string().contains("is it iree-compile?"), "{error}");
+}
+
+#[test]
+fn the_compiler_is_found_on_path() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    script(dir.path(), "iree-compile", COMPILER_REFUSING_O3);
+    let path = std::env::join_paths(["/nonexistent", dir.path().to_str().unwrap()]).unwrap();
+    let toolchain = Toolchain::locate_in(None, None, Some(&path)).unwrap();
+    assert_eq!(toolchain.compiler(), dir.path().join("iree-compile"));
+}
