@@ -56,6 +56,7 @@ pub fn compare(
     tolerances: &Tolerances,
     max_elements: usize,
 ) -> Result<Report> {
+    let expected = expand_npy_files(expected)?;
     let mut failures = Vec::new();
     if results.len() != expected.len() {
         failures.push(format!(
@@ -64,12 +65,14 @@ pub fn compare(
             expected.len()
         ));
     }
-    for (index, (result, want)) in results.iter().zip(expected).enumerate() {
-        if want == "(ignored)" {
-            continue;
-        }
-        let failure = compare_one(device, result, want, tolerances, max_elements)
-            .with_context(|| format!("parsing expected output {index} '{want}'"))?;
+    for (index, (result, want)) in results.iter().zip(&expected).enumerate() {
+        let failure = match want {
+            Expected::Ignored => None,
+            Expected::Text(text) => compare_one(device, result, text, tolerances, max_elements)
+                .with_context(|| format!("parsing expected output {index} '{text}'"))?,
+            Expected::Array(array, origin) => compare_tensor(device, result, array, tolerances, max_elements)
+                .with_context(|| format!("comparing with expected output {index} from {origin}"))?,
+        };
         if let Some(why) = failure {
             failures.push(format!("[FAILED] result[{index}]: {why}"));
         }
@@ -102,8 +105,53 @@ fn compare_one(
         );
         return Ok((actual != expected).then(|| format!("value {actual} does not match the expected {expected}")));
     };
+    compare_tensor(device, result, &parse_tensor(want)?, tolerances, max_elements)
+}
+
+/// One expected output: `(ignored)`, a value in `--input` syntax, or one array of an `.npy` file.
+enum Expected {
+    Ignored,
+    Text(String),
+    /// The array and where it came from (`'x.npy' array 2`).
+    Array(HostTensor, String),
+}
+
+/// The expected outputs with each `@file.npy` replaced by every array it holds, in order, as
+/// `--input` reads them.
+fn expand_npy_files(texts: &[String]) -> Result<Vec<Expected>> {
+    let mut expected = Vec::with_capacity(texts.len());
+    for text in texts {
+        match text.strip_prefix('@').filter(|path| path.ends_with(".npy")) {
+            Some(path) => {
+                let arrays = halo_runtime::npy::read_all(std::path::Path::new(path))
+                    .with_context(|| format!("reading expected outputs '{path}'"))?;
+                let origin = |index| format!("'{path}' array {index}");
+                expected.extend(
+                    arrays
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, a)| Expected::Array(a, origin(i))),
+                );
+            }
+            None if text == "(ignored)" => expected.push(Expected::Ignored),
+            None => expected.push(Expected::Text(text.clone())),
+        }
+    }
+    Ok(expected)
+}
+
+/// A result against an expected array; `Some(why)` when they differ.
+fn compare_tensor(
+    device: &dyn Device,
+    result: &Value,
+    expected: &HostTensor,
+    tolerances: &Tolerances,
+    max_elements: usize,
+) -> Result<Option<String>> {
+    if !matches!(result, Value::Ref(Some(_))) {
+        return Ok(Some("a scalar result cannot match an array from an .npy file".into()));
+    }
     let actual = tensor::to_host(device, result)?;
-    let expected = parse_tensor(want)?;
     let meta = |t: &HostTensor| shape_text(&t.shape, t.element_type);
     let views = || {
         format!(
@@ -116,8 +164,8 @@ fn compare_one(
         return Ok(Some(format!(
             "metadata is {}; expected that the view matches {}; expected that the view is equal to contents of a view of {}{}",
             meta(&actual),
-            meta(&expected),
-            meta(&expected),
+            meta(expected),
+            meta(expected),
             views()
         )));
     }
@@ -137,8 +185,8 @@ fn compare_one(
         format!(
             "element at index {index} ({}) does not match the expected ({}); expected that the view is equal to contents of a view of {}{}",
             element(&actual),
-            element(&expected),
-            meta(&expected),
+            element(expected),
+            meta(expected),
             views()
         )
     }))

@@ -135,3 +135,38 @@ fn bad_settings_end_in_errors_that_name_them() {
         );
     }
 }
+
+#[test]
+fn compiled_benchmark_models_give_onnxruntimes_answers() {
+    let Some(compiler) = real_compiler("compiled_benchmark_models_give_onnxruntimes_answers") else {
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let fixtures = repo().join("fixtures/benchmark-models");
+    for model in ["squeezenet", "encoder"] {
+        let vmfb = out.path().join(format!("{model}.vmfb"));
+        let onnx = fixtures.join(format!("{model}.onnx"));
+        let output = halo(
+            &["compile", onnx.to_str().unwrap(), "-o", vmfb.to_str().unwrap()],
+            &[("HALO_IREE_COMPILE", &compiler)],
+        );
+        assert!(
+            output.status.success(),
+            "{model}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let input = format!("--input=@{}", fixtures.join(format!("{model}.input.npy")).display());
+        let expected = format!(
+            "--expected_output=@{}",
+            fixtures.join(format!("{model}.expected.npy")).display()
+        );
+        let module = format!("--module={}", vmfb.display());
+        let function = format!("--function={model}");
+        let output = halo(&["run-module", &module, &function, &input, &expected], &[]);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && stdout.contains("[SUCCESS]"),
+            "{model}: {stdout}"
+        );
+    }
+}
