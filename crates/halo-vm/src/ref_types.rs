@@ -208,6 +208,16 @@ pub enum ElementType {
     Variant,
 }
 
+fn check_len(len: usize, what: &str) -> Result<()> {
+    if len > List::MAX_LEN {
+        return Err(Error::resource_exhausted(format!(
+            "vm.list {what} {len} exceeds halo's limit of {} items",
+            List::MAX_LEN
+        )));
+    }
+    Ok(())
+}
+
 /// A `vm.list`: a growable sequence of values.
 pub struct List {
     element_type: ElementType,
@@ -221,6 +231,12 @@ impl RefObject for List {
 }
 
 impl List {
+    /// The most items a list may hold. Compiled programs keep arguments, results and buffer
+    /// views in lists, never bulk data; without a bound a program could ask for billions of
+    /// 16-byte slots, which the allocator grants on credit (overcommit) and the zero-fill then
+    /// turns into an out-of-memory kill instead of an error.
+    pub const MAX_LEN: usize = 1 << 24;
+
     /// An empty list of `element_type` with room for `capacity` items.
     pub fn new(element_type: ElementType, capacity: usize) -> Self {
         List {
@@ -250,6 +266,7 @@ impl List {
 
     /// Grows capacity to at least `capacity`.
     pub fn reserve(&self, capacity: usize) -> Result<()> {
+        check_len(capacity, "capacity")?;
         let mut items = self.items();
         let additional = capacity.saturating_sub(items.len());
         items
@@ -259,6 +276,7 @@ impl List {
 
     /// Sets the size, filling new slots with zero values (or null refs).
     pub fn resize(&self, size: usize) -> Result<()> {
+        check_len(size, "size")?;
         let zero = match self.element_type {
             ElementType::I8 | ElementType::I16 | ElementType::I32 => Value::I32(0),
             ElementType::I64 => Value::I64(0),
@@ -313,4 +331,27 @@ impl List {
 
 fn out_of_range(index: usize, len: usize) -> Error {
     Error::out_of_range(format!("list index {index} out of bounds (size {len})"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_beyond_the_bound_fail_and_stay_as_they_were() {
+        let list = List::new(ElementType::I32, 0);
+        list.resize(3).unwrap();
+        for (size, what) in [(List::MAX_LEN + 1, "size"), (402_554_880, "size"), (usize::MAX, "size")] {
+            let error = list.resize(size).unwrap_err();
+            assert_eq!(error.code(), halo_hal::StatusCode::ResourceExhausted);
+            assert!(
+                error.to_string().contains(&format!("vm.list {what} {size} exceeds")),
+                "{error}"
+            );
+        }
+        let error = list.reserve(List::MAX_LEN + 1).unwrap_err();
+        assert!(error.to_string().contains("vm.list capacity"), "{error}");
+        assert_eq!(list.len(), 3);
+        list.reserve(1000).unwrap();
+    }
 }
