@@ -36,6 +36,12 @@ done
 echo "compiled $(basename "$input")" > "$out"
 "#;
 
+/// The O3-refusing stand-in compiler, written into `dir` and located.
+fn refusing_o3(dir: &Path) -> Toolchain {
+    let compiler = script(dir, "iree-compile", COMPILER_REFUSING_O3);
+    Toolchain::locate_in(Some(&compiler), None, None).unwrap()
+}
+
 fn request(model: PathBuf, output: PathBuf, flag_set: FlagSet) -> CompileRequest {
     CompileRequest {
         model,
@@ -58,8 +64,7 @@ fn leftovers(dir: &Path) -> Vec<String> {
 fn best_falls_back_past_a_refused_set_and_says_so() {
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
-    let compiler = script(dir.path(), "iree-compile", COMPILER_REFUSING_O3);
-    let toolchain = Toolchain::locate_in(Some(&compiler), None, None).unwrap();
+    let toolchain = refusing_o3(dir.path());
     assert_eq!(toolchain.version(), "3.13.0");
     let model = dir.path().join("m.mlir");
     std::fs::write(&model, "module {}").unwrap();
@@ -89,8 +94,7 @@ fn best_falls_back_past_a_refused_set_and_says_so() {
 fn a_refused_compile_keeps_the_old_output_and_quotes_the_compiler() {
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
-    let compiler = script(dir.path(), "iree-compile", COMPILER_REFUSING_O3);
-    let toolchain = Toolchain::locate_in(Some(&compiler), None, None).unwrap();
+    let toolchain = refusing_o3(dir.path());
     let model = dir.path().join("m.mlir");
     std::fs::write(&model, "module {}").unwrap();
     let output = dir.path().join("m.vmfb");
@@ -110,13 +114,12 @@ fn a_refused_compile_keeps_the_old_output_and_quotes_the_compiler() {
 fn onnx_models_go_through_the_importer_next_to_the_compiler() {
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
-    let compiler = script(dir.path(), "iree-compile", COMPILER_REFUSING_O3);
+    let toolchain = refusing_o3(dir.path());
     script(
         dir.path(),
         "iree-import-onnx",
         r#"[ "$2 $3 $4" = "--opset-version 17 -o" ] || exit 9; echo "module {}" > "$5""#,
     );
-    let toolchain = Toolchain::locate_in(Some(&compiler), None, None).unwrap();
     let model = dir.path().join("net.onnx");
     std::fs::write(&model, b"\x08\x08").unwrap();
     let output = dir.path().join("net.vmfb");
@@ -130,13 +133,12 @@ fn onnx_models_go_through_the_importer_next_to_the_compiler() {
 fn an_importer_that_rejects_the_model_is_quoted_with_the_model_name() {
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
-    let compiler = script(dir.path(), "iree-compile", COMPILER_REFUSING_O3);
+    let toolchain = refusing_o3(dir.path());
     script(
         dir.path(),
         "iree-import-onnx",
         "echo 'Traceback (most recent call last):' >&2; echo 'google.protobuf.message.DecodeError: Error parsing message' >&2; exit 1",
     );
-    let toolchain = Toolchain::locate_in(Some(&compiler), None, None).unwrap();
     let model = dir.path().join("broken.onnx");
     std::fs::write(&model, b"not a protobuf").unwrap();
     let error = compile(&toolchain, &request(model, dir.path().join("o.vmfb"), FlagSet::Best)).unwrap_err();
