@@ -1,7 +1,7 @@
 //! `--expected_output`: comparing results with expected values as `iree-run-module` does, with
 //! its tolerances and its report text.
 
-use crate::module_args::{parse_scalar, parse_tensor};
+use crate::module_args::{npy_file, parse_scalar, parse_tensor};
 use clap::Args;
 use halo_hal::buffer_view::shape_text;
 use halo_hal::element_text::format_element;
@@ -121,7 +121,7 @@ enum Expected {
 fn expand_npy_files(texts: &[String]) -> Result<Vec<Expected>> {
     let mut expected = Vec::with_capacity(texts.len());
     for text in texts {
-        match text.strip_prefix('@').filter(|path| path.ends_with(".npy")) {
+        match npy_file(text) {
             Some(path) => {
                 let arrays = halo_runtime::npy::read_all(std::path::Path::new(path))
                     .with_context(|| format!("reading expected outputs '{path}'"))?;

@@ -90,13 +90,19 @@ impl ModuleArgs {
     }
 }
 
+/// The path of an `@file.npy` value (every array in the file, in order), for `--input` and
+/// `--expected_output` alike.
+pub fn npy_file(text: &str) -> Option<&str> {
+    text.strip_prefix('@').filter(|path| path.ends_with(".npy"))
+}
+
 /// Parses `--input` values against the function's argument kinds.
 fn parse_inputs(session: &Session, function: &Function, texts: &[String]) -> Result<Vec<Value>> {
     let kinds = function.argument_kinds();
     let mut inputs = Vec::with_capacity(texts.len());
     for (flag, text) in texts.iter().enumerate() {
         let parsed = (|| {
-            if let Some(path) = text.strip_prefix('@').filter(|p| p.ends_with(".npy")) {
+            if let Some(path) = npy_file(text) {
                 return halo_runtime::npy::read_all(Path::new(path))?
                     .iter()
                     .map(|tensor| session.tensor_input(tensor))

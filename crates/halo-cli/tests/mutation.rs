@@ -61,7 +61,8 @@ fn elf_ranges(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
     (0..bytes.len().saturating_sub(64))
         .filter(|&at| &bytes[at..at + 4] == b"\x7fELF")
         .filter_map(|at| {
-            let end = word(at + 0x28, 8)? + word(at + 0x3a, 2)? * word(at + 0x3c, 2)?;
+            let table = word(at + 0x3a, 2)?.checked_mul(word(at + 0x3c, 2)?)?;
+            let end = word(at + 0x28, 8)?.checked_add(table)?;
             Some(at..(at as u64).saturating_add(end).min(bytes.len() as u64) as usize)
         })
         .collect()

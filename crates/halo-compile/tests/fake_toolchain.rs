@@ -177,3 +177,21 @@ fn the_compiler_is_found_on_path() {
     let toolchain = Toolchain::locate_in(None, None, Some(&path)).unwrap();
     assert_eq!(toolchain.compiler(), dir.path().join("iree-compile"));
 }
+
+#[test]
+fn compiler_errors_name_the_onnx_model_not_the_deleted_import() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let toolchain = refusing_o3(dir.path());
+    script(dir.path(), "iree-import-onnx", r#"echo "module {}" > "$5""#);
+    let model = dir.path().join("net.onnx");
+    std::fs::write(&model, b"\x08\x08").unwrap();
+    let error = compile(
+        &toolchain,
+        &request(model, dir.path().join("net.vmfb"), FlagSet::FastO3),
+    )
+    .unwrap_err();
+    let text = error.to_string();
+    assert!(text.contains("net.onnx (imported):12:10: error:"), "{text}");
+    assert!(!text.contains("imported.mlir"), "{text}");
+}
