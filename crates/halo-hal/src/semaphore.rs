@@ -72,12 +72,29 @@ const FAILED: u64 = u64::MAX;
 const WAIT_SPIN: Duration = Duration::from_micros(20);
 
 struct TimelineState {
+    /// The value waiters see.
     value: u64,
+    /// The value of the latest signal, seen by waiters once its callbacks have run.
+    signalled: u64,
     failure: Option<Error>,
     timepoints: Vec<(u64, TimepointCallback)>,
     /// Threads asleep on `changed`: a signal with none skips the wake-up, a system call that
     /// costs about a microsecond even when nobody is woken.
     sleepers: usize,
+}
+
+impl TimelineState {
+    /// Removes and returns the timepoints at or below `value`.
+    fn take_reached(&mut self, value: u64) -> Vec<(u64, TimepointCallback)> {
+        if self.timepoints.is_empty() {
+            return Vec::new();
+        }
+        let (ready, waiting) = std::mem::take(&mut self.timepoints)
+            .into_iter()
+            .partition(|(v, _)| *v <= value);
+        self.timepoints = waiting;
+        ready
+    }
 }
 
 impl TimelineSemaphore {
@@ -86,6 +103,7 @@ impl TimelineSemaphore {
         Arc::new(TimelineSemaphore {
             state: Mutex::new(TimelineState {
                 value: initial_value,
+                signalled: initial_value,
                 failure: None,
                 timepoints: Vec::new(),
                 sleepers: 0,
@@ -138,34 +156,37 @@ impl Semaphore for TimelineSemaphore {
     }
 
     fn signal(&self, value: u64) -> Result<()> {
-        let (ready, sleepers) = {
+        // Two steps: the callbacks of the timepoints reached run before any waiter can see the
+        // value. A queue's callbacks release what finished work held (transient memory goes back
+        // to its pool); a host thread that saw the value first would find it still taken.
+        let ready = {
             let mut state = self.lock();
             if let Some(failure) = &state.failure {
                 return Err(failure.clone());
             }
-            if value <= state.value || value == FAILED {
+            if value <= state.signalled || value == FAILED {
                 return Err(Error::out_of_range(format!(
                     "semaphore signal to {value} does not advance its value {}",
-                    state.value
+                    state.signalled
                 )));
             }
-            state.value = value;
-            self.published.store(value, Ordering::Release);
-            let ready: Vec<_> = if state.timepoints.is_empty() {
-                Vec::new()
-            } else {
-                let (ready, waiting) = std::mem::take(&mut state.timepoints)
-                    .into_iter()
-                    .partition(|(v, _)| *v <= value);
-                state.timepoints = waiting;
-                ready
-            };
-            (ready, state.sleepers)
+            state.signalled = value;
+            state.take_reached(value)
+        };
+        for (_, callback) in ready {
+            callback(Ok(()));
+        }
+        let (late, sleepers) = {
+            let mut state = self.lock();
+            state.value = state.value.max(value);
+            self.published.fetch_max(value, Ordering::AcqRel);
+            // Timepoints added while the callbacks ran saw the old value and were queued.
+            (state.take_reached(value), state.sleepers)
         };
         if sleepers > 0 {
             self.changed.notify_all();
         }
-        for (_, callback) in ready {
+        for (_, callback) in late {
             callback(Ok(()));
         }
         Ok(())
@@ -323,5 +344,58 @@ fn wait_any(timepoints: &[Timepoint], timeout: Timeout) -> Result<()> {
                     .0
             }
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    #[test]
+    fn callbacks_of_a_signal_run_before_any_waiter_sees_it() {
+        for _ in 0..20 {
+            let semaphore = TimelineSemaphore::new(0);
+            let released = Arc::new(AtomicBool::new(false));
+            let flag = released.clone();
+            semaphore.on_reached(
+                1,
+                Box::new(move |_| {
+                    // Long enough for a waiter to stop spinning and take the lock meanwhile.
+                    std::thread::sleep(Duration::from_millis(2));
+                    flag.store(true, Ordering::Release);
+                }),
+            );
+            let waiter = {
+                let semaphore = semaphore.clone();
+                let released = released.clone();
+                std::thread::spawn(move || {
+                    semaphore.wait(1, Timeout::Infinite).unwrap();
+                    released.load(Ordering::Acquire)
+                })
+            };
+            std::thread::sleep(Duration::from_micros(100));
+            semaphore.signal(1).unwrap();
+            assert!(
+                waiter.join().unwrap(),
+                "a waiter saw the value before its callbacks ran"
+            );
+            assert_eq!(semaphore.query().unwrap(), 1);
+        }
+    }
+
+    #[test]
+    fn a_signal_must_advance_past_one_still_running_its_callbacks() {
+        let semaphore = TimelineSemaphore::new(0);
+        let inner = semaphore.clone();
+        semaphore.on_reached(
+            2,
+            Box::new(move |_| {
+                assert_eq!(inner.signal(2).unwrap_err().code(), StatusCode::OutOfRange);
+                inner.signal(3).unwrap();
+            }),
+        );
+        semaphore.signal(2).unwrap();
+        assert_eq!(semaphore.query().unwrap(), 3);
     }
 }

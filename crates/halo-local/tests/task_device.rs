@@ -361,3 +361,65 @@ fn a_failing_kernel_fails_only_its_submission() {
         "the device stays usable"
     );
 }
+
+#[test]
+fn finished_work_lets_go_of_its_buffers_before_it_signals() {
+    // A program's next call asks for memory the moment the previous call's last signal is
+    // reached; whatever the queue still held then would be taken twice over.
+    let device = parallel_device();
+    let executable = load(device.as_ref(), &fixture("multi_export.embedded-elf-x86_64.so"));
+    let params = BufferParams::host_mappable();
+    for round in 0..200 {
+        let (gate, ran, released) = (
+            device.create_semaphore(0).unwrap(),
+            device.create_semaphore(0).unwrap(),
+            device.create_semaphore(0).unwrap(),
+        );
+        let buffer = device
+            .queue_alloca(ANY, &Fence::new(), &Fence::new(), params, 32)
+            .unwrap();
+        let memory = Arc::downgrade(buffer.allocation());
+        let cb = device
+            .create_command_buffer(CommandBufferMode::ONE_SHOT, CommandCategory::ANY, ANY, 1)
+            .unwrap();
+        cb.begin().unwrap();
+        cb.dispatch(DispatchCommand {
+            executable: executable.clone(),
+            export: 1,
+            workgroup_count: WorkgroupCount::Static([2, 1, 1]),
+            constants: vec![],
+            bindings: vec![BufferRef::slot(0, 0, 32)],
+        })
+        .unwrap();
+        cb.end().unwrap();
+        let table = [halo_hal::Binding::new(&buffer, 0, 32)];
+        device
+            .queue_execute(
+                ANY,
+                &Fence::at(gate.clone(), 1),
+                &Fence::at(ran.clone(), 1),
+                Some(&cb),
+                &table,
+            )
+            .unwrap();
+        let deallocated = round % 2 == 0;
+        if deallocated {
+            device
+                .queue_dealloca(
+                    ANY,
+                    &Fence::at(ran.clone(), 1),
+                    &Fence::at(released.clone(), 1),
+                    &buffer,
+                )
+                .unwrap();
+        }
+        drop((cb, buffer));
+        gate.signal(1).unwrap();
+        let last = if deallocated { &released } else { &ran };
+        last.wait(1, Timeout::from(WAIT)).unwrap();
+        assert!(
+            memory.upgrade().is_none(),
+            "round {round}: the queue still held the buffer when it signalled"
+        );
+    }
+}

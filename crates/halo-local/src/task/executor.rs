@@ -79,9 +79,19 @@ impl<T: TileWork + ?Sized> TileWork for Arc<T> {
 /// Called once with the job's outcome by the thread that finished its last tile.
 pub type Completion = Box<dyn FnOnce(Result<()>) + Send>;
 
+/// A job's work and the workers holding it.
+///
+/// The last holder to let go once every tile is done drops the work, then completes the job:
+/// the buffers the work references are released before the completion signals anyone, so a
+/// transient buffer is back in its pool by the time the host learns the call finished.
+struct WorkSlot {
+    work: Option<Arc<dyn TileWork>>,
+    holders: usize,
+}
+
 /// A parallel job: `tile_count` tiles of `work`, claimed `chunk` at a time.
 pub struct Job {
-    work: Box<dyn TileWork>,
+    work: Mutex<WorkSlot>,
     tile_count: u64,
     chunk: u64,
     next: AtomicU64,
@@ -96,7 +106,10 @@ impl Job {
     /// at a time (at least 1).
     pub fn new(work: Box<dyn TileWork>, tile_count: u64, chunk: u64, completion: Completion) -> Arc<Self> {
         Arc::new(Job {
-            work,
+            work: Mutex::new(WorkSlot {
+                work: Some(Arc::from(work)),
+                holders: 0,
+            }),
             tile_count,
             chunk: chunk.max(1),
             next: AtomicU64::new(0),
@@ -114,22 +127,41 @@ impl Job {
     /// Claims and runs chunks until none are left. A failed chunk stops later chunks from running
     /// (they still count as finished) and its error becomes the job's outcome.
     fn run_chunks(&self, context: &mut WorkerContext) {
+        let work = {
+            let mut slot = lock(&self.work);
+            let Some(work) = slot.work.clone() else {
+                return;
+            };
+            slot.holders += 1;
+            work
+        };
         loop {
             let start = self.next.fetch_add(self.chunk, Ordering::Relaxed);
             if start >= self.tile_count {
-                return;
+                break;
             }
             let end = (start + self.chunk).min(self.tile_count);
             if !self.failed.load(Ordering::Relaxed) {
-                if let Err(error) = run_catching_panics(&*self.work, start..end, context) {
+                if let Err(error) = run_catching_panics(&*work, start..end, context) {
                     self.failed.store(true, Ordering::Relaxed);
                     lock(&self.error).get_or_insert(error);
                 }
             }
-            let finished = end - start;
-            if self.remaining.fetch_sub(finished, Ordering::AcqRel) == finished {
-                self.complete();
+            self.remaining.fetch_sub(end - start, Ordering::AcqRel);
+        }
+        drop(work);
+        let done = {
+            let mut slot = lock(&self.work);
+            slot.holders -= 1;
+            if slot.holders == 0 && self.remaining.load(Ordering::Acquire) == 0 {
+                slot.work.take()
+            } else {
+                None
             }
+        };
+        if let Some(work) = done {
+            drop(work);
+            self.complete();
         }
     }
 

@@ -56,7 +56,9 @@ pub enum Work {
 pub struct Submission {
     queue: Arc<Queue>,
     signal: Fence,
-    work: Work,
+    /// Taken out before the signal, so the buffers the work references are released before anyone
+    /// waiting on the signal can run (a transient buffer must be back in its pool by then).
+    work: Mutex<Option<Work>>,
     started: AtomicBool,
 }
 
@@ -87,7 +89,7 @@ impl Queue {
         let submission = Arc::new(Submission {
             queue: self.clone(),
             signal,
-            work,
+            work: Mutex::new(Some(work)),
             started: AtomicBool::new(false),
         });
         {
@@ -139,6 +141,25 @@ impl Queue {
     }
 }
 
+/// Runs `first`, then one after another every submission it made ready on this thread.
+///
+/// Inside the scope a signal's callbacks only queue the submissions they make ready (releasing a
+/// dealloca's buffer at once), so every release triggered by a signal happens before any
+/// submission it unblocked can signal further: a host thread woken by the last signal of a call
+/// finds the call's transient memory back in the pool.
+fn in_ready_scope(first: impl FnOnce()) {
+    if READY.with(|ready| ready.borrow().is_some()) {
+        first();
+        return;
+    }
+    READY.with(|ready| *ready.borrow_mut() = Some(VecDeque::new()));
+    first();
+    while let Some(submission) = READY.with(|ready| ready.borrow_mut().as_mut().and_then(VecDeque::pop_front)) {
+        submission.start();
+    }
+    READY.with(|ready| *ready.borrow_mut() = None);
+}
+
 impl Submission {
     fn ready(self: Arc<Self>, outcome: Result<()>) {
         if self.started.swap(true, Ordering::AcqRel) {
@@ -148,6 +169,11 @@ impl Submission {
             self.finish(Err(error));
             return;
         }
+        if matches!(*lock(&self.work), Some(Work::Release(_))) {
+            // Transient memory goes back to the device's pool now, before anyone who waited on the
+            // same timepoint can ask for it again, not when this submission's turn comes.
+            drop(lock(&self.work).take());
+        }
         let nested = READY.with(|ready| match ready.borrow_mut().as_mut() {
             Some(queue) => {
                 queue.push_back(self.clone());
@@ -155,38 +181,42 @@ impl Submission {
             }
             None => false,
         });
-        if nested {
-            return;
+        if !nested {
+            in_ready_scope(|| self.start());
         }
-        READY.with(|ready| *ready.borrow_mut() = Some(VecDeque::new()));
-        let mut next = Some(self);
-        while let Some(submission) = next {
-            submission.start();
-            next = READY.with(|ready| ready.borrow_mut().as_mut().and_then(VecDeque::pop_front));
-        }
-        READY.with(|ready| *ready.borrow_mut() = None);
     }
 
     fn start(self: Arc<Self>) {
-        match &self.work {
-            Work::Barrier | Work::Release(_) => self.finish(Ok(())),
-            Work::Execute { .. } => self.advance(0),
+        if matches!(*lock(&self.work), Some(Work::Execute { .. })) {
+            self.advance(0);
+        } else {
+            self.finish(Ok(()));
         }
     }
 
-    /// Runs regions from `index` on: inline while they are cheap, else as a job that resumes here.
-    fn advance(self: Arc<Self>, mut index: usize) {
-        let Work::Execute { command_buffer, table } = &self.work else {
-            unreachable!("only executes have regions")
+    /// Runs regions from `index` on, then finishes, unless a region went to the workers as a job
+    /// that resumes here.
+    fn advance(self: Arc<Self>, index: usize) {
+        if let Some(outcome) = self.clone().run_regions(index) {
+            self.finish(outcome);
+        }
+    }
+
+    /// Runs regions from `index` on: inline while they are cheap, else as a job that resumes in
+    /// [`Self::advance`] (then `None`). Its references to the work end when it returns.
+    fn run_regions(self: Arc<Self>, mut index: usize) -> Option<Result<()>> {
+        let (command_buffer, table) = match &*lock(&self.work) {
+            Some(Work::Execute { command_buffer, table }) => (command_buffer.clone(), table.clone()),
+            _ => return Some(Err(Error::internal("a submission without commands has no regions"))),
         };
         let program = match command_buffer.driver_cache(HostProgram::build) {
             Ok(program) => program,
-            Err(error) => return self.finish(Err(error)),
+            Err(error) => return Some(Err(error)),
         };
         while index < program.regions.len() {
-            let region = match program.region(command_buffer, index, table) {
+            let region = match program.region(&command_buffer, index, &table) {
                 Ok(region) => region,
-                Err(error) => return self.finish(Err(error)),
+                Err(error) => return Some(Err(error)),
             };
             let tiles = region.tile_count();
             let cheap = tiles <= 1
@@ -195,7 +225,7 @@ impl Submission {
                     .is_some_and(|ns| ns <= self.queue.options.inline_ns);
             if cheap {
                 if let Err(error) = run_region_inline(&region) {
-                    return self.finish(Err(error));
+                    return Some(Err(error));
                 }
                 index += 1;
                 continue;
@@ -208,18 +238,21 @@ impl Submission {
                 Box::new(region),
                 tiles,
                 chunk,
-                Box::new(move |outcome| match outcome {
-                    Ok(()) => this.advance(index + 1),
-                    Err(error) => this.finish(Err(error)),
+                Box::new(move |outcome| {
+                    in_ready_scope(|| match outcome {
+                        Ok(()) => this.advance(index + 1),
+                        Err(error) => this.finish(Err(error)),
+                    })
                 }),
             );
             self.queue.executor.post(job);
-            return;
+            return None;
         }
-        self.finish(Ok(()));
+        Some(Ok(()))
     }
 
     fn finish(&self, outcome: Result<()>) {
+        drop(lock(&self.work).take());
         match outcome {
             // A user may have failed the signal semaphore meanwhile; that failure stands.
             Ok(()) => {
