@@ -157,8 +157,8 @@ impl Semaphore for TimelineSemaphore {
 
     fn signal(&self, value: u64) -> Result<()> {
         // Two steps: the callbacks of the timepoints reached run before any waiter can see the
-        // value. A queue's callbacks release what finished work held (transient memory goes back
-        // to its pool); a host thread that saw the value first would find it still taken.
+        // value. A queue's callbacks release what finished work held (transient memory is freed);
+        // a host thread that saw the value first would find it still taken.
         let ready = {
             let mut state = self.lock();
             if let Some(failure) = &state.failure {

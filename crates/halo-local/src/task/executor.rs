@@ -83,7 +83,7 @@ pub type Completion = Box<dyn FnOnce(Result<()>) + Send>;
 ///
 /// The last holder to let go once every tile is done drops the work, then completes the job:
 /// the buffers the work references are released before the completion signals anyone, so a
-/// transient buffer is back in its pool by the time the host learns the call finished.
+/// transient buffer is freed by the time the host learns the call finished.
 struct WorkSlot {
     work: Option<Arc<dyn TileWork>>,
     holders: usize,

@@ -57,7 +57,7 @@ pub struct Submission {
     queue: Arc<Queue>,
     signal: Fence,
     /// Taken out before the signal, so the buffers the work references are released before anyone
-    /// waiting on the signal can run (a transient buffer must be back in its pool by then).
+    /// waiting on the signal can run (a transient buffer must be free again by then).
     work: Mutex<Option<Work>>,
     started: AtomicBool,
 }
@@ -146,7 +146,7 @@ impl Queue {
 /// Inside the scope a signal's callbacks only queue the submissions they make ready (releasing a
 /// dealloca's buffer at once), so every release triggered by a signal happens before any
 /// submission it unblocked can signal further: a host thread woken by the last signal of a call
-/// finds the call's transient memory back in the pool.
+/// finds the call's transient memory already freed.
 fn in_ready_scope(first: impl FnOnce()) {
     if READY.with(|ready| ready.borrow().is_some()) {
         first();
@@ -169,11 +169,17 @@ impl Submission {
             self.finish(Err(error));
             return;
         }
-        if matches!(*lock(&self.work), Some(Work::Release(_))) {
-            // Transient memory goes back to the device's pool now, before anyone who waited on the
-            // same timepoint can ask for it again, not when this submission's turn comes.
-            drop(lock(&self.work).take());
-        }
+        let released = {
+            let mut work = lock(&self.work);
+            if matches!(*work, Some(Work::Release(_))) {
+                work.take()
+            } else {
+                None
+            }
+        };
+        // Transient memory goes back to the allocator now, before anyone who waited on the same
+        // timepoint can ask for it again, not when this submission's turn comes.
+        drop(released);
         let nested = READY.with(|ready| match ready.borrow_mut().as_mut() {
             Some(queue) => {
                 queue.push_back(self.clone());
