@@ -1,0 +1,192 @@
+//! Loaded programs: `halo.load`, `halo.Module` and its `halo.Function`s.
+
+use crate::array::results_to_python;
+use crate::device::Device;
+use crate::errors::IntoPyResult;
+use crate::inputs::call_inputs;
+use halo_hal::ResultExt;
+use halo_runtime::Session;
+use halo_vm::{BytecodeModule, LoadMode};
+use pyo3::exceptions::PyAttributeError;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Where a module should run: one device or several, each a URI or a `halo.Device`.
+fn devices_of(py: Python<'_>, device: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Arc<dyn halo_hal::Device>>> {
+    let Some(device) = device else {
+        return Ok(vec![Device::create(py, "local-task")?.device]);
+    };
+    let one = |item: &Bound<'_, PyAny>| -> PyResult<Arc<dyn halo_hal::Device>> {
+        if let Ok(device) = item.cast::<Device>() {
+            return Ok(device.get().device.clone());
+        }
+        let uri: String = item.extract().map_err(|_| {
+            crate::errors::invalid_argument("device must be a URI string, a halo.Device, or a list of them")
+        })?;
+        Ok(Device::create(py, &uri)?.device)
+    };
+    if device.is_instance_of::<pyo3::types::PyList>() || device.is_instance_of::<PyTuple>() {
+        device.try_iter()?.map(|item| one(&item?)).collect()
+    } else {
+        Ok(vec![one(device)?])
+    }
+}
+
+/// Loads one or more `.vmfb` files (paths, or a list of them) on `device` (a URI, a
+/// `halo.Device`, or a list of them; `local-task` by default) and returns the program.
+#[pyfunction]
+#[pyo3(signature = (path, device = None))]
+pub fn load(py: Python<'_>, path: &Bound<'_, PyAny>, device: Option<&Bound<'_, PyAny>>) -> PyResult<Module> {
+    let paths: Vec<PathBuf> = match path.extract::<PathBuf>() {
+        Ok(one) => vec![one],
+        Err(_) => path.extract()?,
+    };
+    let devices = devices_of(py, device)?;
+    py.detach(|| Module::load(devices, &paths)).py()
+}
+
+/// A program: one or more modules loaded on their devices, with the functions they export.
+#[pyclass(frozen, module = "halo")]
+pub struct Module {
+    session: Arc<Session>,
+    functions: Vec<halo_runtime::Function>,
+}
+
+impl Module {
+    fn load(devices: Vec<Arc<dyn halo_hal::Device>>, paths: &[PathBuf]) -> halo_hal::Result<Module> {
+        let mut session = Session::with_devices(devices)?;
+        let mut names = Vec::new();
+        for path in paths {
+            let loading = || format!("loading module '{}'", path.display());
+            let module = Arc::new(BytecodeModule::open(path, LoadMode::Map).with_context(loading)?);
+            names.extend(
+                module
+                    .exports()
+                    .iter()
+                    .map(|export| export.local_name.to_string())
+                    .filter(|name| !name.starts_with("__")),
+            );
+            session.load_module(module).with_context(loading)?;
+        }
+        // A name exported twice means the later module's function, as lookups do.
+        let mut seen = std::collections::HashSet::new();
+        let mut unique: Vec<String> = names
+            .into_iter()
+            .rev()
+            .filter(|name| seen.insert(name.clone()))
+            .collect();
+        unique.reverse();
+        let functions = unique
+            .iter()
+            .map(|name| session.function(name))
+            .collect::<halo_hal::Result<Vec<_>>>()?;
+        Ok(Module {
+            session: Arc::new(session),
+            functions,
+        })
+    }
+
+    fn find(&self, name: &str) -> Option<Function> {
+        let function = self.functions.iter().find(|f| f.name() == name)?;
+        Some(Function {
+            session: self.session.clone(),
+            function: function.clone(),
+        })
+    }
+}
+
+#[pymethods]
+impl Module {
+    /// The names of the exported functions.
+    #[getter]
+    fn functions(&self) -> Vec<String> {
+        self.functions.iter().map(|f| f.name().to_string()).collect()
+    }
+
+    /// The default device (the first the program was loaded on).
+    #[getter]
+    fn device(&self) -> Device {
+        let device = self.session.device().clone();
+        Device {
+            uri: device.driver_name().to_string(),
+            device,
+        }
+    }
+
+    fn __getattr__(&self, name: &str) -> PyResult<Function> {
+        self.find(name).ok_or_else(|| {
+            PyAttributeError::new_err(format!(
+                "the module exports no function '{name}'; it exports: {}",
+                self.functions().join(", ")
+            ))
+        })
+    }
+
+    /// The function `name`, which may be qualified by its module (`module.main`).
+    fn __getitem__(&self, name: &str) -> PyResult<Function> {
+        if let Some(function) = self.find(name) {
+            return Ok(function);
+        }
+        let function = self.session.function(name).py()?;
+        Ok(Function {
+            session: self.session.clone(),
+            function,
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        format!("halo.Module(functions={:?})", self.functions())
+    }
+}
+
+/// An exported function; calling it runs the program and waits for its results, with the GIL
+/// released meanwhile.
+#[pyclass(frozen, module = "halo")]
+pub struct Function {
+    session: Arc<Session>,
+    function: halo_runtime::Function,
+}
+
+#[pymethods]
+impl Function {
+    /// The name it was looked up by.
+    #[getter]
+    fn name(&self) -> &str {
+        self.function.name()
+    }
+
+    /// The source-level declaration the compiler recorded
+    /// (`sync func @main(%input0: tensor<4xf32>) -> (%output0: tensor<4xf32>)`), if any.
+    #[getter]
+    fn declaration(&self) -> Option<&str> {
+        self.function.declaration()
+    }
+
+    /// The VM calling convention (`0rr_r`).
+    #[getter]
+    fn calling_convention(&self) -> &str {
+        self.function.calling_convention()
+    }
+
+    #[pyo3(signature = (*args))]
+    fn __call__(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+        let device = self.session.device();
+        let inputs = call_inputs(&self.function, device, args)?;
+        let results = py.detach(|| self.session.call(&self.function, &inputs)).py()?;
+        drop(inputs);
+        results_to_python(py, device, results)
+    }
+
+    fn __repr__(&self) -> String {
+        match self.function.declaration() {
+            Some(declaration) => format!("halo.Function({declaration})"),
+            None => format!(
+                "halo.Function({} {})",
+                self.function.name(),
+                self.function.calling_convention()
+            ),
+        }
+    }
+}

@@ -1,0 +1,140 @@
+"""The package's API around a call: devices, loading, arrays in and out, errors."""
+
+import numpy as np
+import pytest
+
+import halo
+from conftest import MODELS
+
+
+def aligned(array: np.ndarray, alignment: int = 64) -> np.ndarray:
+    """A copy of `array` whose data starts at a multiple of `alignment` bytes."""
+    raw = np.empty(array.nbytes + alignment, np.uint8)
+    offset = -raw.ctypes.data % alignment
+    out = raw[offset : offset + array.nbytes].view(array.dtype).reshape(array.shape)
+    out[...] = array
+    return out
+
+
+def test_drivers_and_devices_include_the_cpu():
+    assert {"local-sync", "local-task"} <= set(halo.drivers())
+    uris = [d["uri"] for d in halo.devices()]
+    assert any(uri.startswith("local-task://") for uri in uris)
+
+
+def test_an_unknown_driver_is_not_found_and_names_the_known_ones():
+    with pytest.raises(halo.NotFoundError) as raised:
+        halo.Device("no-such-driver")
+    assert raised.value.code == "NOT_FOUND"
+    assert "local-task" in str(raised.value)
+    assert isinstance(raised.value, halo.Error)
+
+
+def test_a_missing_module_file_names_the_path(tmp_path):
+    missing = tmp_path / "absent.vmfb"
+    with pytest.raises(halo.Error) as raised:
+        halo.load(missing)
+    assert str(missing) in str(raised.value)
+
+
+def test_a_corrupt_module_raises_instead_of_crashing(tmp_path):
+    data = bytearray((MODELS / "mlp.vmfb").read_bytes())
+    for cut in (16, 300, len(data) // 2):
+        path = tmp_path / f"cut{cut}.vmfb"
+        path.write_bytes(bytes(data[:cut]))
+        with pytest.raises(halo.Error):
+            halo.load(path)
+    path = tmp_path / "noise.vmfb"
+    path.write_bytes(np.random.default_rng(7).bytes(4096))
+    with pytest.raises(halo.Error):
+        halo.load(path)
+
+
+def test_functions_are_listed_and_found_by_attribute_and_name():
+    module = halo.load(MODELS / "mlp.vmfb", device="local-sync")
+    assert "mlp" in module.functions
+    assert module.mlp.name == "mlp"
+    assert module["mlp"].declaration.startswith("sync func @mlp(")
+    with pytest.raises(AttributeError) as raised:
+        module.no_such_function
+    assert "mlp" in str(raised.value)
+    with pytest.raises(halo.NotFoundError):
+        module["no_such_function"]
+
+
+def test_wrong_inputs_raise_invalid_argument_naming_the_function():
+    module = halo.load(MODELS / "tiny_add.vmfb")
+    function = module[module.functions[0]]
+    with pytest.raises(halo.InvalidArgumentError) as raised:
+        function()
+    assert function.name in str(raised.value)
+    with pytest.raises(halo.InvalidArgumentError) as raised:
+        function(np.array(["text"]), np.array(["text"]))
+    assert "dtype" in str(raised.value) and "input 0" in str(raised.value)
+    with pytest.raises(halo.InvalidArgumentError):
+        function(object(), object())
+
+
+def test_results_go_back_in_without_leaving_the_device():
+    module = halo.load(MODELS / "tiny_add.vmfb")
+    function = module[module.functions[0]]
+    x = np.arange(4, dtype=np.float32)
+    once = function(x, x)
+    twice = function(once, once)
+    assert isinstance(twice, halo.Array)
+    np.testing.assert_array_equal(twice.numpy(), 4 * x)
+    np.testing.assert_array_equal(np.asarray(twice), 4 * x)
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+     np.float16, np.float32, np.float64, np.complex64, np.complex128],
+)
+def test_every_numpy_dtype_round_trips_through_a_device(dtype):
+    device = halo.Device("local-task")
+    x = (np.arange(24).reshape(2, 3, 4) % 5).astype(dtype)
+    array = device.put(x)
+    assert array.shape == (2, 3, 4)
+    assert array.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(array.numpy(), x)
+
+
+def test_aligned_contiguous_arrays_go_in_without_a_copy():
+    device = halo.Device("local-task")
+    x = aligned(np.arange(1024, dtype=np.float32))
+    assert x.ctypes.data % 64 == 0
+    array = device.put(x)
+    assert array.numpy().ctypes.data == x.ctypes.data
+    x[3] = 42.0
+    assert array.numpy()[3] == 42.0
+
+
+def test_unaligned_or_strided_arrays_are_copied_once():
+    device = halo.Device("local-task")
+    base = aligned(np.arange(1025, dtype=np.float32))
+    unaligned = base[1:]
+    strided = base[::2]
+    swapped = base.astype(">f4")
+    for x in (unaligned, strided, swapped):
+        array = device.put(x)
+        out = array.numpy()
+        assert not np.shares_memory(out, x)
+        np.testing.assert_array_equal(out, x)
+
+
+def test_results_are_read_without_a_copy_on_the_cpu():
+    module = halo.load(MODELS / "tiny_add.vmfb")
+    x = np.arange(4, dtype=np.float32)
+    result = module[module.functions[0]](x, x)
+    first, second = result.numpy(), np.asarray(result)
+    assert first.ctypes.data == second.ctypes.data == result.__array_interface__["data"][0]
+    del result
+    np.testing.assert_array_equal(first, 2 * x)
+
+
+def test_parse_tensor_reads_iree_text():
+    np.testing.assert_array_equal(halo.parse_tensor("2x2xi32=1 2 3 4"), np.array([[1, 2], [3, 4]], np.int32))
+    with pytest.raises(halo.OutOfRangeError) as raised:
+        halo.parse_tensor("2x2xf32=1 2 3")
+    assert "2x2xf32=1 2 3" in str(raised.value)

@@ -1,0 +1,107 @@
+"""Every model fixture through the Python API, against what iree-run-module printed for it."""
+
+import re
+
+import numpy as np
+import pytest
+
+import halo
+from conftest import CPU_DEVICES, MODELS
+
+CASES = sorted(MODELS.glob("*.*.flags"))
+
+
+def program(name: str, device: str) -> halo.Module:
+    # A fresh load per case: some programs keep state between calls, as iree-run-module's runs do not.
+    return halo.load(MODELS / f"{name}.vmfb", device=device)
+
+
+def npy_arrays(path):
+    """Every array in a .npy file, in order (a file may hold several back to back)."""
+    arrays = []
+    with open(path, "rb") as f:
+        while f.peek(1):
+            arrays.append(np.load(f))
+    return arrays
+
+
+def read_flags(path):
+    function, inputs = None, []
+    for line in path.read_text().splitlines():
+        flag, _, value = line.partition("=")
+        if flag == "--function":
+            function = value
+        elif flag == "--input" and value.startswith("@"):
+            inputs.extend(npy_arrays(MODELS / value[1:]))
+        elif flag == "--input":
+            inputs.append(scalar_or_tensor(value))
+    return function, inputs
+
+
+def scalar_or_tensor(text):
+    for number in (int, float):
+        try:
+            return number(text)
+        except ValueError:
+            pass
+    return halo.parse_tensor(text)
+
+
+def same_tensor_text(got: str, want: str) -> bool:
+    """Whether two buffer view texts agree; NumPy integers are signed (`si32`) where the
+    command line's text gives signless ones (`i32`), as in IREE's own Python binding."""
+    return re.sub(r"x(s)?i(\d+)=", r"xi\2=", got, count=1) == want
+
+
+def expected_results(path):
+    """The results iree-run-module printed, one text per result."""
+    results = []
+    for line in path.read_text().splitlines()[1:]:
+        if line.startswith("result["):
+            results.append(line.split(": ", 1)[1])
+        else:
+            results[-1] += "\n" + line
+    return results
+
+
+def check_result(result, expected):
+    if expected.startswith("hal.buffer_view\n"):
+        assert isinstance(result, halo.Array)
+        assert same_tensor_text("hal.buffer_view\n" + result.format(), expected)
+        host = result.numpy()
+        assert host.shape == result.shape and host.dtype == result.dtype
+        text = expected.split("\n", 1)[1]
+        if "..." not in text and host.dtype.kind in "biuf":
+            np.testing.assert_allclose(host, halo.parse_tensor(text).reshape(host.shape), rtol=1e-5)
+    else:
+        kind, value = expected.split("=", 1)
+        if kind in ("i32", "i64"):
+            assert result == int(value)
+        else:
+            assert result == pytest.approx(float(value), rel=1e-5)
+
+
+def error_class(code: str) -> type:
+    return getattr(halo, "".join(word.capitalize() for word in code.split("_")) + "Error")
+
+
+@pytest.mark.parametrize("device", CPU_DEVICES)
+@pytest.mark.parametrize("flags", CASES, ids=lambda p: p.name[: -len(".flags")])
+def test_case_matches_iree(flags, device):
+    name = flags.name.split(".")[0]
+    function, inputs = read_flags(flags)
+    module = program(name, device)
+    expected = flags.with_suffix(".expected")
+    if expected.exists():
+        results = module[function](*inputs)
+        want = expected_results(expected)
+        got = list(results) if isinstance(results, tuple) else [results]
+        assert len(got) == len(want)
+        for result, text in zip(got, want):
+            check_result(result, text)
+    else:
+        code, message = flags.with_suffix(".expected-error").read_text().strip().split("; ", 1)
+        with pytest.raises(error_class(code)) as raised:
+            module[function](*inputs)
+        assert raised.value.code == code
+        assert message in str(raised.value)
