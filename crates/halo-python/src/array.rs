@@ -133,6 +133,19 @@ impl Array {
         Ok(array)
     }
 
+    /// DLPack export (`torch.from_dlpack(a)`, `np.from_dlpack(a)`): the same memory as
+    /// `numpy()`, which the capsule keeps alive.
+    #[pyo3(signature = (**kwargs))]
+    fn __dlpack__<'py>(slf: &Bound<'py, Self>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<Bound<'py, PyAny>> {
+        Array::numpy(slf)?.call_method("__dlpack__", (), kwargs)
+    }
+
+    /// Where DLPack consumers find the memory: the host (`kDLCPU`, device 0), since `numpy()`
+    /// is host memory on every device.
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        (1, 0)
+    }
+
     /// The contents in IREE's text form, as `iree-run-module` prints a buffer view
     /// (`2x2xf32=[1 2][3 4]`), with at most `max_elements` elements.
     #[pyo3(signature = (max_elements = 1024))]

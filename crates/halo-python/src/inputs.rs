@@ -1,5 +1,5 @@
-//! Python call arguments as VM values: numbers for scalar inputs; `halo.Array`s, NumPy arrays
-//! and anything `numpy.asarray` takes for tensors.
+//! Python call arguments as VM values: numbers for scalar inputs; `halo.Array`s, NumPy arrays,
+//! DLPack producers and anything `numpy.asarray` takes for tensors.
 //!
 //! A C-contiguous NumPy array in native byte order whose data is aligned as kernels expect
 //! ([`HOST_ALIGNMENT`] bytes) becomes the buffer itself; other arrays are copied once.
@@ -79,11 +79,16 @@ fn tensor_input(device: &Arc<dyn Device>, arg: &Bound<'_, PyAny>) -> PyResult<Va
 pub fn array_view(device: &dyn Device, arg: &Bound<'_, PyAny>) -> PyResult<BufferView> {
     let array = match arg.cast::<PyUntypedArray>() {
         Ok(array) => array.clone(),
-        Err(_) => arg
-            .py()
-            .import("numpy")?
-            .call_method1("asarray", (arg,))?
-            .cast_into::<PyUntypedArray>()?,
+        Err(_) => {
+            let numpy = arg.py().import("numpy")?;
+            // DLPack producers (PyTorch, JAX on the CPU) are viewed without a copy.
+            let converter = if arg.hasattr("__dlpack__")? {
+                "from_dlpack"
+            } else {
+                "asarray"
+            };
+            numpy.call_method1(converter, (arg,))?.cast_into::<PyUntypedArray>()?
+        }
     };
     import_array(device, &array)
 }

@@ -4,12 +4,14 @@
 //! - `device`: drivers, devices, the process's one instance.
 //! - `module`: `halo.load`, programs and their functions.
 //! - `inputs`: Python arguments as VM values (NumPy arrays in place where they can be).
+//! - `async_call`: calls as asyncio futures.
 //! - `array`: `halo.Array` results and results as Python values.
 //! - `dtypes`: NumPy dtypes and element types.
 //! - `numpy_memory`: NumPy arrays' memory (the package's only `unsafe`).
 //! - `errors`: the `halo.Error` hierarchy.
 
 mod array;
+mod async_call;
 mod device;
 mod dtypes;
 mod errors;

@@ -1,6 +1,7 @@
 //! Loaded programs: `halo.load`, `halo.Module` and its `halo.Function`s.
 
 use crate::array::results_to_python;
+use crate::async_call::AsyncCall;
 use crate::device::Device;
 use crate::errors::IntoPyResult;
 use crate::inputs::call_inputs;
@@ -177,6 +178,17 @@ impl Function {
         let results = py.detach(|| self.session.call(&self.function, &inputs)).py()?;
         drop(inputs);
         results_to_python(py, device, results)
+    }
+
+    /// Starts the call and returns an asyncio future of its results, for `await` on the
+    /// running event loop; no thread blocks while the device works.
+    #[pyo3(signature = (*args))]
+    fn call_async<'py>(&self, py: Python<'py>, args: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyAny>> {
+        let event_loop = AsyncCall::running_loop(py)?;
+        let device = self.session.device();
+        let inputs = call_inputs(&self.function, device, args)?;
+        let call = py.detach(|| self.session.call_async(&self.function, inputs));
+        AsyncCall::start(event_loop, call, device.clone())
     }
 
     fn __repr__(&self) -> String {

@@ -138,3 +138,37 @@ def test_parse_tensor_reads_iree_text():
     with pytest.raises(halo.OutOfRangeError) as raised:
         halo.parse_tensor("2x2xf32=1 2 3")
     assert "2x2xf32=1 2 3" in str(raised.value)
+
+
+def test_dlpack_goes_both_ways_without_a_copy():
+    device = halo.Device("local-task")
+    x = aligned(np.arange(12, dtype=np.float32).reshape(3, 4))
+
+    class OnlyDlpack:
+        """A producer that speaks DLPack and nothing else NumPy knows."""
+
+        def __init__(self, array):
+            self.array = array
+
+        def __dlpack__(self, **kwargs):
+            return self.array.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self.array.__dlpack_device__()
+
+    array = device.put(OnlyDlpack(x))
+    assert array.__dlpack_device__() == (1, 0)
+    back = np.from_dlpack(array)
+    assert back.ctypes.data == x.ctypes.data
+    np.testing.assert_array_equal(back, x)
+
+
+def test_benchmark_reports_per_call_times():
+    module = halo.load(MODELS / "tiny_add.vmfb")
+    x = np.ones(4, np.float32)
+    result = halo.benchmark(module.tiny_add, x, x, repetitions=20)
+    assert result.repetitions == 20
+    assert 0 < result.min <= result.median <= result.max
+    assert "20 calls" in str(result)
+    with pytest.raises(ValueError):
+        halo.benchmark(module.tiny_add, x, x, repetitions=0)
