@@ -4,6 +4,7 @@
 //! - `device`: drivers, devices, the process's one instance.
 //! - `module`: `halo.load`, programs and their functions.
 //! - `inputs`: Python arguments as VM values (NumPy arrays in place where they can be).
+//! - `compile`: `halo compile` from Python.
 //! - `async_call`: calls as asyncio futures.
 //! - `array`: `halo.Array` results and results as Python values.
 //! - `dtypes`: NumPy dtypes and element types.
@@ -12,6 +13,7 @@
 
 mod array;
 mod async_call;
+mod compile;
 mod device;
 mod dtypes;
 mod errors;
@@ -44,5 +46,6 @@ fn _halo(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(device::devices, module)?)?;
     module.add_function(wrap_pyfunction!(module::load, module)?)?;
     module.add_function(wrap_pyfunction!(parse_tensor, module)?)?;
+    module.add_function(wrap_pyfunction!(compile::compile, module)?)?;
     Ok(())
 }

@@ -36,16 +36,24 @@ fn devices_of(py: Python<'_>, device: Option<&Bound<'_, PyAny>>) -> PyResult<Vec
 }
 
 /// Loads one or more `.vmfb` files (paths, or a list of them) on `device` (a URI, a
-/// `halo.Device`, or a list of them; `local-task` by default) and returns the program.
+/// `halo.Device`, or a list of them; `local-task` by default) and returns the program. Files
+/// are memory-mapped unless `mmap` is false, when they are read into memory (the file may then
+/// change or go away).
 #[pyfunction]
-#[pyo3(signature = (path, device = None))]
-pub fn load(py: Python<'_>, path: &Bound<'_, PyAny>, device: Option<&Bound<'_, PyAny>>) -> PyResult<Module> {
+#[pyo3(signature = (path, device = None, mmap = true))]
+pub fn load(
+    py: Python<'_>,
+    path: &Bound<'_, PyAny>,
+    device: Option<&Bound<'_, PyAny>>,
+    mmap: bool,
+) -> PyResult<Module> {
     let paths: Vec<PathBuf> = match path.extract::<PathBuf>() {
         Ok(one) => vec![one],
         Err(_) => path.extract()?,
     };
     let devices = devices_of(py, device)?;
-    py.detach(|| Module::load(devices, &paths)).py()
+    let mode = if mmap { LoadMode::Map } else { LoadMode::Preload };
+    py.detach(|| Module::load(devices, &paths, mode)).py()
 }
 
 /// A program: one or more modules loaded on their devices, with the functions they export.
@@ -56,12 +64,12 @@ pub struct Module {
 }
 
 impl Module {
-    fn load(devices: Vec<Arc<dyn halo_hal::Device>>, paths: &[PathBuf]) -> halo_hal::Result<Module> {
+    fn load(devices: Vec<Arc<dyn halo_hal::Device>>, paths: &[PathBuf], mode: LoadMode) -> halo_hal::Result<Module> {
         let mut session = Session::with_devices(devices)?;
         let mut names = Vec::new();
         for path in paths {
             let loading = || format!("loading module '{}'", path.display());
-            let module = Arc::new(BytecodeModule::open(path, LoadMode::Map).with_context(loading)?);
+            let module = Arc::new(BytecodeModule::open(path, mode).with_context(loading)?);
             names.extend(
                 module
                     .exports()

@@ -7,9 +7,14 @@
 """
 
 import dataclasses
+import os
+import pathlib
+import shutil
 import statistics
+import sys
+import tempfile
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Optional, Sequence, Union
 
 from ._halo import (
     AbortedError,
@@ -35,6 +40,7 @@ from ._halo import (
     UnavailableError,
     UnimplementedError,
     UnknownError,
+    compile,
     devices,
     drivers,
     load,
@@ -44,6 +50,9 @@ from ._halo import (
 __all__ = [
     "BenchmarkResult",
     "benchmark",
+    "compile",
+    "compile_mlir",
+    "compile_onnx",
     "AbortedError",
     "AlreadyExistsError",
     "Array",
@@ -113,3 +122,71 @@ def benchmark(function: Callable[..., Any], *args: Any, repetitions: int = 100, 
         max=max(times),
         stdev=statistics.stdev(times) if repetitions > 1 else 0.0,
     )
+
+
+_COMPILE_EXTRA = "pip install 'halo[compile]'"
+
+
+def _bundled_compiler() -> Optional[str]:
+    """The iree-compile that `halo[compile]` installed next to this interpreter, if any."""
+    for folder in (pathlib.Path(sys.executable).parent, pathlib.Path(sys.prefix) / "bin"):
+        candidate = folder / "iree-compile"
+        if candidate.is_file():
+            return str(candidate)
+    return None
+
+
+def _compile_and_load(
+    model: Union[str, "os.PathLike[str]"],
+    suffixes: Sequence[str],
+    device: Union[str, Device],
+    target_chip: Optional[str],
+    output: Optional[Union[str, "os.PathLike[str]"]],
+    extra_flags: Sequence[str],
+) -> Module:
+    model = pathlib.Path(model)
+    if model.suffix not in suffixes:
+        raise InvalidArgumentError(f"'{model}' is not a {' or '.join(suffixes)} file")
+    uri = device.uri if isinstance(device, Device) else device
+    compiler = None if os.environ.get("HALO_IREE_COMPILE") else _bundled_compiler()
+    scratch = None if output is not None else tempfile.mkdtemp(prefix="halo-compile-")
+    target = pathlib.Path(output) if output is not None else pathlib.Path(scratch, model.stem + ".vmfb")
+    try:
+        try:
+            compile(model, target, device=uri, target_chip=target_chip, extra_flags=list(extra_flags), iree_compile=compiler)
+        except UnavailableError as error:
+            raised = UnavailableError(f"{error}; halo's compile functions need the compiler: {_COMPILE_EXTRA}")
+            raised.code = error.code
+            raise raised from error
+        # A program compiled into scratch space is read into memory, so the folder can go.
+        return load(target, device=device, mmap=output is not None)
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def compile_onnx(
+    model: Union[str, "os.PathLike[str]"],
+    device: Union[str, Device] = "local-task",
+    *,
+    target_chip: Optional[str] = None,
+    output: Optional[Union[str, "os.PathLike[str]"]] = None,
+    extra_flags: Sequence[str] = (),
+) -> Module:
+    """Compiles an ONNX model as `halo compile` does (the pinned iree-compile 3.13 from
+    `halo[compile]`, the best flags known for the device; for this machine's CPU unless
+    `target_chip` names another, e.g. the portable "x86-64-v2") and loads it on `device`. The
+    `.vmfb` goes to `output`, or to a temporary file that is removed once loaded."""
+    return _compile_and_load(model, (".onnx",), device, target_chip, output, extra_flags)
+
+
+def compile_mlir(
+    model: Union[str, "os.PathLike[str]"],
+    device: Union[str, Device] = "local-task",
+    *,
+    target_chip: Optional[str] = None,
+    output: Optional[Union[str, "os.PathLike[str]"]] = None,
+    extra_flags: Sequence[str] = (),
+) -> Module:
+    """As `compile_onnx`, for MLIR (`.mlir` text or `.mlirbc` bytecode)."""
+    return _compile_and_load(model, (".mlir", ".mlirbc"), device, target_chip, output, extra_flags)

@@ -90,7 +90,7 @@ class Module:
 
 def drivers() -> list[str]: ...
 def devices() -> list[dict[str, str]]: ...
-def load(path: Union[_Path, Sequence[_Path]], device: Optional[_DeviceSpec] = None) -> Module: ...
+def load(path: Union[_Path, Sequence[_Path]], device: Optional[_DeviceSpec] = None, mmap: bool = True) -> Module: ...
 def parse_tensor(text: str) -> npt.NDArray[Any]: ...
 
 class BenchmarkResult:
@@ -104,3 +104,29 @@ class BenchmarkResult:
     stdev: float
 
 def benchmark(function: Callable[..., Any], *args: Any, repetitions: int = 100, warmup: int = 3) -> BenchmarkResult: ...
+
+def compile(
+    model: _Path,
+    output: _Path,
+    device: str = "local-task",
+    target_chip: Optional[str] = None,
+    flag_set: str = "best",
+    extra_flags: Sequence[str] = (),
+    iree_compile: Optional[_Path] = None,
+) -> dict[str, Any]: ...
+def compile_onnx(
+    model: _Path,
+    device: Union[str, Device] = "local-task",
+    *,
+    target_chip: Optional[str] = None,
+    output: Optional[_Path] = None,
+    extra_flags: Sequence[str] = (),
+) -> Module: ...
+def compile_mlir(
+    model: _Path,
+    device: Union[str, Device] = "local-task",
+    *,
+    target_chip: Optional[str] = None,
+    output: Optional[_Path] = None,
+    extra_flags: Sequence[str] = (),
+) -> Module: ...
