@@ -172,3 +172,15 @@ def test_benchmark_reports_per_call_times():
     assert "20 calls" in str(result)
     with pytest.raises(ValueError):
         halo.benchmark(module.tiny_add, x, x, repetitions=0)
+
+
+def test_results_the_host_cannot_address_are_read_once_into_a_copy():
+    if not any(d["driver"] == "vulkan" for d in halo.devices()):
+        pytest.skip("skipped: no Vulkan device")
+    module = halo.load(MODELS / "vulkan" / "tiny_add.vmfb", device="vulkan://?device_local_mappable=false")
+    x = np.arange(4, dtype=np.float32)
+    result = module.tiny_add(x, x)
+    address, read_only = result.__array_interface__["data"]
+    assert read_only
+    assert result.numpy().ctypes.data == address == result.__array_interface__["data"][0]
+    np.testing.assert_array_equal(result.numpy(), 2 * x)
