@@ -37,6 +37,20 @@ pub struct ModuleArgs {
     /// percent faster for kernels that stream large constants; IREE's default).
     #[arg(long = "module_mode", visible_alias = "module-mode", value_enum, default_value_t = ModuleMode::Mmap)]
     pub module_mode: ModuleMode,
+    /// Writes a timeline of the run (calls, `hal` calls, submissions, dispatches, waits) to this
+    /// file as Chrome trace-event JSON, for `ui.perfetto.dev` or `chrome://tracing`.
+    #[arg(long)]
+    pub trace: Option<std::path::PathBuf>,
+}
+
+impl ModuleArgs {
+    /// Starts the `--trace` timeline, if one was asked for; it is complete when dropped.
+    ///
+    /// # Errors
+    /// The trace file cannot be created.
+    pub fn start_trace(&self) -> Result<Option<halo_runtime::trace::Trace>> {
+        self.trace.as_deref().map(halo_runtime::trace::Trace::start).transpose()
+    }
 }
 
 /// The values of `--module_mode`, as IREE spells them.

@@ -40,6 +40,7 @@ pub struct RunModuleArgs {
 
 /// Runs the function and prints `EXEC @name` and its results.
 pub fn run(registry: &DriverRegistry, args: &RunModuleArgs) -> Result<()> {
+    let _trace = args.module.start_trace()?;
     let prepared = args.module.prepare(registry)?;
     let results = prepared.session.call(&prepared.function, &prepared.inputs)?;
     let device = &**prepared.session.device();

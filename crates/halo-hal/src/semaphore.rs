@@ -156,6 +156,7 @@ impl Semaphore for TimelineSemaphore {
     }
 
     fn signal(&self, value: u64) -> Result<()> {
+        tracing::info!(name: "semaphore.signal", value);
         // Two steps: the callbacks of the timepoints reached run before any waiter can see the
         // value. A queue's callbacks release what finished work held (transient memory is freed);
         // a host thread that saw the value first would find it still taken.
@@ -214,6 +215,7 @@ impl Semaphore for TimelineSemaphore {
         if self.published().is_some_and(|published| published >= value) {
             return Ok(());
         }
+        let _span = tracing::info_span!("semaphore.wait", value).entered();
         self.spin_until(value, timeout);
         let mut state = self.lock();
         loop {

@@ -126,6 +126,16 @@ impl<'a> PreparedDispatch<'a> {
         self.local().record_workgroup_time(self.export, workgroups, elapsed_ns);
     }
 
+    /// The export's name, for traces.
+    pub fn export_name(&self) -> String {
+        self.local().export(self.export).name.clone()
+    }
+
+    /// Workgroups along x, y and z.
+    pub fn workgroup_count(&self) -> [u32; 3] {
+        self.workgroup_count
+    }
+
     /// Total number of workgroups.
     pub fn workgroup_total(&self) -> u64 {
         self.workgroup_count.iter().map(|c| *c as u64).product()

@@ -102,6 +102,19 @@ fn run_dispatch(
     tiles: Range<u64>,
     context: &mut WorkerContext,
 ) -> Result<()> {
+    let span = tracing::info_span!(
+        "dispatch",
+        export = tracing::field::Empty,
+        workgroup_count = tracing::field::Empty,
+        workgroups = tracing::field::Empty,
+    );
+    if !span.is_disabled() {
+        let export = dispatch.export_name();
+        span.record("export", export.as_str());
+        span.record("workgroup_count", format!("{:?}", dispatch.workgroup_count()));
+        span.record("workgroups", format!("{}..{}", tiles.start, tiles.end));
+    }
+    let _entered = span.enter();
     let run = runs.load(Ordering::Relaxed);
     runs.store(run.wrapping_add(1), Ordering::Relaxed);
     let timed = run.is_multiple_of(TIMING_SAMPLE_PERIOD) || dispatch.workgroup_ns().is_none();
@@ -165,6 +178,10 @@ impl TileWork for Region {
 
 /// Runs a fill, update or copy on the calling thread.
 pub fn execute_transfer(command: &Command, table: &[Binding]) -> Result<()> {
+    let _span = tracing::info_span!("transfer", command = tracing::field::Empty).entered();
+    if !_span.is_disabled() {
+        _span.record("command", transfer_name(command));
+    }
     match command {
         Command::Fill { target, pattern } => {
             let target = target.resolve(table)?;
@@ -186,5 +203,15 @@ pub fn execute_transfer(command: &Command, table: &[Binding]) -> Result<()> {
             )
         }
         Command::Barrier | Command::Dispatch(_) => unreachable!("regions hold only transfers here"),
+    }
+}
+
+/// A transfer command's kind, for traces.
+fn transfer_name(command: &Command) -> &'static str {
+    match command {
+        Command::Fill { .. } => "fill",
+        Command::Update { .. } => "update",
+        Command::Copy { .. } => "copy",
+        _ => "other",
     }
 }

@@ -9,6 +9,7 @@
 //! - `array`: `halo.Array` results and results as Python values.
 //! - `dtypes`: NumPy dtypes and element types.
 //! - `numpy_memory`: NumPy arrays' memory (the package's only `unsafe`).
+//! - `trace`: timelines for `halo.trace`.
 //! - `errors`: the `halo.Error` hierarchy.
 
 mod array;
@@ -20,6 +21,7 @@ mod errors;
 mod inputs;
 mod module;
 mod numpy_memory;
+mod trace;
 
 use pyo3::prelude::*;
 
@@ -47,5 +49,6 @@ fn _halo(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(module::load, module)?)?;
     module.add_function(wrap_pyfunction!(parse_tensor, module)?)?;
     module.add_function(wrap_pyfunction!(compile::compile, module)?)?;
+    module.add_function(wrap_pyfunction!(trace::start_trace, module)?)?;
     Ok(())
 }

@@ -20,6 +20,7 @@
 //! - [`Function`]: an export with its calling convention, its declaration
 //!   (`iree.abi.declaration`) and its ABI model; inputs are checked against them before a call.
 //! - [`tensor`]: buffer views in and out of VM values, host tensors, `.npy` files.
+//! - [`trace`]: Chrome trace-event timelines of calls, submissions, dispatches and waits.
 //! - `array` (feature `ndarray`): `ndarray` arrays in (in place where layout and alignment
 //!   allow) and out.
 #![warn(missing_docs)]
@@ -32,6 +33,7 @@ mod instance;
 pub mod npy;
 mod session;
 pub mod tensor;
+pub mod trace;
 
 pub use call::CallFuture;
 pub use function::{AbiModel, Function};

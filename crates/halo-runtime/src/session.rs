@@ -141,6 +141,7 @@ impl Session {
     /// `InvalidArgument` for inputs that do not match the function; whatever the program or its
     /// queued work fails with, with the function's declaration as context.
     pub fn call(&self, function: &Function, inputs: &[Value]) -> Result<Vec<Value>> {
+        let _span = tracing::info_span!("call", function = function.name.as_str()).entered();
         let (outputs, signal) = self.start(function, inputs)?;
         if let Some(signal) = signal {
             signal

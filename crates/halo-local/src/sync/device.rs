@@ -74,6 +74,7 @@ impl Device for SyncDevice {
         command_buffer: Option<&Arc<CommandBuffer>>,
         binding_table: &[Binding],
     ) -> Result<()> {
+        let _span = tracing::info_span!("queue.execute", wait = ?wait, signal = ?signal).entered();
         if let Some(command_buffer) = command_buffer {
             command_buffer.validate_submission(binding_table)?;
         }

@@ -81,6 +81,7 @@ impl Device for TaskDevice {
         command_buffer: Option<&Arc<CommandBuffer>>,
         binding_table: &[Binding],
     ) -> Result<()> {
+        let _span = tracing::info_span!("queue.execute", wait = ?wait, signal = ?signal).entered();
         let work = match command_buffer {
             Some(command_buffer) => {
                 command_buffer.validate_submission(binding_table)?;

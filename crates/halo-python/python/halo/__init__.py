@@ -6,6 +6,7 @@
     print(out.numpy())
 """
 
+import contextlib
 import dataclasses
 import os
 import pathlib
@@ -14,7 +15,7 @@ import statistics
 import sys
 import tempfile
 import time
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 from ._halo import (
     AbortedError,
@@ -45,6 +46,7 @@ from ._halo import (
     drivers,
     load,
     parse_tensor,
+    start_trace,
 )
 
 __all__ = [
@@ -80,6 +82,7 @@ __all__ = [
     "drivers",
     "load",
     "parse_tensor",
+    "trace",
 ]
 
 
@@ -190,3 +193,15 @@ def compile_mlir(
 ) -> Module:
     """As `compile_onnx`, for MLIR (`.mlir` text or `.mlirbc` bytecode)."""
     return _compile_and_load(model, (".mlir", ".mlirbc"), device, target_chip, output, extra_flags)
+
+
+@contextlib.contextmanager
+def trace(path: Union[str, "os.PathLike[str]"]) -> Iterator[pathlib.Path]:
+    """Writes what the runtime does inside the `with` block to `path` as Chrome trace-event JSON
+    (open it in ui.perfetto.dev or chrome://tracing): one track per thread, spans for calls, `hal`
+    calls, queue submissions, dispatches, transfers and semaphore waits."""
+    writer = start_trace(path)
+    try:
+        yield pathlib.Path(path)
+    finally:
+        writer.finish()

@@ -2,7 +2,9 @@
 
 import asyncio
 import os
-from typing import Any, Callable, Optional, Sequence, Union
+import pathlib
+import contextlib
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -130,3 +132,9 @@ def compile_mlir(
     output: Optional[_Path] = None,
     extra_flags: Sequence[str] = (),
 ) -> Module: ...
+
+class TraceWriter:
+    def finish(self) -> None: ...
+
+def start_trace(path: _Path) -> TraceWriter: ...
+def trace(path: _Path) -> contextlib.AbstractContextManager[pathlib.Path]: ...

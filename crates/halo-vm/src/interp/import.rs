@@ -84,6 +84,11 @@ impl<'f> ImportCall<'f> {
 
     /// Makes the call over the caller's frame: arguments from it, results into it.
     pub(super) fn run(&self, i32s: &mut [u32], refs: &mut [Option<Ref>]) -> Result<()> {
+        let span = tracing::info_span!("vm.import", name = tracing::field::Empty);
+        if !span.is_disabled() {
+            span.record("name", self.name());
+        }
+        let _entered = span.enter();
         let outcome = match self.target {
             ImportTarget::Native(native) => (native.function)(&self.arguments(i32s, refs)),
             ImportTarget::Bytecode { instance, ordinal, .. } => {
@@ -107,6 +112,11 @@ impl<'f> ImportCall<'f> {
     /// Adds this call's context to `error`.
     #[cold]
     #[inline(never)]
+    /// The import's full name (`hal.command_buffer.dispatch`).
+    pub(super) fn name(&self) -> &str {
+        &self.instance.import_names[self.import]
+    }
+
     pub(super) fn context(&self, error: Error) -> Error {
         error.context(format!("calling import '{}'", self.instance.import_names[self.import]))
     }
