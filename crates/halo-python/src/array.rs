@@ -42,20 +42,13 @@ impl Array {
         &self.device
     }
 
-    /// Whether the host reads the device's memory in place.
-    fn host_addressable(&self) -> bool {
-        self.view
-            .buffer()
-            .validate_memory_type(MemoryType::HOST_VISIBLE)
-            .is_ok()
-            && self.view.buffer().host_range(0, self.view.byte_length()).is_ok()
-    }
-
     /// The host address of the contents, and whether they are the device's own memory.
     fn host_address(&self) -> PyResult<(usize, bool)> {
-        if self.host_addressable() {
-            let (ptr, _) = self.view.buffer().host_range(0, self.view.byte_length()).py()?;
-            return Ok((ptr.as_ptr() as usize, true));
+        let buffer = self.view.buffer();
+        if buffer.validate_memory_type(MemoryType::HOST_VISIBLE).is_ok() {
+            if let Ok((ptr, _)) = buffer.host_range(0, self.view.byte_length()) {
+                return Ok((ptr.as_ptr() as usize, true));
+            }
         }
         if let Some(bytes) = self.host_copy.get() {
             return Ok((bytes.as_ptr() as usize, false));

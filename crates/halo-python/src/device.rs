@@ -56,6 +56,7 @@ pub fn devices(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
 /// A device, created from a URI as the CLI's `--device` takes it (`local-task`,
 /// `local-task://?task_topology_group_count=2`, `vulkan://0`).
 #[pyclass(frozen, module = "halo")]
+#[derive(Clone)]
 pub struct Device {
     pub(crate) uri: String,
     pub(crate) device: Arc<dyn halo_hal::Device>,

@@ -34,7 +34,7 @@ pub fn call_inputs(function: &Function, device: &Arc<dyn Device>, args: &Bound<'
         .collect()
 }
 
-/// Adds "(converting `what`)" to a conversion error, keeping its class.
+/// Adds "while converting `what`" to a conversion error, keeping its class and status code.
 fn chain(py: Python<'_>, error: PyErr, what: String) -> PyErr {
     let message = format!("{}; while converting {what}", error.value(py));
     let class = error.get_type(py);

@@ -15,18 +15,18 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Where a module should run: one device or several, each a URI or a `halo.Device`.
-fn devices_of(py: Python<'_>, device: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Arc<dyn halo_hal::Device>>> {
+fn devices_of(py: Python<'_>, device: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<Device>> {
     let Some(device) = device else {
-        return Ok(vec![Device::create(py, "local-task")?.device]);
+        return Ok(vec![Device::create(py, "local-task")?]);
     };
-    let one = |item: &Bound<'_, PyAny>| -> PyResult<Arc<dyn halo_hal::Device>> {
+    let one = |item: &Bound<'_, PyAny>| -> PyResult<Device> {
         if let Ok(device) = item.cast::<Device>() {
-            return Ok(device.get().device.clone());
+            return Ok(device.get().clone());
         }
         let uri: String = item.extract().map_err(|_| {
             crate::errors::invalid_argument("device must be a URI string, a halo.Device, or a list of them")
         })?;
-        Ok(Device::create(py, &uri)?.device)
+        Device::create(py, &uri)
     };
     if device.is_instance_of::<pyo3::types::PyList>() || device.is_instance_of::<PyTuple>() {
         device.try_iter()?.map(|item| one(&item?)).collect()
@@ -60,12 +60,14 @@ pub fn load(
 #[pyclass(frozen, module = "halo")]
 pub struct Module {
     session: Arc<Session>,
+    /// The default device, as the caller named it.
+    device: Device,
     functions: Vec<halo_runtime::Function>,
 }
 
 impl Module {
-    fn load(devices: Vec<Arc<dyn halo_hal::Device>>, paths: &[PathBuf], mode: LoadMode) -> halo_hal::Result<Module> {
-        let mut session = Session::with_devices(devices)?;
+    fn load(devices: Vec<Device>, paths: &[PathBuf], mode: LoadMode) -> halo_hal::Result<Module> {
+        let mut session = Session::with_devices(devices.iter().map(|d| d.device.clone()).collect())?;
         let mut names = Vec::new();
         for path in paths {
             let loading = || format!("loading module '{}'", path.display());
@@ -92,6 +94,7 @@ impl Module {
             .map(|name| session.function(name))
             .collect::<halo_hal::Result<Vec<_>>>()?;
         Ok(Module {
+            device: devices[0].clone(),
             session: Arc::new(session),
             functions,
         })
@@ -117,11 +120,7 @@ impl Module {
     /// The default device (the first the program was loaded on).
     #[getter]
     fn device(&self) -> Device {
-        let device = self.session.device().clone();
-        Device {
-            uri: device.driver_name().to_string(),
-            device,
-        }
+        self.device.clone()
     }
 
     fn __getattr__(&self, name: &str) -> PyResult<Function> {
