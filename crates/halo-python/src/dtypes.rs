@@ -1,8 +1,9 @@
 //! NumPy dtypes and halo element types, both ways (IREE's mapping; bfloat16 and the 8-bit floats
 //! through `ml_dtypes`).
 
-use crate::errors::invalid_argument;
+use crate::errors::{invalid_argument, IntoPyResult};
 use halo_hal::{ElementType, NumericalType};
+use halo_runtime::npy;
 use numpy::{PyArrayDescr, PyArrayDescrMethods};
 use pyo3::prelude::*;
 
@@ -16,51 +17,34 @@ const ML_DTYPES: [(&str, ElementType); 6] = [
     ("float8_e8m0fnu", ElementType::new(NumericalType::Float8E8M0Fnu, 8)),
 ];
 
-/// The element type of arrays of `dtype`.
+/// The element type of arrays of `dtype`: `.npy`'s mapping for NumPy's own dtypes, the table
+/// above for `ml_dtypes`'.
 pub fn element_type_of(dtype: &Bound<'_, PyArrayDescr>) -> PyResult<ElementType> {
-    let bits = u8::try_from(dtype.itemsize() * 8).unwrap_or(0);
-    let numerical = match dtype.kind() {
-        b'b' if bits == 8 => return Ok(ElementType::BOOL_8),
-        b'i' => NumericalType::IntegerSigned,
-        b'u' => NumericalType::IntegerUnsigned,
-        b'f' if matches!(bits, 16 | 32 | 64) => NumericalType::FloatIeee,
-        b'c' if matches!(bits, 64 | 128) => NumericalType::FloatComplex,
-        _ => {
-            let name = dtype.str()?.to_string();
-            let found = ML_DTYPES.iter().find(|(known, _)| *known == name);
-            return found
-                .map(|(_, element_type)| *element_type)
-                .ok_or_else(|| invalid_argument(format!("NumPy dtype '{name}' has no halo element type")));
-        }
-    };
-    Ok(ElementType::new(numerical, bits))
+    if dtype.kind() == b'V' {
+        let name = dtype.str()?.to_string();
+        let found = ML_DTYPES.iter().find(|(known, _)| *known == name);
+        return found
+            .map(|(_, element_type)| *element_type)
+            .ok_or_else(|| invalid_argument(format!("NumPy dtype '{name}' has no halo element type")));
+    }
+    let typestr: String = dtype.getattr("str")?.extract()?;
+    npy::element_type_of_typestr(&typestr).py()
 }
 
 /// How NumPy spells an element type.
 pub enum NumpyType {
     /// A built-in dtype, as an array-interface type string (`<f4`).
     Builtin(String),
-    /// An `ml_dtypes` dtype: its name, and the type string of raw items of its size (`<V2`).
+    /// An `ml_dtypes` dtype: its name, and the type string of raw items of its size (`|V2`).
     MlDtypes(&'static str, String),
 }
 
 /// The NumPy type of `element_type`.
 pub fn numpy_type_of(element_type: ElementType) -> PyResult<NumpyType> {
-    let bytes = element_type.byte_size();
-    let kind = match element_type.numerical_type() {
-        NumericalType::Boolean if bytes == 1 => "|b",
-        NumericalType::Integer | NumericalType::IntegerSigned => "<i",
-        NumericalType::IntegerUnsigned => "<u",
-        NumericalType::FloatIeee => "<f",
-        NumericalType::FloatComplex => "<c",
-        _ => {
-            let found = ML_DTYPES.iter().find(|(_, known)| *known == element_type);
-            return found
-                .map(|(name, _)| NumpyType::MlDtypes(name, format!("|V{bytes}")))
-                .ok_or_else(|| invalid_argument(format!("element type {element_type} has no NumPy dtype")));
-        }
-    };
-    Ok(NumpyType::Builtin(format!("{kind}{bytes}")))
+    if let Some((name, _)) = ML_DTYPES.iter().find(|(_, known)| *known == element_type) {
+        return Ok(NumpyType::MlDtypes(name, format!("|V{}", element_type.byte_size())));
+    }
+    npy::typestr_of(element_type).map(NumpyType::Builtin).py()
 }
 
 /// The NumPy dtype object of `element_type` (importing `ml_dtypes` where it needs one).

@@ -92,6 +92,30 @@ fn read_one(bytes: &[u8]) -> Result<(HostTensor, usize)> {
     Ok((tensor, header_length + length))
 }
 
+/// The element type of NumPy's array-interface type string (`<f4`, `|b1`), whatever its byte
+/// order: the mapping `.npy` files use, for other NumPy bridges (the Python package).
+///
+/// # Errors
+/// `InvalidArgument` for dtypes with no element type.
+pub fn element_type_of_typestr(typestr: &str) -> Result<ElementType> {
+    let little = match typestr.strip_prefix(['>', '=']) {
+        Some(rest) => format!("<{rest}"),
+        None => typestr.to_string(),
+    };
+    let parsed: TypeStr = little
+        .parse()
+        .map_err(|_| Error::invalid_argument(format!("NumPy dtype '{typestr}' has no halo element type")))?;
+    element_type(&parsed)
+}
+
+/// NumPy's little-endian array-interface type string for `element_type` (`<f4`, `|b1`).
+///
+/// # Errors
+/// `Unimplemented` for element types NumPy lacks (bf16, f8).
+pub fn typestr_of(element_type: ElementType) -> Result<String> {
+    type_str(element_type).map(|t| t.to_string())
+}
+
 fn element_type(type_str: &TypeStr) -> Result<ElementType> {
     use NumericalType::*;
     let size = type_str.size_field();
