@@ -21,8 +21,11 @@ pub struct BenchmarkModuleArgs {
 
 /// Runs the benchmark and prints its report.
 pub fn run(registry: &DriverRegistry, args: &BenchmarkModuleArgs) -> Result<()> {
+    args.module.traced(|| run_untraced(registry, args))
+}
+
+fn run_untraced(registry: &DriverRegistry, args: &BenchmarkModuleArgs) -> Result<()> {
     let min_time = parse_min_time(&args.benchmark.min_time)?;
-    let _trace = args.module.start_trace()?;
     let prepared = args.module.prepare(registry)?;
     // One untimed call: first-call costs (lazy executable setup, page faults) are not per-call.
     call(&prepared)?;

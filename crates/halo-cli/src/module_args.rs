@@ -44,12 +44,18 @@ pub struct ModuleArgs {
 }
 
 impl ModuleArgs {
-    /// Starts the `--trace` timeline, if one was asked for; it is complete when dropped.
+    /// Runs `work` under the `--trace` timeline, if one was asked for.
     ///
     /// # Errors
-    /// The trace file cannot be created.
-    pub fn start_trace(&self) -> Result<Option<halo_runtime::trace::Trace>> {
-        self.trace.as_deref().map(halo_runtime::trace::Trace::start).transpose()
+    /// `work`'s error first; else the trace file cannot be created or completed.
+    pub fn traced(&self, work: impl FnOnce() -> Result<()>) -> Result<()> {
+        let trace = self
+            .trace
+            .as_deref()
+            .map(halo_runtime::trace::Trace::start)
+            .transpose()?;
+        work()?;
+        trace.map_or(Ok(()), halo_runtime::trace::Trace::finish)
     }
 }
 

@@ -40,7 +40,10 @@ pub struct RunModuleArgs {
 
 /// Runs the function and prints `EXEC @name` and its results.
 pub fn run(registry: &DriverRegistry, args: &RunModuleArgs) -> Result<()> {
-    let _trace = args.module.start_trace()?;
+    args.module.traced(|| run_untraced(registry, args))
+}
+
+fn run_untraced(registry: &DriverRegistry, args: &RunModuleArgs) -> Result<()> {
     let prepared = args.module.prepare(registry)?;
     let results = prepared.session.call(&prepared.function, &prepared.inputs)?;
     let device = &**prepared.session.device();

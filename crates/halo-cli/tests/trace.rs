@@ -1,5 +1,7 @@
 //! `--trace`: the timeline `run-module` and `benchmark-module` write is valid Chrome trace-event
-//! JSON with the runtime's spans, properly nested, in order.
+//! JSON with the runtime's spans, properly nested, in order, and a track per device queue.
+
+mod common;
 
 use serde_json::Value;
 use std::collections::HashMap;
@@ -12,15 +14,16 @@ fn models() -> &'static Path {
 
 /// Runs `halo <command>` on the CNN fixture with `--trace` and returns the trace's events.
 fn traced(command: &str, device: &str, extra: &[&str]) -> Vec<Value> {
-    let trace = tempfile_path(&format!("{command}-{device}"));
+    traced_module(command, device, "cnn.vmfb", extra)
+}
+
+fn traced_module(command: &str, device: &str, module: &str, extra: &[&str]) -> Vec<Value> {
+    let trace = tempfile_path(&format!("{command}-{}", device.replace(['/', ':', '?', '='], "_")));
     let output = Command::new(env!("CARGO_BIN_EXE_halo"))
         .current_dir(models())
-        .args([
-            command,
-            "--module=cnn.vmfb",
-            "--function=cnn",
-            "--input=@cnn.basic.0.npy",
-        ])
+        .arg(command)
+        .arg(format!("--module={module}"))
+        .args(["--function=cnn", "--input=@cnn.basic.0.npy"])
         .arg(format!("--device={device}"))
         .arg(format!("--trace={}", trace.display()))
         .args(extra)
@@ -43,11 +46,12 @@ fn name(event: &Value) -> &str {
     event["name"].as_str().unwrap_or("")
 }
 
-/// Checks every event has the fields trace viewers need and that spans nest on each thread;
-/// returns each span as (name, thread, begin, end, args).
+/// Checks every event has the fields trace viewers need and that spans nest on each thread and
+/// queue track; returns each span as (name, thread, begin, end, args).
 fn spans(events: &[Value]) -> Vec<(String, u64, f64, f64, Value)> {
     let mut open: HashMap<u64, Vec<&Value>> = HashMap::new();
     let mut closed = Vec::new();
+    let mut complete: HashMap<u64, Vec<(f64, f64)>> = HashMap::new();
     for event in events {
         let phase = event["ph"].as_str().expect("every event has a phase");
         if phase == "M" {
@@ -65,12 +69,64 @@ fn spans(events: &[Value]) -> Vec<(String, u64, f64, f64, Value)> {
                 assert!(start <= ts, "a span ends after it begins");
                 closed.push((name(event).to_string(), thread, start, ts, begin["args"].clone()));
             }
+            "X" => {
+                let end = ts + event["dur"].as_f64().expect("a complete event has a duration");
+                complete.entry(thread).or_default().push((ts, end));
+                closed.push((name(event).to_string(), thread, ts, end, event["args"].clone()));
+            }
             "i" | "I" => {}
             other => panic!("unexpected phase {other} in {event}"),
         }
     }
     assert!(open.values().all(Vec::is_empty), "every span ends: {open:?}");
+    for (track, mut slices) in complete {
+        slices.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for pair in slices.windows(2) {
+            assert!(pair[0].1 <= pair[1].0, "slices on track {track} overlap: {pair:?}");
+        }
+    }
     closed
+}
+
+/// The names of the tracks (threads and queues) by id.
+fn track_names(events: &[Value]) -> HashMap<u64, String> {
+    events
+        .iter()
+        .filter(|e| e["ph"] == "M" && name(e) == "thread_name")
+        .filter_map(|e| Some((e["tid"].as_u64()?, e["args"]["name"].as_str()?.to_string())))
+        .collect()
+}
+
+/// Checks that `driver`'s queue has a track with command-buffer executions inside the call.
+fn check_queue_track(events: &[Value], driver: &str) {
+    let spans = spans(events);
+    let tracks = track_names(events);
+    let call = spans.iter().find(|s| s.0 == "call").expect("a call span");
+    let executions: Vec<_> = spans
+        .iter()
+        .filter(|s| s.0 == "execute" && s.2 >= call.2 && s.2 <= call.3)
+        .collect();
+    // Vulkan's slice ends when its completion thread learns of it, which may be after the call.
+    assert!(
+        !executions.is_empty(),
+        "a command buffer started executing during the call"
+    );
+    for execution in &executions {
+        let track = tracks.get(&execution.1).map_or("", String::as_str);
+        assert!(
+            track.starts_with(driver) && track.contains("queue"),
+            "executions are on {driver}'s queue track, not '{track}'"
+        );
+        assert!(
+            execution.4["commands"].as_u64().is_some_and(|n| n > 0),
+            "{:?}",
+            execution.4
+        );
+    }
+    assert!(
+        spans.iter().any(|s| s.0 == "allocate" && s.4["size"].is_string()),
+        "allocations are traced"
+    );
 }
 
 fn check_cnn_call(events: &[Value]) {
@@ -113,13 +169,34 @@ fn check_cnn_call(events: &[Value]) {
 
 #[test]
 fn run_module_traces_a_call_on_local_sync() {
-    check_cnn_call(&traced("run-module", "local-sync", &[]));
+    let events = traced("run-module", "local-sync", &[]);
+    check_cnn_call(&events);
+    check_queue_track(&events, "local-sync");
+    // The queue runs each dispatch of local-sync inside the execution, on the caller's thread.
+    let spans = spans(&events);
+    let execution = spans.iter().find(|s| s.0 == "execute").expect("an execution");
+    assert!(spans
+        .iter()
+        .any(|s| s.0 == "dispatch" && s.2 >= execution.2 && s.3 <= execution.3));
+}
+
+#[test]
+fn run_module_traces_a_call_on_vulkan() {
+    if !common::vulkan_device_present() {
+        println!("skipped: run_module_traces_a_call_on_vulkan: no Vulkan device");
+        return;
+    }
+    let events = traced_module("run-module", "vulkan", "vulkan/cnn.vmfb", &[]);
+    check_queue_track(&events, "vulkan");
+    let spans = spans(&events);
+    assert!(spans.iter().any(|s| s.0 == "queue.execute"), "submissions are traced");
 }
 
 #[test]
 fn run_module_traces_a_call_on_local_task_across_its_workers() {
     let events = traced("run-module", "local-task", &[]);
     check_cnn_call(&events);
+    check_queue_track(&events, "local-task");
     let threads: std::collections::HashSet<_> = events
         .iter()
         .filter(|e| e["ph"] == "M" && name(e) == "thread_name")

@@ -148,6 +148,7 @@ impl Allocator for HeapAllocator {
 
     fn allocate_buffer(&self, params: BufferParams, size: u64) -> Result<Buffer> {
         let params = params.canonicalize();
+        let _span = tracing::info_span!("allocate", size, memory_type = ?params.memory_type).entered();
         Self::check_params(&params)?;
         let memory_type = Self::MEMORY_TYPE | (params.memory_type & MemoryType::DEVICE_LOCAL);
         let inner = HostAllocation::new(size, memory_type)?;

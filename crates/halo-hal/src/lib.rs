@@ -32,6 +32,7 @@ pub mod file;
 pub mod host_memory;
 pub mod memory;
 pub mod semaphore;
+pub mod trace;
 pub mod transfer;
 
 pub use allocator::{Allocator, AllocatorStatistics, HeapAllocator, MemoryHeap};

@@ -15,10 +15,10 @@ pub struct TraceWriter {
 #[pymethods]
 impl TraceWriter {
     /// Stops tracing and completes the file (again: nothing).
-    fn finish(&self, py: Python<'_>) {
+    fn finish(&self, py: Python<'_>) -> PyResult<()> {
         let trace = self.trace.lock().unwrap_or_else(|p| p.into_inner()).take();
         // Completing the file joins the trace's writer thread.
-        py.detach(move || drop(trace));
+        py.detach(move || trace.map_or(Ok(()), Trace::finish)).py()
     }
 }
 

@@ -97,6 +97,7 @@ impl Allocator for VulkanAllocator {
 
     fn allocate_buffer(&self, params: BufferParams, size: u64) -> Result<Buffer> {
         let params = params.canonicalize();
+        let _span = tracing::info_span!("allocate", size, memory_type = ?params.memory_type).entered();
         if params
             .usage
             .intersects(BufferUsage::MAPPING_SCOPED | BufferUsage::MAPPING_PERSISTENT)

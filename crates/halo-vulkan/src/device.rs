@@ -73,6 +73,8 @@ pub(crate) struct DeviceShared {
     retired_semaphores: Mutex<Vec<(vk::Semaphore, u64)>>,
     /// The pipeline that checks indirect workgroup counts, made on first use.
     indirect_guard: OnceLock<GuardPipeline>,
+    /// The queue's track in timelines.
+    pub(crate) track: halo_hal::trace::QueueTrack,
 }
 
 impl DeviceShared {
@@ -423,6 +425,7 @@ impl VulkanDevice {
             waiter,
             progress,
             retired_semaphores: Mutex::new(Vec::new()),
+            track: halo_hal::trace::QueueTrack::new(crate::driver::DRIVER_NAME),
             indirect_guard: OnceLock::new(),
         });
         Ok((shared, thread))

@@ -146,10 +146,16 @@ fn record_and_submit(shared: &Arc<DeviceShared>, wait: &Fence, signal: &Fence, w
             return Err(error);
         }
     };
+    // Covers the batch from its submission to the host's learning of its completion.
+    let span = match &work {
+        Work::Commands(command_buffer, _) => shared.track.execute(command_buffer),
+        Work::Nothing | Work::Keep(_) => tracing::Span::none(),
+    };
     let (wait, signal, device) = (wait.clone(), signal.clone(), shared.clone());
     shared.waiter.after_progress(
         done,
         Box::new(move |outcome| {
+            drop(span);
             let guard_outcome = match (&outcome, &recorded) {
                 (Ok(()), Some(recorded)) => recorded.check(),
                 _ => Ok(()),

@@ -5,6 +5,7 @@ use crate::command_buffer::execute_inline;
 use crate::executable::LocalExecutableCache;
 use crate::library::HostImport;
 use halo_hal::device::query_common_i64;
+use halo_hal::trace::QueueTrack;
 use halo_hal::{
     check_direct_copy, check_direct_fill, host_transfer, Allocator, Binding, Buffer, BufferParams, CommandBuffer,
     Device, DeviceInfo, ExecutableCache, Fence, HeapAllocator, QueueAffinity, Result, Timeout,
@@ -17,6 +18,7 @@ pub struct SyncDevice {
     info: DeviceInfo,
     allocator: HeapAllocator,
     executables: LocalExecutableCache,
+    track: QueueTrack,
 }
 
 impl SyncDevice {
@@ -26,6 +28,7 @@ impl SyncDevice {
             info,
             allocator: HeapAllocator::new(),
             executables: LocalExecutableCache::new(imports),
+            track: QueueTrack::new(DRIVER_NAME),
         }
     }
 
@@ -79,7 +82,10 @@ impl Device for SyncDevice {
             command_buffer.validate_submission(binding_table)?;
         }
         self.run_ordered(wait, signal, || match command_buffer {
-            Some(command_buffer) => execute_inline(command_buffer, binding_table),
+            Some(command_buffer) => {
+                let _queue = self.track.execute(command_buffer);
+                execute_inline(command_buffer, binding_table)
+            }
             None => Ok(()),
         })
     }

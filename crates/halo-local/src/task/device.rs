@@ -5,6 +5,7 @@ use super::executor::{on_worker_thread, Executor};
 use super::submission::{Queue, Work};
 use crate::executable::LocalExecutableCache;
 use halo_hal::device::query_common_i64;
+use halo_hal::trace::QueueTrack;
 use halo_hal::{
     Allocator, Binding, Buffer, BufferParams, CommandBuffer, Device, DeviceInfo, ExecutableCache, Fence, HeapAllocator,
     QueueAffinity, Result, Timeout,
@@ -31,7 +32,7 @@ impl TaskDevice {
             info,
             allocator: HeapAllocator::new(),
             executables: LocalExecutableCache::new(options.imports.clone()),
-            queue: Queue::new(executor, options.scheduling.clone()),
+            queue: Queue::new(executor, options.scheduling.clone(), QueueTrack::new(DRIVER_NAME)),
         })
     }
 

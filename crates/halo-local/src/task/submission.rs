@@ -8,6 +8,7 @@
 
 use super::executor::{Executor, Job};
 use crate::command_buffer::{run_region_inline, HostProgram};
+use halo_hal::trace::QueueTrack;
 use halo_hal::{Binding, Buffer, CommandBuffer, Error, Fence, Result, Timeout};
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -32,6 +33,7 @@ impl Default for SchedulingOptions {
 pub struct Queue {
     pub(crate) executor: Executor,
     options: SchedulingOptions,
+    track: QueueTrack,
     in_flight: Mutex<u64>,
     idle: Condvar,
     pending: Mutex<Vec<Weak<Submission>>>,
@@ -60,6 +62,8 @@ pub struct Submission {
     /// waiting on the signal can run (a transient buffer must be free again by then).
     work: Mutex<Option<Work>>,
     started: AtomicBool,
+    /// The execution's span on the queue's track, from its start to its finish.
+    span: Mutex<Option<tracing::Span>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -72,11 +76,12 @@ thread_local! {
 }
 
 impl Queue {
-    /// A queue running on `executor`.
-    pub fn new(executor: Executor, options: SchedulingOptions) -> Arc<Self> {
+    /// A queue running on `executor`, shown in timelines as `track`.
+    pub fn new(executor: Executor, options: SchedulingOptions, track: QueueTrack) -> Arc<Self> {
         Arc::new(Queue {
             executor,
             options,
+            track,
             in_flight: Mutex::new(0),
             idle: Condvar::new(),
             pending: Mutex::new(Vec::new()),
@@ -91,6 +96,7 @@ impl Queue {
             signal,
             work: Mutex::new(Some(work)),
             started: AtomicBool::new(false),
+            span: Mutex::new(None),
         });
         {
             let mut pending = lock(&self.pending);
@@ -193,11 +199,17 @@ impl Submission {
     }
 
     fn start(self: Arc<Self>) {
-        if matches!(*lock(&self.work), Some(Work::Execute { .. })) {
-            self.advance(0);
-        } else {
-            self.finish(Ok(()));
+        let span = match &*lock(&self.work) {
+            Some(Work::Execute { command_buffer, .. }) => Some(self.queue.track.execute(command_buffer)),
+            _ => None,
+        };
+        let Some(span) = span else {
+            return self.finish(Ok(()));
+        };
+        if !span.is_disabled() {
+            *lock(&self.span) = Some(span);
         }
+        self.advance(0);
     }
 
     /// Runs regions from `index` on, then finishes, unless a region went to the workers as a job
@@ -259,6 +271,7 @@ impl Submission {
 
     fn finish(&self, outcome: Result<()>) {
         drop(lock(&self.work).take());
+        drop(lock(&self.span).take());
         match outcome {
             // A user may have failed the signal semaphore meanwhile; that failure stands.
             Ok(()) => {

@@ -1,23 +1,28 @@
 //! Timelines of what the runtime does, as Chrome trace-event JSON that `ui.perfetto.dev` and
 //! `chrome://tracing` open: one track per thread (the caller's, each `local-task` worker), with
 //! spans for calls, VM imports (the `hal` calls), queue submissions, dispatches (export name,
-//! workgroup count, the workgroups each thread ran), transfers and semaphore waits, and an event
-//! per semaphore signal.
+//! workgroup count, the workgroups each thread ran), transfers, allocations and semaphore waits,
+//! and an event per semaphore signal; and one track per device queue, with a slice for each
+//! command buffer's execution (see [`halo_hal::trace`]).
 //!
 //! The spans come from the `tracing` crate throughout halo. Until a trace starts no subscriber
 //! listens, so each span costs one check of a global level; a trace installs a process-wide
 //! subscriber the first time, and later traces reuse it.
 
+mod queue_tracks;
+
 use halo_hal::{Error, Result};
+use queue_tracks::{QueueTracks, Slices};
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
 use tracing_chrome::{ChromeLayer, ChromeLayerBuilder, FlushGuard};
-use tracing_subscriber::layer::SubscriberExt;
-use tracing_subscriber::{reload, Registry};
+use tracing_subscriber::layer::{Layered, SubscriberExt};
+use tracing_subscriber::{reload, Layer as _, Registry};
 
-type Layer = Option<ChromeLayer<Registry>>;
+type Layer = Option<Layered<QueueTracks, ChromeLayer<Registry>, Registry>>;
 
 /// The process's trace subscriber: a slot the running trace's layer is put into.
 struct Installed {
@@ -45,6 +50,7 @@ fn installed() -> Result<&'static Installed> {
 /// A trace being written; dropping it (or [`Trace::finish`]) completes the file.
 pub struct Trace {
     guard: Option<FlushGuard>,
+    queue_slices: Slices,
     path: PathBuf,
 }
 
@@ -69,13 +75,17 @@ impl Trace {
             .writer(BufWriter::new(file))
             .include_args(true)
             .build();
+        // The writer counts time from its creation, just now.
+        let queues = QueueTracks::new(Instant::now());
+        let queue_slices = queues.slices();
         installed
             .handle
-            .reload(Some(layer))
+            .reload(Some(layer.and_then(queues)))
             .map_err(|e| Error::internal(format!("starting the trace: {e}")))?;
         *running = Some(path.to_path_buf());
         Ok(Trace {
             guard: Some(guard),
+            queue_slices,
             path: path.to_path_buf(),
         })
     }
@@ -86,23 +96,28 @@ impl Trace {
     }
 
     /// Stops tracing and completes the file.
-    pub fn finish(mut self) {
-        self.stop();
+    ///
+    /// # Errors
+    /// `DataLoss` when the queue tracks cannot be added to the file.
+    pub fn finish(mut self) -> Result<()> {
+        self.stop()
     }
 
-    fn stop(&mut self) {
-        let Some(guard) = self.guard.take() else { return };
-        if let Ok(installed) = installed() {
-            // Spans end and the writer thread finishes the JSON when the layer and guard go.
-            let _ = installed.handle.reload(None);
-            drop(guard);
-            *installed.running.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        }
+    fn stop(&mut self) -> Result<()> {
+        let Some(guard) = self.guard.take() else { return Ok(()) };
+        let installed = installed()?;
+        // Spans end and the writer thread finishes the JSON when the layer and guard go.
+        let _ = installed.handle.reload(None);
+        drop(guard);
+        let appended = queue_tracks::append(&self.path, &self.queue_slices);
+        *installed.running.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        appended
     }
 }
 
 impl Drop for Trace {
     fn drop(&mut self) {
-        self.stop();
+        // A trace dropped without `finish` (an early error return) keeps what it could write.
+        let _ = self.stop();
     }
 }
