@@ -44,6 +44,7 @@ fn _halo(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<module::Module>()?;
     module.add_class::<module::Function>()?;
     module.add_class::<array::Array>()?;
+    module.add_class::<trace::TraceWriter>()?;
     module.add_function(wrap_pyfunction!(device::drivers, module)?)?;
     module.add_function(wrap_pyfunction!(device::devices, module)?)?;
     module.add_function(wrap_pyfunction!(module::load, module)?)?;

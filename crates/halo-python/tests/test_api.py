@@ -163,6 +163,66 @@ def test_dlpack_goes_both_ways_without_a_copy():
     np.testing.assert_array_equal(back, x)
 
 
+def test_torch_tensors_go_both_ways_without_a_copy():
+    torch = pytest.importorskip(
+        "torch", reason="test_torch_tensors_go_both_ways_without_a_copy: PyTorch is not installed"
+    )
+    module = halo.load(MODELS / "tiny_add.vmfb", device="local-task")
+    x = torch.from_numpy(aligned(np.arange(4, dtype=np.float32)))
+    device = halo.Device("local-task")
+    put = device.put(x)
+    assert np.from_dlpack(put).ctypes.data == x.data_ptr(), "a tensor goes in without a copy"
+    result = module.tiny_add(x, x)
+    out = torch.from_dlpack(result)
+    assert out.data_ptr() == result.numpy().ctypes.data, "a result comes out without a copy"
+    torch.testing.assert_close(out, x + x)
+
+
+def test_jax_arrays_go_in_and_results_come_back_as_jax_arrays():
+    jnp = pytest.importorskip(
+        "jax.numpy", reason="test_jax_arrays_go_in_and_results_come_back_as_jax_arrays: JAX is not installed"
+    )
+    module = halo.load(MODELS / "tiny_add.vmfb", device="local-task")
+    x = jnp.arange(4, dtype=jnp.float32)
+    result = module.tiny_add(x, x)
+    back = jnp.from_dlpack(result)
+    np.testing.assert_array_equal(np.asarray(back), np.arange(4, dtype=np.float32) * 2)
+    # A JAX result goes back in as an input too.
+    np.testing.assert_array_equal(module.tiny_add(back, x).numpy(), np.arange(4, dtype=np.float32) * 3)
+
+
+VM_FIXTURES = MODELS.parent / "vm"
+
+
+@pytest.mark.parametrize("code", range(1, 19))
+def test_every_status_code_raises_its_own_class(code):
+    module = halo.load(VM_FIXTURES / "fail.vmfb", device="local-sync")
+    with pytest.raises(halo.Error) as raised:
+        module.fail_with(code)
+    error = raised.value
+    name = error.code
+    expected = "".join(part.capitalize() for part in name.split("_")) + "Error"
+    assert type(error) is getattr(halo, expected), f"code {code} ({name}) raised {type(error).__name__}"
+    assert "requested failure" in str(error)
+
+
+def test_a_status_number_is_read_modulo_32_as_iree_does():
+    module = halo.load(VM_FIXTURES / "fail.vmfb", device="local-sync")
+    with pytest.raises(halo.InvalidArgumentError) as raised:
+        module.fail_with(99)
+    assert raised.value.code == "INVALID_ARGUMENT"
+
+
+def test_every_error_class_is_a_distinct_subclass_of_error():
+    classes = [
+        value
+        for name, value in vars(halo).items()
+        if isinstance(value, type) and issubclass(value, halo.Error) and value is not halo.Error
+    ]
+    assert len(classes) == 18, [c.__name__ for c in classes]
+    assert all(issubclass(c, Exception) for c in classes)
+
+
 def test_benchmark_reports_per_call_times():
     module = halo.load(MODELS / "tiny_add.vmfb")
     x = np.ones(4, np.float32)

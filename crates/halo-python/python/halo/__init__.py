@@ -37,6 +37,7 @@ from ._halo import (
     OutOfRangeError,
     PermissionDeniedError,
     ResourceExhaustedError,
+    TraceWriter,
     UnauthenticatedError,
     UnavailableError,
     UnimplementedError,
@@ -74,6 +75,7 @@ __all__ = [
     "OutOfRangeError",
     "PermissionDeniedError",
     "ResourceExhaustedError",
+    "TraceWriter",
     "UnauthenticatedError",
     "UnavailableError",
     "UnimplementedError",
@@ -82,6 +84,7 @@ __all__ = [
     "drivers",
     "load",
     "parse_tensor",
+    "start_trace",
     "trace",
 ]
 
