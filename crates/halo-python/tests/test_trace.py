@@ -25,6 +25,9 @@ def spans(events):
             assert begin["name"] == event["name"]
             assert begin["ts"] <= event["ts"]
             closed.append((event["name"], event["tid"], begin["ts"], event["ts"], begin.get("args", {})))
+        elif event["ph"] == "X":
+            end = event["ts"] + event["dur"]
+            closed.append((event["name"], event["tid"], event["ts"], end, event.get("args", {})))
     assert all(not stack for stack in open_spans.values())
     return closed
 
@@ -44,6 +47,26 @@ def test_a_traced_call_shows_its_dispatches_inside_it(tmp_path, device):
     assert all(start <= s[2] and s[3] <= end for s in dispatches)
     imports = [s[4]["name"] for s in found if s[0] == "vm.import" and s[1] == caller and start <= s[2] <= end]
     assert '"hal.device.queue.execute.indirect"' in imports and '"hal.fence.await"' in imports
+
+
+@pytest.mark.parametrize("device", ["local-sync", "local-task"])
+def test_the_device_queue_has_a_track_with_each_execution(tmp_path, device):
+    module = halo.load(MODELS / "cnn.vmfb", device=device)
+    image = np.load(MODELS / "cnn.basic.0.npy")
+    with halo.trace(tmp_path / "trace.json") as path:
+        module.cnn(image)
+    events = json.loads(path.read_text())
+    tracks = {e["tid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    found = spans(events)
+    call = next(s for s in found if s[0] == "call")
+    executions = [s for s in found if s[0] == "execute"]
+    assert executions, "a command buffer's execution"
+    for execution in executions:
+        assert tracks[execution[1]].startswith(f"{device} device") and tracks[execution[1]].endswith("queue")
+        assert call[2] <= execution[2] and execution[3] <= call[3]
+        assert execution[4]["commands"] > 0
+    dispatches = [s for s in found if s[0] == "dispatch"]
+    assert all(any(e[2] <= d[2] and d[3] <= e[3] for e in executions) for d in dispatches)
 
 
 def test_nothing_is_traced_outside_the_block_and_traces_can_follow_each_other(tmp_path):
