@@ -17,6 +17,7 @@ mod output;
 mod registry;
 mod run_executable;
 mod run_module;
+mod serve;
 
 use clap::{Parser, Subcommand};
 
@@ -61,6 +62,9 @@ enum Command {
     /// Times dispatches of one export of an executable, like `iree-benchmark-executable`.
     #[command(name = "benchmark-executable")]
     BenchmarkExecutable(benchmark_executable::BenchmarkArgs),
+    /// Serves a function of a module over the Open Inference Protocol (KServe v2 HTTP/REST)
+    /// until Ctrl-C or SIGTERM.
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -82,6 +86,7 @@ fn main() -> ExitCode {
         Command::BenchmarkModule(args) => benchmark_module::run(&registry, &args),
         Command::RunModule(args) => run_module::run(&registry, &args),
         Command::DumpModule { module } => dump_module::run(&module),
+        Command::Serve(args) => serve::run(registry, &args),
     };
     match result.and_then(|()| output::flush()) {
         Ok(()) => ExitCode::SUCCESS,

@@ -104,6 +104,34 @@ impl Function {
             .map(|arg| arg.split_once(": ").map_or(arg.as_str(), |(_, ty)| ty).to_string())
     }
 
+    /// The declared inputs as (name, type) pairs (`("input0", "tensor<4xf32>")`), from the
+    /// declaration; empty without one.
+    pub fn declared_inputs(&self) -> Vec<(String, String)> {
+        let Some(declaration) = self.declaration.as_deref() else {
+            return Vec::new();
+        };
+        let Some(open) = declaration.find('(') else {
+            return Vec::new();
+        };
+        split_top_level(&declaration[open + 1..])
+            .iter()
+            .map(|item| named(item))
+            .collect()
+    }
+
+    /// The declared results as (name, type) pairs, from the declaration; empty without one.
+    pub fn declared_outputs(&self) -> Vec<(String, String)> {
+        let Some((_, results)) = self.declaration.as_deref().and_then(|d| d.rsplit_once("->")) else {
+            return Vec::new();
+        };
+        let results = results.trim();
+        let items = match results.strip_prefix('(') {
+            Some(list) => split_top_level(list),
+            None => vec![results.to_string()],
+        };
+        items.iter().map(|item| named(item)).collect()
+    }
+
     /// Checks `inputs` against the function's inputs: count and kind, naming the declaration.
     ///
     /// # Errors
@@ -154,6 +182,14 @@ fn kind_name(kind: char) -> &'static str {
     }
 }
 
+/// `%input0: tensor<4xf32>` as `("input0", "tensor<4xf32>")`; an unnamed item has no name.
+fn named(item: &str) -> (String, String) {
+    match item.split_once(": ") {
+        Some((name, ty)) => (name.trim_start_matches('%').to_string(), ty.trim().to_string()),
+        None => (String::new(), item.trim().to_string()),
+    }
+}
+
 /// The comma-separated items of a parenthesized list, up to its closing parenthesis.
 fn split_top_level(text: &str) -> Vec<String> {
     let mut items = Vec::new();
@@ -181,7 +217,16 @@ fn split_top_level(text: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::split_top_level;
+    use super::{named, split_top_level};
+
+    #[test]
+    fn declared_items_lose_the_percent_sign_and_keep_their_type() {
+        assert_eq!(
+            named("%input0: tensor<2x?xf32>"),
+            ("input0".into(), "tensor<2x?xf32>".into())
+        );
+        assert_eq!(named("tensor<4xf32>"), (String::new(), "tensor<4xf32>".into()));
+    }
 
     #[test]
     fn declarations_split_at_top_level_commas_only() {

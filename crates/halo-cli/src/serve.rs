@@ -1,0 +1,81 @@
+//! `halo serve`: a module's function served over the Open Inference Protocol's HTTP/REST API.
+
+use halo_hal::{DriverRegistry, Error, Result};
+use halo_serve::{ModelConfig, Server, ServerConfig};
+use std::net::TcpListener;
+use std::path::PathBuf;
+
+/// The arguments of `halo serve`.
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    /// The module file(s) to load, dependencies first; the model is named after the last.
+    #[arg(long = "module", required = true)]
+    pub modules: Vec<PathBuf>,
+    /// The function each inference request calls.
+    #[arg(long)]
+    pub function: String,
+    /// The model's name (default: the last module file's stem).
+    #[arg(long)]
+    pub model_name: Option<String>,
+    /// The model's version.
+    #[arg(long, default_value = "1")]
+    pub model_version: String,
+    /// Device URI(s); the first is the default device.
+    #[arg(long = "device", default_value = "local-task")]
+    pub devices: Vec<String>,
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// The HTTP port (0: any free port, printed at start).
+    #[arg(long, default_value_t = 8000)]
+    pub http_port: u16,
+    /// Requests per model that run at once.
+    #[arg(long, default_value_t = 4)]
+    pub max_concurrency: usize,
+    /// Requests per model that may wait beyond those; more get `503`.
+    #[arg(long, default_value_t = 64)]
+    pub max_queue: usize,
+    /// The largest request body accepted, in bytes.
+    #[arg(long, default_value_t = 64 << 20)]
+    pub max_request_bytes: usize,
+}
+
+/// Loads the model and serves it until Ctrl-C or `SIGTERM`.
+pub fn run(registry: DriverRegistry, args: &ServeArgs) -> Result<()> {
+    let last = args
+        .modules
+        .last()
+        .ok_or_else(|| Error::invalid_argument("--module is required"))?;
+    let name = match &args.model_name {
+        Some(name) => name.clone(),
+        None => last
+            .file_stem()
+            .map(|stem| stem.to_string_lossy().into_owned())
+            .ok_or_else(|| Error::invalid_argument(format!("cannot name a model after '{}'", last.display())))?,
+    };
+    let model = ModelConfig {
+        name: name.clone(),
+        version: args.model_version.clone(),
+        modules: args.modules.clone(),
+        function: args.function.clone(),
+        devices: args.devices.clone(),
+        max_concurrency: args.max_concurrency,
+        max_queue: args.max_queue,
+    };
+    let instance = halo_runtime::Instance::with_registry(registry);
+    let server = Server::load(
+        &instance,
+        ServerConfig {
+            models: vec![model],
+            max_request_bytes: args.max_request_bytes,
+        },
+    )?;
+    let address = format!("{}:{}", args.host, args.http_port);
+    let listener =
+        TcpListener::bind(&address).map_err(|e| Error::unavailable(format!("cannot listen on {address}: {e}")))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| Error::unavailable(format!("cannot listen on {address}: {e}")))?;
+    eprintln!("halo: serving model '{name}' on http://{bound}/v2/models/{name}");
+    server.serve(listener, halo_serve::server::termination_signal())
+}

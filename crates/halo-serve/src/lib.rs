@@ -1,0 +1,17 @@
+//! halo's model server: IREE-compiled modules served over the Open Inference Protocol (KServe
+//! v2, also spoken by Triton and its clients), so serving platforms can put halo behind their
+//! load balancers and scale it out.
+//!
+//! Each model is one exported function of a loaded module. Its inputs and outputs, with the
+//! protocol's datatypes and shapes, come from the declaration `iree-compile` records for the
+//! function. Requests run on blocking threads, at most `max_concurrency` at once per model, with
+//! up to `max_queue` more waiting; beyond that a request is refused with `503`.
+
+pub mod datatype;
+pub mod http;
+pub mod model;
+pub mod protocol;
+pub mod server;
+
+pub use model::{Model, ModelConfig};
+pub use server::{Server, ServerConfig};

@@ -1,0 +1,365 @@
+//! A served model: one function of a loaded module, its inputs and outputs as the protocol
+//! describes them, and the admission limits that bound its concurrent work.
+
+use crate::datatype::datatype_of;
+use halo_hal::buffer_view_text::element_count;
+use halo_hal::{ElementType, Error, HostTensor, Result, ResultExt};
+use halo_runtime::{Function, Instance, Session, Value};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Where a model comes from and how it is served.
+#[derive(Debug, Clone)]
+pub struct ModelConfig {
+    /// The name clients address it by.
+    pub name: String,
+    /// Its version string (`"1"` unless configured).
+    pub version: String,
+    /// Its module files, in load order (dependencies first).
+    pub modules: Vec<PathBuf>,
+    /// The exported function a request calls.
+    pub function: String,
+    /// Device URIs, the first the default (`local-task`).
+    pub devices: Vec<String>,
+    /// Requests that may run at once.
+    pub max_concurrency: usize,
+    /// Requests that may wait for a turn beyond those; more are refused as unavailable.
+    pub max_queue: usize,
+}
+
+/// One input or output as the protocol describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TensorSpec {
+    /// Its name (`input0`, `output0`, as the compiler declared it).
+    pub name: String,
+    /// The protocol's datatype (`FP32`).
+    pub datatype: &'static str,
+    /// The element type the function takes or returns.
+    pub element_type: ElementType,
+    /// Its dimensions; `-1` where dynamic. Empty for a scalar.
+    pub shape: Vec<i64>,
+    /// Whether the function takes it as a scalar VM value rather than a tensor.
+    pub scalar: bool,
+}
+
+impl TensorSpec {
+    /// The spec of a declared `(name, type)`: `tensor<1x?xf32>`, `f32`, `i64`.
+    fn declared(name: &str, ty: &str) -> Result<TensorSpec> {
+        let (shape, element, scalar) = match ty.strip_prefix("tensor<").and_then(|t| t.strip_suffix('>')) {
+            Some(inner) => {
+                let mut parts: Vec<&str> = inner.split('x').collect();
+                let element = parts.pop().unwrap_or_default();
+                let shape = parts
+                    .iter()
+                    .map(|d| if *d == "?" { Ok(-1) } else { d.parse::<i64>() })
+                    .collect::<std::result::Result<Vec<_>, _>>()
+                    .map_err(|_| Error::unimplemented(format!("'{name}' has a shape the server cannot read: {ty}")))?;
+                (shape, element, false)
+            }
+            None => (Vec::new(), ty, true),
+        };
+        let element_type = ElementType::parse(element)?;
+        let datatype = datatype_of(element_type)
+            .ok_or_else(|| Error::unimplemented(format!("'{name}' is {ty}, which the protocol has no datatype for")))?;
+        Ok(TensorSpec {
+            name: name.to_string(),
+            datatype,
+            element_type,
+            shape,
+            scalar,
+        })
+    }
+
+    /// Checks a request's `shape` against this spec's.
+    fn check_shape(&self, shape: &[u64]) -> Result<()> {
+        let fits = shape.len() == self.shape.len()
+            && shape
+                .iter()
+                .zip(&self.shape)
+                .all(|(&given, &declared)| declared < 0 || given as i64 == declared);
+        if fits {
+            Ok(())
+        } else {
+            Err(Error::invalid_argument(format!(
+                "input '{}' has shape {shape:?}; the model takes {:?}",
+                self.name, self.shape
+            )))
+        }
+    }
+}
+
+/// A request's input, decoded.
+#[derive(Debug, Clone)]
+pub struct InputTensor {
+    /// Which input it is.
+    pub name: String,
+    /// The datatype the client named.
+    pub datatype: String,
+    /// Its dimensions.
+    pub shape: Vec<u64>,
+    /// Its little-endian element bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// A result, read back to the host.
+#[derive(Debug, Clone)]
+pub struct OutputTensor {
+    /// Its name.
+    pub name: String,
+    /// Its dimensions.
+    pub shape: Vec<u64>,
+    /// Its element type.
+    pub element_type: ElementType,
+    /// Its little-endian element bytes.
+    pub bytes: Vec<u8>,
+}
+
+impl OutputTensor {
+    /// The protocol's datatype for it.
+    pub fn datatype(&self) -> &'static str {
+        datatype_of(self.element_type).unwrap_or("BYTES")
+    }
+}
+
+/// A loaded model.
+pub struct Model {
+    config: ModelConfig,
+    session: Session,
+    function: Function,
+    inputs: Vec<TensorSpec>,
+    outputs: Vec<TensorSpec>,
+    /// Requests admitted and not yet answered (running or waiting).
+    admitted: AtomicUsize,
+    running: tokio::sync::Semaphore,
+}
+
+/// A request's place in a model's admission: released when dropped.
+pub struct Admission<'a> {
+    model: &'a Model,
+}
+
+impl Drop for Admission<'_> {
+    fn drop(&mut self) {
+        self.model.admitted.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Model {
+    /// Loads the modules of `config` on its devices and finds its function.
+    ///
+    /// # Errors
+    /// Device creation, loading, a missing function, or a declaration the protocol cannot
+    /// describe, each naming the model.
+    pub fn load(instance: &Instance, config: ModelConfig) -> Result<Model> {
+        let loaded =
+            Self::load_session(instance, &config).with_context(|| format!("loading model '{}'", config.name))?;
+        let (session, function, inputs, outputs) = loaded;
+        Ok(Model {
+            running: tokio::sync::Semaphore::new(config.max_concurrency.max(1)),
+            config,
+            session,
+            function,
+            inputs,
+            outputs,
+            admitted: AtomicUsize::new(0),
+        })
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn load_session(
+        instance: &Instance,
+        config: &ModelConfig,
+    ) -> Result<(Session, Function, Vec<TensorSpec>, Vec<TensorSpec>)> {
+        let uris: Vec<&str> = config.devices.iter().map(String::as_str).collect();
+        let mut session = Session::new(instance, &uris)?;
+        for module in &config.modules {
+            session.load_module_file(module)?;
+        }
+        let function = session.function(&config.function)?;
+        let specs = |declared: Vec<(String, String)>, prefix: &str| {
+            declared
+                .iter()
+                .enumerate()
+                .map(|(index, (name, ty))| {
+                    let name = if name.is_empty() {
+                        format!("{prefix}{index}")
+                    } else {
+                        name.clone()
+                    };
+                    TensorSpec::declared(&name, ty)
+                })
+                .collect::<Result<Vec<_>>>()
+        };
+        let inputs = specs(function.declared_inputs(), "input")?;
+        let outputs = specs(function.declared_outputs(), "output")?;
+        if inputs.len() != function.argument_kinds().len() {
+            return Err(Error::unimplemented(format!(
+                "function '{}' has no declaration of its {} inputs (compile it with iree-compile's ABI declarations)",
+                config.function,
+                function.argument_kinds().len()
+            )));
+        }
+        Ok((session, function, inputs, outputs))
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+
+    /// Its inputs, in the function's order.
+    pub fn inputs(&self) -> &[TensorSpec] {
+        &self.inputs
+    }
+
+    /// Its outputs, in the function's order.
+    pub fn outputs(&self) -> &[TensorSpec] {
+        &self.outputs
+    }
+
+    /// Admits a request when fewer than `max_concurrency + max_queue` are in the model.
+    ///
+    /// # Errors
+    /// `Unavailable` naming the model and its limits when it is full.
+    pub fn admit(&self) -> Result<Admission<'_>> {
+        let limit = self.config.max_concurrency.max(1) + self.config.max_queue;
+        let admitted = self
+            .admitted
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < limit).then_some(n + 1));
+        match admitted {
+            Ok(_) => Ok(Admission { model: self }),
+            Err(_) => Err(Error::unavailable(format!(
+                "model '{}' is busy: {} requests running and {} queued",
+                self.config.name,
+                self.config.max_concurrency.max(1),
+                self.config.max_queue
+            ))),
+        }
+    }
+
+    /// Waits for a turn to run among the admitted requests.
+    pub async fn turn(&self) -> tokio::sync::SemaphorePermit<'_> {
+        self.running.acquire().await.expect("the semaphore is never closed")
+    }
+
+    /// Calls the function with `inputs` (matched to its inputs by name) on the calling thread
+    /// and reads every result back.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a missing, unknown or repeated input, a wrong datatype, shape or
+    /// byte count; the call's own errors.
+    pub fn infer(&self, inputs: Vec<InputTensor>) -> Result<Vec<OutputTensor>> {
+        let values = self.input_values(inputs)?;
+        let results = self.session.call(&self.function, &values)?;
+        results
+            .iter()
+            .enumerate()
+            .map(|(index, value)| self.output(index, value))
+            .collect()
+    }
+
+    fn input_values(&self, mut inputs: Vec<InputTensor>) -> Result<Vec<Value>> {
+        if let Some(unknown) = inputs.iter().find(|i| !self.inputs.iter().any(|s| s.name == i.name)) {
+            return Err(Error::invalid_argument(format!(
+                "model '{}' has no input '{}'; its inputs are {:?}",
+                self.config.name,
+                unknown.name,
+                self.inputs.iter().map(|s| &s.name).collect::<Vec<_>>()
+            )));
+        }
+        self.inputs
+            .iter()
+            .map(|spec| {
+                let position = inputs.iter().position(|i| i.name == spec.name).ok_or_else(|| {
+                    Error::invalid_argument(format!(
+                        "the request lacks input '{}' of model '{}'",
+                        spec.name, self.config.name
+                    ))
+                })?;
+                let input = inputs.swap_remove(position);
+                if inputs.iter().any(|i| i.name == spec.name) {
+                    return Err(Error::invalid_argument(format!("input '{}' is given twice", spec.name)));
+                }
+                self.input_value(spec, input)
+            })
+            .collect()
+    }
+
+    fn input_value(&self, spec: &TensorSpec, input: InputTensor) -> Result<Value> {
+        if input.datatype != spec.datatype {
+            return Err(Error::invalid_argument(format!(
+                "input '{}' is {}; the model takes {}",
+                spec.name, input.datatype, spec.datatype
+            )));
+        }
+        spec.check_shape(&input.shape)?;
+        let expected = element_count(&input.shape).saturating_mul(spec.element_type.byte_size() as u64);
+        if input.bytes.len() as u64 != expected {
+            return Err(Error::invalid_argument(format!(
+                "input '{}' of shape {:?} needs {expected} bytes of {} but has {}",
+                spec.name,
+                input.shape,
+                spec.datatype,
+                input.bytes.len()
+            )));
+        }
+        if spec.scalar {
+            return scalar_value(spec, &input.bytes);
+        }
+        let tensor = HostTensor {
+            shape: input.shape,
+            element_type: spec.element_type,
+            bytes: input.bytes,
+        };
+        self.session.tensor_input(&tensor)
+    }
+
+    fn output(&self, index: usize, value: &Value) -> Result<OutputTensor> {
+        let name = self
+            .outputs
+            .get(index)
+            .map_or_else(|| format!("output{index}"), |s| s.name.clone());
+        let tensor = match value {
+            Value::I32(v) => scalar_tensor(ElementType::parse("i32")?, &v.to_le_bytes()),
+            Value::I64(v) => scalar_tensor(ElementType::parse("i64")?, &v.to_le_bytes()),
+            Value::F32(v) => scalar_tensor(ElementType::parse("f32")?, &v.to_le_bytes()),
+            Value::F64(v) => scalar_tensor(ElementType::parse("f64")?, &v.to_le_bytes()),
+            Value::Ref(_) => halo_runtime::tensor::to_host(self.session.device().as_ref(), value)
+                .with_context(|| format!("reading output '{name}'"))?,
+        };
+        Ok(OutputTensor {
+            name,
+            shape: tensor.shape,
+            element_type: tensor.element_type,
+            bytes: tensor.bytes,
+        })
+    }
+}
+
+fn scalar_tensor(element_type: ElementType, bytes: &[u8]) -> HostTensor {
+    HostTensor {
+        shape: Vec::new(),
+        element_type,
+        bytes: bytes.to_vec(),
+    }
+}
+
+fn scalar_value(spec: &TensorSpec, bytes: &[u8]) -> Result<Value> {
+    let word = |n: usize| -> [u8; 8] {
+        let mut wide = [0u8; 8];
+        wide[..n].copy_from_slice(&bytes[..n]);
+        wide
+    };
+    Ok(match (spec.datatype, bytes.len()) {
+        ("FP32", 4) => Value::F32(f32::from_le_bytes(bytes.try_into().unwrap_or_default())),
+        ("FP64", 8) => Value::F64(f64::from_le_bytes(word(8))),
+        ("INT64" | "UINT64", 8) => Value::I64(i64::from_le_bytes(word(8))),
+        ("INT32" | "UINT32", 4) => Value::I32(i32::from_le_bytes(bytes.try_into().unwrap_or_default())),
+        _ => {
+            return Err(Error::unimplemented(format!(
+                "scalar input '{}' of datatype {}",
+                spec.name, spec.datatype
+            )))
+        }
+    })
+}
