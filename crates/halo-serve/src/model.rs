@@ -151,25 +151,11 @@ impl Model {
     /// Device creation, loading, a missing function, or a declaration the protocol cannot
     /// describe, each naming the model.
     pub fn load(instance: &Instance, config: ModelConfig) -> Result<Model> {
-        let loaded =
-            Self::load_session(instance, &config).with_context(|| format!("loading model '{}'", config.name))?;
-        let (session, function, inputs, outputs) = loaded;
-        Ok(Model {
-            running: tokio::sync::Semaphore::new(config.max_concurrency.max(1)),
-            config,
-            session,
-            function,
-            inputs,
-            outputs,
-            admitted: AtomicUsize::new(0),
-        })
+        let name = config.name.clone();
+        Self::build(instance, config).with_context(|| format!("loading model '{name}'"))
     }
 
-    #[allow(clippy::type_complexity)]
-    fn load_session(
-        instance: &Instance,
-        config: &ModelConfig,
-    ) -> Result<(Session, Function, Vec<TensorSpec>, Vec<TensorSpec>)> {
+    fn build(instance: &Instance, config: ModelConfig) -> Result<Model> {
         let uris: Vec<&str> = config.devices.iter().map(String::as_str).collect();
         let mut session = Session::new(instance, &uris)?;
         for module in &config.modules {
@@ -199,7 +185,15 @@ impl Model {
                 function.argument_kinds().len()
             )));
         }
-        Ok((session, function, inputs, outputs))
+        Ok(Model {
+            running: tokio::sync::Semaphore::new(config.max_concurrency.max(1)),
+            config,
+            session,
+            function,
+            inputs,
+            outputs,
+            admitted: AtomicUsize::new(0),
+        })
     }
 
     /// Its configuration.
@@ -258,14 +252,23 @@ impl Model {
             .collect()
     }
 
-    fn input_values(&self, mut inputs: Vec<InputTensor>) -> Result<Vec<Value>> {
-        if let Some(unknown) = inputs.iter().find(|i| !self.inputs.iter().any(|s| s.name == i.name)) {
-            return Err(Error::invalid_argument(format!(
-                "model '{}' has no input '{}'; its inputs are {:?}",
+    /// The input called `name`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` naming the model's inputs when it has none of that name.
+    pub fn input_spec(&self, name: &str) -> Result<&TensorSpec> {
+        self.inputs.iter().find(|s| s.name == name).ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "model '{}' has no input '{name}'; its inputs are {:?}",
                 self.config.name,
-                unknown.name,
                 self.inputs.iter().map(|s| &s.name).collect::<Vec<_>>()
-            )));
+            ))
+        })
+    }
+
+    fn input_values(&self, mut inputs: Vec<InputTensor>) -> Result<Vec<Value>> {
+        for input in &inputs {
+            self.input_spec(&input.name)?;
         }
         self.inputs
             .iter()

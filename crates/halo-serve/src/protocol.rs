@@ -134,14 +134,7 @@ pub fn decode_inputs(model: &Model, inputs: Vec<RequestInput>) -> Result<Vec<Inp
     inputs
         .into_iter()
         .map(|input| {
-            let spec = model.inputs().iter().find(|s| s.name == input.name).ok_or_else(|| {
-                Error::invalid_argument(format!(
-                    "model '{}' has no input '{}'; its inputs are {:?}",
-                    model.config().name,
-                    input.name,
-                    model.inputs().iter().map(|s| &s.name).collect::<Vec<_>>()
-                ))
-            })?;
+            let spec = model.input_spec(&input.name)?;
             decode_input(spec.element_type, input)
         })
         .collect()
