@@ -27,11 +27,6 @@ impl QueueTrack {
         }
     }
 
-    /// The track's name in a timeline.
-    pub fn label(&self) -> &str {
-        &self.label
-    }
-
     /// A span covering `command_buffer`'s execution on this queue, from its start to its
     /// completion; drop it when the work is done.
     pub fn execute(&self, command_buffer: &CommandBuffer) -> tracing::Span {

@@ -89,6 +89,7 @@ impl Device for TaskDevice {
                 Work::Execute {
                     command_buffer: command_buffer.clone(),
                     table: binding_table.iter().map(Binding::to_static).collect(),
+                    span: tracing::Span::none(),
                 }
             }
             None => Work::Barrier,

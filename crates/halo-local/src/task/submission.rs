@@ -51,6 +51,8 @@ pub enum Work {
         command_buffer: Arc<CommandBuffer>,
         /// Buffers for its slots.
         table: Arc<[Binding<'static>]>,
+        /// Its span on the queue's track, from its start to its finish (none until it starts).
+        span: tracing::Span,
     },
 }
 
@@ -62,8 +64,6 @@ pub struct Submission {
     /// waiting on the signal can run (a transient buffer must be free again by then).
     work: Mutex<Option<Work>>,
     started: AtomicBool,
-    /// The execution's span on the queue's track, from its start to its finish.
-    span: Mutex<Option<tracing::Span>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -96,7 +96,6 @@ impl Queue {
             signal,
             work: Mutex::new(Some(work)),
             started: AtomicBool::new(false),
-            span: Mutex::new(None),
         });
         {
             let mut pending = lock(&self.pending);
@@ -199,17 +198,21 @@ impl Submission {
     }
 
     fn start(self: Arc<Self>) {
-        let span = match &*lock(&self.work) {
-            Some(Work::Execute { command_buffer, .. }) => Some(self.queue.track.execute(command_buffer)),
-            _ => None,
+        // The span ends with the work, which `finish` drops.
+        let executes = match &mut *lock(&self.work) {
+            Some(Work::Execute {
+                command_buffer, span, ..
+            }) => {
+                *span = self.queue.track.execute(command_buffer);
+                true
+            }
+            _ => false,
         };
-        let Some(span) = span else {
-            return self.finish(Ok(()));
-        };
-        if !span.is_disabled() {
-            *lock(&self.span) = Some(span);
+        if executes {
+            self.advance(0);
+        } else {
+            self.finish(Ok(()));
         }
-        self.advance(0);
     }
 
     /// Runs regions from `index` on, then finishes, unless a region went to the workers as a job
@@ -224,7 +227,9 @@ impl Submission {
     /// [`Self::advance`] (then `None`). Its references to the work end when it returns.
     fn run_regions(self: Arc<Self>, mut index: usize) -> Option<Result<()>> {
         let (command_buffer, table) = match &*lock(&self.work) {
-            Some(Work::Execute { command_buffer, table }) => (command_buffer.clone(), table.clone()),
+            Some(Work::Execute {
+                command_buffer, table, ..
+            }) => (command_buffer.clone(), table.clone()),
             _ => return Some(Err(Error::internal("a submission without commands has no regions"))),
         };
         let program = match command_buffer.driver_cache(HostProgram::build) {
@@ -271,7 +276,6 @@ impl Submission {
 
     fn finish(&self, outcome: Result<()>) {
         drop(lock(&self.work).take());
-        drop(lock(&self.span).take());
         match outcome {
             // A user may have failed the signal semaphore meanwhile; that failure stands.
             Ok(()) => {

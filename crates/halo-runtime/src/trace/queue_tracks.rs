@@ -47,7 +47,7 @@ struct Open {
 /// Records queue spans; share its slices with [`append`] through [`QueueTracks::slices`].
 pub(super) struct QueueTracks {
     start: Instant,
-    slices: Arc<Mutex<Vec<Slice>>>,
+    slices: Slices,
 }
 
 /// The slices a [`QueueTracks`] layer recorded.
@@ -59,12 +59,12 @@ impl QueueTracks {
     pub(super) fn new(start: Instant) -> Self {
         QueueTracks {
             start,
-            slices: Arc::new(Mutex::new(Vec::new())),
+            slices: Slices(Arc::new(Mutex::new(Vec::new()))),
         }
     }
 
     pub(super) fn slices(&self) -> Slices {
-        Slices(self.slices.clone())
+        self.slices.clone()
     }
 
     fn now(&self) -> f64 {
@@ -122,7 +122,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for QueueTracks {
             end: self.now(),
             args: open.args,
         };
-        self.slices.lock().unwrap_or_else(|p| p.into_inner()).push(slice);
+        self.slices.0.lock().unwrap_or_else(|p| p.into_inner()).push(slice);
     }
 }
 
@@ -262,7 +262,7 @@ mod tests {
             let path = std::env::temp_dir().join(format!("halo-queue-tracks-{}.json", std::process::id()));
             std::fs::write(&path, original).expect("write");
             let recorder = QueueTracks::new(Instant::now());
-            recorder.slices.lock().expect("lock").push(slice("q", 1.0, 2.0));
+            recorder.slices.0.lock().expect("lock").push(slice("q", 1.0, 2.0));
             append(&path, &recorder.slices()).expect("append");
             let text = std::fs::read_to_string(&path).expect("read");
             std::fs::remove_file(&path).ok();
