@@ -181,6 +181,30 @@ fn a_cnn_answers_as_run_module_does() {
 }
 
 #[test]
+fn scalar_and_integer_inputs_answer_as_run_module_does() {
+    let splat = Served::start("shape_ops.vmfb", "splat", &[]);
+    let body = json!({"inputs": [{"name": "input0", "shape": [], "datatype": "FP32", "data": [3.25]}]});
+    let (status, response) = splat.post("/v2/models/shape_ops/infer", &body.to_string());
+    assert_eq!(status, 200, "{response}");
+    let expected = run_module_results("shape_ops.vmfb", "splat", &["3.25"], 1);
+    assert_eq!(response["outputs"][0]["shape"], json!(expected[0].shape));
+    assert_eq!(json_f32(&response["outputs"][0]["data"]), f32_data(&expected[0]));
+
+    let reverse = Served::start("shape_ops.vmfb", "reverse", &[]);
+    let body = json!({"inputs": [{"name": "input0", "shape": [6], "datatype": "INT32", "data": [1, 2, 3, 4, 5, -6]}]});
+    let (status, response) = reverse.post("/v2/models/shape_ops/infer", &body.to_string());
+    assert_eq!(status, 200, "{response}");
+    let expected = run_module_results("shape_ops.vmfb", "reverse", &["6xi32=1 2 3 4 5 -6"], 1);
+    let want: Vec<i64> = expected[0]
+        .bytes
+        .chunks_exact(4)
+        .map(|c| i64::from(i32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+        .collect();
+    assert_eq!(response["outputs"][0]["datatype"], "INT32");
+    assert_eq!(response["outputs"][0]["data"], json!(want));
+}
+
+#[test]
 fn every_bad_request_gets_400_naming_the_problem_and_the_server_keeps_serving() {
     let served = Served::start("tiny_add.vmfb", "tiny_add", &[]);
     let input = |name: &str, shape: Value, datatype: &str, data: Value| json!({"name": name, "shape": shape, "datatype": datatype, "data": data});

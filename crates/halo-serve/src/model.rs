@@ -348,16 +348,12 @@ fn scalar_tensor(element_type: ElementType, bytes: &[u8]) -> HostTensor {
 }
 
 fn scalar_value(spec: &TensorSpec, bytes: &[u8]) -> Result<Value> {
-    let word = |n: usize| -> [u8; 8] {
-        let mut wide = [0u8; 8];
-        wide[..n].copy_from_slice(&bytes[..n]);
-        wide
-    };
-    Ok(match (spec.datatype, bytes.len()) {
-        ("FP32", 4) => Value::F32(f32::from_le_bytes(bytes.try_into().unwrap_or_default())),
-        ("FP64", 8) => Value::F64(f64::from_le_bytes(word(8))),
-        ("INT64" | "UINT64", 8) => Value::I64(i64::from_le_bytes(word(8))),
-        ("INT32" | "UINT32", 4) => Value::I32(i32::from_le_bytes(bytes.try_into().unwrap_or_default())),
+    // The byte count was checked against the datatype, so each conversion below takes it whole.
+    Ok(match (spec.datatype, bytes.try_into(), bytes.try_into()) {
+        ("FP32", Ok(four), _) => Value::F32(f32::from_le_bytes(four)),
+        ("INT32" | "UINT32", Ok(four), _) => Value::I32(i32::from_le_bytes(four)),
+        ("FP64", _, Ok(eight)) => Value::F64(f64::from_le_bytes(eight)),
+        ("INT64" | "UINT64", _, Ok(eight)) => Value::I64(i64::from_le_bytes(eight)),
         _ => {
             return Err(Error::unimplemented(format!(
                 "scalar input '{}' of datatype {}",
