@@ -32,13 +32,18 @@ def spans(events):
     return closed
 
 
-@pytest.mark.parametrize("device", ["local-sync", "local-task"])
-def test_a_traced_call_shows_its_dispatches_inside_it(tmp_path, device):
+def traced_cnn_call(directory, device):
+    """The events of a trace of one call of the CNN fixture on `device`."""
     module = halo.load(MODELS / "cnn.vmfb", device=device)
     image = np.load(MODELS / "cnn.basic.0.npy")
-    with halo.trace(tmp_path / "trace.json") as path:
+    with halo.trace(directory / "trace.json") as path:
         module.cnn(image)
-    found = spans(json.loads(path.read_text()))
+    return json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("device", ["local-sync", "local-task"])
+def test_a_traced_call_shows_its_dispatches_inside_it(tmp_path, device):
+    found = spans(traced_cnn_call(tmp_path, device))
     calls = [s for s in found if s[0] == "call"]
     assert len(calls) == 1 and calls[0][4]["function"] == '"cnn"'
     _, caller, start, end, _ = calls[0]
@@ -51,11 +56,7 @@ def test_a_traced_call_shows_its_dispatches_inside_it(tmp_path, device):
 
 @pytest.mark.parametrize("device", ["local-sync", "local-task"])
 def test_the_device_queue_has_a_track_with_each_execution(tmp_path, device):
-    module = halo.load(MODELS / "cnn.vmfb", device=device)
-    image = np.load(MODELS / "cnn.basic.0.npy")
-    with halo.trace(tmp_path / "trace.json") as path:
-        module.cnn(image)
-    events = json.loads(path.read_text())
+    events = traced_cnn_call(tmp_path, device)
     tracks = {e["tid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
     found = spans(events)
     call = next(s for s in found if s[0] == "call")
