@@ -57,6 +57,45 @@ impl Served {
     }
 }
 
+/// An answer under the binary tensor data extension: its status, JSON part and binary tail.
+struct BinaryAnswer {
+    status: u16,
+    json: Value,
+    binary: Vec<u8>,
+}
+
+impl Served {
+    /// Posts `json` followed by `binary`, with the extension's header giving the JSON's length.
+    fn post_binary(&self, path: &str, json: &Value, binary: &[u8]) -> BinaryAnswer {
+        let mut body = json.to_string().into_bytes();
+        let length = body.len();
+        body.extend_from_slice(binary);
+        self.post_raw(path, &length.to_string(), &body)
+    }
+
+    fn post_raw(&self, path: &str, json_length: &str, body: &[u8]) -> BinaryAnswer {
+        let mut response = self
+            .agent
+            .post(&format!("{}{path}", self.base))
+            .header("Inference-Header-Content-Length", json_length)
+            .content_type("application/octet-stream")
+            .send(body)
+            .expect("the server answers");
+        let length = response
+            .headers()
+            .get("inference-header-content-length")
+            .map(|v| v.to_str().expect("ascii").parse::<usize>().expect("a byte count"));
+        let status = response.status().as_u16();
+        let mut body = response.body_mut().read_to_vec().expect("a body");
+        let binary = body.split_off(length.unwrap_or(body.len()));
+        BinaryAnswer {
+            status,
+            json: serde_json::from_slice(&body).unwrap_or(Value::Null),
+            binary,
+        }
+    }
+}
+
 impl Drop for Served {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -181,6 +220,98 @@ fn a_cnn_answers_as_run_module_does() {
 }
 
 #[test]
+fn binary_tensor_data_goes_both_ways_and_equals_run_module() {
+    let served = Served::start("cnn.vmfb", "cnn", &[]);
+    let input = halo_runtime::npy::read(&models().join("cnn.basic.0.npy")).expect("the fixture input");
+    let expected = run_module_results("cnn.vmfb", "cnn", &["@cnn.basic.0.npy"], 2);
+    let request = json!({
+        "inputs": [{"name": "input0", "shape": input.shape, "datatype": "FP32",
+                    "parameters": {"binary_data_size": input.bytes.len()}}],
+        "outputs": [{"name": "output1", "parameters": {"binary_data": true}}, {"name": "output0"}],
+    });
+    let answer = served.post_binary("/v2/models/cnn/infer", &request, &input.bytes);
+    assert_eq!(answer.status, 200, "{}", answer.json);
+    let outputs = answer.json["outputs"].as_array().expect("outputs");
+    // Only the outputs asked for, in the order asked, each in the form asked.
+    assert_eq!(outputs.len(), 2);
+    assert_eq!(outputs[0]["name"], "output1");
+    assert_eq!(
+        outputs[0]["parameters"]["binary_data_size"],
+        json!(expected[1].bytes.len())
+    );
+    assert!(outputs[0].get("data").is_none(), "{}", outputs[0]);
+    assert_eq!(answer.binary, expected[1].bytes);
+    assert_eq!(json_f32(&outputs[1]["data"]), f32_data(&expected[0]));
+
+    // The request-wide default sends every output as raw bytes, in the model's order.
+    let request = json!({
+        "parameters": {"binary_data_output": true},
+        "inputs": [{"name": "input0", "shape": input.shape, "datatype": "FP32",
+                    "parameters": {"binary_data_size": input.bytes.len()}}],
+    });
+    let answer = served.post_binary("/v2/models/cnn/infer", &request, &input.bytes);
+    assert_eq!(answer.status, 200, "{}", answer.json);
+    assert_eq!(
+        answer.binary,
+        [expected[0].bytes.clone(), expected[1].bytes.clone()].concat()
+    );
+}
+
+#[test]
+fn bad_binary_requests_get_400_naming_the_problem() {
+    let served = Served::start("tiny_add.vmfb", "tiny_add", &[]);
+    let floats = |values: &[f32]| values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>();
+    let binary_input = |name: &str, size: usize| json!({"name": name, "shape": [4], "datatype": "FP32", "parameters": {"binary_data_size": size}});
+    let request = |inputs: Vec<Value>| json!({ "inputs": inputs });
+    let good = request(vec![binary_input("input0", 16), binary_input("input1", 16)]);
+    let two = floats(&[1.0, 2.0, 3.0, 4.0, 0.5, 0.5, 0.5, 0.5]);
+    let cases: Vec<(Value, Vec<u8>, &str)> = vec![
+        (good.clone(), floats(&[1.0; 6]), "only 8 bytes of binary data remain"),
+        (
+            good.clone(),
+            [two.clone(), vec![0]].concat(),
+            "1 bytes of binary data follow",
+        ),
+        (
+            request(vec![binary_input("input0", 8), binary_input("input1", 24)]),
+            two.clone(),
+            "needs 16 bytes of FP32 but has 8",
+        ),
+        (
+            request(vec![
+                json!({"name": "input0", "shape": [4], "datatype": "FP32"}),
+                binary_input("input1", 16),
+            ]),
+            floats(&[1.0; 4]),
+            "neither data nor binary_data_size",
+        ),
+        (
+            json!({"inputs": [binary_input("input0", 16), binary_input("input1", 16)], "outputs": [{"name": "nope"}]}),
+            two.clone(),
+            "asks for output 'nope'",
+        ),
+    ];
+    for (json, binary, message) in cases {
+        let answer = served.post_binary("/v2/models/tiny_add/infer", &json, &binary);
+        assert_eq!(answer.status, 400, "{json}: {}", answer.json);
+        let error = answer.json["error"].as_str().unwrap_or_default();
+        assert!(error.contains(message), "{json}: '{error}' should name '{message}'");
+        let ok = served.post_binary("/v2/models/tiny_add/infer", &good, &two);
+        assert_eq!(ok.status, 200, "after {json}");
+        assert_eq!(json_f32(&ok.json["outputs"][0]["data"]), vec![1.5, 2.5, 3.5, 4.5]);
+    }
+    for (length, message) in [
+        ("999", "Inference-Header-Content-Length is 999"),
+        ("ten", "is not a byte count"),
+    ] {
+        let answer = served.post_raw("/v2/models/tiny_add/infer", length, b"{}");
+        assert_eq!(answer.status, 400);
+        let error = answer.json["error"].as_str().unwrap_or_default();
+        assert!(error.contains(message), "'{error}' should name '{message}'");
+    }
+}
+
+#[test]
 fn scalar_and_integer_inputs_answer_as_run_module_does() {
     let splat = Served::start("shape_ops.vmfb", "splat", &[]);
     let body = json!({"inputs": [{"name": "input0", "shape": [], "datatype": "FP32", "data": [3.25]}]});
@@ -189,6 +320,12 @@ fn scalar_and_integer_inputs_answer_as_run_module_does() {
     let expected = run_module_results("shape_ops.vmfb", "splat", &["3.25"], 1);
     assert_eq!(response["outputs"][0]["shape"], json!(expected[0].shape));
     assert_eq!(json_f32(&response["outputs"][0]["data"]), f32_data(&expected[0]));
+    let body = json!({"inputs": [{"name": "input0", "shape": [1], "datatype": "FP32", "data": [3.25]}]});
+    let (status, one) = splat.post("/v2/models/shape_ops/infer", &body.to_string());
+    assert_eq!(status, 200, "{one}");
+    assert_eq!(one["outputs"], response["outputs"]);
+    let body = json!({"inputs": [{"name": "input0", "shape": [2], "datatype": "FP32", "data": [3.25, 1]}]});
+    assert_eq!(splat.post("/v2/models/shape_ops/infer", &body.to_string()).0, 400);
 
     let reverse = Served::start("shape_ops.vmfb", "reverse", &[]);
     let body = json!({"inputs": [{"name": "input0", "shape": [6], "datatype": "INT32", "data": [1, 2, 3, 4, 5, -6]}]});

@@ -6,11 +6,12 @@ use crate::protocol::{
 };
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::StatusCode;
+use axum::http::{header, HeaderMap, HeaderName, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use halo_hal::{Error, StatusCode as Status};
+use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -56,8 +57,8 @@ type Answer<T> = Result<T, Failure>;
 /// The router for `models`, refusing request bodies over `max_request_bytes`.
 pub fn router(models: Arc<Models>, max_request_bytes: usize) -> Router {
     Router::new()
-        .route("/v2/health/live", get(|| async { StatusCode::OK }))
-        .route("/v2/health/ready", get(|| async { StatusCode::OK }))
+        .route("/v2/health/live", get(|| async { Json(json!({"live": true})) }))
+        .route("/v2/health/ready", get(|| async { Json(json!({"ready": true})) }))
         .route("/v2", get(server_metadata))
         .route("/v2/models/{name}", get(model_metadata))
         .route("/v2/models/{name}/versions/{version}", get(model_version_metadata))
@@ -73,7 +74,7 @@ async fn server_metadata() -> Json<ServerMetadata> {
     Json(ServerMetadata {
         name: "halo",
         version: env!("CARGO_PKG_VERSION"),
-        extensions: vec![],
+        extensions: vec!["binary_tensor_data"],
     })
 }
 
@@ -105,47 +106,82 @@ async fn model_version_metadata(
     Ok(Json(ModelMetadata::of(find(&models, &name, Some(&version))?.as_ref())))
 }
 
-async fn model_ready(State(models): State<Arc<Models>>, Path(name): Path<String>) -> Answer<StatusCode> {
-    find(&models, &name, None).map(|_| StatusCode::OK)
+// The protocol needs only the status; the body is the one KServe's own server and client use.
+async fn model_ready(State(models): State<Arc<Models>>, Path(name): Path<String>) -> Answer<Json<serde_json::Value>> {
+    find(&models, &name, None).map(|_| Json(json!({"name": name, "ready": true})))
 }
 
 async fn model_version_ready(
     State(models): State<Arc<Models>>,
     Path((name, version)): Path<(String, String)>,
-) -> Answer<StatusCode> {
-    find(&models, &name, Some(&version)).map(|_| StatusCode::OK)
+) -> Answer<Json<serde_json::Value>> {
+    find(&models, &name, Some(&version)).map(|_| Json(json!({"name": name, "ready": true})))
 }
 
 async fn infer(
     State(models): State<Arc<Models>>,
     Path(name): Path<String>,
+    headers: HeaderMap,
     body: Bytes,
-) -> Answer<Json<InferResponse>> {
-    run_inference(find(&models, &name, None)?, body).await
+) -> Answer<Response> {
+    run_inference(find(&models, &name, None)?, &headers, body).await
 }
 
 async fn infer_version(
     State(models): State<Arc<Models>>,
     Path((name, version)): Path<(String, String)>,
+    headers: HeaderMap,
     body: Bytes,
-) -> Answer<Json<InferResponse>> {
-    run_inference(find(&models, &name, Some(&version))?, body).await
+) -> Answer<Response> {
+    run_inference(find(&models, &name, Some(&version))?, &headers, body).await
 }
 
-async fn run_inference(model: Arc<Model>, body: Bytes) -> Answer<Json<InferResponse>> {
+/// The binary tensor data extension's header: the byte length of the JSON before binary data.
+const JSON_LENGTH_HEADER: &str = "inference-header-content-length";
+
+fn json_length(headers: &HeaderMap) -> Answer<Option<usize>> {
+    let Some(value) = headers.get(JSON_LENGTH_HEADER) else {
+        return Ok(None);
+    };
+    let length = value.to_str().ok().and_then(|text| text.trim().parse::<usize>().ok());
+    match length {
+        Some(length) => Ok(Some(length)),
+        None => Err(Error::invalid_argument(format!(
+            "the Inference-Header-Content-Length header {value:?} is not a byte count"
+        ))
+        .into()),
+    }
+}
+
+async fn run_inference(model: Arc<Model>, headers: &HeaderMap, body: Bytes) -> Answer<Response> {
     let _admission = model.admit()?;
-    let request: InferRequest = serde_json::from_slice(&body)
-        .map_err(|e| Error::invalid_argument(format!("the request is not a valid inference request: {e}")))?;
-    let inputs = decode_inputs(&model, request.inputs)?;
+    let (request, binary) = InferRequest::parse(&body, json_length(headers)?)?;
+    let inputs = decode_inputs(&model, request.inputs, binary)?;
     let _turn = model.turn().await;
     let running = model.clone();
     let outputs = tokio::task::spawn_blocking(move || running.infer(inputs))
         .await
         .map_err(|e| Error::internal(format!("the inference task failed: {e}")))??;
-    Ok(Json(InferResponse {
+    let encoded = encode_outputs(outputs, request.outputs, request.parameters.binary_data_output)?;
+    let response = InferResponse {
         model_name: model.config().name.clone(),
         model_version: model.config().version.clone(),
         id: request.id,
-        outputs: encode_outputs(outputs)?,
-    }))
+        outputs: encoded.outputs,
+    };
+    let Some(binary) = encoded.binary else {
+        return Ok(Json(response).into_response());
+    };
+    let mut body =
+        serde_json::to_vec(&response).map_err(|e| Error::internal(format!("encoding the response failed: {e}")))?;
+    let json_length = body.len();
+    body.extend_from_slice(&binary);
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/octet-stream".to_string()),
+            (HeaderName::from_static(JSON_LENGTH_HEADER), json_length.to_string()),
+        ],
+        body,
+    )
+        .into_response())
 }

@@ -70,13 +70,15 @@ impl TensorSpec {
         })
     }
 
-    /// Checks a request's `shape` against this spec's.
+    /// Checks a request's `shape` against this spec's; a scalar may come as `[1]`, the shape
+    /// many clients give a one-element array.
     fn check_shape(&self, shape: &[u64]) -> Result<()> {
-        let fits = shape.len() == self.shape.len()
-            && shape
-                .iter()
-                .zip(&self.shape)
-                .all(|(&given, &declared)| declared < 0 || given as i64 == declared);
+        let fits = (self.scalar && shape == [1])
+            || shape.len() == self.shape.len()
+                && shape
+                    .iter()
+                    .zip(&self.shape)
+                    .all(|(&given, &declared)| declared < 0 || given as i64 == declared);
         if fits {
             Ok(())
         } else {

@@ -1,7 +1,7 @@
 //! The Open Inference Protocol's JSON messages (KServe v2 REST), and their conversion to and from
 //! the server's tensors.
 
-use crate::datatype::{json_elements, push_json_element};
+use crate::datatype::{datatype_of, json_elements, push_json_element};
 use crate::model::{InputTensor, Model, OutputTensor, TensorSpec};
 use halo_hal::buffer_view_text::element_count;
 use halo_hal::{ElementType, Error, Result};
@@ -77,18 +77,77 @@ pub struct RequestInput {
     pub shape: Vec<u64>,
     /// Its datatype.
     pub datatype: String,
-    /// Its elements, row-major, flat or nested.
-    pub data: Value,
+    /// Its elements, row-major, flat or nested; absent when they follow the JSON as binary.
+    #[serde(default)]
+    pub data: Option<Value>,
+    /// `binary_data_size`: how many bytes of the binary tail are this input's.
+    #[serde(default)]
+    pub parameters: TensorParameters,
 }
 
-/// `POST /v2/models/{name}/infer`, as JSON.
+/// The binary tensor data extension's per-tensor parameters.
+#[derive(Debug, Default, Deserialize, Serialize)]
+pub struct TensorParameters {
+    /// The byte length of the tensor's raw data after the JSON header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary_data_size: Option<u64>,
+    /// For a requested output: whether to send it as raw bytes.
+    #[serde(default, skip_serializing)]
+    pub binary_data: Option<bool>,
+}
+
+/// A request's choice of output.
+#[derive(Debug, Deserialize)]
+pub struct RequestOutput {
+    /// Which output.
+    pub name: String,
+    /// `binary_data`: whether it comes back as raw bytes.
+    #[serde(default)]
+    pub parameters: TensorParameters,
+}
+
+/// Request-wide parameters.
+#[derive(Debug, Default, Deserialize)]
+pub struct RequestParameters {
+    /// Whether outputs not named in `outputs` come back as raw bytes.
+    #[serde(default)]
+    pub binary_data_output: bool,
+}
+
+/// `POST /v2/models/{name}/infer`: its JSON part.
 #[derive(Debug, Deserialize)]
 pub struct InferRequest {
     /// An identifier the response repeats.
     #[serde(default)]
     pub id: Option<String>,
+    /// Request-wide parameters.
+    #[serde(default)]
+    pub parameters: RequestParameters,
     /// Its inputs.
     pub inputs: Vec<RequestInput>,
+    /// The outputs wanted, in order; all of them, as JSON, when absent.
+    #[serde(default)]
+    pub outputs: Option<Vec<RequestOutput>>,
+}
+
+impl InferRequest {
+    /// Parses a request body whose first `json_length` bytes are JSON (the whole body when
+    /// `None`), returning the request and the binary tensor data after it.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a length past the body or JSON that is not a request.
+    pub fn parse(body: &[u8], json_length: Option<usize>) -> Result<(InferRequest, &[u8])> {
+        let split = json_length.unwrap_or(body.len());
+        let (json, binary) = body.split_at_checked(split).ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "Inference-Header-Content-Length is {split} but the body has {} bytes",
+                body.len()
+            ))
+        })?;
+        let request = serde_json::from_slice(json)
+            .map_err(|e| Error::invalid_argument(format!("the request is not a valid inference request: {e}")))?;
+        Ok((request, binary))
+    }
 }
 
 /// One output of an inference response.
@@ -100,8 +159,18 @@ pub struct ResponseOutput {
     pub shape: Vec<u64>,
     /// Its datatype.
     pub datatype: &'static str,
-    /// Its elements, flat and row-major.
-    pub data: Vec<Value>,
+    /// Its elements, flat and row-major; absent when they follow the JSON as binary.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<Vec<Value>>,
+    /// `binary_data_size` for a binary output.
+    #[serde(skip_serializing_if = "TensorParameters::is_empty")]
+    pub parameters: TensorParameters,
+}
+
+impl TensorParameters {
+    fn is_empty(&self) -> bool {
+        self.binary_data_size.is_none()
+    }
 }
 
 /// The answer to an inference request.
@@ -125,22 +194,68 @@ pub struct ErrorBody {
     pub error: String,
 }
 
-/// Decodes a JSON request's inputs for `model`, each element as the model's declared type.
+/// Decodes a request's inputs for `model`: JSON elements as the model's declared type, binary
+/// ones taken in order from `binary`, the data after the JSON.
 ///
 /// # Errors
-/// `InvalidArgument` naming the input: an unknown name or datatype, data that is not numbers,
-/// or a number of elements that does not match the shape.
-pub fn decode_inputs(model: &Model, inputs: Vec<RequestInput>) -> Result<Vec<InputTensor>> {
-    inputs
+/// `InvalidArgument` naming the input: an unknown name, data that is not numbers, a number of
+/// elements that does not match the shape, binary sizes that do not add up to `binary`.
+pub fn decode_inputs(model: &Model, inputs: Vec<RequestInput>, mut binary: &[u8]) -> Result<Vec<InputTensor>> {
+    let tensors = inputs
         .into_iter()
         .map(|input| {
             let spec = model.input_spec(&input.name)?;
-            decode_input(spec.element_type, input)
+            match (input.parameters.binary_data_size, &input.data) {
+                (Some(size), None) => {
+                    let (bytes, rest) = usize::try_from(size)
+                        .ok()
+                        .and_then(|size| binary.split_at_checked(size))
+                        .ok_or_else(|| {
+                            Error::invalid_argument(format!(
+                                "input '{}' has binary_data_size {size} but only {} bytes of binary data remain",
+                                input.name,
+                                binary.len()
+                            ))
+                        })?;
+                    binary = rest;
+                    binary_input(input, bytes)
+                }
+                (None, Some(_)) => json_input(spec.element_type, input),
+                (Some(_), Some(_)) => Err(Error::invalid_argument(format!(
+                    "input '{}' has both data and binary_data_size",
+                    input.name
+                ))),
+                (None, None) => Err(Error::invalid_argument(format!(
+                    "input '{}' has neither data nor binary_data_size",
+                    input.name
+                ))),
+            }
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    if !binary.is_empty() {
+        return Err(Error::invalid_argument(format!(
+            "{} bytes of binary data follow the inputs' binary_data_size",
+            binary.len()
+        )));
+    }
+    Ok(tensors)
 }
 
-fn decode_input(element_type: ElementType, input: RequestInput) -> Result<InputTensor> {
+fn binary_input(input: RequestInput, bytes: &[u8]) -> Result<InputTensor> {
+    let mut owned = Vec::new();
+    owned
+        .try_reserve_exact(bytes.len())
+        .map_err(|_| Error::resource_exhausted(format!("input '{}' is too large", input.name)))?;
+    owned.extend_from_slice(bytes);
+    Ok(InputTensor {
+        name: input.name,
+        datatype: input.datatype,
+        shape: input.shape,
+        bytes: owned,
+    })
+}
+
+fn json_input(element_type: ElementType, input: RequestInput) -> Result<InputTensor> {
     let count = element_count(&input.shape);
     let mut bytes = Vec::new();
     bytes
@@ -156,7 +271,7 @@ fn decode_input(element_type: ElementType, input: RequestInput) -> Result<InputT
             ))
         })?;
     let mut elements = 0u64;
-    let mut pending = vec![&input.data];
+    let mut pending: Vec<&Value> = input.data.iter().collect();
     // Depth-first, last child pushed first, so elements come out row-major.
     while let Some(value) = pending.pop() {
         match value {
@@ -191,20 +306,81 @@ fn decode_input(element_type: ElementType, input: RequestInput) -> Result<InputT
     })
 }
 
-/// The JSON form of `outputs`.
+/// The outputs a response carries, and their binary data after the JSON.
+pub struct EncodedOutputs {
+    /// Each output's JSON part.
+    pub outputs: Vec<ResponseOutput>,
+    /// The raw bytes of the binary outputs, in order; `None` when every output is JSON.
+    pub binary: Option<Vec<u8>>,
+}
+
+/// Encodes `outputs` as `request` asks: the ones it names (all when it names none), each as JSON
+/// or, per the binary data extension, as raw bytes after the JSON.
 ///
 /// # Errors
-/// An output whose element type the protocol cannot carry.
-pub fn encode_outputs(outputs: Vec<OutputTensor>) -> Result<Vec<ResponseOutput>> {
-    outputs
+/// `InvalidArgument` for a requested output the model does not have; an output whose element
+/// type the protocol cannot carry.
+pub fn encode_outputs(
+    outputs: Vec<OutputTensor>,
+    wanted: Option<Vec<RequestOutput>>,
+    binary_by_default: bool,
+) -> Result<EncodedOutputs> {
+    let chosen: Vec<(OutputTensor, bool)> = match wanted {
+        None => outputs.into_iter().map(|o| (o, binary_by_default)).collect(),
+        Some(wanted) => {
+            let mut outputs: Vec<Option<OutputTensor>> = outputs.into_iter().map(Some).collect();
+            wanted
+                .into_iter()
+                .map(|want| {
+                    let slot = outputs
+                        .iter_mut()
+                        .find(|o| o.as_ref().is_some_and(|o| o.name == want.name))
+                        .and_then(Option::take)
+                        .ok_or_else(|| {
+                            Error::invalid_argument(format!(
+                                "the request asks for output '{}', which the model does not have or which is asked twice",
+                                want.name
+                            ))
+                        })?;
+                    Ok((slot, want.parameters.binary_data.unwrap_or(binary_by_default)))
+                })
+                .collect::<Result<_>>()?
+        }
+    };
+    let mut binary: Option<Vec<u8>> = None;
+    let outputs = chosen
         .into_iter()
-        .map(|output| {
+        .map(|(output, as_binary)| {
+            let (data, parameters) = if as_binary {
+                if datatype_of(output.element_type).is_none() {
+                    return Err(Error::unimplemented(format!(
+                        "output '{}' has an element type the protocol has no datatype for",
+                        output.name
+                    )));
+                }
+                let size = output.bytes.len() as u64;
+                binary.get_or_insert_with(Vec::new).extend_from_slice(&output.bytes);
+                (
+                    None,
+                    TensorParameters {
+                        binary_data_size: Some(size),
+                        binary_data: None,
+                    },
+                )
+            } else {
+                (
+                    Some(json_elements(output.element_type, &output.bytes)?),
+                    TensorParameters::default(),
+                )
+            };
             Ok(ResponseOutput {
-                data: json_elements(output.element_type, &output.bytes)?,
+                data,
+                parameters,
                 datatype: output.datatype(),
                 name: output.name,
                 shape: output.shape,
             })
         })
-        .collect()
+        .collect::<Result<_>>()?;
+    Ok(EncodedOutputs { outputs, binary })
 }

@@ -1,0 +1,84 @@
+"""Starts `halo serve` for the client tests and computes what `halo run-module` answers."""
+
+import os
+import pathlib
+import re
+import subprocess
+import tempfile
+import threading
+
+import numpy as np
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[4]
+MODELS = REPO / "fixtures" / "models"
+
+
+def halo_binary() -> pathlib.Path:
+    binary = pathlib.Path(os.environ.get("HALO_BIN", REPO / "target" / "debug" / "halo"))
+    if not binary.is_file():
+        pytest.fail(f"the halo CLI is not at {binary}: run `cargo build -p halo-cli` or set HALO_BIN")
+    return binary
+
+
+class Served:
+    """A `halo serve` process on free ports; `http` is its host:port."""
+
+    def __init__(self, module: str, function: str, *extra: str):
+        self.process = subprocess.Popen(
+            [halo_binary(), "serve", "--http-port=0", f"--module={module}", f"--function={function}", *extra],
+            cwd=MODELS,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        first = self.process.stderr.readline()
+        match = re.search(r"http://([^/\s]+)", first)
+        if not match:
+            self.stop()
+            pytest.fail(f"halo serve did not say where it listens: {first!r}")
+        self.http = match.group(1)
+        # Drains the server's log so that it never blocks on a full pipe.
+        threading.Thread(target=self.process.stderr.read, daemon=True).start()
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+@pytest.fixture
+def serve():
+    started = []
+
+    def start(module: str, function: str, *extra: str) -> Served:
+        served = Served(module, function, *extra)
+        started.append(served)
+        return served
+
+    yield start
+    for served in started:
+        served.stop()
+
+
+def run_module(module: str, function: str, inputs: list, results: int) -> list:
+    """`halo run-module`'s results for numpy `inputs`, through .npy files."""
+    with tempfile.TemporaryDirectory() as scratch:
+        scratch = pathlib.Path(scratch)
+        flags = []
+        for index, array in enumerate(inputs):
+            path = scratch / f"input{index}.npy"
+            np.save(path, array)
+            flags.append(f"--input=@{path}")
+        outputs = [scratch / f"output{index}.npy" for index in range(results)]
+        subprocess.run(
+            [halo_binary(), "run-module", f"--module={module}", f"--function={function}", *flags]
+            + [f"--output=@{path}" for path in outputs],
+            cwd=MODELS,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        return [np.load(path) for path in outputs]
+
+
+@pytest.fixture
+def cnn_input() -> np.ndarray:
+    return np.load(MODELS / "cnn.basic.0.npy")

@@ -1,0 +1,78 @@
+"""NVIDIA's Triton client library (`tritonclient`, HTTP) against `halo serve`: health, metadata,
+and JSON and binary inference equal to `halo run-module`'s results."""
+
+import numpy as np
+import pytest
+import tritonclient.http as triton_http
+from tritonclient.utils import InferenceServerException
+
+from conftest import run_module
+
+
+def test_health_and_metadata(serve):
+    served = serve("cnn.vmfb", "cnn")
+    client = triton_http.InferenceServerClient(url=served.http)
+    assert client.is_server_live()
+    assert client.is_server_ready()
+    assert client.is_model_ready("cnn")
+    assert not client.is_model_ready("missing")
+    assert client.get_server_metadata()["name"] == "halo"
+    metadata = client.get_model_metadata("cnn")
+    assert metadata["inputs"][0]["datatype"] == "FP32"
+    assert [o["name"] for o in metadata["outputs"]] == ["output0", "output1"]
+
+
+@pytest.mark.parametrize("binary", [True, False], ids=["binary", "json"])
+def test_cnn_inference_equals_run_module(serve, cnn_input, binary):
+    served = serve("cnn.vmfb", "cnn")
+    client = triton_http.InferenceServerClient(url=served.http)
+    data = triton_http.InferInput("input0", list(cnn_input.shape), "FP32")
+    data.set_data_from_numpy(cnn_input, binary_data=binary)
+    wanted = [triton_http.InferRequestedOutput(f"output{i}", binary_data=binary) for i in range(2)]
+    result = client.infer("cnn", [data], outputs=wanted)
+    expected = run_module("cnn.vmfb", "cnn", [cnn_input], 2)
+    for index, want in enumerate(expected):
+        # The form asked for is the form sent: raw bytes after the JSON, or JSON numbers.
+        sent_binary = "binary_data_size" in result.get_output(f"output{index}").get("parameters", {})
+        assert sent_binary == binary
+        got = result.as_numpy(f"output{index}")
+        assert got.shape == want.shape
+        # JSON carries each f32 as a decimal that reads back to the same float.
+        np.testing.assert_array_equal(got, want)
+
+
+def test_two_inputs_and_integer_tensors(serve):
+    add = serve("tiny_add.vmfb", "tiny_add")
+    client = triton_http.InferenceServerClient(url=add.http)
+    a = np.array([1.0, 2.5, -3.0, 0.125], dtype=np.float32)
+    b = np.array([0.5, 0.25, 1e-3, 7.0], dtype=np.float32)
+    inputs = [triton_http.InferInput(f"input{i}", [4], "FP32") for i in range(2)]
+    inputs[0].set_data_from_numpy(a)
+    inputs[1].set_data_from_numpy(b, binary_data=False)
+    result = client.infer("tiny_add", inputs)
+    np.testing.assert_array_equal(result.as_numpy("output0"), run_module("tiny_add.vmfb", "tiny_add", [a, b], 1)[0])
+
+    reverse = serve("shape_ops.vmfb", "reverse")
+    client = triton_http.InferenceServerClient(url=reverse.http)
+    values = np.array([1, 2, 3, 4, 5, -6], dtype=np.int32)
+    data = triton_http.InferInput("input0", [6], "INT32")
+    data.set_data_from_numpy(values)
+    result = client.infer("shape_ops", [data])
+    np.testing.assert_array_equal(result.as_numpy("output0"), run_module("shape_ops.vmfb", "reverse", [values], 1)[0])
+
+
+def test_a_bad_request_raises_the_servers_message_and_the_next_succeeds(serve):
+    served = serve("tiny_add.vmfb", "tiny_add")
+    client = triton_http.InferenceServerClient(url=served.http)
+    wrong = triton_http.InferInput("input0", [4], "INT32")
+    wrong.set_data_from_numpy(np.arange(4, dtype=np.int32))
+    other = triton_http.InferInput("input1", [4], "FP32")
+    other.set_data_from_numpy(np.ones(4, dtype=np.float32))
+    with pytest.raises(InferenceServerException, match="is INT32; the model takes FP32"):
+        client.infer("tiny_add", [wrong, other])
+    with pytest.raises(InferenceServerException, match="unknown model 'nope'"):
+        client.infer("nope", [other])
+    right = triton_http.InferInput("input0", [4], "FP32")
+    right.set_data_from_numpy(np.arange(4, dtype=np.float32))
+    result = client.infer("tiny_add", [right, other])
+    np.testing.assert_array_equal(result.as_numpy("output0"), np.arange(4, dtype=np.float32) + 1)
