@@ -1,7 +1,8 @@
-//! `halo serve`: a module's function served over the Open Inference Protocol's HTTP/REST API.
+//! `halo serve`: a module's function served over the Open Inference Protocol's HTTP/REST and
+//! gRPC APIs.
 
 use halo_hal::{DriverRegistry, Error, Result};
-use halo_serve::{ModelConfig, Server, ServerConfig};
+use halo_serve::{Listeners, ModelConfig, Server, ServerConfig};
 use std::net::TcpListener;
 use std::path::PathBuf;
 
@@ -29,6 +30,9 @@ pub struct ServeArgs {
     /// The HTTP port (0: any free port, printed at start).
     #[arg(long, default_value_t = 8000)]
     pub http_port: u16,
+    /// The gRPC port (0: any free port, printed at start).
+    #[arg(long, default_value_t = 8001)]
+    pub grpc_port: u16,
     /// Requests per model that run at once.
     #[arg(long, default_value_t = 4)]
     pub max_concurrency: usize,
@@ -70,12 +74,17 @@ pub fn run(registry: DriverRegistry, args: &ServeArgs) -> Result<()> {
             max_request_bytes: args.max_request_bytes,
         },
     )?;
-    let address = format!("{}:{}", args.host, args.http_port);
-    let listener =
-        TcpListener::bind(&address).map_err(|e| Error::unavailable(format!("cannot listen on {address}: {e}")))?;
-    let bound = listener
-        .local_addr()
-        .map_err(|e| Error::unavailable(format!("cannot listen on {address}: {e}")))?;
-    eprintln!("halo: serving model '{name}' on http://{bound}/v2/models/{name}");
-    server.serve(listener, halo_serve::server::termination_signal())
+    let (http, http_address) = listen(&args.host, args.http_port)?;
+    let (grpc, grpc_address) = listen(&args.host, args.grpc_port)?;
+    eprintln!("halo: serving model '{name}' on http://{http_address}/v2/models/{name} and grpc://{grpc_address}");
+    let listeners = Listeners { http, grpc: Some(grpc) };
+    server.serve(listeners, halo_serve::server::termination_signal())
+}
+
+fn listen(host: &str, port: u16) -> Result<(TcpListener, std::net::SocketAddr)> {
+    let address = format!("{host}:{port}");
+    let unavailable = |e: std::io::Error| Error::unavailable(format!("cannot listen on {address}: {e}"));
+    let listener = TcpListener::bind(&address).map_err(unavailable)?;
+    let bound = listener.local_addr().map_err(unavailable)?;
+    Ok((listener, bound))
 }

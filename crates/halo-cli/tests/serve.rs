@@ -23,7 +23,7 @@ impl Served {
     fn start(module: &str, function: &str, extra: &[&str]) -> Served {
         let mut child = Command::new(env!("CARGO_BIN_EXE_halo"))
             .current_dir(models())
-            .args(["serve", "--http-port=0"])
+            .args(["serve", "--http-port=0", "--grpc-port=0"])
             .arg(format!("--module={module}"))
             .arg(format!("--function={function}"))
             .args(extra)
@@ -416,7 +416,7 @@ fn a_body_over_the_limit_is_refused() {
 fn a_model_that_cannot_load_stops_the_server_with_its_name() {
     let output = Command::new(env!("CARGO_BIN_EXE_halo"))
         .current_dir(models())
-        .args(["serve", "--http-port=0", "--module=tiny_add.vmfb", "--function=missing"])
+        .args(["serve", "--http-port=0", "--grpc-port=0", "--module=tiny_add.vmfb", "--function=missing"])
         .output()
         .expect("halo runs");
     assert!(!output.status.success());

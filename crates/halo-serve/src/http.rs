@@ -1,6 +1,6 @@
 //! The protocol's HTTP/REST endpoints (`/v2/...`) over the loaded models.
 
-use crate::model::Model;
+use crate::model::{self, Model, Models};
 use crate::protocol::{
     decode_inputs, encode_outputs, ErrorBody, InferRequest, InferResponse, ModelMetadata, ServerMetadata,
 };
@@ -12,11 +12,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use halo_hal::{Error, StatusCode as Status};
 use serde_json::json;
-use std::collections::BTreeMap;
 use std::sync::Arc;
-
-/// The models a server answers for, by name.
-pub type Models = BTreeMap<String, Arc<Model>>;
 
 /// An error answer: the protocol's `{"error": ...}` body with an HTTP status.
 struct Failure(Error);
@@ -71,28 +67,11 @@ pub fn router(models: Arc<Models>, max_request_bytes: usize) -> Router {
 }
 
 async fn server_metadata() -> Json<ServerMetadata> {
-    Json(ServerMetadata {
-        name: "halo",
-        version: env!("CARGO_PKG_VERSION"),
-        extensions: vec!["binary_tensor_data"],
-    })
+    Json(ServerMetadata::of_halo())
 }
 
 fn find(models: &Models, name: &str, version: Option<&str>) -> Answer<Arc<Model>> {
-    let model = models.get(name).ok_or_else(|| {
-        Error::invalid_argument(format!(
-            "unknown model '{name}'; this server has {:?}",
-            models.keys().collect::<Vec<_>>()
-        ))
-    })?;
-    if let Some(version) = version.filter(|v| *v != model.config().version) {
-        return Err(Error::invalid_argument(format!(
-            "model '{name}' has no version '{version}'; it has '{}'",
-            model.config().version
-        ))
-        .into());
-    }
-    Ok(model.clone())
+    Ok(model::find(models, name, version)?)
 }
 
 async fn model_metadata(State(models): State<Arc<Models>>, Path(name): Path<String>) -> Answer<Json<ModelMetadata>> {
@@ -154,14 +133,9 @@ fn json_length(headers: &HeaderMap) -> Answer<Option<usize>> {
 }
 
 async fn run_inference(model: Arc<Model>, headers: &HeaderMap, body: Bytes) -> Answer<Response> {
-    let _admission = model.admit()?;
     let (request, binary) = InferRequest::parse(&body, json_length(headers)?)?;
     let inputs = decode_inputs(&model, request.inputs, binary)?;
-    let _turn = model.turn().await;
-    let running = model.clone();
-    let outputs = tokio::task::spawn_blocking(move || running.infer(inputs))
-        .await
-        .map_err(|e| Error::internal(format!("the inference task failed: {e}")))??;
+    let outputs = model.run(inputs).await?;
     let encoded = encode_outputs(outputs, request.outputs, request.parameters.binary_data_output)?;
     let response = InferResponse {
         model_name: model.config().name.clone(),

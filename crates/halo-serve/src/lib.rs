@@ -8,10 +8,11 @@
 //! up to `max_queue` more waiting; beyond that a request is refused with `503`.
 
 pub mod datatype;
+pub mod grpc;
 pub mod http;
 pub mod model;
 pub mod protocol;
 pub mod server;
 
 pub use model::{Model, ModelConfig};
-pub use server::{Server, ServerConfig};
+pub use server::{Listeners, Server, ServerConfig};

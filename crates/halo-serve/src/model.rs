@@ -5,8 +5,33 @@ use crate::datatype::datatype_of;
 use halo_hal::buffer_view_text::element_count;
 use halo_hal::{ElementType, Error, HostTensor, Result, ResultExt};
 use halo_runtime::{Function, Instance, Session, Value};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// The models a server answers for, by name.
+pub type Models = BTreeMap<String, Arc<Model>>;
+
+/// The model called `name`, at `version` when one is given.
+///
+/// # Errors
+/// `InvalidArgument` naming the models there are, or the versions the model has.
+pub fn find(models: &Models, name: &str, version: Option<&str>) -> Result<Arc<Model>> {
+    let model = models.get(name).ok_or_else(|| {
+        Error::invalid_argument(format!(
+            "unknown model '{name}'; this server has {:?}",
+            models.keys().collect::<Vec<_>>()
+        ))
+    })?;
+    if let Some(version) = version.filter(|v| *v != model.config().version) {
+        return Err(Error::invalid_argument(format!(
+            "model '{name}' has no version '{version}'; it has '{}'",
+            model.config().version
+        )));
+    }
+    Ok(model.clone())
+}
 
 /// Where a model comes from and how it is served.
 #[derive(Debug, Clone)]
@@ -236,6 +261,20 @@ impl Model {
     /// Waits for a turn to run among the admitted requests.
     pub async fn turn(&self) -> tokio::sync::SemaphorePermit<'_> {
         self.running.acquire().await.expect("the semaphore is never closed")
+    }
+
+    /// Runs a request: admits it, waits for its turn and calls the function on a blocking
+    /// thread, so the server's threads keep answering while models compute.
+    ///
+    /// # Errors
+    /// `Unavailable` when the model is full; the errors of [`Model::infer`].
+    pub async fn run(self: &Arc<Self>, inputs: Vec<InputTensor>) -> Result<Vec<OutputTensor>> {
+        let _admission = self.admit()?;
+        let _turn = self.turn().await;
+        let model = self.clone();
+        tokio::task::spawn_blocking(move || model.infer(inputs))
+            .await
+            .map_err(|e| Error::internal(format!("the inference task failed: {e}")))?
     }
 
     /// Calls the function with `inputs` (matched to its inputs by name) on the calling thread

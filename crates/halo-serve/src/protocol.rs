@@ -19,6 +19,17 @@ pub struct ServerMetadata {
     pub extensions: Vec<&'static str>,
 }
 
+impl ServerMetadata {
+    /// This server's metadata and the extensions it speaks.
+    pub fn of_halo() -> Self {
+        ServerMetadata {
+            name: "halo",
+            version: env!("CARGO_PKG_VERSION"),
+            extensions: vec!["binary_tensor_data"],
+        }
+    }
+}
+
 /// An input or output in model metadata.
 #[derive(Debug, Serialize)]
 pub struct TensorMetadata {
@@ -306,6 +317,37 @@ fn json_input(element_type: ElementType, input: RequestInput) -> Result<InputTen
     })
 }
 
+/// The outputs a request asks for by name, in its order, each with what the request says of it;
+/// every output, in the model's order, with `default` when it names none.
+///
+/// # Errors
+/// `InvalidArgument` for a name the model has no output of, or a name asked twice.
+pub fn select_outputs<T: Copy>(
+    outputs: Vec<OutputTensor>,
+    wanted: Option<Vec<(String, T)>>,
+    default: T,
+) -> Result<Vec<(OutputTensor, T)>> {
+    let Some(wanted) = wanted else {
+        return Ok(outputs.into_iter().map(|o| (o, default)).collect());
+    };
+    let mut outputs: Vec<Option<OutputTensor>> = outputs.into_iter().map(Some).collect();
+    wanted
+        .into_iter()
+        .map(|(name, choice)| {
+            let output = outputs
+                .iter_mut()
+                .find(|o| o.as_ref().is_some_and(|o| o.name == name))
+                .and_then(Option::take)
+                .ok_or_else(|| {
+                    Error::invalid_argument(format!(
+                        "the request asks for output '{name}', which the model does not have or which is asked twice"
+                    ))
+                })?;
+            Ok((output, choice))
+        })
+        .collect()
+}
+
 /// The outputs a response carries, and their binary data after the JSON.
 pub struct EncodedOutputs {
     /// Each output's JSON part.
@@ -325,28 +367,13 @@ pub fn encode_outputs(
     wanted: Option<Vec<RequestOutput>>,
     binary_by_default: bool,
 ) -> Result<EncodedOutputs> {
-    let chosen: Vec<(OutputTensor, bool)> = match wanted {
-        None => outputs.into_iter().map(|o| (o, binary_by_default)).collect(),
-        Some(wanted) => {
-            let mut outputs: Vec<Option<OutputTensor>> = outputs.into_iter().map(Some).collect();
-            wanted
-                .into_iter()
-                .map(|want| {
-                    let slot = outputs
-                        .iter_mut()
-                        .find(|o| o.as_ref().is_some_and(|o| o.name == want.name))
-                        .and_then(Option::take)
-                        .ok_or_else(|| {
-                            Error::invalid_argument(format!(
-                                "the request asks for output '{}', which the model does not have or which is asked twice",
-                                want.name
-                            ))
-                        })?;
-                    Ok((slot, want.parameters.binary_data.unwrap_or(binary_by_default)))
-                })
-                .collect::<Result<_>>()?
-        }
-    };
+    let wanted = wanted.map(|wanted| {
+        wanted
+            .into_iter()
+            .map(|w| (w.name, w.parameters.binary_data.unwrap_or(binary_by_default)))
+            .collect()
+    });
+    let chosen = select_outputs(outputs, wanted, binary_by_default)?;
     let mut binary: Option<Vec<u8>> = None;
     let outputs = chosen
         .into_iter()

@@ -1,12 +1,16 @@
-//! Loading the models and serving them until a shutdown signal, finishing requests in flight.
+//! Loading the models and serving them over HTTP and gRPC until a shutdown signal, finishing
+//! requests in flight.
 
-use crate::http::{router, Models};
+use crate::grpc::service;
+use crate::http::router;
+use crate::model::Models;
 use crate::model::{Model, ModelConfig};
 use halo_hal::{Error, Result};
 use halo_runtime::Instance;
 use std::future::Future;
 use std::net::TcpListener;
 use std::sync::Arc;
+use tonic::transport::server::TcpIncoming;
 
 /// What a server serves and its limits.
 #[derive(Debug, Clone)]
@@ -43,33 +47,73 @@ impl Server {
         })
     }
 
-    /// Serves HTTP on `listener` until `shutdown` completes, then finishes the requests in
-    /// flight and returns.
+    /// Serves HTTP, and gRPC when it has a listener, until `shutdown` completes; then finishes
+    /// the requests in flight on both and returns.
     ///
     /// # Errors
-    /// `Unavailable` when the runtime cannot start or the listener fails.
-    pub fn serve(self, listener: TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
+    /// `Unavailable` when the runtime cannot start or a listener fails.
+    pub fn serve(self, listeners: Listeners, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .thread_name("halo-serve")
             .build()
             .map_err(|e| Error::unavailable(format!("starting the server's runtime: {e}")))?;
-        let address = listener
-            .local_addr()
-            .map_or_else(|_| "the listener".to_string(), |a| a.to_string());
-        let app = router(self.models, self.max_request_bytes);
         runtime.block_on(async move {
-            let listener = listener
-                .set_nonblocking(true)
-                .and_then(|()| tokio::net::TcpListener::from_std(listener))
-                .map_err(|e| Error::unavailable(format!("listening on {address}: {e}")))?;
-            tracing::info!(%address, "serving HTTP");
-            axum::serve(listener, app)
-                .with_graceful_shutdown(shutdown)
-                .await
-                .map_err(|e| Error::unavailable(format!("serving on {address}: {e}")))
+            let (stop, stopped) = tokio::sync::watch::channel(false);
+            tokio::spawn(async move {
+                shutdown.await;
+                let _ = stop.send(true);
+            });
+            let when_stopped = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
+                let _ = stopped.wait_for(|stop| *stop).await;
+            };
+            let http = async {
+                let (listener, address) = to_tokio(listeners.http)?;
+                tracing::info!(%address, "serving HTTP");
+                let app = router(self.models.clone(), self.max_request_bytes);
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(when_stopped(stopped.clone()))
+                    .await
+                    .map_err(|e| Error::unavailable(format!("serving HTTP on {address}: {e}")))
+            };
+            let grpc = async {
+                let Some(listener) = listeners.grpc else {
+                    return Ok(());
+                };
+                let (listener, address) = to_tokio(listener)?;
+                tracing::info!(%address, "serving gRPC");
+                tonic::transport::Server::builder()
+                    .add_service(service(self.models.clone(), self.max_request_bytes))
+                    .serve_with_incoming_shutdown(
+                        TcpIncoming::from(listener).with_nodelay(Some(true)),
+                        when_stopped(stopped.clone()),
+                    )
+                    .await
+                    .map_err(|e| Error::unavailable(format!("serving gRPC on {address}: {e}")))
+            };
+            tokio::try_join!(http, grpc).map(|_| ())
         })
     }
+}
+
+/// The sockets a server answers on.
+#[derive(Debug)]
+pub struct Listeners {
+    /// HTTP/REST.
+    pub http: TcpListener,
+    /// gRPC, if served.
+    pub grpc: Option<TcpListener>,
+}
+
+fn to_tokio(listener: TcpListener) -> Result<(tokio::net::TcpListener, String)> {
+    let address = listener
+        .local_addr()
+        .map_or_else(|_| "the listener".to_string(), |a| a.to_string());
+    let listener = listener
+        .set_nonblocking(true)
+        .and_then(|()| tokio::net::TcpListener::from_std(listener))
+        .map_err(|e| Error::unavailable(format!("listening on {address}: {e}")))?;
+    Ok((listener, address))
 }
 
 /// Completes on Ctrl-C or, on Unix, `SIGTERM` (what Kubernetes sends a pod it stops).

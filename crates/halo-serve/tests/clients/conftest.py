@@ -22,21 +22,23 @@ def halo_binary() -> pathlib.Path:
 
 
 class Served:
-    """A `halo serve` process on free ports; `http` is its host:port."""
+    """A `halo serve` process on free ports; `http` and `grpc` are their host:port."""
 
     def __init__(self, module: str, function: str, *extra: str):
         self.process = subprocess.Popen(
-            [halo_binary(), "serve", "--http-port=0", f"--module={module}", f"--function={function}", *extra],
+            [halo_binary(), "serve", "--http-port=0", "--grpc-port=0", f"--module={module}", f"--function={function}", *extra],
             cwd=MODELS,
             stderr=subprocess.PIPE,
             text=True,
         )
         first = self.process.stderr.readline()
-        match = re.search(r"http://([^/\s]+)", first)
-        if not match:
+        http = re.search(r"http://([^/\s]+)", first)
+        grpc = re.search(r"grpc://(\S+)", first)
+        if not (http and grpc):
             self.stop()
             pytest.fail(f"halo serve did not say where it listens: {first!r}")
-        self.http = match.group(1)
+        self.http = http.group(1)
+        self.grpc = grpc.group(1)
         # Drains the server's log so that it never blocks on a full pipe.
         threading.Thread(target=self.process.stderr.read, daemon=True).start()
 

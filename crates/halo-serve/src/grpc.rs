@@ -1,0 +1,218 @@
+//! The protocol's gRPC service (`inference.GRPCInferenceService`) over the loaded models.
+
+use crate::model::{find, InputTensor, Model, Models, OutputTensor};
+use crate::protocol::select_outputs;
+use halo_hal::{Error, Result};
+use std::sync::Arc;
+use tonic::{Request, Response, Status};
+
+/// The messages and server stub generated from `proto/grpc_predict_v2.proto`.
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod wire {
+    include!(concat!(env!("OUT_DIR"), "/inference.rs"));
+}
+
+use wire::grpc_inference_service_server::{GrpcInferenceService, GrpcInferenceServiceServer};
+use wire::model_infer_request::InferInputTensor;
+use wire::model_infer_response::InferOutputTensor;
+use wire::model_metadata_response::TensorMetadata;
+use wire::*;
+
+/// The gRPC service for `models`, its messages limited to `max_request_bytes`.
+pub fn service(models: Arc<Models>, max_request_bytes: usize) -> GrpcInferenceServiceServer<Inference> {
+    GrpcInferenceServiceServer::new(Inference { models })
+        .max_decoding_message_size(max_request_bytes)
+        .max_encoding_message_size(usize::MAX)
+}
+
+/// The service's implementation.
+pub struct Inference {
+    models: Arc<Models>,
+}
+
+/// halo's status codes are gRPC's, so an error keeps its code, and its message and context
+/// become the status message.
+fn status(error: Error) -> Status {
+    if matches!(
+        error.code(),
+        halo_hal::StatusCode::Internal | halo_hal::StatusCode::Unknown
+    ) {
+        tracing::warn!(%error, "request failed");
+    }
+    let text = error.to_string();
+    let message = text.strip_prefix(&format!("{}: ", error.code())).unwrap_or(&text);
+    Status::new(tonic::Code::from_i32(error.code() as i32), message)
+}
+
+fn version(version: &str) -> Option<&str> {
+    (!version.is_empty()).then_some(version)
+}
+
+impl Inference {
+    fn find(&self, name: &str, version_text: &str) -> std::result::Result<Arc<Model>, Status> {
+        find(&self.models, name, version(version_text)).map_err(status)
+    }
+}
+
+#[tonic::async_trait]
+impl GrpcInferenceService for Inference {
+    async fn server_live(&self, _: Request<ServerLiveRequest>) -> Result<Response<ServerLiveResponse>, Status> {
+        Ok(Response::new(ServerLiveResponse { live: true }))
+    }
+
+    async fn server_ready(&self, _: Request<ServerReadyRequest>) -> Result<Response<ServerReadyResponse>, Status> {
+        Ok(Response::new(ServerReadyResponse { ready: true }))
+    }
+
+    async fn model_ready(&self, request: Request<ModelReadyRequest>) -> Result<Response<ModelReadyResponse>, Status> {
+        let request = request.into_inner();
+        let ready = find(&self.models, &request.name, version(&request.version)).is_ok();
+        Ok(Response::new(ModelReadyResponse { ready }))
+    }
+
+    async fn server_metadata(
+        &self,
+        _: Request<ServerMetadataRequest>,
+    ) -> Result<Response<ServerMetadataResponse>, Status> {
+        let metadata = crate::protocol::ServerMetadata::of_halo();
+        Ok(Response::new(ServerMetadataResponse {
+            name: metadata.name.into(),
+            version: metadata.version.into(),
+            extensions: metadata.extensions.into_iter().map(String::from).collect(),
+        }))
+    }
+
+    async fn model_metadata(
+        &self,
+        request: Request<ModelMetadataRequest>,
+    ) -> Result<Response<ModelMetadataResponse>, Status> {
+        let request = request.into_inner();
+        let model = self.find(&request.name, &request.version)?;
+        let metadata = crate::protocol::ModelMetadata::of(&model);
+        let tensors = |tensors: Vec<crate::protocol::TensorMetadata>| {
+            tensors
+                .into_iter()
+                .map(|t| TensorMetadata {
+                    name: t.name,
+                    datatype: t.datatype.into(),
+                    shape: t.shape,
+                })
+                .collect()
+        };
+        Ok(Response::new(ModelMetadataResponse {
+            name: metadata.name,
+            versions: metadata.versions,
+            platform: metadata.platform.into(),
+            inputs: tensors(metadata.inputs),
+            outputs: tensors(metadata.outputs),
+        }))
+    }
+
+    async fn model_infer(&self, request: Request<ModelInferRequest>) -> Result<Response<ModelInferResponse>, Status> {
+        let request = request.into_inner();
+        let model = self.find(&request.model_name, &request.model_version)?;
+        let inputs = decode_inputs(&model, request.inputs, request.raw_input_contents).map_err(status)?;
+        let outputs = model.run(inputs).await.map_err(status)?;
+        let wanted = (!request.outputs.is_empty()).then(|| request.outputs.into_iter().map(|o| (o.name, ())).collect());
+        let chosen = select_outputs(outputs, wanted, ()).map_err(status)?;
+        let (outputs, raw): (Vec<_>, Vec<_>) = chosen.into_iter().map(|(output, ())| encode_output(output)).unzip();
+        Ok(Response::new(ModelInferResponse {
+            model_name: model.config().name.clone(),
+            model_version: model.config().version.clone(),
+            id: request.id,
+            parameters: Default::default(),
+            outputs,
+            raw_output_contents: raw,
+        }))
+    }
+}
+
+/// Every output travels as raw bytes, as Triton sends them, and its clients read them.
+fn encode_output(output: OutputTensor) -> (InferOutputTensor, Vec<u8>) {
+    let tensor = InferOutputTensor {
+        datatype: output.datatype().into(),
+        name: output.name,
+        shape: output.shape.iter().map(|&d| d as i64).collect(),
+        parameters: Default::default(),
+        contents: None,
+    };
+    (tensor, output.bytes)
+}
+
+/// The inputs of a request: from `raw` (one entry per input, in order) when it has any, else
+/// from each input's typed contents.
+fn decode_inputs(model: &Model, inputs: Vec<InferInputTensor>, raw: Vec<Vec<u8>>) -> Result<Vec<InputTensor>> {
+    if !raw.is_empty() && raw.len() != inputs.len() {
+        return Err(Error::invalid_argument(format!(
+            "the request has {} inputs but {} raw_input_contents; raw contents need one per input",
+            inputs.len(),
+            raw.len()
+        )));
+    }
+    let mut raw = raw.into_iter();
+    inputs
+        .into_iter()
+        .map(|input| {
+            let shape = input
+                .shape
+                .iter()
+                .map(|&d| u64::try_from(d))
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(|_| Error::invalid_argument(format!("input '{}' has a negative dimension", input.name)))?;
+            let bytes = match raw.next() {
+                Some(bytes) => bytes,
+                None => {
+                    let spec = model.input_spec(&input.name)?;
+                    let contents = input.contents.unwrap_or_default();
+                    typed_bytes(spec.datatype, &contents)
+                        .map_err(|e| Error::invalid_argument(format!("input '{}': {}", input.name, e.message())))?
+                }
+            };
+            Ok(InputTensor {
+                name: input.name,
+                datatype: input.datatype,
+                shape,
+                bytes,
+            })
+        })
+        .collect()
+}
+
+/// The little-endian bytes of typed contents for `datatype`; integers narrower than their
+/// field are checked to fit.
+fn typed_bytes(datatype: &str, contents: &InferTensorContents) -> Result<Vec<u8>> {
+    fn narrow<T: Copy + Into<i128>>(values: &[T], min: i128, max: i128, width: usize) -> Result<Vec<u8>> {
+        let mut bytes = Vec::with_capacity(values.len() * width);
+        for &value in values {
+            let value: i128 = value.into();
+            if !(min..=max).contains(&value) {
+                return Err(Error::invalid_argument(format!(
+                    "{value} is out of range [{min}, {max}]"
+                )));
+            }
+            bytes.extend_from_slice(&value.to_le_bytes()[..width]);
+        }
+        Ok(bytes)
+    }
+    fn wide<const N: usize, T: Copy>(values: &[T], to_bytes: fn(T) -> [u8; N]) -> Vec<u8> {
+        values.iter().flat_map(|&v| to_bytes(v)).collect()
+    }
+    Ok(match datatype {
+        "BOOL" => contents.bool_contents.iter().map(|&b| u8::from(b)).collect(),
+        "INT8" => narrow(&contents.int_contents, i8::MIN.into(), i8::MAX.into(), 1)?,
+        "INT16" => narrow(&contents.int_contents, i16::MIN.into(), i16::MAX.into(), 2)?,
+        "INT32" => wide(&contents.int_contents, i32::to_le_bytes),
+        "INT64" => wide(&contents.int64_contents, i64::to_le_bytes),
+        "UINT8" => narrow(&contents.uint_contents, 0, u8::MAX.into(), 1)?,
+        "UINT16" => narrow(&contents.uint_contents, 0, u16::MAX.into(), 2)?,
+        "UINT32" => wide(&contents.uint_contents, u32::to_le_bytes),
+        "UINT64" => wide(&contents.uint64_contents, u64::to_le_bytes),
+        "FP32" => wide(&contents.fp32_contents, f32::to_le_bytes),
+        "FP64" => wide(&contents.fp64_contents, f64::to_le_bytes),
+        other => {
+            return Err(Error::invalid_argument(format!(
+                "{other} has no typed contents field; send it in raw_input_contents"
+            )))
+        }
+    })
+}

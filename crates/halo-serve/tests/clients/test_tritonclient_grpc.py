@@ -1,0 +1,77 @@
+"""Triton's gRPC client (`tritonclient.grpc`) against `halo serve`'s gRPC port: health,
+metadata, and inference with raw tensor contents equal to `halo run-module`'s results."""
+
+import numpy as np
+import pytest
+import tritonclient.grpc as triton_grpc
+from tritonclient.utils import InferenceServerException
+
+from conftest import run_module
+
+
+def test_health_and_metadata(serve):
+    served = serve("cnn.vmfb", "cnn")
+    client = triton_grpc.InferenceServerClient(url=served.grpc)
+    assert client.is_server_live()
+    assert client.is_server_ready()
+    assert client.is_model_ready("cnn")
+    assert client.is_model_ready("cnn", model_version="1")
+    assert not client.is_model_ready("missing")
+    server = client.get_server_metadata(as_json=True)
+    assert server["name"] == "halo"
+    assert "binary_tensor_data" in server["extensions"]
+    metadata = client.get_model_metadata("cnn", as_json=True)
+    assert metadata["inputs"][0]["datatype"] == "FP32"
+    assert [o["name"] for o in metadata["outputs"]] == ["output0", "output1"]
+
+
+def test_cnn_inference_equals_run_module(serve, cnn_input):
+    served = serve("cnn.vmfb", "cnn")
+    client = triton_grpc.InferenceServerClient(url=served.grpc)
+    data = triton_grpc.InferInput("input0", list(cnn_input.shape), "FP32")
+    data.set_data_from_numpy(cnn_input)
+    result = client.infer("cnn", [data], request_id="g-1")
+    assert result.get_response().id == "g-1"
+    expected = run_module("cnn.vmfb", "cnn", [cnn_input], 2)
+    for index, want in enumerate(expected):
+        got = result.as_numpy(f"output{index}")
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+    # Asking for one output returns only it.
+    only = client.infer("cnn", [data], outputs=[triton_grpc.InferRequestedOutput("output1")])
+    assert [o.name for o in only.get_response().outputs] == ["output1"]
+    np.testing.assert_array_equal(only.as_numpy("output1"), expected[1])
+
+
+def test_integer_tensors(serve):
+    served = serve("shape_ops.vmfb", "reverse")
+    client = triton_grpc.InferenceServerClient(url=served.grpc)
+    values = np.array([1, 2, 3, 4, 5, -6], dtype=np.int32)
+    data = triton_grpc.InferInput("input0", [6], "INT32")
+    data.set_data_from_numpy(values)
+    result = client.infer("shape_ops", [data])
+    np.testing.assert_array_equal(result.as_numpy("output0"), run_module("shape_ops.vmfb", "reverse", [values], 1)[0])
+
+
+def test_bad_requests_are_invalid_argument_naming_the_problem(serve):
+    served = serve("tiny_add.vmfb", "tiny_add")
+    client = triton_grpc.InferenceServerClient(url=served.grpc)
+    ones = triton_grpc.InferInput("input1", [4], "FP32")
+    ones.set_data_from_numpy(np.ones(4, dtype=np.float32))
+    cases = [
+        ("input0", [4], "INT32", np.arange(4, dtype=np.int32), "is INT32; the model takes FP32"),
+        ("input0", [3], "FP32", np.arange(3, dtype=np.float32), r"shape \[3\]"),
+        ("other", [4], "FP32", np.arange(4, dtype=np.float32), "no input 'other'"),
+    ]
+    for name, shape, datatype, values, message in cases:
+        bad = triton_grpc.InferInput(name, shape, datatype)
+        bad.set_data_from_numpy(values)
+        with pytest.raises(InferenceServerException, match=message) as caught:
+            client.infer("tiny_add", [bad, ones])
+        assert caught.value.status() == "StatusCode.INVALID_ARGUMENT"
+    with pytest.raises(InferenceServerException, match="unknown model 'nope'"):
+        client.infer("nope", [ones])
+    right = triton_grpc.InferInput("input0", [4], "FP32")
+    right.set_data_from_numpy(np.arange(4, dtype=np.float32))
+    result = client.infer("tiny_add", [right, ones])
+    np.testing.assert_array_equal(result.as_numpy("output0"), np.arange(4, dtype=np.float32) + 1)
