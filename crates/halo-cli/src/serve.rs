@@ -44,8 +44,20 @@ pub struct ServeArgs {
     pub max_request_bytes: usize,
 }
 
+/// The variable that sets which log lines `halo serve` writes to stderr, in `tracing`'s filter
+/// syntax (`debug`, `halo_serve=debug`); `info` when unset.
+pub const LOG_VARIABLE: &str = "HALO_LOG";
+
 /// Loads the model and serves it until Ctrl-C or `SIGTERM`.
 pub fn run(registry: DriverRegistry, args: &ServeArgs) -> Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_from_env(LOG_VARIABLE)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // A subscriber set earlier (by an embedding program) stays.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
     let last = args
         .modules
         .last()

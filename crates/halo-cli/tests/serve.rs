@@ -30,9 +30,17 @@ impl Served {
             .stderr(Stdio::piped())
             .spawn()
             .expect("halo serve starts");
-        let stderr = child.stderr.take().expect("stderr");
+        // Log lines may come first; the server says where it listens in its own line.
+        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
         let mut line = String::new();
-        BufReader::new(stderr).read_line(&mut line).expect("a first line");
+        while !line.contains("http://") {
+            line.clear();
+            if stderr.read_line(&mut line).expect("a line") == 0 {
+                panic!("halo serve stopped before it listened");
+            }
+        }
+        // The log goes on; a thread drains it so that the server never blocks on a full pipe.
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
         let url = line
             .split_whitespace()
             .find(|word| word.starts_with("http://"))
@@ -405,6 +413,71 @@ fn every_bad_request_gets_400_naming_the_problem_and_the_server_keeps_serving() 
     assert_eq!(served.get("/v2/models/nope").0, 400);
 }
 
+/// The value of the sample `series` (name and labels exactly as encoded) in metrics `text`.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[test]
+fn metrics_count_requests_by_outcome_and_time_them() {
+    let served = Served::start("tiny_add.vmfb", "tiny_add", &[]);
+    let good = json!({"inputs": [
+        {"name": "input0", "shape": [4], "datatype": "FP32", "data": [1, 2, 3, 4]},
+        {"name": "input1", "shape": [4], "datatype": "FP32", "data": [1, 2, 3, 4]},
+    ]});
+    for _ in 0..3 {
+        assert_eq!(served.post("/v2/models/tiny_add/infer", &good.to_string()).0, 200);
+    }
+    assert_eq!(served.post("/v2/models/tiny_add/infer", "{}").0, 400);
+    assert_eq!(served.post("/v2/models/made-up/infer", "{}").0, 400);
+    let mut response = served
+        .agent
+        .get(&format!("{}/metrics", served.base))
+        .call()
+        .expect("metrics answer");
+    assert_eq!(response.status().as_u16(), 200);
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap_or_default().to_string());
+    assert!(content_type
+        .unwrap_or_default()
+        .starts_with("application/openmetrics-text"));
+    let text = response.body_mut().read_to_string().expect("text");
+    let requests = |model: &str, outcome: &str| {
+        sample(
+            &text,
+            &format!("halo_inference_requests_total{{model=\"{model}\",protocol=\"http\",outcome=\"{outcome}\"}}"),
+        )
+    };
+    assert_eq!(requests("tiny_add", "success"), Some(3.0), "{text}");
+    assert_eq!(requests("tiny_add", "invalid_argument"), Some(1.0), "{text}");
+    // A client's made-up model names share one series rather than each making one.
+    assert_eq!(requests("_unknown", "invalid_argument"), Some(1.0), "{text}");
+    assert!(!text.contains("made-up"), "{text}");
+    let count = |series: &str| sample(&text, series);
+    assert_eq!(
+        count("halo_inference_compute_seconds_count{model=\"tiny_add\"}"),
+        Some(3.0)
+    );
+    assert_eq!(
+        count("halo_inference_queue_seconds_count{model=\"tiny_add\"}"),
+        Some(3.0)
+    );
+    assert_eq!(
+        count("halo_inference_request_seconds_count{model=\"tiny_add\",protocol=\"http\"}"),
+        Some(4.0)
+    );
+    assert!(count("halo_inference_compute_seconds_sum{model=\"tiny_add\"}").is_some_and(|s| s > 0.0));
+    assert_eq!(
+        count("halo_inference_requests_in_flight{model=\"tiny_add\"}"),
+        Some(0.0)
+    );
+    assert!(count("halo_device_memory_in_use_bytes{model=\"tiny_add\",device=\"local-task\"}").is_some());
+    assert!(text.trim_end().ends_with("# EOF"));
+}
+
 #[test]
 fn a_body_over_the_limit_is_refused() {
     let served = Served::start("tiny_add.vmfb", "tiny_add", &["--max-request-bytes=64"]);
@@ -416,7 +489,13 @@ fn a_body_over_the_limit_is_refused() {
 fn a_model_that_cannot_load_stops_the_server_with_its_name() {
     let output = Command::new(env!("CARGO_BIN_EXE_halo"))
         .current_dir(models())
-        .args(["serve", "--http-port=0", "--grpc-port=0", "--module=tiny_add.vmfb", "--function=missing"])
+        .args([
+            "serve",
+            "--http-port=0",
+            "--grpc-port=0",
+            "--module=tiny_add.vmfb",
+            "--function=missing",
+        ])
         .output()
         .expect("halo runs");
     assert!(!output.status.success());

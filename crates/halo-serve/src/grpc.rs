@@ -1,7 +1,9 @@
 //! The protocol's gRPC service (`inference.GRPCInferenceService`) over the loaded models.
 
-use crate::model::{find, InputTensor, Model, Models, OutputTensor};
+use crate::metrics::Protocol;
+use crate::model::{InputTensor, Model, OutputTensor};
 use crate::protocol::select_outputs;
+use crate::serving::Serving;
 use halo_hal::{Error, Result};
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
@@ -18,16 +20,16 @@ use wire::model_infer_response::InferOutputTensor;
 use wire::model_metadata_response::TensorMetadata;
 use wire::*;
 
-/// The gRPC service for `models`, its messages limited to `max_request_bytes`.
-pub fn service(models: Arc<Models>, max_request_bytes: usize) -> GrpcInferenceServiceServer<Inference> {
-    GrpcInferenceServiceServer::new(Inference { models })
+/// The gRPC service for `serving`'s models, its messages limited to `max_request_bytes`.
+pub fn service(serving: Arc<Serving>, max_request_bytes: usize) -> GrpcInferenceServiceServer<Inference> {
+    GrpcInferenceServiceServer::new(Inference { serving })
         .max_decoding_message_size(max_request_bytes)
         .max_encoding_message_size(usize::MAX)
 }
 
 /// The service's implementation.
 pub struct Inference {
-    models: Arc<Models>,
+    serving: Arc<Serving>,
 }
 
 /// halo's status codes are gRPC's, so an error keeps its code, and its message and context
@@ -50,7 +52,7 @@ fn version(version: &str) -> Option<&str> {
 
 impl Inference {
     fn find(&self, name: &str, version_text: &str) -> std::result::Result<Arc<Model>, Status> {
-        find(&self.models, name, version(version_text)).map_err(status)
+        self.serving.find(name, version(version_text)).map_err(status)
     }
 }
 
@@ -66,7 +68,7 @@ impl GrpcInferenceService for Inference {
 
     async fn model_ready(&self, request: Request<ModelReadyRequest>) -> Result<Response<ModelReadyResponse>, Status> {
         let request = request.into_inner();
-        let ready = find(&self.models, &request.name, version(&request.version)).is_ok();
+        let ready = self.serving.find(&request.name, version(&request.version)).is_ok();
         Ok(Response::new(ModelReadyResponse { ready }))
     }
 
@@ -110,21 +112,30 @@ impl GrpcInferenceService for Inference {
 
     async fn model_infer(&self, request: Request<ModelInferRequest>) -> Result<Response<ModelInferResponse>, Status> {
         let request = request.into_inner();
-        let model = self.find(&request.model_name, &request.model_version)?;
-        let inputs = decode_inputs(&model, request.inputs, request.raw_input_contents).map_err(status)?;
-        let outputs = model.run(inputs).await.map_err(status)?;
-        let wanted = (!request.outputs.is_empty()).then(|| request.outputs.into_iter().map(|o| (o.name, ())).collect());
-        let chosen = select_outputs(outputs, wanted, ()).map_err(status)?;
-        let (outputs, raw): (Vec<_>, Vec<_>) = chosen.into_iter().map(|(output, ())| encode_output(output)).unzip();
-        Ok(Response::new(ModelInferResponse {
-            model_name: model.config().name.clone(),
-            model_version: model.config().version.clone(),
-            id: request.id,
-            parameters: Default::default(),
-            outputs,
-            raw_output_contents: raw,
-        }))
+        let (name, model_version) = (request.model_name.clone(), request.model_version.clone());
+        let answer = self
+            .serving
+            .infer(&name, version(&model_version), Protocol::Grpc, |model| {
+                infer(model, &self.serving, request)
+            });
+        answer.await.map(Response::new).map_err(status)
     }
+}
+
+async fn infer(model: Arc<Model>, serving: &Serving, request: ModelInferRequest) -> Result<ModelInferResponse> {
+    let inputs = decode_inputs(&model, request.inputs, request.raw_input_contents)?;
+    let outputs = model.run(inputs, &serving.metrics).await?;
+    let wanted = (!request.outputs.is_empty()).then(|| request.outputs.into_iter().map(|o| (o.name, ())).collect());
+    let chosen = select_outputs(outputs, wanted, ())?;
+    let (outputs, raw): (Vec<_>, Vec<_>) = chosen.into_iter().map(|(output, ())| encode_output(output)).unzip();
+    Ok(ModelInferResponse {
+        model_name: model.config().name.clone(),
+        model_version: model.config().version.clone(),
+        id: request.id,
+        parameters: Default::default(),
+        outputs,
+        raw_output_contents: raw,
+    })
 }
 
 /// Every output travels as raw bytes, as Triton sends them, and its clients read them.

@@ -1,9 +1,11 @@
 //! The protocol's HTTP/REST endpoints (`/v2/...`) over the loaded models.
 
-use crate::model::{self, Model, Models};
+use crate::metrics::{Protocol, CONTENT_TYPE};
+use crate::model::Model;
 use crate::protocol::{
     decode_inputs, encode_outputs, ErrorBody, InferRequest, InferResponse, ModelMetadata, ServerMetadata,
 };
+use crate::serving::Serving;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{header, HeaderMap, HeaderName, StatusCode};
@@ -50,8 +52,8 @@ impl IntoResponse for Failure {
 
 type Answer<T> = Result<T, Failure>;
 
-/// The router for `models`, refusing request bodies over `max_request_bytes`.
-pub fn router(models: Arc<Models>, max_request_bytes: usize) -> Router {
+/// The router for `serving`'s models, refusing request bodies over `max_request_bytes`.
+pub fn router(serving: Arc<Serving>, max_request_bytes: usize) -> Router {
     Router::new()
         .route("/v2/health/live", get(|| async { Json(json!({"live": true})) }))
         .route("/v2/health/ready", get(|| async { Json(json!({"ready": true})) }))
@@ -63,62 +65,74 @@ pub fn router(models: Arc<Models>, max_request_bytes: usize) -> Router {
         .route("/v2/models/{name}/infer", post(infer))
         .route("/v2/models/{name}/versions/{version}/infer", post(infer_version))
         .layer(DefaultBodyLimit::max(max_request_bytes))
-        .with_state(models)
+        .route("/metrics", get(metrics))
+        .with_state(serving)
+}
+
+async fn metrics(State(serving): State<Arc<Serving>>) -> Response {
+    let text = serving.metrics.encode(&serving.models);
+    ([(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response()
 }
 
 async fn server_metadata() -> Json<ServerMetadata> {
     Json(ServerMetadata::of_halo())
 }
 
-fn find(models: &Models, name: &str, version: Option<&str>) -> Answer<Arc<Model>> {
-    Ok(model::find(models, name, version)?)
+fn find(serving: &Serving, name: &str, version: Option<&str>) -> Answer<Arc<Model>> {
+    Ok(serving.find(name, version)?)
 }
 
-async fn model_metadata(State(models): State<Arc<Models>>, Path(name): Path<String>) -> Answer<Json<ModelMetadata>> {
-    Ok(Json(ModelMetadata::of(find(&models, &name, None)?.as_ref())))
+async fn model_metadata(State(serving): State<Arc<Serving>>, Path(name): Path<String>) -> Answer<Json<ModelMetadata>> {
+    Ok(Json(ModelMetadata::of(find(&serving, &name, None)?.as_ref())))
 }
 
 async fn model_version_metadata(
-    State(models): State<Arc<Models>>,
+    State(serving): State<Arc<Serving>>,
     Path((name, version)): Path<(String, String)>,
 ) -> Answer<Json<ModelMetadata>> {
-    Ok(Json(ModelMetadata::of(find(&models, &name, Some(&version))?.as_ref())))
+    Ok(Json(ModelMetadata::of(find(&serving, &name, Some(&version))?.as_ref())))
 }
 
 // The protocol needs only the status; the body is the one KServe's own server and client use.
-async fn model_ready(State(models): State<Arc<Models>>, Path(name): Path<String>) -> Answer<Json<serde_json::Value>> {
-    find(&models, &name, None).map(|_| Json(json!({"name": name, "ready": true})))
+async fn model_ready(State(serving): State<Arc<Serving>>, Path(name): Path<String>) -> Answer<Json<serde_json::Value>> {
+    find(&serving, &name, None).map(|_| Json(json!({"name": name, "ready": true})))
 }
 
 async fn model_version_ready(
-    State(models): State<Arc<Models>>,
+    State(serving): State<Arc<Serving>>,
     Path((name, version)): Path<(String, String)>,
 ) -> Answer<Json<serde_json::Value>> {
-    find(&models, &name, Some(&version)).map(|_| Json(json!({"name": name, "ready": true})))
+    find(&serving, &name, Some(&version)).map(|_| Json(json!({"name": name, "ready": true})))
 }
 
 async fn infer(
-    State(models): State<Arc<Models>>,
+    State(serving): State<Arc<Serving>>,
     Path(name): Path<String>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Answer<Response> {
-    run_inference(find(&models, &name, None)?, &headers, body).await
+    let answer = serving.infer(&name, None, Protocol::Http, |model| {
+        run_inference(model, &serving, &headers, body)
+    });
+    Ok(answer.await?)
 }
 
 async fn infer_version(
-    State(models): State<Arc<Models>>,
+    State(serving): State<Arc<Serving>>,
     Path((name, version)): Path<(String, String)>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Answer<Response> {
-    run_inference(find(&models, &name, Some(&version))?, &headers, body).await
+    let answer = serving.infer(&name, Some(&version), Protocol::Http, |model| {
+        run_inference(model, &serving, &headers, body)
+    });
+    Ok(answer.await?)
 }
 
 /// The binary tensor data extension's header: the byte length of the JSON before binary data.
 const JSON_LENGTH_HEADER: &str = "inference-header-content-length";
 
-fn json_length(headers: &HeaderMap) -> Answer<Option<usize>> {
+fn json_length(headers: &HeaderMap) -> halo_hal::Result<Option<usize>> {
     let Some(value) = headers.get(JSON_LENGTH_HEADER) else {
         return Ok(None);
     };
@@ -127,15 +141,19 @@ fn json_length(headers: &HeaderMap) -> Answer<Option<usize>> {
         Some(length) => Ok(Some(length)),
         None => Err(Error::invalid_argument(format!(
             "the Inference-Header-Content-Length header {value:?} is not a byte count"
-        ))
-        .into()),
+        ))),
     }
 }
 
-async fn run_inference(model: Arc<Model>, headers: &HeaderMap, body: Bytes) -> Answer<Response> {
+async fn run_inference(
+    model: Arc<Model>,
+    serving: &Serving,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> halo_hal::Result<Response> {
     let (request, binary) = InferRequest::parse(&body, json_length(headers)?)?;
     let inputs = decode_inputs(&model, request.inputs, binary)?;
-    let outputs = model.run(inputs).await?;
+    let outputs = model.run(inputs, &serving.metrics).await?;
     let encoded = encode_outputs(outputs, request.outputs, request.parameters.binary_data_output)?;
     let response = InferResponse {
         model_name: model.config().name.clone(),

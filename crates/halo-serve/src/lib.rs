@@ -10,9 +10,11 @@
 pub mod datatype;
 pub mod grpc;
 pub mod http;
+pub mod metrics;
 pub mod model;
 pub mod protocol;
 pub mod server;
+pub mod serving;
 
 pub use model::{Model, ModelConfig};
 pub use server::{Listeners, Server, ServerConfig};

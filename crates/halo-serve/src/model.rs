@@ -2,6 +2,7 @@
 //! describes them, and the admission limits that bound its concurrent work.
 
 use crate::datatype::datatype_of;
+use crate::metrics::Metrics;
 use halo_hal::buffer_view_text::element_count;
 use halo_hal::{ElementType, Error, HostTensor, Result, ResultExt};
 use halo_runtime::{Function, Instance, Session, Value};
@@ -9,6 +10,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// The models a server answers for, by name.
 pub type Models = BTreeMap<String, Arc<Model>>;
@@ -264,17 +266,33 @@ impl Model {
     }
 
     /// Runs a request: admits it, waits for its turn and calls the function on a blocking
-    /// thread, so the server's threads keep answering while models compute.
+    /// thread, so the server's threads keep answering while models compute. Both times go to
+    /// `metrics`.
     ///
     /// # Errors
     /// `Unavailable` when the model is full; the errors of [`Model::infer`].
-    pub async fn run(self: &Arc<Self>, inputs: Vec<InputTensor>) -> Result<Vec<OutputTensor>> {
+    pub async fn run(self: &Arc<Self>, inputs: Vec<InputTensor>, metrics: &Metrics) -> Result<Vec<OutputTensor>> {
         let _admission = self.admit()?;
+        let waiting = Instant::now();
         let _turn = self.turn().await;
+        metrics.observe_queue(&self.config.name, waiting.elapsed());
         let model = self.clone();
-        tokio::task::spawn_blocking(move || model.infer(inputs))
+        let computing = Instant::now();
+        let outputs = tokio::task::spawn_blocking(move || model.infer(inputs))
             .await
-            .map_err(|e| Error::internal(format!("the inference task failed: {e}")))?
+            .map_err(|e| Error::internal(format!("the inference task failed: {e}")))?;
+        metrics.observe_compute(&self.config.name, computing.elapsed());
+        outputs
+    }
+
+    /// The bytes allocated on each of the model's devices, by device URI.
+    pub fn device_memory(&self) -> Vec<(String, u64)> {
+        self.config
+            .devices
+            .iter()
+            .zip(self.session.devices())
+            .map(|(uri, device)| (uri.clone(), device.allocator().statistics().bytes_allocated))
+            .collect()
     }
 
     /// Calls the function with `inputs` (matched to its inputs by name) on the calling thread

@@ -5,6 +5,7 @@ use crate::grpc::service;
 use crate::http::router;
 use crate::model::Models;
 use crate::model::{Model, ModelConfig};
+use crate::serving::Serving;
 use halo_hal::{Error, Result};
 use halo_runtime::Instance;
 use std::future::Future;
@@ -23,7 +24,7 @@ pub struct ServerConfig {
 
 /// A server with its models loaded.
 pub struct Server {
-    models: Arc<Models>,
+    serving: Arc<Serving>,
     max_request_bytes: usize,
 }
 
@@ -42,7 +43,7 @@ impl Server {
             models.insert(name, Arc::new(Model::load(instance, model)?));
         }
         Ok(Server {
-            models: Arc::new(models),
+            serving: Arc::new(Serving::new(models)),
             max_request_bytes: config.max_request_bytes,
         })
     }
@@ -62,6 +63,7 @@ impl Server {
             let (stop, stopped) = tokio::sync::watch::channel(false);
             tokio::spawn(async move {
                 shutdown.await;
+                tracing::info!("shutting down: no new connections; finishing the requests in flight");
                 let _ = stop.send(true);
             });
             let when_stopped = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
@@ -70,7 +72,7 @@ impl Server {
             let http = async {
                 let (listener, address) = to_tokio(listeners.http)?;
                 tracing::info!(%address, "serving HTTP");
-                let app = router(self.models.clone(), self.max_request_bytes);
+                let app = router(self.serving.clone(), self.max_request_bytes);
                 axum::serve(listener, app)
                     .with_graceful_shutdown(when_stopped(stopped.clone()))
                     .await
@@ -83,7 +85,7 @@ impl Server {
                 let (listener, address) = to_tokio(listener)?;
                 tracing::info!(%address, "serving gRPC");
                 tonic::transport::Server::builder()
-                    .add_service(service(self.models.clone(), self.max_request_bytes))
+                    .add_service(service(self.serving.clone(), self.max_request_bytes))
                     .serve_with_incoming_shutdown(
                         TcpIncoming::from(listener).with_nodelay(Some(true)),
                         when_stopped(stopped.clone()),

@@ -31,7 +31,12 @@ class Served:
             stderr=subprocess.PIPE,
             text=True,
         )
-        first = self.process.stderr.readline()
+        # Log lines may come first; the server says where it listens in its own line.
+        first = ""
+        while "http://" not in first:
+            first = self.process.stderr.readline()
+            if not first:
+                break
         http = re.search(r"http://([^/\s]+)", first)
         grpc = re.search(r"grpc://(\S+)", first)
         if not (http and grpc):

@@ -1,9 +1,12 @@
 """Triton's gRPC client (`tritonclient.grpc`) against `halo serve`'s gRPC port: health,
 metadata, and inference with raw tensor contents equal to `halo run-module`'s results."""
 
+import urllib.request
+
 import numpy as np
 import pytest
 import tritonclient.grpc as triton_grpc
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from tritonclient.utils import InferenceServerException
 
 from conftest import run_module
@@ -75,3 +78,22 @@ def test_bad_requests_are_invalid_argument_naming_the_problem(serve):
     right.set_data_from_numpy(np.arange(4, dtype=np.float32))
     result = client.infer("tiny_add", [right, ones])
     np.testing.assert_array_equal(result.as_numpy("output0"), np.arange(4, dtype=np.float32) + 1)
+
+
+def test_grpc_requests_show_in_the_metrics_which_prometheus_parses(serve, cnn_input):
+    served = serve("cnn.vmfb", "cnn")
+    client = triton_grpc.InferenceServerClient(url=served.grpc)
+    data = triton_grpc.InferInput("input0", list(cnn_input.shape), "FP32")
+    data.set_data_from_numpy(cnn_input)
+    for _ in range(2):
+        client.infer("cnn", [data])
+    with urllib.request.urlopen(f"http://{served.http}/metrics", timeout=30) as response:
+        text = response.read().decode()
+    samples = {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+    success = ("halo_inference_requests_total", (("model", "cnn"), ("outcome", "success"), ("protocol", "grpc")))
+    assert samples[success] == 2
+    assert samples[("halo_inference_compute_seconds_count", (("model", "cnn"),))] == 2
