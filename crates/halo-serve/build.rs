@@ -1,11 +1,11 @@
-//! Generates the gRPC service's messages and server from the protocol's `.proto`.
+//! Generates the gRPC messages, server and client (for the load test) from the protocol's `.proto`.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let proto = "proto/grpc_predict_v2.proto";
     println!("cargo:rerun-if-changed={proto}");
     let descriptors = protox::compile([proto], ["proto"])?;
     tonic_prost_build::configure()
-        .build_client(false)
+        .build_client(true)
         .compile_fds(descriptors)?;
     Ok(())
 }

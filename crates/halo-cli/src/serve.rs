@@ -5,6 +5,7 @@ use halo_hal::{DriverRegistry, Error, Result};
 use halo_serve::{Listeners, ModelConfig, Server, ServerConfig};
 use std::net::TcpListener;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// The arguments of `halo serve`.
 #[derive(clap::Args, Debug)]
@@ -39,6 +40,10 @@ pub struct ServeArgs {
     /// Requests per model that may wait beyond those; more get `503`.
     #[arg(long, default_value_t = 64)]
     pub max_queue: usize,
+    /// Milliseconds a request may take (waiting and computing) before it is answered `504` /
+    /// `DEADLINE_EXCEEDED`; 0 for no limit. A request's own `timeout` parameter (µs) can shorten it.
+    #[arg(long, default_value_t = 0)]
+    pub request_timeout_ms: u64,
     /// The largest request body accepted, in bytes.
     #[arg(long, default_value_t = 64 << 20)]
     pub max_request_bytes: usize,
@@ -77,6 +82,7 @@ pub fn run(registry: DriverRegistry, args: &ServeArgs) -> Result<()> {
         devices: args.devices.clone(),
         max_concurrency: args.max_concurrency,
         max_queue: args.max_queue,
+        timeout: (args.request_timeout_ms > 0).then(|| Duration::from_millis(args.request_timeout_ms)),
     };
     let instance = halo_runtime::Instance::with_registry(registry);
     let server = Server::load(

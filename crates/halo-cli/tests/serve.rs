@@ -189,6 +189,7 @@ fn json_inference_equals_run_module() {
     let served = Served::start("tiny_add.vmfb", "tiny_add", &[]);
     let body = json!({
         "id": "request-7",
+        "parameters": {"timeout": 60_000_000},
         "inputs": [
             {"name": "input0", "shape": [4], "datatype": "FP32", "data": [1.0, 2.5, -3.0, 0.125]},
             {"name": "input1", "shape": [4], "datatype": "FP32", "data": [[0.5, 0.25], [1e-3, 7.0]]},
@@ -365,6 +366,11 @@ fn every_bad_request_gets_400_naming_the_problem_and_the_server_keeps_serving() 
         (
             "/v2/models/tiny_add/infer",
             json!({"inputs": 3}).to_string(),
+            "not a valid inference request",
+        ),
+        (
+            "/v2/models/tiny_add/infer",
+            json!({"parameters": {"timeout": "soon"}, "inputs": [good.clone()]}).to_string(),
             "not a valid inference request",
         ),
         (

@@ -6,6 +6,7 @@ use crate::protocol::select_outputs;
 use crate::serving::Serving;
 use halo_hal::{Error, Result};
 use std::sync::Arc;
+use std::time::Duration;
 use tonic::{Request, Response, Status};
 
 /// The messages and server stub generated from `proto/grpc_predict_v2.proto`.
@@ -124,7 +125,8 @@ impl GrpcInferenceService for Inference {
 
 async fn infer(model: Arc<Model>, serving: &Serving, request: ModelInferRequest) -> Result<ModelInferResponse> {
     let inputs = decode_inputs(&model, request.inputs, request.raw_input_contents)?;
-    let outputs = model.run(inputs, &serving.metrics).await?;
+    let deadline = model.deadline(requested_timeout(&request.parameters));
+    let outputs = model.run(inputs, &serving.metrics, deadline).await?;
     let wanted = (!request.outputs.is_empty()).then(|| request.outputs.into_iter().map(|o| (o.name, ())).collect());
     let chosen = select_outputs(outputs, wanted, ())?;
     let (outputs, raw): (Vec<_>, Vec<_>) = chosen.into_iter().map(|(output, ())| encode_output(output)).unzip();
@@ -136,6 +138,16 @@ async fn infer(model: Arc<Model>, serving: &Serving, request: ModelInferRequest)
         outputs,
         raw_output_contents: raw,
     })
+}
+
+/// The request's `timeout` parameter, in microseconds as Triton's clients send it.
+fn requested_timeout(parameters: &std::collections::HashMap<String, InferParameter>) -> Option<Duration> {
+    use wire::infer_parameter::ParameterChoice;
+    match parameters.get("timeout")?.parameter_choice {
+        Some(ParameterChoice::Int64Param(micros)) => u64::try_from(micros).ok().map(Duration::from_micros),
+        Some(ParameterChoice::Uint64Param(micros)) => Some(Duration::from_micros(micros)),
+        _ => None,
+    }
 }
 
 /// Every output travels as raw bytes, as Triton sends them, and its clients read them.

@@ -15,6 +15,7 @@ use axum::{Json, Router};
 use halo_hal::{Error, StatusCode as Status};
 use serde_json::json;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// An error answer: the protocol's `{"error": ...}` body with an HTTP status.
 struct Failure(Error);
@@ -153,7 +154,8 @@ async fn run_inference(
 ) -> halo_hal::Result<Response> {
     let (request, binary) = InferRequest::parse(&body, json_length(headers)?)?;
     let inputs = decode_inputs(&model, request.inputs, binary)?;
-    let outputs = model.run(inputs, &serving.metrics).await?;
+    let deadline = model.deadline(request.parameters.timeout.map(Duration::from_micros));
+    let outputs = model.run(inputs, &serving.metrics, deadline).await?;
     let encoded = encode_outputs(outputs, request.outputs, request.parameters.binary_data_output)?;
     let response = InferResponse {
         model_name: model.config().name.clone(),

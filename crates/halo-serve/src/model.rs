@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The models a server answers for, by name.
 pub type Models = BTreeMap<String, Arc<Model>>;
@@ -52,6 +52,8 @@ pub struct ModelConfig {
     pub max_concurrency: usize,
     /// Requests that may wait for a turn beyond those; more are refused as unavailable.
     pub max_queue: usize,
+    /// How long a request may take before it is answered `DeadlineExceeded`; none when `None`.
+    pub timeout: Option<Duration>,
 }
 
 /// One input or output as the protocol describes it.
@@ -159,7 +161,9 @@ pub struct Model {
     outputs: Vec<TensorSpec>,
     /// Requests admitted and not yet answered (running or waiting).
     admitted: AtomicUsize,
-    running: tokio::sync::Semaphore,
+    /// Turns to run; a running request holds one until its call returns, even when its client
+    /// was answered at its deadline, so the work on the device stays bounded.
+    running: Arc<tokio::sync::Semaphore>,
 }
 
 /// A request's place in a model's admission: released when dropped.
@@ -215,7 +219,7 @@ impl Model {
             )));
         }
         Ok(Model {
-            running: tokio::sync::Semaphore::new(config.max_concurrency.max(1)),
+            running: Arc::new(tokio::sync::Semaphore::new(config.max_concurrency.max(1))),
             config,
             session,
             function,
@@ -261,28 +265,71 @@ impl Model {
     }
 
     /// Waits for a turn to run among the admitted requests.
-    pub async fn turn(&self) -> tokio::sync::SemaphorePermit<'_> {
-        self.running.acquire().await.expect("the semaphore is never closed")
+    pub async fn turn(&self) -> tokio::sync::OwnedSemaphorePermit {
+        self.running
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed")
     }
 
     /// Runs a request: admits it, waits for its turn and calls the function on a blocking
     /// thread, so the server's threads keep answering while models compute. Both times go to
-    /// `metrics`.
+    /// `metrics`. A request still waiting or computing at `deadline` is answered then; a call
+    /// that has started finishes in the background, keeping its turn.
     ///
     /// # Errors
-    /// `Unavailable` when the model is full; the errors of [`Model::infer`].
-    pub async fn run(self: &Arc<Self>, inputs: Vec<InputTensor>, metrics: &Metrics) -> Result<Vec<OutputTensor>> {
+    /// `Unavailable` when the model is full; `DeadlineExceeded` at the deadline; the errors of
+    /// [`Model::infer`].
+    pub async fn run(
+        self: &Arc<Self>,
+        inputs: Vec<InputTensor>,
+        metrics: &Metrics,
+        deadline: Option<Instant>,
+    ) -> Result<Vec<OutputTensor>> {
         let _admission = self.admit()?;
         let waiting = Instant::now();
-        let _turn = self.turn().await;
+        let turn = self.before(deadline, "waiting for a turn", self.turn()).await?;
         metrics.observe_queue(&self.config.name, waiting.elapsed());
         let model = self.clone();
         let computing = Instant::now();
-        let outputs = tokio::task::spawn_blocking(move || model.infer(inputs))
-            .await
+        let call = tokio::task::spawn_blocking(move || {
+            let _turn = turn;
+            model.infer(inputs)
+        });
+        let outputs = self
+            .before(deadline, "computing", call)
+            .await?
             .map_err(|e| Error::internal(format!("the inference task failed: {e}")))?;
         metrics.observe_compute(&self.config.name, computing.elapsed());
         outputs
+    }
+
+    /// When a request arriving now must be answered: after the sooner of the model's timeout
+    /// and the request's own, if either is set.
+    pub fn deadline(&self, requested: Option<Duration>) -> Option<Instant> {
+        let timeout = match (self.config.timeout, requested) {
+            (Some(model), Some(request)) => Some(model.min(request)),
+            (model, request) => model.or(request),
+        };
+        timeout.and_then(|t| Instant::now().checked_add(t))
+    }
+
+    async fn before<T>(
+        &self,
+        deadline: Option<Instant>,
+        what: &str,
+        work: impl std::future::Future<Output = T>,
+    ) -> Result<T> {
+        let Some(deadline) = deadline else {
+            return Ok(work.await);
+        };
+        tokio::time::timeout_at(deadline.into(), work).await.map_err(|_| {
+            Error::deadline_exceeded(format!(
+                "the request to model '{}' ran out of time while {what}",
+                self.config.name
+            ))
+        })
     }
 
     /// The bytes allocated on each of the model's devices, by device URI.

@@ -123,6 +123,9 @@ pub struct RequestParameters {
     /// Whether outputs not named in `outputs` come back as raw bytes.
     #[serde(default)]
     pub binary_data_output: bool,
+    /// The request's own time limit in microseconds, as Triton's clients send it.
+    #[serde(default)]
+    pub timeout: Option<u64>,
 }
 
 /// `POST /v2/models/{name}/infer`: its JSON part.

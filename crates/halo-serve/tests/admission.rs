@@ -1,10 +1,20 @@
 //! A model admits `max_concurrency + max_queue` requests at once and refuses more as
-//! unavailable, naming the model, until one leaves.
+//! unavailable, naming the model, until one leaves; a request past its deadline is answered
+//! `DeadlineExceeded`.
 
 use halo_serve::{Model, ModelConfig};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 fn tiny_add(max_concurrency: usize, max_queue: usize) -> Model {
+    load(max_concurrency, max_queue, None)
+}
+
+fn tiny_add_with_timeout(timeout: Duration) -> Model {
+    load(1, 0, Some(timeout))
+}
+
+fn load(max_concurrency: usize, max_queue: usize, timeout: Option<Duration>) -> Model {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models");
     let config = ModelConfig {
         name: "adder".into(),
@@ -14,6 +24,7 @@ fn tiny_add(max_concurrency: usize, max_queue: usize) -> Model {
         devices: vec!["local-sync".into()],
         max_concurrency,
         max_queue,
+        timeout,
     };
     Model::load(&halo_runtime::Instance::new(), config).expect("the fixture loads")
 }
@@ -41,4 +52,60 @@ fn the_declaration_names_inputs_and_outputs_with_datatypes_and_shapes() {
         .collect();
     assert_eq!(names, [("input0", "FP32", vec![4]), ("input1", "FP32", vec![4])]);
     assert_eq!(model.outputs()[0].name, "output0");
+}
+
+#[test]
+fn a_request_past_its_deadline_is_answered_deadline_exceeded_and_the_next_runs() {
+    let model = std::sync::Arc::new(tiny_add(1, 1));
+    let metrics = halo_serve::metrics::Metrics::new();
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let inputs = || {
+        ["input0", "input1"]
+            .map(|name| halo_serve::model::InputTensor {
+                name: name.into(),
+                datatype: "FP32".into(),
+                shape: vec![4],
+                bytes: [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect(),
+            })
+            .to_vec()
+    };
+    runtime.block_on(async {
+        // The only turn is taken, so the request waits until its deadline.
+        let turn = model.turn().await;
+        let deadline = model.deadline(Some(Duration::from_millis(20)));
+        let error = model.run(inputs(), &metrics, deadline).await.expect_err("it times out");
+        assert_eq!(error.code(), halo_hal::StatusCode::DeadlineExceeded);
+        assert!(
+            error
+                .to_string()
+                .contains("model 'adder' ran out of time while waiting for a turn"),
+            "{error}"
+        );
+        drop(turn);
+        let outputs = model
+            .run(inputs(), &metrics, model.deadline(None))
+            .await
+            .expect("it runs");
+        let sums: Vec<f32> = outputs[0]
+            .bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        assert_eq!(sums, [2.0, 4.0, 6.0, 8.0]);
+    });
+}
+
+#[test]
+fn the_sooner_of_the_model_and_request_timeouts_sets_the_deadline() {
+    let mut model = tiny_add(1, 0);
+    assert!(model.deadline(None).is_none());
+    let soon = Instant::now() + Duration::from_secs(5);
+    assert!(model.deadline(Some(Duration::from_millis(1))).is_some_and(|d| d < soon));
+    // A limit too far away to represent means no limit rather than a panic.
+    assert!(model.deadline(Some(Duration::MAX)).is_none());
+    model = tiny_add_with_timeout(Duration::from_millis(1));
+    assert!(model
+        .deadline(Some(Duration::from_secs(3600)))
+        .is_some_and(|d| d < soon));
+    assert!(model.deadline(None).is_some_and(|d| d < soon));
 }

@@ -1,0 +1,384 @@
+//! Load test for `halo serve`: many concurrent clients over HTTP/JSON, HTTP with binary tensors
+//! and gRPC, against the same number of direct in-process calls of the same function; then an
+//! overload past the queue limit. Prints throughput and latency percentiles as a Markdown table.
+//!
+//! Run through `scripts/load-test`, which builds halo in release mode first:
+//!
+//! ```text
+//! cargo run --release -p halo-serve --example load_test -- \
+//!     --halo target/release/halo --module fixtures/models/cnn.vmfb --function cnn \
+//!     --input fixtures/models/cnn.basic.0.npy --clients 32 --requests 1000
+//! ```
+
+use halo_hal::HostTensor;
+use halo_serve::grpc::wire::grpc_inference_service_client::GrpcInferenceServiceClient;
+use halo_serve::grpc::wire::model_infer_request::InferInputTensor;
+use halo_serve::grpc::wire::ModelInferRequest;
+use halo_serve::model::InputTensor;
+use halo_serve::{Model, ModelConfig};
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+struct Args {
+    halo: PathBuf,
+    module: PathBuf,
+    function: String,
+    input: PathBuf,
+    clients: usize,
+    requests: usize,
+    max_concurrency: usize,
+}
+
+fn parse_args() -> Args {
+    let mut args = Args {
+        halo: "target/release/halo".into(),
+        module: "fixtures/models/cnn.vmfb".into(),
+        function: "cnn".into(),
+        input: "fixtures/models/cnn.basic.0.npy".into(),
+        clients: 32,
+        requests: 1000,
+        max_concurrency: 2,
+    };
+    let mut words = std::env::args().skip(1);
+    while let (Some(flag), Some(value)) = (words.next(), words.next()) {
+        match flag.as_str() {
+            "--halo" => args.halo = value.into(),
+            "--module" => args.module = value.into(),
+            "--function" => args.function = value,
+            "--input" => args.input = value.into(),
+            "--clients" => args.clients = value.parse().expect("--clients is a number"),
+            "--requests" => args.requests = value.parse().expect("--requests is a number"),
+            "--max-concurrency" => args.max_concurrency = value.parse().expect("--max-concurrency is a number"),
+            other => panic!("unknown flag {other}"),
+        }
+    }
+    args
+}
+
+/// One phase's results: per-request latencies of the successful ones, and the failures.
+struct Phase {
+    name: String,
+    clients: usize,
+    elapsed: Duration,
+    latencies: Vec<Duration>,
+    failures: usize,
+}
+
+impl Phase {
+    fn row(&self) -> String {
+        let mut sorted = self.latencies.clone();
+        sorted.sort();
+        let percentile = |p: f64| {
+            sorted
+                .get(((sorted.len() as f64 * p) as usize).min(sorted.len().saturating_sub(1)))
+                .map_or(0.0, |d| d.as_secs_f64() * 1e3)
+        };
+        format!(
+            "| {} | {} | {} | {} | {:.0} | {:.3} | {:.3} |",
+            self.name,
+            self.clients,
+            self.latencies.len(),
+            self.failures,
+            self.latencies.len() as f64 / self.elapsed.as_secs_f64(),
+            percentile(0.5),
+            percentile(0.99)
+        )
+    }
+
+    fn throughput(&self) -> f64 {
+        self.latencies.len() as f64 / self.elapsed.as_secs_f64()
+    }
+}
+
+/// Runs `clients` threads, each making `requests` calls of `call`, which says whether it succeeded.
+fn run_threads(name: &str, clients: usize, requests: usize, call: impl Fn() -> bool + Sync) -> Phase {
+    let started = Instant::now();
+    let results: Vec<(Vec<Duration>, usize)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..clients)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut latencies = Vec::with_capacity(requests);
+                    let mut failures = 0;
+                    for _ in 0..requests {
+                        let start = Instant::now();
+                        if call() {
+                            latencies.push(start.elapsed());
+                        } else {
+                            failures += 1;
+                        }
+                    }
+                    (latencies, failures)
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("a client thread"))
+            .collect()
+    });
+    Phase {
+        name: name.into(),
+        clients,
+        elapsed: started.elapsed(),
+        failures: results.iter().map(|r| r.1).sum(),
+        latencies: results.into_iter().flat_map(|r| r.0).collect(),
+    }
+}
+
+struct Server {
+    child: Child,
+    http: String,
+    grpc: String,
+}
+
+impl Server {
+    fn start(args: &Args, extra: &[&str]) -> Server {
+        let mut child = Command::new(&args.halo)
+            .args(["serve", "--http-port=0", "--grpc-port=0", "--model-name=model"])
+            .arg(format!("--module={}", args.module.display()))
+            .arg(format!("--function={}", args.function))
+            .args(extra)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("halo serve starts");
+        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut line = String::new();
+        while !line.contains("http://") {
+            line.clear();
+            assert!(stderr.read_line(&mut line).expect("a line") > 0, "halo serve stopped");
+        }
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        let address = |scheme: &str| {
+            let start = line.find(scheme).expect("an address") + scheme.len();
+            line[start..]
+                .split(['/', ' ', '\n'])
+                .next()
+                .expect("host:port")
+                .to_string()
+        };
+        Server {
+            http: address("http://"),
+            grpc: address("grpc://"),
+            child,
+        }
+    }
+
+    /// Resident memory of the server process, in KiB.
+    fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn json_body(input: &HostTensor) -> Vec<u8> {
+    let data: Vec<f32> = input
+        .bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    serde_json::json!({"inputs": [{"name": "input0", "shape": input.shape, "datatype": "FP32", "data": data}]})
+        .to_string()
+        .into_bytes()
+}
+
+fn binary_body(input: &HostTensor) -> (Vec<u8>, usize) {
+    let header = serde_json::json!({
+        "inputs": [{"name": "input0", "shape": input.shape, "datatype": "FP32",
+                    "parameters": {"binary_data_size": input.bytes.len()}}],
+        "parameters": {"binary_data_output": true},
+    })
+    .to_string();
+    let length = header.len();
+    ([header.as_bytes(), &input.bytes].concat(), length)
+}
+
+fn http_phase(
+    name: &str,
+    server: &Server,
+    clients: usize,
+    requests: usize,
+    body: &[u8],
+    json_length: Option<usize>,
+) -> Phase {
+    let url = format!("http://{}/v2/models/model/infer", server.http);
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    run_threads(name, clients, requests, || {
+        let mut request = agent.post(&url);
+        if let Some(length) = json_length {
+            request = request.header("Inference-Header-Content-Length", length.to_string());
+        }
+        match request.send(body) {
+            Ok(mut response) => {
+                let ok = response.status().as_u16() == 200;
+                ok && response.body_mut().read_to_vec().is_ok()
+            }
+            Err(_) => false,
+        }
+    })
+}
+
+fn grpc_phase(name: &str, server: &Server, clients: usize, requests: usize, input: &HostTensor) -> Phase {
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let request = ModelInferRequest {
+        model_name: "model".into(),
+        inputs: vec![InferInputTensor {
+            name: "input0".into(),
+            datatype: "FP32".into(),
+            shape: input.shape.iter().map(|&d| d as i64).collect(),
+            ..Default::default()
+        }],
+        raw_input_contents: vec![input.bytes.clone()],
+        ..Default::default()
+    };
+    let endpoint = format!("http://{}", server.grpc);
+    runtime.block_on(async {
+        let started = Instant::now();
+        let tasks: Vec<_> = (0..clients)
+            .map(|_| {
+                let request = request.clone();
+                let endpoint = endpoint.clone();
+                tokio::spawn(async move {
+                    let mut client = GrpcInferenceServiceClient::connect(endpoint)
+                        .await
+                        .expect("connects")
+                        .max_decoding_message_size(usize::MAX);
+                    let mut latencies = Vec::with_capacity(requests);
+                    let mut failures = 0;
+                    for _ in 0..requests {
+                        let start = Instant::now();
+                        match client.model_infer(request.clone()).await {
+                            Ok(_) => latencies.push(start.elapsed()),
+                            Err(_) => failures += 1,
+                        }
+                    }
+                    (latencies, failures)
+                })
+            })
+            .collect();
+        let mut phase = Phase {
+            name: name.into(),
+            clients,
+            elapsed: Duration::ZERO,
+            latencies: Vec::new(),
+            failures: 0,
+        };
+        for task in tasks {
+            let (latencies, failures) = task.await.expect("a client task");
+            phase.latencies.extend(latencies);
+            phase.failures += failures;
+        }
+        phase.elapsed = started.elapsed();
+        phase
+    })
+}
+
+fn direct_phase(args: &Args, input: &HostTensor) -> Phase {
+    let config = ModelConfig {
+        name: "model".into(),
+        version: "1".into(),
+        modules: vec![args.module.clone()],
+        function: args.function.clone(),
+        devices: vec!["local-task".into()],
+        max_concurrency: args.max_concurrency,
+        max_queue: 0,
+        timeout: None,
+    };
+    let model = Arc::new(Model::load(&halo_runtime::Instance::new(), config).expect("the model loads"));
+    let tensor = InputTensor {
+        name: "input0".into(),
+        datatype: "FP32".into(),
+        shape: input.shape.clone(),
+        bytes: input.bytes.clone(),
+    };
+    run_threads("direct in-process calls", args.clients, args.requests, || {
+        model.infer(vec![tensor.clone()]).is_ok()
+    })
+}
+
+fn main() {
+    let args = parse_args();
+    let input = halo_runtime::npy::read(&args.input).expect("the input .npy reads");
+    let concurrency = format!("--max-concurrency={}", args.max_concurrency);
+    let queue = format!("--max-queue={}", args.clients);
+    let server = Server::start(&args, &[&concurrency, &queue]);
+    let (binary, length) = binary_body(&input);
+    let json = json_body(&input);
+    let (clients, requests) = (args.clients, args.requests);
+    let direct = direct_phase(&args, &input);
+    let phases = vec![
+        http_phase("HTTP, JSON", &server, clients, requests, &json, None),
+        http_phase(
+            "HTTP, binary tensors",
+            &server,
+            clients,
+            requests,
+            &binary,
+            Some(length),
+        ),
+        grpc_phase("gRPC", &server, clients, requests, &input),
+        http_phase("HTTP, binary, 1 client", &server, 1, requests, &binary, Some(length)),
+        grpc_phase("gRPC, 1 client", &server, 1, requests, &input),
+    ];
+    println!(
+        "model {} ({}), {} server threads computing",
+        args.module.display(),
+        args.function,
+        args.max_concurrency
+    );
+    println!();
+    println!("| path | clients | answered | failed | requests/s | p50 ms | p99 ms |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+    println!("{}", direct.row());
+    for phase in &phases {
+        println!("{}", phase.row());
+    }
+    println!();
+    for phase in &phases[..3] {
+        println!(
+            "{}: {:.2}x the direct calls' throughput",
+            phase.name,
+            phase.throughput() / direct.throughput()
+        );
+    }
+    drop(server);
+
+    // Overload: one request computes, four wait, and many more arrive.
+    let server = Server::start(&args, &["--max-concurrency=1", "--max-queue=4"]);
+    let before = server.rss_kib();
+    let url = format!("http://{}/v2/models/model/infer", server.http);
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let counts = std::sync::Mutex::new(std::collections::BTreeMap::<u16, usize>::new());
+    run_threads("overload", 64, requests / 4, || {
+        let status = agent
+            .post(&url)
+            .header("Inference-Header-Content-Length", length.to_string())
+            .send(&binary[..])
+            .map_or(0, |mut r| {
+                let _ = r.body_mut().read_to_vec();
+                r.status().as_u16()
+            });
+        *counts.lock().expect("counts").entry(status).or_default() += 1;
+        status == 200
+    });
+    let after = server.rss_kib();
+    println!();
+    println!(
+        "overload (64 clients x {}, 1 running + 4 queued): answers by status {:?} (0 = no answer); server RSS {before} KiB before, {after} KiB after",
+        requests / 4,
+        counts.into_inner().expect("counts")
+    );
+}
