@@ -1,21 +1,27 @@
-//! `halo serve`: a module's function served over the Open Inference Protocol's HTTP/REST and
-//! gRPC APIs.
+//! `halo serve`: a module's function, or a repository of models, served over the Open Inference
+//! Protocol's HTTP/REST and gRPC APIs.
 
 use halo_hal::{DriverRegistry, Error, Result};
+use halo_serve::repository::{Defaults, ModelRepository};
 use halo_serve::{Listeners, ModelConfig, Server, ServerConfig};
 use std::net::TcpListener;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The arguments of `halo serve`.
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
+    /// A folder of model folders, each with its modules and a `config.toml`; every model in it
+    /// loads at start, and the repository API loads and unloads them.
+    #[arg(long, conflicts_with_all = ["modules", "function", "model_name"])]
+    pub model_repository: Option<PathBuf>,
     /// The module file(s) to load, dependencies first; the model is named after the last.
-    #[arg(long = "module", required = true)]
+    #[arg(long = "module", required_unless_present = "model_repository", requires = "function")]
     pub modules: Vec<PathBuf>,
     /// The function each inference request calls.
     #[arg(long)]
-    pub function: String,
+    pub function: Option<String>,
     /// The model's name (default: the last module file's stem).
     #[arg(long)]
     pub model_name: Option<String>,
@@ -63,10 +69,40 @@ pub fn run(registry: DriverRegistry, args: &ServeArgs) -> Result<()> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
-    let last = args
-        .modules
-        .last()
-        .ok_or_else(|| Error::invalid_argument("--module is required"))?;
+    let defaults = Defaults {
+        devices: args.devices.clone(),
+        max_concurrency: args.max_concurrency,
+        max_queue: args.max_queue,
+        timeout: (args.request_timeout_ms > 0).then(|| Duration::from_millis(args.request_timeout_ms)),
+    };
+    let (models, repository) = match &args.model_repository {
+        Some(root) => (Vec::new(), Some(ModelRepository::open(root, defaults)?)),
+        None => (vec![module_model(args, defaults)?], None),
+    };
+    let instance = Arc::new(halo_runtime::Instance::with_registry(registry));
+    let config = ServerConfig {
+        models,
+        repository,
+        max_request_bytes: args.max_request_bytes,
+    };
+    let server = Server::load(instance, config)?;
+    let (http, http_address) = listen(&args.host, args.http_port)?;
+    let (grpc, grpc_address) = listen(&args.host, args.grpc_port)?;
+    eprintln!(
+        "halo: serving {:?} on http://{http_address}/v2 and grpc://{grpc_address}",
+        server.model_names()
+    );
+    let listeners = Listeners { http, grpc: Some(grpc) };
+    server.serve(listeners, halo_serve::server::termination_signal())
+}
+
+/// The model `--module` and `--function` name.
+fn module_model(args: &ServeArgs, defaults: Defaults) -> Result<ModelConfig> {
+    let (Some(last), Some(function)) = (args.modules.last(), &args.function) else {
+        return Err(Error::invalid_argument(
+            "--module and --function, or --model-repository, are required",
+        ));
+    };
     let name = match &args.model_name {
         Some(name) => name.clone(),
         None => last
@@ -74,29 +110,18 @@ pub fn run(registry: DriverRegistry, args: &ServeArgs) -> Result<()> {
             .map(|stem| stem.to_string_lossy().into_owned())
             .ok_or_else(|| Error::invalid_argument(format!("cannot name a model after '{}'", last.display())))?,
     };
-    let model = ModelConfig {
-        name: name.clone(),
+    Ok(ModelConfig {
+        name,
         version: args.model_version.clone(),
         modules: args.modules.clone(),
-        function: args.function.clone(),
-        devices: args.devices.clone(),
-        max_concurrency: args.max_concurrency,
-        max_queue: args.max_queue,
-        timeout: (args.request_timeout_ms > 0).then(|| Duration::from_millis(args.request_timeout_ms)),
-    };
-    let instance = halo_runtime::Instance::with_registry(registry);
-    let server = Server::load(
-        &instance,
-        ServerConfig {
-            models: vec![model],
-            max_request_bytes: args.max_request_bytes,
-        },
-    )?;
-    let (http, http_address) = listen(&args.host, args.http_port)?;
-    let (grpc, grpc_address) = listen(&args.host, args.grpc_port)?;
-    eprintln!("halo: serving model '{name}' on http://{http_address}/v2/models/{name} and grpc://{grpc_address}");
-    let listeners = Listeners { http, grpc: Some(grpc) };
-    server.serve(listeners, halo_serve::server::termination_signal())
+        function: function.clone(),
+        devices: defaults.devices,
+        max_concurrency: defaults.max_concurrency,
+        max_queue: defaults.max_queue,
+        timeout: defaults.timeout,
+        input_names: Vec::new(),
+        output_names: Vec::new(),
+    })
 }
 
 fn listen(host: &str, port: u16) -> Result<(TcpListener, std::net::SocketAddr)> {

@@ -21,12 +21,16 @@ struct Served {
 
 impl Served {
     fn start(module: &str, function: &str, extra: &[&str]) -> Served {
+        let mut args = vec![format!("--module={module}"), format!("--function={function}")];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        Served::start_with(&args)
+    }
+
+    fn start_with(args: &[String]) -> Served {
         let mut child = Command::new(env!("CARGO_BIN_EXE_halo"))
             .current_dir(models())
             .args(["serve", "--http-port=0", "--grpc-port=0"])
-            .arg(format!("--module={module}"))
-            .arg(format!("--function={function}"))
-            .args(extra)
+            .args(args)
             .stderr(Stdio::piped())
             .spawn()
             .expect("halo serve starts");
@@ -510,4 +514,128 @@ fn a_model_that_cannot_load_stops_the_server_with_its_name() {
         stderr.contains("model 'tiny_add'") && stderr.contains("missing"),
         "{stderr}"
     );
+}
+
+/// A model repository in a fresh temporary folder: `(folder name, config.toml)` per model.
+fn repository(name: &str, models_and_configs: &[(&str, String)]) -> PathBuf {
+    let root = std::env::temp_dir().join(format!("halo-serve-repository-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    for (model, config) in models_and_configs {
+        add_model(&root, model, config);
+    }
+    root
+}
+
+fn add_model(root: &Path, model: &str, config: &str) {
+    std::fs::create_dir_all(root.join(model)).expect("a model folder");
+    std::fs::write(root.join(model).join("config.toml"), config).expect("config.toml");
+}
+
+fn adder_config() -> String {
+    format!(
+        "function = \"tiny_add\"\nmodules = [{:?}]\nversion = \"2\"\ninput_names = [\"a\", \"b\"]\noutput_names = [\"sum\"]\n",
+        models().join("tiny_add.vmfb").display().to_string()
+    )
+}
+
+#[test]
+fn a_model_repository_serves_its_models_and_loads_and_unloads_them() {
+    let root = repository(
+        "serves",
+        &[
+            ("adder", adder_config()),
+            (
+                "vision",
+                format!(
+                    "function = \"cnn\"\nmodules = [{:?}]\n",
+                    models().join("cnn.vmfb").display().to_string()
+                ),
+            ),
+        ],
+    );
+    let served = Served::start_with(&[format!("--model-repository={}", root.display())]);
+    let (status, metadata) = served.get("/v2/models/adder");
+    assert_eq!(status, 200, "{metadata}");
+    assert_eq!(metadata["versions"], json!(["2"]));
+    assert_eq!(metadata["inputs"][1]["name"], "b");
+    assert_eq!(metadata["outputs"][0]["name"], "sum");
+    let add = json!({"inputs": [
+        {"name": "a", "shape": [4], "datatype": "FP32", "data": [1, 2, 3, 4]},
+        {"name": "b", "shape": [4], "datatype": "FP32", "data": [10, 20, 30, 40]},
+    ]});
+    let (status, response) = served.post("/v2/models/adder/versions/2/infer", &add.to_string());
+    assert_eq!(status, 200, "{response}");
+    assert_eq!(response["outputs"][0]["name"], "sum");
+    assert_eq!(json_f32(&response["outputs"][0]["data"]), vec![11.0, 22.0, 33.0, 44.0]);
+    assert_eq!(served.get("/v2/models/vision/ready").0, 200);
+
+    let index = |served: &Served| served.post("/v2/repository/index", "").1;
+    assert_eq!(
+        index(&served),
+        json!([{"name": "adder", "version": "2", "state": "READY"}, {"name": "vision", "version": "1", "state": "READY"}])
+    );
+    assert_eq!(served.post("/v2/repository/models/adder/unload", "").0, 200);
+    assert_eq!(index(&served)[0], json!({"name": "adder", "state": "UNAVAILABLE"}));
+    assert_eq!(
+        served
+            .post("/v2/repository/index", r#"{"ready": true}"#)
+            .1
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+    let (status, response) = served.post("/v2/models/adder/infer", &add.to_string());
+    assert_eq!(status, 400);
+    assert!(
+        response["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("unknown model 'adder'"),
+        "{response}"
+    );
+    assert_eq!(served.post("/v2/repository/models/adder/unload", "").0, 400);
+
+    // A model added to the folder while serving loads on request, and so does the unloaded one.
+    add_model(&root, "later", &adder_config());
+    assert_eq!(served.post("/v2/repository/models/later/load", "").0, 200);
+    assert_eq!(served.post("/v2/repository/models/adder/load", "").0, 200);
+    for model in ["later", "adder"] {
+        let (status, response) = served.post(&format!("/v2/models/{model}/infer"), &add.to_string());
+        assert_eq!(status, 200, "{model}: {response}");
+    }
+    for (name, message) in [("nope", "has no model 'nope'"), ("..", "is not a model name")] {
+        let (status, response) = served.post(&format!("/v2/repository/models/{name}/load"), "");
+        assert_eq!(status, 400, "{name}");
+        let error = response["error"].as_str().unwrap_or_default();
+        assert!(error.contains(message), "{name}: '{error}' should say '{message}'");
+    }
+    let _ = std::fs::remove_dir_all(root);
+}
+
+#[test]
+fn a_bad_model_configuration_stops_the_server_naming_the_file_and_the_problem() {
+    let cases = [
+        ("functon = \"tiny_add\"\n", "unknown field `functon`"),
+        ("function = \"tiny_add\"\n", "has 0 .vmfb files"),
+        (
+            &*format!(
+                "{}input_names = [\"only-one\"]\n",
+                adder_config().replace("input_names = [\"a\", \"b\"]\n", "")
+            ),
+            "names 1 inputs but the function has 2",
+        ),
+    ];
+    for (index, (config, message)) in cases.iter().enumerate() {
+        let root = repository(&format!("bad-{index}"), &[("broken", config.to_string())]);
+        let output = Command::new(env!("CARGO_BIN_EXE_halo"))
+            .args(["serve", "--http-port=0", "--grpc-port=0"])
+            .arg(format!("--model-repository={}", root.display()))
+            .output()
+            .expect("halo runs");
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(message), "{config}: {stderr}");
+        assert!(stderr.contains("broken"), "{stderr}");
+        let _ = std::fs::remove_dir_all(root);
+    }
 }

@@ -296,6 +296,8 @@ fn direct_phase(args: &Args, input: &HostTensor) -> Phase {
         max_concurrency: args.max_concurrency,
         max_queue: 0,
         timeout: None,
+        input_names: vec![],
+        output_names: vec![],
     };
     let model = Arc::new(Model::load(&halo_runtime::Instance::new(), config).expect("the model loads"));
     let tensor = InputTensor {

@@ -66,12 +66,57 @@ pub fn router(serving: Arc<Serving>, max_request_bytes: usize) -> Router {
         .route("/v2/models/{name}/infer", post(infer))
         .route("/v2/models/{name}/versions/{version}/infer", post(infer_version))
         .layer(DefaultBodyLimit::max(max_request_bytes))
+        .route("/v2/repository/index", post(repository_index))
+        .route("/v2/repository/models/{name}/load", post(load_model))
+        .route("/v2/repository/models/{name}/unload", post(unload_model))
         .route("/metrics", get(metrics))
         .with_state(serving)
 }
 
+/// The repository extension's index: every model loaded or loadable, with its state.
+async fn repository_index(State(serving): State<Arc<Serving>>, body: Bytes) -> Answer<Json<Vec<serde_json::Value>>> {
+    #[derive(serde::Deserialize, Default)]
+    struct IndexRequest {
+        #[serde(default)]
+        ready: bool,
+    }
+    let request: IndexRequest = if body.is_empty() {
+        IndexRequest::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|e| Error::invalid_argument(format!("the index request is not valid: {e}")))?
+    };
+    let entries = serving.index()?;
+    Ok(Json(
+        entries
+            .into_iter()
+            .filter(|entry| entry.ready || !request.ready)
+            .map(|entry| {
+                let state = if entry.ready { "READY" } else { "UNAVAILABLE" };
+                match entry.version {
+                    Some(version) => json!({"name": entry.name, "version": version, "state": state}),
+                    None => json!({"name": entry.name, "state": state}),
+                }
+            })
+            .collect(),
+    ))
+}
+
+async fn load_model(State(serving): State<Arc<Serving>>, Path(name): Path<String>) -> Answer<Json<serde_json::Value>> {
+    serving.load(&name).await?;
+    Ok(Json(json!({})))
+}
+
+async fn unload_model(
+    State(serving): State<Arc<Serving>>,
+    Path(name): Path<String>,
+) -> Answer<Json<serde_json::Value>> {
+    serving.unload(&name)?;
+    Ok(Json(json!({})))
+}
+
 async fn metrics(State(serving): State<Arc<Serving>>) -> Response {
-    let text = serving.metrics.encode(&serving.models);
+    let text = serving.metrics.encode(&serving.models());
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response()
 }
 

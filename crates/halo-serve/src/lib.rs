@@ -13,6 +13,7 @@ pub mod http;
 pub mod metrics;
 pub mod model;
 pub mod protocol;
+pub mod repository;
 pub mod server;
 pub mod serving;
 

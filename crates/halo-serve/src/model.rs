@@ -54,6 +54,10 @@ pub struct ModelConfig {
     pub max_queue: usize,
     /// How long a request may take before it is answered `DeadlineExceeded`; none when `None`.
     pub timeout: Option<Duration>,
+    /// Names for the inputs, in order, instead of the compiler's (`input0`, ...); empty to keep them.
+    pub input_names: Vec<String>,
+    /// Names for the outputs, likewise.
+    pub output_names: Vec<String>,
 }
 
 /// One input or output as the protocol describes it.
@@ -209,8 +213,16 @@ impl Model {
                 })
                 .collect::<Result<Vec<_>>>()
         };
-        let inputs = specs(function.declared_inputs(), "input")?;
-        let outputs = specs(function.declared_outputs(), "output")?;
+        let inputs = renamed(
+            specs(function.declared_inputs(), "input")?,
+            &config.input_names,
+            "input",
+        )?;
+        let outputs = renamed(
+            specs(function.declared_outputs(), "output")?,
+            &config.output_names,
+            "output",
+        )?;
         if inputs.len() != function.argument_kinds().len() {
             return Err(Error::unimplemented(format!(
                 "function '{}' has no declaration of its {} inputs (compile it with iree-compile's ABI declarations)",
@@ -443,6 +455,24 @@ impl Model {
             bytes: tensor.bytes,
         })
     }
+}
+
+/// `specs` under the configured `names`, when there are any.
+fn renamed(mut specs: Vec<TensorSpec>, names: &[String], what: &str) -> Result<Vec<TensorSpec>> {
+    if names.is_empty() {
+        return Ok(specs);
+    }
+    if names.len() != specs.len() {
+        return Err(Error::invalid_argument(format!(
+            "the configuration names {} {what}s but the function has {}",
+            names.len(),
+            specs.len()
+        )));
+    }
+    for (spec, name) in specs.iter_mut().zip(names) {
+        spec.name = name.clone();
+    }
+    Ok(specs)
 }
 
 fn scalar_tensor(element_type: ElementType, bytes: &[u8]) -> HostTensor {

@@ -25,7 +25,7 @@ impl ServerMetadata {
         ServerMetadata {
             name: "halo",
             version: env!("CARGO_PKG_VERSION"),
-            extensions: vec!["binary_tensor_data"],
+            extensions: vec!["binary_tensor_data", "model_repository"],
         }
     }
 }

@@ -5,6 +5,7 @@ use crate::grpc::service;
 use crate::http::router;
 use crate::model::Models;
 use crate::model::{Model, ModelConfig};
+use crate::repository::ModelRepository;
 use crate::serving::Serving;
 use halo_hal::{Error, Result};
 use halo_runtime::Instance;
@@ -18,6 +19,8 @@ use tonic::transport::server::TcpIncoming;
 pub struct ServerConfig {
     /// The models, each under its own name.
     pub models: Vec<ModelConfig>,
+    /// A repository whose models load at start and on request.
+    pub repository: Option<ModelRepository>,
     /// Request bodies larger than this are refused with `413`.
     pub max_request_bytes: usize,
 }
@@ -29,23 +32,34 @@ pub struct Server {
 }
 
 impl Server {
-    /// Loads every model of `config`.
+    /// Loads every model of `config` and of its repository.
     ///
     /// # Errors
     /// `InvalidArgument` for two models of one name; loading errors, naming the model.
-    pub fn load(instance: &Instance, config: ServerConfig) -> Result<Server> {
+    pub fn load(instance: Arc<Instance>, config: ServerConfig) -> Result<Server> {
+        let mut configs = config.models;
+        if let Some(repository) = &config.repository {
+            for name in repository.names()? {
+                configs.push(repository.config(&name)?);
+            }
+        }
         let mut models = Models::new();
-        for model in config.models {
+        for model in configs {
             let name = model.name.clone();
             if models.contains_key(&name) {
                 return Err(Error::invalid_argument(format!("two models are named '{name}'")));
             }
-            models.insert(name, Arc::new(Model::load(instance, model)?));
+            models.insert(name, Arc::new(Model::load(&instance, model)?));
         }
         Ok(Server {
-            serving: Arc::new(Serving::new(models)),
+            serving: Arc::new(Serving::new(models, instance, config.repository)),
             max_request_bytes: config.max_request_bytes,
         })
+    }
+
+    /// The names of the models loaded.
+    pub fn model_names(&self) -> Vec<String> {
+        self.serving.models().keys().cloned().collect()
     }
 
     /// Serves HTTP, and gRPC when it has a listener, until `shutdown` completes; then finishes

@@ -1,26 +1,49 @@
-//! What the HTTP and gRPC front ends share: the loaded models and the metrics of their requests.
+//! What the HTTP and gRPC front ends share: the loaded models, where more come from, and the
+//! metrics of their requests.
 
 use crate::metrics::{Metrics, Protocol, UNKNOWN_MODEL};
 use crate::model::{find, Model, Models};
-use halo_hal::Result;
+use crate::repository::ModelRepository;
+use halo_hal::{Error, Result};
+use halo_runtime::Instance;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
-/// The models a server answers for and its metrics.
+/// The models a server answers for, how to load more, and its metrics.
 pub struct Serving {
-    /// The models, by name.
-    pub models: Models,
+    models: RwLock<Arc<Models>>,
+    instance: Arc<Instance>,
+    repository: Option<ModelRepository>,
     /// Request counts and times.
     pub metrics: Metrics,
 }
 
+/// A model's place in the repository index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexEntry {
+    /// Its name.
+    pub name: String,
+    /// Its version, when loaded.
+    pub version: Option<String>,
+    /// Whether it is loaded and answering.
+    pub ready: bool,
+}
+
 impl Serving {
-    /// Serves `models`, with fresh metrics.
-    pub fn new(models: Models) -> Self {
+    /// Serves `models`, loading more from `repository` (if any) on `instance`'s drivers.
+    pub fn new(models: Models, instance: Arc<Instance>, repository: Option<ModelRepository>) -> Self {
         Serving {
-            models,
+            models: RwLock::new(Arc::new(models)),
+            instance,
+            repository,
             metrics: Metrics::new(),
         }
+    }
+
+    /// The models loaded now. Requests hold the snapshot they started with, so unloading a
+    /// model lets the requests in flight on it finish.
+    pub fn models(&self) -> Arc<Models> {
+        self.models.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// The model called `name`, at `version` when one is given.
@@ -28,7 +51,7 @@ impl Serving {
     /// # Errors
     /// `InvalidArgument` naming the models or versions there are.
     pub fn find(&self, name: &str, version: Option<&str>) -> Result<Arc<Model>> {
-        find(&self.models, name, version)
+        find(&self.models(), name, version)
     }
 
     /// Finds the model and runs `request` on it, counted and timed in the metrics.
@@ -45,14 +68,78 @@ impl Serving {
     where
         Request: Future<Output = Result<T>>,
     {
-        let label = if self.models.contains_key(name) {
-            name
-        } else {
-            UNKNOWN_MODEL
-        };
-        let found = self.find(name, version);
+        let models = self.models();
+        let label = if models.contains_key(name) { name } else { UNKNOWN_MODEL };
+        let found = find(&models, name, version);
         self.metrics
             .measure(label, protocol, async move { request(found?).await })
             .await
+    }
+
+    /// Loads model `name` from the repository (again, if it is loaded: its configuration and
+    /// modules are read anew), on a blocking thread; the old one answers until the new is ready.
+    ///
+    /// # Errors
+    /// `FailedPrecondition` without a repository; the repository's and loading errors.
+    pub async fn load(self: &Arc<Self>, name: &str) -> Result<()> {
+        let repository = self.repository.as_ref().ok_or_else(|| {
+            Error::failed_precondition("this server has no model repository to load from (--model-repository)")
+        })?;
+        let config = repository.config(name)?;
+        let serving = self.clone();
+        let model = tokio::task::spawn_blocking(move || Model::load(&serving.instance, config))
+            .await
+            .map_err(|e| Error::internal(format!("loading model '{name}' failed: {e}")))??;
+        self.change(|models| {
+            models.insert(name.to_string(), Arc::new(model));
+        });
+        tracing::info!(model = name, "loaded");
+        Ok(())
+    }
+
+    /// Stops serving model `name`; requests in flight on it finish.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when no model of that name is loaded.
+    pub fn unload(&self, name: &str) -> Result<()> {
+        let mut removed = false;
+        self.change(|models| removed = models.remove(name).is_some());
+        if !removed {
+            return Err(Error::invalid_argument(format!("no model '{name}' is loaded")));
+        }
+        tracing::info!(model = name, "unloaded");
+        Ok(())
+    }
+
+    /// Every model loaded or in the repository, by name.
+    ///
+    /// # Errors
+    /// The repository cannot be read.
+    pub fn index(&self) -> Result<Vec<IndexEntry>> {
+        let models = self.models();
+        let mut names: Vec<String> = models.keys().cloned().collect();
+        if let Some(repository) = &self.repository {
+            names.extend(repository.names()?);
+        }
+        names.sort();
+        names.dedup();
+        Ok(names
+            .into_iter()
+            .map(|name| {
+                let loaded = models.get(&name);
+                IndexEntry {
+                    version: loaded.map(|m| m.config().version.clone()),
+                    ready: loaded.is_some(),
+                    name,
+                }
+            })
+            .collect())
+    }
+
+    fn change(&self, edit: impl FnOnce(&mut Models)) {
+        let mut models = self.models.write().unwrap_or_else(PoisonError::into_inner);
+        let mut next = Models::clone(&models);
+        edit(&mut next);
+        *models = Arc::new(next);
     }
 }

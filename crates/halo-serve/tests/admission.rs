@@ -25,6 +25,8 @@ fn load(max_concurrency: usize, max_queue: usize, timeout: Option<Duration>) -> 
         max_concurrency,
         max_queue,
         timeout,
+        input_names: vec![],
+        output_names: vec![],
     };
     Model::load(&halo_runtime::Instance::new(), config).expect("the fixture loads")
 }

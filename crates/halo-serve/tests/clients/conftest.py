@@ -24,9 +24,9 @@ def halo_binary() -> pathlib.Path:
 class Served:
     """A `halo serve` process on free ports; `http` and `grpc` are their host:port."""
 
-    def __init__(self, module: str, function: str, *extra: str):
+    def __init__(self, *args: str):
         self.process = subprocess.Popen(
-            [halo_binary(), "serve", "--http-port=0", "--grpc-port=0", f"--module={module}", f"--function={function}", *extra],
+            [halo_binary(), "serve", "--http-port=0", "--grpc-port=0", *args],
             cwd=MODELS,
             stderr=subprocess.PIPE,
             text=True,
@@ -57,10 +57,14 @@ def serve():
     started = []
 
     def start(module: str, function: str, *extra: str) -> Served:
-        served = Served(module, function, *extra)
+        return start_with(f"--module={module}", f"--function={function}", *extra)
+
+    def start_with(*args: str) -> Served:
+        served = Served(*args)
         started.append(served)
         return served
 
+    start.with_args = start_with
     yield start
     for served in started:
         served.stop()

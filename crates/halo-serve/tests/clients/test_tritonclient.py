@@ -6,7 +6,7 @@ import pytest
 import tritonclient.http as triton_http
 from tritonclient.utils import InferenceServerException
 
-from conftest import run_module
+from conftest import MODELS, run_module
 
 
 def test_health_and_metadata(serve):
@@ -76,3 +76,26 @@ def test_a_bad_request_raises_the_servers_message_and_the_next_succeeds(serve):
     right.set_data_from_numpy(np.arange(4, dtype=np.float32))
     result = client.infer("tiny_add", [right, other])
     np.testing.assert_array_equal(result.as_numpy("output0"), np.arange(4, dtype=np.float32) + 1)
+
+
+def test_the_model_repository_api(serve, tmp_path):
+    for name in ["adder", "spare"]:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.toml").write_text(
+            f'function = "tiny_add"\nmodules = ["{MODELS / "tiny_add.vmfb"}"]\noutput_names = ["sum"]\n'
+        )
+    served = serve.with_args(f"--model-repository={tmp_path}")
+    client = triton_http.InferenceServerClient(url=served.http)
+    index = client.get_model_repository_index()
+    assert [(m["name"], m["state"]) for m in index] == [("adder", "READY"), ("spare", "READY")]
+    client.unload_model("spare")
+    assert not client.is_model_ready("spare")
+    assert [m["state"] for m in client.get_model_repository_index()] == ["READY", "UNAVAILABLE"]
+    client.load_model("spare")
+    assert client.is_model_ready("spare")
+    inputs = [triton_http.InferInput(f"input{i}", [4], "FP32") for i in range(2)]
+    for data in inputs:
+        data.set_data_from_numpy(np.arange(4, dtype=np.float32))
+    np.testing.assert_array_equal(client.infer("spare", inputs).as_numpy("sum"), np.arange(4, dtype=np.float32) * 2)
+    with pytest.raises(InferenceServerException, match="has no model 'missing'"):
+        client.load_model("missing")

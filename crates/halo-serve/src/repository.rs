@@ -1,0 +1,177 @@
+//! A model repository: one folder per model, each with its module files and a `config.toml`
+//! saying how to serve them.
+//!
+//! ```toml
+//! function = "cnn"                  # the exported function requests call (required)
+//! modules = ["cnn.vmfb"]            # relative to the folder; default: its one .vmfb file
+//! version = "1"
+//! devices = ["local-task"]
+//! max_concurrency = 4
+//! max_queue = 64
+//! timeout_ms = 0                    # 0: no limit
+//! input_names = ["image"]           # rename the compiler's input0, ...
+//! output_names = ["logits", "probabilities"]
+//! ```
+//!
+//! Settings a file leaves out come from the server's defaults (its command-line flags).
+
+use crate::model::ModelConfig;
+use halo_hal::{Error, Result, ResultExt};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The file in each model folder that configures it.
+pub const CONFIG_FILE: &str = "config.toml";
+
+/// A model folder's `config.toml`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    function: String,
+    #[serde(default)]
+    modules: Vec<PathBuf>,
+    version: Option<String>,
+    devices: Option<Vec<String>>,
+    max_concurrency: Option<usize>,
+    max_queue: Option<usize>,
+    timeout_ms: Option<u64>,
+    #[serde(default)]
+    input_names: Vec<String>,
+    #[serde(default)]
+    output_names: Vec<String>,
+}
+
+/// The settings of models whose configuration leaves them out.
+#[derive(Debug, Clone)]
+pub struct Defaults {
+    /// Device URIs.
+    pub devices: Vec<String>,
+    /// Requests that may run at once.
+    pub max_concurrency: usize,
+    /// Requests that may wait beyond those.
+    pub max_queue: usize,
+    /// How long a request may take.
+    pub timeout: Option<Duration>,
+}
+
+/// A folder of model folders.
+#[derive(Debug, Clone)]
+pub struct ModelRepository {
+    root: PathBuf,
+    defaults: Defaults,
+}
+
+impl ModelRepository {
+    /// The repository at `root`.
+    ///
+    /// # Errors
+    /// `NotFound` when `root` is not a folder.
+    pub fn open(root: &Path, defaults: Defaults) -> Result<ModelRepository> {
+        if !root.is_dir() {
+            return Err(Error::not_found(format!(
+                "the model repository '{}' is not a folder",
+                root.display()
+            )));
+        }
+        Ok(ModelRepository {
+            root: root.to_path_buf(),
+            defaults,
+        })
+    }
+
+    /// The names of the models it holds: its folders with a `config.toml`, sorted.
+    ///
+    /// # Errors
+    /// `Unavailable` when the folder cannot be read.
+    pub fn names(&self) -> Result<Vec<String>> {
+        let entries = std::fs::read_dir(&self.root)
+            .map_err(|e| Error::unavailable(format!("reading the model repository '{}': {e}", self.root.display())))?;
+        let mut names: Vec<String> = entries
+            .filter_map(|entry| entry.ok())
+            .filter(|entry| entry.path().join(CONFIG_FILE).is_file())
+            .filter_map(|entry| entry.file_name().into_string().ok())
+            .filter(|name| valid_name(name))
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    /// The configuration of model `name`, read from its folder now.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a name that is not a plain folder name; `NotFound` when there is
+    /// no such model; `InvalidArgument` naming the file for a configuration that does not parse
+    /// or names no module.
+    pub fn config(&self, name: &str) -> Result<ModelConfig> {
+        if !valid_name(name) {
+            return Err(Error::invalid_argument(format!(
+                "'{name}' is not a model name (letters, digits, '_', '-' and '.', not starting with '.')"
+            )));
+        }
+        let folder = self.root.join(name);
+        let path = folder.join(CONFIG_FILE);
+        if !path.is_file() {
+            return Err(Error::not_found(format!(
+                "the model repository '{}' has no model '{name}' (no {})",
+                self.root.display(),
+                path.display()
+            )));
+        }
+        self.read(name, &folder, &path)
+            .with_context(|| format!("reading {}", path.display()))
+    }
+
+    fn read(&self, name: &str, folder: &Path, path: &Path) -> Result<ModelConfig> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::unavailable(format!("cannot read it: {e}")))?;
+        let file: ConfigFile = toml::from_str(&text)
+            .map_err(|e| Error::invalid_argument(format!("it is not a model configuration: {e}")))?;
+        let modules = if file.modules.is_empty() {
+            vec![only_module(folder)?]
+        } else {
+            file.modules.iter().map(|m| folder.join(m)).collect()
+        };
+        let defaults = &self.defaults;
+        Ok(ModelConfig {
+            name: name.to_string(),
+            version: file.version.unwrap_or_else(|| "1".into()),
+            modules,
+            function: file.function,
+            devices: file.devices.unwrap_or_else(|| defaults.devices.clone()),
+            max_concurrency: file.max_concurrency.unwrap_or(defaults.max_concurrency),
+            max_queue: file.max_queue.unwrap_or(defaults.max_queue),
+            timeout: match file.timeout_ms {
+                Some(0) => None,
+                Some(ms) => Some(Duration::from_millis(ms)),
+                None => defaults.timeout,
+            },
+            input_names: file.input_names,
+            output_names: file.output_names,
+        })
+    }
+}
+
+/// A plain folder name, so a client's model name cannot reach outside the repository.
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+fn only_module(folder: &Path) -> Result<PathBuf> {
+    let modules: Vec<PathBuf> = std::fs::read_dir(folder)
+        .map_err(|e| Error::unavailable(format!("cannot read {}: {e}", folder.display())))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|e| e == "vmfb"))
+        .collect();
+    match <[PathBuf; 1]>::try_from(modules) {
+        Ok([module]) => Ok(module),
+        Err(found) => Err(Error::invalid_argument(format!(
+            "it names no modules and {} has {} .vmfb files; list them in `modules`",
+            folder.display(),
+            found.len()
+        ))),
+    }
+}
