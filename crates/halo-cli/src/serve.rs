@@ -56,13 +56,17 @@ pub struct ServeArgs {
 }
 
 /// The variable that sets which log lines `halo serve` writes to stderr, in `tracing`'s filter
-/// syntax (`debug`, `halo_serve=debug`); `info` when unset.
+/// syntax (`debug`, `halo_serve=debug`); [`DEFAULT_LOG`] when unset.
 pub const LOG_VARIABLE: &str = "HALO_LOG";
+
+/// The server's own lines at `info`, other crates' at `warn`: the runtime's `info` events
+/// (semaphore signals, for traces) would flood a server's log.
+pub const DEFAULT_LOG: &str = "warn,halo_serve=info";
 
 /// Loads the model and serves it until Ctrl-C or `SIGTERM`.
 pub fn run(registry: DriverRegistry, args: &ServeArgs) -> Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_from_env(LOG_VARIABLE)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG));
     // A subscriber set earlier (by an embedding program) stays.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)

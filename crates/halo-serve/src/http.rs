@@ -60,11 +60,11 @@ pub fn router(serving: Arc<Serving>, max_request_bytes: usize) -> Router {
         .route("/v2/health/ready", get(|| async { Json(json!({"ready": true})) }))
         .route("/v2", get(server_metadata))
         .route("/v2/models/{name}", get(model_metadata))
-        .route("/v2/models/{name}/versions/{version}", get(model_version_metadata))
+        .route("/v2/models/{name}/versions/{version}", get(model_metadata))
         .route("/v2/models/{name}/ready", get(model_ready))
-        .route("/v2/models/{name}/versions/{version}/ready", get(model_version_ready))
+        .route("/v2/models/{name}/versions/{version}/ready", get(model_ready))
         .route("/v2/models/{name}/infer", post(infer))
-        .route("/v2/models/{name}/versions/{version}/infer", post(infer_version))
+        .route("/v2/models/{name}/versions/{version}/infer", post(infer))
         .layer(DefaultBodyLimit::max(max_request_bytes))
         .route("/v2/repository/index", post(repository_index))
         .route("/v2/repository/models/{name}/load", post(load_model))
@@ -124,52 +124,42 @@ async fn server_metadata() -> Json<ServerMetadata> {
     Json(ServerMetadata::of_halo())
 }
 
-fn find(serving: &Serving, name: &str, version: Option<&str>) -> Answer<Arc<Model>> {
-    Ok(serving.find(name, version)?)
+/// `/v2/models/{name}[/versions/{version}]`.
+#[derive(serde::Deserialize)]
+struct ModelPath {
+    name: String,
+    version: Option<String>,
 }
 
-async fn model_metadata(State(serving): State<Arc<Serving>>, Path(name): Path<String>) -> Answer<Json<ModelMetadata>> {
-    Ok(Json(ModelMetadata::of(find(&serving, &name, None)?.as_ref())))
+impl ModelPath {
+    fn find(&self, serving: &Serving) -> Answer<Arc<Model>> {
+        Ok(serving.find(&self.name, self.version.as_deref())?)
+    }
 }
 
-async fn model_version_metadata(
+async fn model_metadata(
     State(serving): State<Arc<Serving>>,
-    Path((name, version)): Path<(String, String)>,
+    Path(path): Path<ModelPath>,
 ) -> Answer<Json<ModelMetadata>> {
-    Ok(Json(ModelMetadata::of(find(&serving, &name, Some(&version))?.as_ref())))
+    Ok(Json(ModelMetadata::of(path.find(&serving)?.as_ref())))
 }
 
 // The protocol needs only the status; the body is the one KServe's own server and client use.
-async fn model_ready(State(serving): State<Arc<Serving>>, Path(name): Path<String>) -> Answer<Json<serde_json::Value>> {
-    find(&serving, &name, None).map(|_| Json(json!({"name": name, "ready": true})))
-}
-
-async fn model_version_ready(
+async fn model_ready(
     State(serving): State<Arc<Serving>>,
-    Path((name, version)): Path<(String, String)>,
+    Path(path): Path<ModelPath>,
 ) -> Answer<Json<serde_json::Value>> {
-    find(&serving, &name, Some(&version)).map(|_| Json(json!({"name": name, "ready": true})))
+    path.find(&serving)?;
+    Ok(Json(json!({"name": path.name, "ready": true})))
 }
 
 async fn infer(
     State(serving): State<Arc<Serving>>,
-    Path(name): Path<String>,
+    Path(path): Path<ModelPath>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Answer<Response> {
-    let answer = serving.infer(&name, None, Protocol::Http, |model| {
-        run_inference(model, &serving, &headers, body)
-    });
-    Ok(answer.await?)
-}
-
-async fn infer_version(
-    State(serving): State<Arc<Serving>>,
-    Path((name, version)): Path<(String, String)>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Answer<Response> {
-    let answer = serving.infer(&name, Some(&version), Protocol::Http, |model| {
+    let answer = serving.infer(&path.name, path.version.as_deref(), Protocol::Http, |model| {
         run_inference(model, &serving, &headers, body)
     });
     Ok(answer.await?)
