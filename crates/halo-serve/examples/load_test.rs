@@ -82,7 +82,7 @@ impl Phase {
             self.clients,
             self.latencies.len(),
             self.failures,
-            self.latencies.len() as f64 / self.elapsed.as_secs_f64(),
+            self.throughput(),
             percentile(0.5),
             percentile(0.99)
         )

@@ -129,7 +129,12 @@ async fn infer(model: Arc<Model>, serving: &Serving, request: ModelInferRequest)
     let outputs = model.run(inputs, &serving.metrics, deadline).await?;
     let wanted = (!request.outputs.is_empty()).then(|| request.outputs.into_iter().map(|o| (o.name, ())).collect());
     let chosen = select_outputs(outputs, wanted, ())?;
-    let (outputs, raw): (Vec<_>, Vec<_>) = chosen.into_iter().map(|(output, ())| encode_output(output)).unzip();
+    let (outputs, raw): (Vec<_>, Vec<_>) = chosen
+        .into_iter()
+        .map(|(output, ())| encode_output(output))
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .unzip();
     Ok(ModelInferResponse {
         model_name: model.config().name.clone(),
         model_version: model.config().version.clone(),
@@ -151,15 +156,15 @@ fn requested_timeout(parameters: &std::collections::HashMap<String, InferParamet
 }
 
 /// Every output travels as raw bytes, as Triton sends them, and its clients read them.
-fn encode_output(output: OutputTensor) -> (InferOutputTensor, Vec<u8>) {
+fn encode_output(output: OutputTensor) -> Result<(InferOutputTensor, Vec<u8>)> {
     let tensor = InferOutputTensor {
-        datatype: output.datatype().into(),
+        datatype: output.datatype()?.into(),
         name: output.name,
         shape: output.shape.iter().map(|&d| d as i64).collect(),
         parameters: Default::default(),
         contents: None,
     };
-    (tensor, output.bytes)
+    Ok((tensor, output.bytes))
 }
 
 /// The inputs of a request: from `raw` (one entry per input, in order) when it has any, else

@@ -90,13 +90,10 @@ async fn repository_index(State(serving): State<Arc<Serving>>, body: Bytes) -> A
     Ok(Json(
         entries
             .into_iter()
-            .filter(|entry| entry.ready || !request.ready)
-            .map(|entry| {
-                let state = if entry.ready { "READY" } else { "UNAVAILABLE" };
-                match entry.version {
-                    Some(version) => json!({"name": entry.name, "version": version, "state": state}),
-                    None => json!({"name": entry.name, "state": state}),
-                }
+            .filter(|entry| entry.ready() || !request.ready)
+            .map(|entry| match entry.version {
+                Some(version) => json!({"name": entry.name, "version": version, "state": "READY"}),
+                None => json!({"name": entry.name, "state": "UNAVAILABLE"}),
             })
             .collect(),
     ))

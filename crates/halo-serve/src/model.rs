@@ -151,8 +151,16 @@ pub struct OutputTensor {
 
 impl OutputTensor {
     /// The protocol's datatype for it.
-    pub fn datatype(&self) -> &'static str {
-        datatype_of(self.element_type).unwrap_or("BYTES")
+    ///
+    /// # Errors
+    /// `Unimplemented` naming the output when the protocol has no datatype for its elements.
+    pub fn datatype(&self) -> Result<&'static str> {
+        datatype_of(self.element_type).ok_or_else(|| {
+            Error::unimplemented(format!(
+                "output '{}' is {:?}, which the protocol has no datatype for",
+                self.name, self.element_type
+            ))
+        })
     }
 }
 

@@ -1,7 +1,7 @@
 //! The Open Inference Protocol's JSON messages (KServe v2 REST), and their conversion to and from
 //! the server's tensors.
 
-use crate::datatype::{datatype_of, json_elements, push_json_element};
+use crate::datatype::{json_elements, push_json_element};
 use crate::model::{InputTensor, Model, OutputTensor, TensorSpec};
 use halo_hal::buffer_view_text::element_count;
 use halo_hal::{ElementType, Error, Result};
@@ -381,13 +381,8 @@ pub fn encode_outputs(
     let outputs = chosen
         .into_iter()
         .map(|(output, as_binary)| {
+            let datatype = output.datatype()?;
             let (data, parameters) = if as_binary {
-                if datatype_of(output.element_type).is_none() {
-                    return Err(Error::unimplemented(format!(
-                        "output '{}' has an element type the protocol has no datatype for",
-                        output.name
-                    )));
-                }
                 let size = output.bytes.len() as u64;
                 binary.get_or_insert_with(Vec::new).extend_from_slice(&output.bytes);
                 (
@@ -406,11 +401,31 @@ pub fn encode_outputs(
             Ok(ResponseOutput {
                 data,
                 parameters,
-                datatype: output.datatype(),
+                datatype,
                 name: output.name,
                 shape: output.shape,
             })
         })
         .collect::<Result<_>>()?;
     Ok(EncodedOutputs { outputs, binary })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_output_without_a_protocol_datatype_is_refused_by_name_in_either_form() {
+        for binary in [false, true] {
+            let output = OutputTensor {
+                name: "scores".into(),
+                shape: vec![2],
+                element_type: ElementType::parse("f8E5M2").expect("an element type"),
+                bytes: vec![0, 0],
+            };
+            let error = encode_outputs(vec![output], None, binary).err().expect("refused");
+            assert_eq!(error.code(), halo_hal::StatusCode::Unimplemented);
+            assert!(error.to_string().contains("output 'scores'"), "{error}");
+        }
+    }
 }

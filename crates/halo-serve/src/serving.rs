@@ -23,10 +23,15 @@ pub struct Serving {
 pub struct IndexEntry {
     /// Its name.
     pub name: String,
-    /// Its version, when loaded.
+    /// Its version when it is loaded and answering; `None` when it is only in the repository.
     pub version: Option<String>,
+}
+
+impl IndexEntry {
     /// Whether it is loaded and answering.
-    pub ready: bool,
+    pub fn ready(&self) -> bool {
+        self.version.is_some()
+    }
 }
 
 impl Serving {
@@ -125,13 +130,9 @@ impl Serving {
         names.dedup();
         Ok(names
             .into_iter()
-            .map(|name| {
-                let loaded = models.get(&name);
-                IndexEntry {
-                    version: loaded.map(|m| m.config().version.clone()),
-                    ready: loaded.is_some(),
-                    name,
-                }
+            .map(|name| IndexEntry {
+                version: models.get(&name).map(|m| m.config().version.clone()),
+                name,
             })
             .collect())
     }
