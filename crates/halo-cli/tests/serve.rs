@@ -271,6 +271,33 @@ fn binary_tensor_data_goes_both_ways_and_equals_run_module() {
 }
 
 #[test]
+fn a_model_compiled_from_onnx_is_described_with_its_graphs_names() {
+    let module = "../benchmark-models/squeezenet.vmfb";
+    let served = Served::start(module, "squeezenet", &[]);
+    let (status, metadata) = served.get("/v2/models/squeezenet");
+    assert_eq!(status, 200, "{metadata}");
+    assert_eq!(
+        metadata["inputs"],
+        json!([{"name": "input", "datatype": "FP32", "shape": [1, 3, 64, 64]}])
+    );
+    assert_eq!(
+        metadata["outputs"],
+        json!([{"name": "flatten_117", "datatype": "FP32", "shape": [1, 10]}])
+    );
+    let input = models().join("../benchmark-models/squeezenet.input.npy");
+    let input = halo_runtime::npy::read(&input).expect("the fixture input");
+    let request = json!({
+        "inputs": [{"name": "input", "shape": input.shape, "datatype": "FP32",
+                    "parameters": {"binary_data_size": input.bytes.len()}}],
+        "parameters": {"binary_data_output": true},
+    });
+    let answer = served.post_binary("/v2/models/squeezenet/infer", &request, &input.bytes);
+    assert_eq!(answer.status, 200, "{}", answer.json);
+    let expected = run_module_results(module, "squeezenet", &["@../benchmark-models/squeezenet.input.npy"], 1);
+    assert_eq!(answer.binary, expected[0].bytes);
+}
+
+#[test]
 fn bad_binary_requests_get_400_naming_the_problem() {
     let served = Served::start("tiny_add.vmfb", "tiny_add", &[]);
     let floats = |values: &[f32]| values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>();

@@ -1,5 +1,6 @@
 //! Running the importer and the compiler, and trying flag sets until one is accepted.
 
+use crate::declaration::{declare_functions, GraphNames};
 use crate::flag_set::FlagSet;
 use crate::model::ModelFormat;
 use crate::target::Target;
@@ -69,6 +70,7 @@ pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<Compil
             let started = Instant::now();
             let mlir = work.path().join("imported.mlir");
             import_onnx(toolchain, model, &mlir)?;
+            declare_imported(model, &mlir)?;
             (mlir, Some(started.elapsed()))
         }
         ModelFormat::MlirText | ModelFormat::MlirBytecode => (model.clone(), None),
@@ -152,6 +154,21 @@ fn import_onnx(toolchain: &Toolchain, model: &Path, mlir: &Path) -> Result<()> {
             failure.last_line()
         ))
     })
+}
+
+/// Writes the ABI declaration the importer leaves out into the imported functions, so the
+/// compiled program describes its inputs and outputs.
+fn declare_imported(model: &Path, mlir: &Path) -> Result<()> {
+    let unreadable = |error: std::io::Error| {
+        Error::internal(format!(
+            "cannot rewrite the import of model '{}' ('{}'): {error}",
+            model.display(),
+            mlir.display()
+        ))
+    };
+    let imported = std::fs::read_to_string(mlir).map_err(unreadable)?;
+    let declared = declare_functions(&imported, &GraphNames::of_onnx_file(model));
+    std::fs::write(mlir, declared).map_err(unreadable)
 }
 
 fn publish(staged: &Path, output: &Path) -> Result<()> {

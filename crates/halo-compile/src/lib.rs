@@ -5,7 +5,9 @@
 //! - [`Toolchain`] finds the IREE tools (`--iree-compile`, then `HALO_IREE_COMPILE`, then `PATH`)
 //!   and checks that the compiler is the 3.13 release halo runs the output of.
 //! - [`ModelFormat`] says how a model file enters the compiler: ONNX goes through
-//!   `iree-import-onnx --opset-version 17` first, MLIR goes in as it is.
+//!   `iree-import-onnx --opset-version 17` first, MLIR goes in as it is. An import gets the ABI
+//!   declaration (`iree.abi.declaration`, with the graph's input and output names) that the
+//!   importer leaves out, so the compiled program describes its tensors to `halo serve`.
 //! - [`Target`] is what the program is compiled for, read from a device URI (`local-task`,
 //!   `vulkan://0`, `cuda`, ...), with an optional chip (`host`, `sm_90`, `gfx942`).
 //! - [`FlagSet`] names a documented set of compiler flags. [`FlagSet::Best`] is a ranked list of
@@ -20,6 +22,7 @@
 #![warn(missing_docs)]
 
 mod compile;
+mod declaration;
 mod flag_set;
 mod model;
 mod target;
