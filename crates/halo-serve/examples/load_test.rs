@@ -134,6 +134,13 @@ struct Server {
     grpc: String,
 }
 
+/// The model's first input as the server describes it: the name and datatype requests use.
+#[derive(Clone)]
+struct InputSpec {
+    name: String,
+    datatype: String,
+}
+
 impl Server {
     fn start(args: &Args, extra: &[&str]) -> Server {
         let mut child = Command::new(&args.halo)
@@ -166,6 +173,27 @@ impl Server {
         }
     }
 
+    /// The model's first input, from its metadata.
+    fn input_spec(&self) -> InputSpec {
+        let url = format!("http://{}/v2/models/model", self.http);
+        let metadata: serde_json::Value = ureq::get(&url)
+            .call()
+            .expect("the metadata answers")
+            .body_mut()
+            .read_json()
+            .expect("the metadata is JSON");
+        let text = |key: &str| {
+            metadata["inputs"][0][key]
+                .as_str()
+                .expect("an input is described")
+                .to_string()
+        };
+        InputSpec {
+            name: text("name"),
+            datatype: text("datatype"),
+        }
+    }
+
     /// Resident memory of the server process, in KiB.
     fn rss_kib(&self) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
@@ -184,20 +212,28 @@ impl Drop for Server {
     }
 }
 
-fn json_body(input: &HostTensor) -> Vec<u8> {
-    let data: Vec<f32> = input
-        .bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    serde_json::json!({"inputs": [{"name": "input0", "shape": input.shape, "datatype": "FP32", "data": data}]})
+fn json_body(spec: &InputSpec, input: &HostTensor) -> Vec<u8> {
+    let data: Vec<serde_json::Value> = match spec.datatype.as_str() {
+        "FP32" => input
+            .bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]).into())
+            .collect(),
+        "INT64" => input
+            .bytes
+            .chunks_exact(8)
+            .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")).into())
+            .collect(),
+        other => panic!("the JSON phase writes FP32 and INT64 inputs, not {other}"),
+    };
+    serde_json::json!({"inputs": [{"name": spec.name, "shape": input.shape, "datatype": spec.datatype, "data": data}]})
         .to_string()
         .into_bytes()
 }
 
-fn binary_body(input: &HostTensor) -> (Vec<u8>, usize) {
+fn binary_body(spec: &InputSpec, input: &HostTensor) -> (Vec<u8>, usize) {
     let header = serde_json::json!({
-        "inputs": [{"name": "input0", "shape": input.shape, "datatype": "FP32",
+        "inputs": [{"name": spec.name, "shape": input.shape, "datatype": spec.datatype,
                     "parameters": {"binary_data_size": input.bytes.len()}}],
         "parameters": {"binary_data_output": true},
     })
@@ -231,13 +267,20 @@ fn http_phase(
     })
 }
 
-fn grpc_phase(name: &str, server: &Server, clients: usize, requests: usize, input: &HostTensor) -> Phase {
+fn grpc_phase(
+    name: &str,
+    server: &Server,
+    clients: usize,
+    requests: usize,
+    spec: &InputSpec,
+    input: &HostTensor,
+) -> Phase {
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     let request = ModelInferRequest {
         model_name: "model".into(),
         inputs: vec![InferInputTensor {
-            name: "input0".into(),
-            datatype: "FP32".into(),
+            name: spec.name.clone(),
+            datatype: spec.datatype.clone(),
             shape: input.shape.iter().map(|&d| d as i64).collect(),
             ..Default::default()
         }],
@@ -286,7 +329,7 @@ fn grpc_phase(name: &str, server: &Server, clients: usize, requests: usize, inpu
     })
 }
 
-fn direct_phase(args: &Args, input: &HostTensor) -> Phase {
+fn direct_phase(args: &Args, spec: &InputSpec, input: &HostTensor) -> Phase {
     let config = ModelConfig {
         name: "model".into(),
         version: "1".into(),
@@ -301,8 +344,8 @@ fn direct_phase(args: &Args, input: &HostTensor) -> Phase {
     };
     let model = Arc::new(Model::load(&halo_runtime::Instance::new(), config).expect("the model loads"));
     let tensor = InputTensor {
-        name: "input0".into(),
-        datatype: "FP32".into(),
+        name: spec.name.clone(),
+        datatype: spec.datatype.clone(),
         shape: input.shape.clone(),
         bytes: input.bytes.clone(),
     };
@@ -317,10 +360,11 @@ fn main() {
     let concurrency = format!("--max-concurrency={}", args.max_concurrency);
     let queue = format!("--max-queue={}", args.clients);
     let server = Server::start(&args, &[&concurrency, &queue]);
-    let (binary, length) = binary_body(&input);
-    let json = json_body(&input);
+    let spec = server.input_spec();
+    let (binary, length) = binary_body(&spec, &input);
+    let json = json_body(&spec, &input);
     let (clients, requests) = (args.clients, args.requests);
-    let direct = direct_phase(&args, &input);
+    let direct = direct_phase(&args, &spec, &input);
     let phases = vec![
         http_phase("HTTP, JSON", &server, clients, requests, &json, None),
         http_phase(
@@ -331,9 +375,9 @@ fn main() {
             &binary,
             Some(length),
         ),
-        grpc_phase("gRPC", &server, clients, requests, &input),
+        grpc_phase("gRPC", &server, clients, requests, &spec, &input),
         http_phase("HTTP, binary, 1 client", &server, 1, requests, &binary, Some(length)),
-        grpc_phase("gRPC, 1 client", &server, 1, requests, &input),
+        grpc_phase("gRPC, 1 client", &server, 1, requests, &spec, &input),
     ];
     println!(
         "model {} ({}), {} server threads computing",

@@ -5,9 +5,11 @@ use crate::model::{InputTensor, Model, OutputTensor};
 use crate::protocol::select_outputs;
 use crate::serving::Serving;
 use halo_hal::{Error, Result};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
-use tonic::{Request, Response, Status};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status, Streaming};
 
 /// The messages and server stub generated from `proto/grpc_predict_v2.proto`.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
@@ -50,6 +52,9 @@ fn status(error: Error) -> Status {
 fn version(version: &str) -> Option<&str> {
     (!version.is_empty()).then_some(version)
 }
+
+/// Answers a stream holds for a client that reads them slower than they are computed.
+const STREAM_BUFFER: usize = 16;
 
 impl Inference {
     fn find(&self, name: &str, version_text: &str) -> std::result::Result<Arc<Model>, Status> {
@@ -120,6 +125,108 @@ impl GrpcInferenceService for Inference {
                 infer(model, &self.serving, request)
             });
         answer.await.map(Response::new).map_err(status)
+    }
+
+    type ModelStreamInferStream =
+        Pin<Box<dyn tokio_stream::Stream<Item = Result<ModelStreamInferResponse, Status>> + Send>>;
+
+    /// Each request on the stream runs as soon as it arrives, under the model's admission like
+    /// any other, and its answer goes back when it is ready; a failed request is answered on
+    /// the stream with its message, and the stream goes on.
+    async fn model_stream_infer(
+        &self,
+        request: Request<Streaming<ModelInferRequest>>,
+    ) -> Result<Response<Self::ModelStreamInferStream>, Status> {
+        let mut incoming = request.into_inner();
+        let serving = self.serving.clone();
+        let (answers, receiver) = tokio::sync::mpsc::channel(STREAM_BUFFER);
+        tokio::spawn(async move {
+            loop {
+                match incoming.message().await {
+                    Ok(Some(request)) => {
+                        let (serving, answers) = (serving.clone(), answers.clone());
+                        tokio::spawn(async move {
+                            // A client that has gone away needs no answer.
+                            let _ = answers.send(Ok(streamed(&serving, request).await)).await;
+                        });
+                    }
+                    Ok(None) => break,
+                    Err(failure) => {
+                        let _ = answers.send(Err(failure)).await;
+                        break;
+                    }
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(receiver))))
+    }
+
+    async fn repository_index(
+        &self,
+        request: Request<RepositoryIndexRequest>,
+    ) -> Result<Response<RepositoryIndexResponse>, Status> {
+        let ready_only = request.into_inner().ready;
+        let models = self
+            .serving
+            .index()
+            .map_err(status)?
+            .into_iter()
+            .filter(|entry| entry.ready() || !ready_only)
+            .map(|entry| repository_index_response::ModelIndex {
+                state: if entry.ready() { "READY" } else { "UNAVAILABLE" }.into(),
+                version: entry.version.unwrap_or_default(),
+                name: entry.name,
+                reason: String::new(),
+            })
+            .collect();
+        Ok(Response::new(RepositoryIndexResponse { models }))
+    }
+
+    async fn repository_model_load(
+        &self,
+        request: Request<RepositoryModelLoadRequest>,
+    ) -> Result<Response<RepositoryModelLoadResponse>, Status> {
+        let request = request.into_inner();
+        crate::protocol::refuse_load_parameters(request.parameters.keys()).map_err(status)?;
+        self.serving.load(&request.model_name).await.map_err(status)?;
+        Ok(Response::new(RepositoryModelLoadResponse {}))
+    }
+
+    async fn repository_model_unload(
+        &self,
+        request: Request<RepositoryModelUnloadRequest>,
+    ) -> Result<Response<RepositoryModelUnloadResponse>, Status> {
+        let request = request.into_inner();
+        self.serving.unload(&request.model_name).map_err(status)?;
+        Ok(Response::new(RepositoryModelUnloadResponse {}))
+    }
+}
+
+/// The answer on a stream to one request: its response, or its error's message with the
+/// request's id, so that a client can tell which request failed.
+async fn streamed(serving: &Serving, request: ModelInferRequest) -> ModelStreamInferResponse {
+    let (name, model_version, id) = (
+        request.model_name.clone(),
+        request.model_version.clone(),
+        request.id.clone(),
+    );
+    let answer = serving.infer(&name, version(&model_version), Protocol::Grpc, |model| {
+        infer(model, serving, request)
+    });
+    match answer.await {
+        Ok(response) => ModelStreamInferResponse {
+            error_message: String::new(),
+            infer_response: Some(response),
+        },
+        Err(error) => ModelStreamInferResponse {
+            error_message: status(error).message().to_string(),
+            infer_response: Some(ModelInferResponse {
+                model_name: name,
+                model_version,
+                id,
+                ..Default::default()
+            }),
+        },
     }
 }
 

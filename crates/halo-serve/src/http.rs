@@ -99,7 +99,23 @@ async fn repository_index(State(serving): State<Arc<Serving>>, body: Bytes) -> A
     ))
 }
 
-async fn load_model(State(serving): State<Arc<Serving>>, Path(name): Path<String>) -> Answer<Json<serde_json::Value>> {
+async fn load_model(
+    State(serving): State<Arc<Serving>>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Answer<Json<serde_json::Value>> {
+    #[derive(serde::Deserialize, Default)]
+    struct LoadRequest {
+        #[serde(default)]
+        parameters: serde_json::Map<String, serde_json::Value>,
+    }
+    let request: LoadRequest = if body.is_empty() {
+        LoadRequest::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|e| Error::invalid_argument(format!("the load request for '{name}' is not valid: {e}")))?
+    };
+    crate::protocol::refuse_load_parameters(request.parameters.keys())?;
     serving.load(&name).await?;
     Ok(Json(json!({})))
 }

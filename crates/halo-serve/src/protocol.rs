@@ -410,6 +410,24 @@ pub fn encode_outputs(
     Ok(EncodedOutputs { outputs, binary })
 }
 
+/// Refuses the repository extension's load parameters (a configuration or files sent with the
+/// request): halo reads a model's configuration from its folder only, and saying so beats
+/// loading something other than what the client sent.
+///
+/// # Errors
+/// `InvalidArgument` naming the parameters.
+pub fn refuse_load_parameters<'a>(names: impl Iterator<Item = &'a String>) -> Result<()> {
+    let mut names: Vec<&str> = names.map(String::as_str).collect();
+    if names.is_empty() {
+        return Ok(());
+    }
+    names.sort_unstable();
+    Err(Error::invalid_argument(format!(
+        "halo takes no load parameters (got {}); a model's settings come from its config.toml",
+        names.join(", ")
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -99,3 +99,5 @@ def test_the_model_repository_api(serve, tmp_path):
     np.testing.assert_array_equal(client.infer("spare", inputs).as_numpy("sum"), np.arange(4, dtype=np.float32) * 2)
     with pytest.raises(InferenceServerException, match="has no model 'missing'"):
         client.load_model("missing")
+    with pytest.raises(InferenceServerException, match="takes no load parameters \\(got config\\)"):
+        client.load_model("spare", config='{"max_batch_size": 8}')

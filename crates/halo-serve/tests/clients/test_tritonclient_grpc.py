@@ -1,6 +1,8 @@
 """Triton's gRPC client (`tritonclient.grpc`) against `halo serve`'s gRPC port: health,
-metadata, and inference with raw tensor contents equal to `halo run-module`'s results."""
+metadata, inference (unary and streamed) with raw tensor contents equal to `halo run-module`'s
+results, and the model repository calls."""
 
+import queue
 import urllib.request
 
 import numpy as np
@@ -9,7 +11,7 @@ import tritonclient.grpc as triton_grpc
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from tritonclient.utils import InferenceServerException
 
-from conftest import run_module
+from conftest import MODELS, run_module
 
 
 def test_health_and_metadata(serve):
@@ -97,3 +99,55 @@ def test_grpc_requests_show_in_the_metrics_which_prometheus_parses(serve, cnn_in
     success = ("halo_inference_requests_total", (("model", "cnn"), ("outcome", "success"), ("protocol", "grpc")))
     assert samples[success] == 2
     assert samples[("halo_inference_compute_seconds_count", (("model", "cnn"),))] == 2
+
+
+def test_streamed_inference_answers_each_request_and_reports_failures_in_band(serve, cnn_input):
+    served = serve("cnn.vmfb", "cnn")
+    client = triton_grpc.InferenceServerClient(url=served.grpc)
+    data = triton_grpc.InferInput("input0", list(cnn_input.shape), "FP32")
+    data.set_data_from_numpy(cnn_input)
+    answers = queue.Queue()
+    client.start_stream(callback=lambda result, error: answers.put((result, error)))
+    for index in range(4):
+        client.async_stream_infer("cnn", [data], request_id=f"s-{index}")
+    client.async_stream_infer("nope", [data], request_id="bad")
+    received = [answers.get(timeout=60) for _ in range(5)]
+    client.stop_stream()
+    expected = run_module("cnn.vmfb", "cnn", [cnn_input], 2)
+    results = {result.get_response().id: result for result, error in received if error is None}
+    assert sorted(results) == ["s-0", "s-1", "s-2", "s-3"]
+    for result in results.values():
+        np.testing.assert_array_equal(result.as_numpy("output1"), expected[1])
+    errors = [error for result, error in received if error is not None]
+    assert len(errors) == 1 and "unknown model 'nope'" in errors[0].message(), errors
+    # The unary call still answers after the stream.
+    np.testing.assert_array_equal(client.infer("cnn", [data]).as_numpy("output0"), expected[0])
+
+
+def test_the_model_repository_api_over_grpc(serve, tmp_path):
+    for name in ["adder", "spare"]:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.toml").write_text(
+            f'function = "tiny_add"\nmodules = ["{MODELS / "tiny_add.vmfb"}"]\n'
+        )
+    served = serve.with_args(f"--model-repository={tmp_path}")
+    client = triton_grpc.InferenceServerClient(url=served.grpc)
+
+    def states():
+        index = client.get_model_repository_index(as_json=True)["models"]
+        return [(m["name"], m["state"]) for m in index]
+
+    assert states() == [("adder", "READY"), ("spare", "READY")]
+    client.unload_model("spare")
+    assert not client.is_model_ready("spare")
+    assert states() == [("adder", "READY"), ("spare", "UNAVAILABLE")]
+    with pytest.raises(InferenceServerException, match="takes no load parameters \\(got config\\)") as caught:
+        client.load_model("spare", config='{"max_batch_size": 8}')
+    assert caught.value.status() == "StatusCode.INVALID_ARGUMENT"
+    assert not client.is_model_ready("spare")
+    client.load_model("spare")
+    assert client.is_model_ready("spare")
+    with pytest.raises(InferenceServerException, match="has no model 'missing'"):
+        client.load_model("missing")
+    with pytest.raises(InferenceServerException, match="no model 'ghost' is loaded"):
+        client.unload_model("ghost")
