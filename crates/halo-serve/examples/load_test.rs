@@ -30,6 +30,7 @@ struct Args {
     clients: usize,
     requests: usize,
     max_concurrency: usize,
+    device: String,
 }
 
 fn parse_args() -> Args {
@@ -41,6 +42,7 @@ fn parse_args() -> Args {
         clients: 32,
         requests: 1000,
         max_concurrency: 2,
+        device: "local-task".into(),
     };
     let mut words = std::env::args().skip(1);
     while let (Some(flag), Some(value)) = (words.next(), words.next()) {
@@ -52,6 +54,7 @@ fn parse_args() -> Args {
             "--clients" => args.clients = value.parse().expect("--clients is a number"),
             "--requests" => args.requests = value.parse().expect("--requests is a number"),
             "--max-concurrency" => args.max_concurrency = value.parse().expect("--max-concurrency is a number"),
+            "--device" => args.device = value,
             other => panic!("unknown flag {other}"),
         }
     }
@@ -65,6 +68,8 @@ struct Phase {
     elapsed: Duration,
     latencies: Vec<Duration>,
     failures: usize,
+    /// CPU time the process doing the work (the server, or this one for direct calls) spent.
+    cpu: Duration,
 }
 
 impl Phase {
@@ -77,15 +82,28 @@ impl Phase {
                 .map_or(0.0, |d| d.as_secs_f64() * 1e3)
         };
         format!(
-            "| {} | {} | {} | {} | {:.0} | {:.3} | {:.3} |",
+            "| {} | {} | {} | {} | {:.0} | {:.3} | {:.3} | {:.3} |",
             self.name,
             self.clients,
             self.latencies.len(),
             self.failures,
             self.throughput(),
             percentile(0.5),
-            percentile(0.99)
+            percentile(0.99),
+            self.cpu_per_request() * 1e3
         )
+    }
+
+    fn cpu_per_request(&self) -> f64 {
+        self.cpu.as_secs_f64() / (self.latencies.len() + self.failures).max(1) as f64
+    }
+
+    /// The phase, with the CPU time process `pid` spent while `run` ran it.
+    fn measuring_cpu(pid: u32, run: impl FnOnce() -> Phase) -> Phase {
+        let before = cpu_time(pid);
+        let mut phase = run();
+        phase.cpu = cpu_time(pid).saturating_sub(before);
+        phase
     }
 
     fn throughput(&self) -> f64 {
@@ -125,7 +143,30 @@ fn run_threads(name: &str, clients: usize, requests: usize, call: impl Fn() -> b
         elapsed: started.elapsed(),
         failures: results.iter().map(|r| r.1).sum(),
         latencies: results.into_iter().flat_map(|r| r.0).collect(),
+        cpu: Duration::ZERO,
     }
+}
+
+/// User and system CPU time of process `pid`, all threads, from `/proc/PID/stat`.
+fn cpu_time(pid: u32) -> Duration {
+    let ticks_per_second: f64 = Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|out| String::from_utf8(out.stdout).ok()?.trim().parse().ok())
+        .unwrap_or(100.0);
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name, which is in parentheses and may hold spaces; utime and
+    // stime are the stat's 14th and 15th fields.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    let ticks: f64 = fields
+        .get(11..13)
+        .map_or(0.0, |t| t.iter().filter_map(|v| v.parse::<f64>().ok()).sum());
+    Duration::from_secs_f64(ticks / ticks_per_second)
 }
 
 struct Server {
@@ -147,6 +188,7 @@ impl Server {
             .args(["serve", "--http-port=0", "--grpc-port=0", "--model-name=model"])
             .arg(format!("--module={}", args.module.display()))
             .arg(format!("--function={}", args.function))
+            .arg(format!("--device={}", args.device))
             .args(extra)
             .stderr(Stdio::piped())
             .spawn()
@@ -318,6 +360,7 @@ fn grpc_phase(
             elapsed: Duration::ZERO,
             latencies: Vec::new(),
             failures: 0,
+            cpu: Duration::ZERO,
         };
         for task in tasks {
             let (latencies, failures) = task.await.expect("a client task");
@@ -335,7 +378,7 @@ fn direct_phase(args: &Args, spec: &InputSpec, input: &HostTensor) -> Phase {
         version: "1".into(),
         modules: vec![args.module.clone()],
         function: args.function.clone(),
-        devices: vec!["local-task".into()],
+        devices: vec![args.device.clone()],
         max_concurrency: args.max_concurrency,
         max_queue: 0,
         timeout: None,
@@ -364,30 +407,40 @@ fn main() {
     let (binary, length) = binary_body(&spec, &input);
     let json = json_body(&spec, &input);
     let (clients, requests) = (args.clients, args.requests);
-    let direct = direct_phase(&args, &spec, &input);
+    let direct = Phase::measuring_cpu(std::process::id(), || direct_phase(&args, &spec, &input));
+    let pid = server.child.id();
     let phases = vec![
-        http_phase("HTTP, JSON", &server, clients, requests, &json, None),
-        http_phase(
-            "HTTP, binary tensors",
-            &server,
-            clients,
-            requests,
-            &binary,
-            Some(length),
-        ),
-        grpc_phase("gRPC", &server, clients, requests, &spec, &input),
-        http_phase("HTTP, binary, 1 client", &server, 1, requests, &binary, Some(length)),
-        grpc_phase("gRPC, 1 client", &server, 1, requests, &spec, &input),
+        Phase::measuring_cpu(pid, || {
+            http_phase("HTTP, JSON", &server, clients, requests, &json, None)
+        }),
+        Phase::measuring_cpu(pid, || {
+            http_phase(
+                "HTTP, binary tensors",
+                &server,
+                clients,
+                requests,
+                &binary,
+                Some(length),
+            )
+        }),
+        Phase::measuring_cpu(pid, || grpc_phase("gRPC", &server, clients, requests, &spec, &input)),
+        Phase::measuring_cpu(pid, || {
+            http_phase("HTTP, binary, 1 client", &server, 1, requests, &binary, Some(length))
+        }),
+        Phase::measuring_cpu(pid, || {
+            grpc_phase("gRPC, 1 client", &server, 1, requests, &spec, &input)
+        }),
     ];
     println!(
-        "model {} ({}), {} server threads computing",
+        "model {} ({}) on {}, {} server threads computing; CPU ms/request is the serving process's (this one for direct calls)",
         args.module.display(),
         args.function,
+        args.device,
         args.max_concurrency
     );
     println!();
-    println!("| path | clients | answered | failed | requests/s | p50 ms | p99 ms |");
-    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+    println!("| path | clients | answered | failed | requests/s | p50 ms | p99 ms | CPU ms/request |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     println!("{}", direct.row());
     for phase in &phases {
         println!("{}", phase.row());
@@ -395,9 +448,10 @@ fn main() {
     println!();
     for phase in &phases[..3] {
         println!(
-            "{}: {:.2}x the direct calls' throughput",
+            "{}: {:.2}x the direct calls' throughput; {:.2}x their CPU per request",
             phase.name,
-            phase.throughput() / direct.throughput()
+            phase.throughput() / direct.throughput(),
+            phase.cpu_per_request() / direct.cpu_per_request()
         );
     }
     drop(server);

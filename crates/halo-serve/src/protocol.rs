@@ -433,6 +433,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn load_parameters_are_refused_by_name_and_none_pass() {
+        assert!(refuse_load_parameters(std::iter::empty()).is_ok());
+        let names = ["file:1/model.vmfb".to_string(), "config".to_string()];
+        let error = refuse_load_parameters(names.iter()).unwrap_err();
+        assert_eq!(error.code(), halo_hal::StatusCode::InvalidArgument);
+        assert!(error.message().contains("(got config, file:1/model.vmfb)"), "{error}");
+    }
+
+    #[test]
     fn an_output_without_a_protocol_datatype_is_refused_by_name_in_either_form() {
         for binary in [false, true] {
             let output = OutputTensor {
