@@ -28,6 +28,13 @@ pub struct ServeArgs {
     /// The model's version.
     #[arg(long, default_value = "1")]
     pub model_version: String,
+    /// The type of each input, in order (`tensor<1x3x224x224xf32>`, `f32`), for a function
+    /// compiled without a declaration of them; repeat for each input.
+    #[arg(long = "input-type", conflicts_with = "model_repository")]
+    pub input_types: Vec<String>,
+    /// The type of each output, likewise (for the model's metadata).
+    #[arg(long = "output-type", conflicts_with = "model_repository")]
+    pub output_types: Vec<String>,
     /// Device URI(s); the first is the default device.
     #[arg(long = "device", default_value = "local-task")]
     pub devices: Vec<String>,
@@ -125,6 +132,8 @@ fn module_model(args: &ServeArgs, defaults: Defaults) -> Result<ModelConfig> {
         timeout: defaults.timeout,
         input_names: Vec::new(),
         output_names: Vec::new(),
+        input_types: args.input_types.clone(),
+        output_types: args.output_types.clone(),
     })
 }
 

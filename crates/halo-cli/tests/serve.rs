@@ -543,6 +543,98 @@ fn a_model_that_cannot_load_stops_the_server_with_its_name() {
     );
 }
 
+/// `halo serve` with `args` after the ports, expected to stop at start; its stderr.
+fn refused_at_start(args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_halo"))
+        .current_dir(models())
+        .args(["serve", "--http-port=0", "--grpc-port=0"])
+        .args(args)
+        .output()
+        .expect("halo runs");
+    assert!(!output.status.success(), "{args:?}");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn a_function_without_a_declaration_is_served_with_the_types_given() {
+    // Plain iree-compile of an ONNX import records no declaration.
+    let module = ["--module=onnx_mlp.vmfb", "--function=onnx_mlp"];
+    let stderr = refused_at_start(&module);
+    assert!(
+        stderr.contains("takes 1 inputs but has no declaration of them") && stderr.contains("--input-type"),
+        "{stderr}"
+    );
+    for (extra, message) in [
+        (
+            vec!["--input-type=f32"],
+            "'input0' of function 'onnx_mlp' is described as a scalar",
+        ),
+        (
+            vec!["--input-type=tensor<2x8xf32>", "--input-type=f32"],
+            "takes 1 inputs but is described with 2",
+        ),
+        (
+            vec!["--input-type=tensor<2x8xf32>", "--output-type=tensor<2x4xf32>"],
+            "returns 2 results but is described with 1 outputs",
+        ),
+        (vec!["--input-type=tensor<2x8xq7>"], "q7"),
+    ] {
+        let stderr = refused_at_start(&[&module[..], &extra[..]].concat());
+        assert!(
+            stderr.contains(message) && !stderr.contains("panicked"),
+            "{extra:?}: {stderr}"
+        );
+    }
+
+    let types = [
+        "--input-type=tensor<2x8xf32>",
+        "--output-type=tensor<2x4xf32>",
+        "--output-type=tensor<2x4xf32>",
+    ];
+    let served = Served::start("onnx_mlp.vmfb", "onnx_mlp", &types);
+    let (status, metadata) = served.get("/v2/models/onnx_mlp");
+    assert_eq!(status, 200, "{metadata}");
+    assert_eq!(
+        metadata["inputs"],
+        json!([{"name": "input0", "datatype": "FP32", "shape": [2, 8]}])
+    );
+    assert_eq!(
+        metadata["outputs"][1],
+        json!({"name": "output1", "datatype": "FP32", "shape": [2, 4]})
+    );
+    let input = halo_runtime::npy::read(&models().join("onnx_mlp.basic.0.npy")).expect("the fixture input");
+    let body =
+        json!({"inputs": [{"name": "input0", "shape": input.shape, "datatype": "FP32", "data": f32_data(&input)}]});
+    let (status, response) = served.post("/v2/models/onnx_mlp/infer", &body.to_string());
+    assert_eq!(status, 200, "{response}");
+    let expected = run_module_results("onnx_mlp.vmfb", "onnx_mlp", &["@onnx_mlp.basic.0.npy"], 2);
+    for (output, expected) in response["outputs"].as_array().expect("outputs").iter().zip(&expected) {
+        assert_eq!(json_f32(&output["data"]), f32_data(expected));
+    }
+}
+
+#[test]
+fn a_repository_configuration_gives_the_types_of_an_undeclared_function() {
+    let config = format!(
+        "function = \"onnx_mlp\"\nmodules = [{:?}]\ninput_names = [\"features\"]\ninput_types = [\"tensor<2x8xf32>\"]\n",
+        models().join("onnx_mlp.vmfb").display().to_string()
+    );
+    let root = repository("typed", &[("mlp", config)]);
+    let served = Served::start_with(&[format!("--model-repository={}", root.display())]);
+    let (status, metadata) = served.get("/v2/models/mlp");
+    assert_eq!(status, 200, "{metadata}");
+    assert_eq!(
+        metadata["inputs"],
+        json!([{"name": "features", "datatype": "FP32", "shape": [2, 8]}])
+    );
+    let body = json!({"inputs": [{"name": "features", "shape": [2, 8], "datatype": "FP32", "data": vec![1.0; 16]}]});
+    let (status, response) = served.post("/v2/models/mlp/infer", &body.to_string());
+    assert_eq!(status, 200, "{response}");
+    let expected = run_module_results("onnx_mlp.vmfb", "onnx_mlp", &["2x8xf32=1"], 2);
+    assert_eq!(json_f32(&response["outputs"][0]["data"]), f32_data(&expected[0]));
+    std::fs::remove_dir_all(root).ok();
+}
+
 /// A model repository in a fresh temporary folder: `(folder name, config.toml)` per model.
 fn repository(name: &str, models_and_configs: &[(&str, String)]) -> PathBuf {
     let root = std::env::temp_dir().join(format!("halo-serve-repository-{}-{name}", std::process::id()));

@@ -384,6 +384,8 @@ fn direct_phase(args: &Args, spec: &InputSpec, input: &HostTensor) -> Phase {
         timeout: None,
         input_names: vec![],
         output_names: vec![],
+        input_types: vec![],
+        output_types: vec![],
     };
     let model = Arc::new(Model::load(&halo_runtime::Instance::new(), config).expect("the model loads"));
     let tensor = InputTensor {

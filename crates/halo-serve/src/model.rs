@@ -58,6 +58,12 @@ pub struct ModelConfig {
     pub input_names: Vec<String>,
     /// Names for the outputs, likewise.
     pub output_names: Vec<String>,
+    /// Types of the inputs, in order (`tensor<1x3x224x224xf32>`, `f32`), for a function compiled
+    /// without a declaration of them (plain `iree-compile` of an ONNX import); empty to use the
+    /// declaration.
+    pub input_types: Vec<String>,
+    /// Types of the outputs, likewise.
+    pub output_types: Vec<String>,
 }
 
 /// One input or output as the protocol describes it.
@@ -222,22 +228,16 @@ impl Model {
                 .collect::<Result<Vec<_>>>()
         };
         let inputs = renamed(
-            specs(function.declared_inputs(), "input")?,
+            specs(typed(function.declared_inputs(), &config.input_types), "input")?,
             &config.input_names,
             "input",
         )?;
         let outputs = renamed(
-            specs(function.declared_outputs(), "output")?,
+            specs(typed(function.declared_outputs(), &config.output_types), "output")?,
             &config.output_names,
             "output",
         )?;
-        if inputs.len() != function.argument_kinds().len() {
-            return Err(Error::unimplemented(format!(
-                "function '{}' has no declaration of its {} inputs (compile it with iree-compile's ABI declarations)",
-                config.function,
-                function.argument_kinds().len()
-            )));
-        }
+        check_against_function(&function, &inputs, &outputs)?;
         Ok(Model {
             running: Arc::new(tokio::sync::Semaphore::new(config.max_concurrency.max(1))),
             config,
@@ -463,6 +463,65 @@ impl Model {
             bytes: tensor.bytes,
         })
     }
+}
+
+/// The declared `(name, type)` pairs, with `types` in place of the declared types when given
+/// (the declared names stay where there are as many).
+fn typed(declared: Vec<(String, String)>, types: &[String]) -> Vec<(String, String)> {
+    if types.is_empty() {
+        return declared;
+    }
+    let names = |index: usize| match declared.len() == types.len() {
+        true => declared[index].0.clone(),
+        false => String::new(),
+    };
+    types
+        .iter()
+        .enumerate()
+        .map(|(index, ty)| (names(index), ty.clone()))
+        .collect()
+}
+
+/// Checks the described inputs and outputs against what `function` takes and returns: their
+/// counts, and tensors where it takes references.
+fn check_against_function(function: &Function, inputs: &[TensorSpec], outputs: &[TensorSpec]) -> Result<()> {
+    let kinds = function.argument_kinds();
+    if inputs.len() != kinds.len() {
+        let said = match function.declaration() {
+            None if inputs.is_empty() => "has no declaration of them; compile it with `halo compile`, which records one, or give their types (input_types in config.toml, --input-type)".to_string(),
+            _ => format!("is described with {}", inputs.len()),
+        };
+        return Err(Error::invalid_argument(format!(
+            "function '{}' takes {} inputs but {said}",
+            function.name(),
+            kinds.len()
+        )));
+    }
+    if let Some((spec, _)) = inputs
+        .iter()
+        .zip(&kinds)
+        .find(|(spec, &kind)| spec.scalar == (kind == 'r'))
+    {
+        return Err(Error::invalid_argument(format!(
+            "input '{}' of function '{}' is described as {} but the function takes {}",
+            spec.name,
+            function.name(),
+            if spec.scalar { "a scalar" } else { "a tensor" },
+            if spec.scalar { "a tensor" } else { "a scalar" }
+        )));
+    }
+    let results = function
+        .calling_convention()
+        .split_once('_')
+        .map_or(0, |(_, results)| results.trim_start_matches('v').len());
+    if !outputs.is_empty() && outputs.len() != results {
+        return Err(Error::invalid_argument(format!(
+            "function '{}' returns {results} results but is described with {} outputs",
+            function.name(),
+            outputs.len()
+        )));
+    }
+    Ok(())
 }
 
 /// `specs` under the configured `names`, when there are any.

@@ -11,6 +11,8 @@
 //! timeout_ms = 0                    # 0: no limit
 //! input_names = ["image"]           # rename the compiler's input0, ...
 //! output_names = ["logits", "probabilities"]
+//! input_types = ["tensor<1x6x6x1xf32>"]  # for a function compiled without a declaration
+//! output_types = ["tensor<1x3xf32>", "tensor<1x3xf32>"]
 //! ```
 //!
 //! Settings a file leaves out come from the server's defaults (its command-line flags).
@@ -40,6 +42,10 @@ struct ConfigFile {
     input_names: Vec<String>,
     #[serde(default)]
     output_names: Vec<String>,
+    #[serde(default)]
+    input_types: Vec<String>,
+    #[serde(default)]
+    output_types: Vec<String>,
 }
 
 /// The settings of models whose configuration leaves them out.
@@ -147,6 +153,8 @@ impl ModelRepository {
             },
             input_names: file.input_names,
             output_names: file.output_names,
+            input_types: file.input_types,
+            output_types: file.output_types,
         })
     }
 }

@@ -27,6 +27,8 @@ fn load(max_concurrency: usize, max_queue: usize, timeout: Option<Duration>) -> 
         timeout,
         input_names: vec![],
         output_names: vec![],
+        input_types: vec![],
+        output_types: vec![],
     };
     Model::load(&halo_runtime::Instance::new(), config).expect("the fixture loads")
 }
