@@ -53,8 +53,10 @@ fn version(version: &str) -> Option<&str> {
     (!version.is_empty()).then_some(version)
 }
 
-/// Answers a stream holds for a client that reads them slower than they are computed.
-const STREAM_BUFFER: usize = 16;
+/// Requests of one stream that may be running or holding an answer the client has not read;
+/// past them the stream stops reading, so a client that sends without reading holds a bounded
+/// amount of the server's memory.
+const STREAM_IN_FLIGHT: usize = 16;
 
 impl Inference {
     fn find(&self, name: &str, version_text: &str) -> std::result::Result<Arc<Model>, Status> {
@@ -130,24 +132,29 @@ impl GrpcInferenceService for Inference {
     type ModelStreamInferStream =
         Pin<Box<dyn tokio_stream::Stream<Item = Result<ModelStreamInferResponse, Status>> + Send>>;
 
-    /// Each request on the stream runs as soon as it arrives, under the model's admission like
-    /// any other, and its answer goes back when it is ready; a failed request is answered on
-    /// the stream with its message, and the stream goes on.
+    /// Each request on the stream runs as soon as it arrives (up to `STREAM_IN_FLIGHT` at a
+    /// time), under the model's admission like any other, and its answer goes back when it is
+    /// ready; a failed request is answered on the stream with its message, and the stream goes on.
     async fn model_stream_infer(
         &self,
         request: Request<Streaming<ModelInferRequest>>,
     ) -> Result<Response<Self::ModelStreamInferStream>, Status> {
         let mut incoming = request.into_inner();
         let serving = self.serving.clone();
-        let (answers, receiver) = tokio::sync::mpsc::channel(STREAM_BUFFER);
+        let (answers, receiver) = tokio::sync::mpsc::channel(STREAM_IN_FLIGHT);
+        let in_flight = Arc::new(tokio::sync::Semaphore::new(STREAM_IN_FLIGHT));
         tokio::spawn(async move {
             loop {
+                let Ok(turn) = in_flight.clone().acquire_owned().await else {
+                    break;
+                };
                 match incoming.message().await {
                     Ok(Some(request)) => {
                         let (serving, answers) = (serving.clone(), answers.clone());
                         tokio::spawn(async move {
                             // A client that has gone away needs no answer.
                             let _ = answers.send(Ok(streamed(&serving, request).await)).await;
+                            drop(turn);
                         });
                     }
                     Ok(None) => break,

@@ -80,12 +80,7 @@ async fn repository_index(State(serving): State<Arc<Serving>>, body: Bytes) -> A
         #[serde(default)]
         ready: bool,
     }
-    let request: IndexRequest = if body.is_empty() {
-        IndexRequest::default()
-    } else {
-        serde_json::from_slice(&body)
-            .map_err(|e| Error::invalid_argument(format!("the index request is not valid: {e}")))?
-    };
+    let request: IndexRequest = optional_json(&body, "the index request")?;
     let entries = serving.index()?;
     Ok(Json(
         entries
@@ -99,6 +94,14 @@ async fn repository_index(State(serving): State<Arc<Serving>>, body: Bytes) -> A
     ))
 }
 
+/// A repository request's JSON body, which the extension lets a client leave out.
+fn optional_json<T: serde::de::DeserializeOwned + Default>(body: &[u8], what: &str) -> halo_hal::Result<T> {
+    if body.is_empty() {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(body).map_err(|e| Error::invalid_argument(format!("{what} is not valid: {e}")))
+}
+
 async fn load_model(
     State(serving): State<Arc<Serving>>,
     Path(name): Path<String>,
@@ -109,12 +112,7 @@ async fn load_model(
         #[serde(default)]
         parameters: serde_json::Map<String, serde_json::Value>,
     }
-    let request: LoadRequest = if body.is_empty() {
-        LoadRequest::default()
-    } else {
-        serde_json::from_slice(&body)
-            .map_err(|e| Error::invalid_argument(format!("the load request for '{name}' is not valid: {e}")))?
-    };
+    let request: LoadRequest = optional_json(&body, &format!("the load request for '{name}'"))?;
     crate::protocol::refuse_load_parameters(request.parameters.keys())?;
     serving.load(&name).await?;
     Ok(Json(json!({})))
