@@ -8,6 +8,7 @@
 //! (`sync func @f(%input: tensor<1x3xf32>) -> (%output0: tensor<1x10xf32>)`), with the ONNX
 //! graph's own input and output names where they are plain identifiers.
 
+use halo_hal::mlir_text::{parenthesized, top_level_end, top_level_items};
 use std::path::Path;
 
 /// The names an ONNX graph gives its inputs and outputs, in the function's argument order.
@@ -109,7 +110,7 @@ fn declared(line: &str, signature: &str, names: &GraphNames) -> Option<String> {
     if !plain_identifier(name) {
         return None;
     }
-    let (arguments, rest) = balanced(&signature[open..])?;
+    let (arguments, rest) = parenthesized(&signature[open..])?;
     let rest = rest.trim_start();
     let (results, rest) = match rest.strip_prefix("->") {
         Some(results) => results_of(results.trim_start())?,
@@ -139,7 +140,7 @@ fn declared(line: &str, signature: &str, names: &GraphNames) -> Option<String> {
 /// The result types after `->` (one bare type or a parenthesized list) and the text after them.
 fn results_of(text: &str) -> Option<(Vec<&str>, &str)> {
     if text.starts_with('(') {
-        let (list, rest) = balanced(text)?;
+        let (list, rest) = parenthesized(text)?;
         return Some((top_level_items(list), rest));
     }
     let end = top_level_end(text, |c| c.is_whitespace()).unwrap_or(text.len());
@@ -202,39 +203,6 @@ fn builtin_type(ty: &str) -> Option<String> {
         true => format!("tensor<{element}>"),
         false => format!("tensor<{}x{element}>", dims.join("x")),
     })
-}
-
-/// The inside of the bracketed group `text` starts with, and the text after it.
-fn balanced(text: &str) -> Option<(&str, &str)> {
-    let close = top_level_end(&text[1..], |c| c == ')')? + 1;
-    Some((&text[1..close], &text[close + 1..]))
-}
-
-/// Where the first character matching `stop` outside any brackets is.
-fn top_level_end(text: &str, stop: impl Fn(char) -> bool) -> Option<usize> {
-    let mut depth = 0usize;
-    for (at, c) in text.char_indices() {
-        if depth == 0 && stop(c) {
-            return Some(at);
-        }
-        match c {
-            '(' | '<' | '[' | '{' => depth += 1,
-            ')' | '>' | ']' | '}' => depth = depth.checked_sub(1)?,
-            _ => {}
-        }
-    }
-    None
-}
-
-/// The comma-separated items of `text` at bracket depth zero.
-fn top_level_items(mut text: &str) -> Vec<&str> {
-    let mut items = Vec::new();
-    while !text.trim().is_empty() {
-        let end = top_level_end(text, |c| c == ',').unwrap_or(text.len());
-        items.push(text[..end].trim());
-        text = text.get(end + 1..).unwrap_or("");
-    }
-    items
 }
 
 #[cfg(test)]

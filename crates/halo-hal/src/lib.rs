@@ -31,6 +31,7 @@ pub mod fence;
 pub mod file;
 pub mod host_memory;
 pub mod memory;
+pub mod mlir_text;
 pub mod semaphore;
 pub mod trace;
 pub mod transfer;

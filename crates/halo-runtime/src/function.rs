@@ -1,7 +1,7 @@
 //! Exported functions with what the compiler recorded about them, and the input checks made
 //! against that record before a call.
 
-use halo_hal::{Error, Result};
+use halo_hal::{mlir_text, Error, Result};
 use halo_vm::cconv::Signature;
 use halo_vm::context::Instance as ModuleInstance;
 use halo_vm::Value;
@@ -101,7 +101,7 @@ impl Function {
         let open = declaration.find('(')?;
         split_top_level(&declaration[open + 1..])
             .get(index)
-            .map(|arg| arg.split_once(": ").map_or(arg.as_str(), |(_, ty)| ty).to_string())
+            .map(|arg| arg.split_once(": ").map_or(*arg, |(_, ty)| ty).to_string())
     }
 
     /// The declared inputs as (name, type) pairs (`("input0", "tensor<4xf32>")`), from the
@@ -127,7 +127,7 @@ impl Function {
         let results = results.trim();
         let items = match results.strip_prefix('(') {
             Some(list) => split_top_level(list),
-            None => vec![results.to_string()],
+            None => vec![results],
         };
         items.iter().map(|item| named(item)).collect()
     }
@@ -191,28 +191,9 @@ fn named(item: &str) -> (String, String) {
 }
 
 /// The comma-separated items of a parenthesized list, up to its closing parenthesis.
-fn split_top_level(text: &str) -> Vec<String> {
-    let mut items = Vec::new();
-    let mut depth = 0usize;
-    let mut current = String::new();
-    for c in text.chars() {
-        match c {
-            '(' | '<' | '[' | '{' => depth += 1,
-            ')' if depth == 0 => break,
-            ')' | '>' | ']' | '}' => depth = depth.saturating_sub(1),
-            ',' if depth == 0 => {
-                items.push(current.trim().to_string());
-                current.clear();
-                continue;
-            }
-            _ => {}
-        }
-        current.push(c);
-    }
-    if !current.trim().is_empty() {
-        items.push(current.trim().to_string());
-    }
-    items
+fn split_top_level(text: &str) -> Vec<&str> {
+    let end = mlir_text::top_level_end(text, |c| c == ')').unwrap_or(text.len());
+    mlir_text::top_level_items(&text[..end])
 }
 
 #[cfg(test)]
