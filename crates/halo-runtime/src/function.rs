@@ -95,6 +95,11 @@ impl Function {
         all[..all.len() - fences].to_vec()
     }
 
+    /// The cconv kind of each result.
+    pub fn result_kinds(&self) -> &[char] {
+        self.signature.result_kinds()
+    }
+
     /// The declared type of input `index` (`tensor<4xf32>`), from the declaration.
     pub fn input_declaration(&self, index: usize) -> Option<String> {
         let declaration = self.declaration.as_deref()?;

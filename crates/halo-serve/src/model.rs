@@ -510,10 +510,7 @@ fn check_against_function(function: &Function, inputs: &[TensorSpec], outputs: &
             if spec.scalar { "a tensor" } else { "a scalar" }
         )));
     }
-    let results = function
-        .calling_convention()
-        .split_once('_')
-        .map_or(0, |(_, results)| results.trim_start_matches('v').len());
+    let results = function.result_kinds().len();
     if !outputs.is_empty() && outputs.len() != results {
         return Err(Error::invalid_argument(format!(
             "function '{}' returns {results} results but is described with {} outputs",
