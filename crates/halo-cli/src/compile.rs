@@ -2,9 +2,14 @@
 
 use crate::output::outln;
 use clap::Args;
+use halo_compile::tune::cache::TuneCache;
+use halo_compile::tune::measure::Workload;
+use halo_compile::tune::{tune, TuneEvent, TuneRequest};
 use halo_compile::{compile, CompileRequest, FlagSet, ModelFormat, Target, Toolchain};
-use halo_hal::Result;
-use std::path::PathBuf;
+use halo_hal::{Error, Result, ResultExt};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// Flags of `compile`.
 #[derive(Args, Debug, Clone)]
@@ -28,6 +33,40 @@ pub struct CompileArgs {
     /// The `iree-compile` to use; without it `HALO_IREE_COMPILE`, then `PATH`.
     #[arg(long = "iree-compile", visible_alias = "iree_compile")]
     pub iree_compile: Option<PathBuf>,
+    /// Tune: compile every variant of the documented flag space, time each on `--device` with
+    /// the model's inputs, drop those whose outputs leave the baseline's tolerance, and write the
+    /// fastest (a JSON report goes beside it; results are cached).
+    #[arg(long, conflicts_with = "flag_set")]
+    pub tune: bool,
+    /// With `--tune`: an `.npy` file of inputs (`@file.npy` too), repeated or holding several
+    /// arrays; without it inputs are generated from the function's declaration.
+    #[arg(long, requires = "tune")]
+    pub input: Vec<String>,
+    /// With `--tune`: the function to time (default: the module's only public function).
+    #[arg(long, requires = "tune")]
+    pub function: Option<String>,
+    /// With `--tune`: where the JSON report goes (default: the output with `.tune.json`).
+    #[arg(long = "tune-report", requires = "tune")]
+    pub tune_report: Option<PathBuf>,
+    /// With `--tune`: the cache folder (default: `HALO_TUNE_CACHE`, else the user cache dir).
+    #[arg(long = "tune-cache", requires = "tune")]
+    pub tune_cache: Option<PathBuf>,
+    /// With `--tune`: tune without reading or writing the cache.
+    #[arg(long = "no-tune-cache", requires = "tune", conflicts_with = "tune_cache")]
+    pub no_tune_cache: bool,
+    /// With `--tune`: the largest deviation from the baseline's outputs a variant may have,
+    /// relative to each output's largest magnitude.
+    #[arg(long = "tune-tolerance", requires = "tune", default_value_t = 1e-4)]
+    pub tune_tolerance: f64,
+    /// With `--tune`: seconds each variant is timed for (after one warm-up call).
+    #[arg(long = "tune-min-time", requires = "tune", default_value_t = 1.0)]
+    pub tune_min_time: f64,
+    /// With `--tune`: seconds a variant's compile may take before it is stopped and skipped.
+    #[arg(long = "tune-compile-timeout", requires = "tune", default_value_t = 600.0)]
+    pub tune_compile_timeout: f64,
+    /// With `--tune`: compiles run at once (default and maximum: the number of cores).
+    #[arg(long, requires = "tune")]
+    pub jobs: Option<usize>,
     /// More `iree-compile` flags, after `--`; they come last, so they win over the set's.
     #[arg(last = true, allow_hyphen_values = true)]
     pub compiler_flags: Vec<String>,
@@ -39,6 +78,9 @@ pub fn run(args: &CompileArgs) -> Result<()> {
     let target = Target::for_device(&args.device, args.target_chip.as_deref())?;
     // The model is checked before the compiler is looked for, so its errors do not depend on one.
     ModelFormat::of_file(&args.model)?;
+    if args.tune {
+        return run_tune(args, target);
+    }
     let toolchain = Toolchain::locate(args.iree_compile.as_deref())?;
     let request = CompileRequest {
         model: args.model.clone(),
@@ -68,4 +110,128 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         report.compile_time.as_secs_f64()
     )?;
     outln!("flags: {}", report.flags.join(" "))
+}
+
+/// `--tune`: checks the tuning flags, tunes with a progress bar, and prints the variants.
+fn run_tune(args: &CompileArgs, target: Target) -> Result<()> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let jobs = match args.jobs {
+        Some(0) => return Err(Error::invalid_argument("--jobs must be at least 1")),
+        Some(jobs) => jobs.min(cores),
+        None => cores,
+    };
+    let seconds = |value: f64, flag: &str| {
+        Duration::try_from_secs_f64(value)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| Error::invalid_argument(format!("{flag}={value} is not a positive number of seconds")))
+    };
+    if args.tune_tolerance.is_nan() || args.tune_tolerance < 0.0 {
+        return Err(Error::invalid_argument(format!(
+            "--tune-tolerance={} is not a non-negative number",
+            args.tune_tolerance
+        )));
+    }
+    let mut inputs = Vec::new();
+    for text in &args.input {
+        let path = Path::new(text.strip_prefix('@').unwrap_or(text));
+        inputs.extend(halo_runtime::npy::read_all(path).with_context(|| format!("reading --input '{text}'"))?);
+    }
+    let inputs_origin = if args.input.is_empty() {
+        "generated from the declaration".to_string()
+    } else {
+        args.input.join(", ")
+    };
+    let cache = if args.no_tune_cache {
+        None
+    } else {
+        args.tune_cache
+            .clone()
+            .or_else(TuneCache::default_root)
+            .map(TuneCache::new)
+    };
+    let request = TuneRequest {
+        model: args.model.clone(),
+        output: args.output.clone(),
+        report: args
+            .tune_report
+            .clone()
+            .unwrap_or_else(|| args.output.with_extension("tune.json")),
+        target,
+        extra_flags: args.compiler_flags.clone(),
+        workload: Workload {
+            device: args.device.clone(),
+            function: args.function.clone(),
+            inputs,
+            min_time: seconds(args.tune_min_time, "--tune-min-time")?,
+        },
+        inputs_origin,
+        tolerance: args.tune_tolerance,
+        compile_time_limit: seconds(args.tune_compile_timeout, "--tune-compile-timeout")?,
+        jobs,
+        cache,
+    };
+    let toolchain = Toolchain::locate(args.iree_compile.as_deref())?;
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let on_event = |event: TuneEvent| match event {
+        TuneEvent::Started { variants } => bar.set_length(2 * variants as u64),
+        TuneEvent::Compiled { variant } => {
+            bar.set_message(format!("compiled {variant}"));
+            bar.inc(1);
+        }
+        TuneEvent::Measured { variant } => {
+            bar.set_message(format!("timed {variant}"));
+            bar.inc(1);
+        }
+    };
+    let outcome = tune(&toolchain, &request, &on_event);
+    bar.finish_and_clear();
+    let outcome = outcome?;
+    for warning in &outcome.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let report = &outcome.report;
+    if outcome.cache_hit {
+        outln!("tuning result for '{}' found in the cache", args.model.display())?;
+    }
+    outln!(
+        "{:<22} {:<18} {:>10} {:>12} {:>11}",
+        "variant",
+        "status",
+        "compile s",
+        "ms per call",
+        "deviation"
+    )?;
+    for variant in &report.variants {
+        let ms = variant.per_call_ms.map_or("-".into(), |ms| format!("{ms:.3}"));
+        let deviation = variant.deviation.map_or("-".into(), |d| format!("{d:.1e}"));
+        outln!(
+            "{:<22} {:<18} {:>10.2} {:>12} {:>11}",
+            variant.name,
+            variant.status.name(),
+            variant.compile_seconds,
+            ms,
+            deviation
+        )?;
+    }
+    let speedup = match (report.chosen_result(), report.baseline_result()) {
+        (Some(chosen), Some(baseline)) => match (chosen.per_call_ms, baseline.per_call_ms) {
+            (Some(c), Some(b)) if c > 0.0 => format!(", {:.2}x the baseline's speed", b / c),
+            _ => String::new(),
+        },
+        _ => String::new(),
+    };
+    outln!(
+        "chose '{}' for '{}' on {}{speedup}; wrote '{}' and '{}'",
+        report.chosen,
+        report.function,
+        report.device,
+        args.output.display(),
+        request.report.display()
+    )?;
+    outln!("flags: {}", report.chosen_flags.join(" "))
 }

@@ -72,6 +72,127 @@ fn a_compiled_onnx_model_gives_the_recorded_answers_on_both_cpu_drivers() {
 }
 
 #[test]
+fn tuning_keeps_a_variant_that_gives_the_recorded_answers_and_caches_it() {
+    let Some(compiler) = real_compiler("tuning_keeps_a_variant_that_gives_the_recorded_answers_and_caches_it") else {
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let fixtures = repo().join("fixtures/models");
+    let vmfb = out.path().join("onnx_mlp.vmfb");
+    let cache = out.path().join("cache");
+    let model = fixtures.join("onnx_mlp.onnx");
+    let tune = || {
+        let output = halo(
+            &[
+                "compile",
+                model.to_str().unwrap(),
+                "-o",
+                vmfb.to_str().unwrap(),
+                "--target-chip=x86-64-v2",
+                "--tune",
+                "--tune-min-time=0.05",
+                "--tune-cache",
+                cache.to_str().unwrap(),
+            ],
+            &[("HALO_IREE_COMPILE", &compiler)],
+        );
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(output.status.success(), "{text}");
+        text
+    };
+    let first = tune();
+    assert!(!first.contains("found in the cache"), "{first}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("onnx_mlp.tune.json")).unwrap()).unwrap();
+    let variants = report["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 10, "{report:#}");
+    assert_eq!(report["baseline"], "iree-default");
+    assert_eq!(variants[0]["deviation"], 0.0);
+    // iree-compile 3.13 rejects this model at O3 (see flag_set.rs): the report says so and why.
+    let o3 = variants.iter().find(|v| v["name"] == "fast-o3").unwrap();
+    assert_eq!(o3["status"], "compile-failed", "{o3:#}");
+    assert!(o3["error"].as_str().unwrap().contains("error:"), "{o3:#}");
+    let chosen = variants.iter().find(|v| v["name"] == report["chosen"]).unwrap();
+    assert_eq!(chosen["status"], "measured", "{report:#}");
+    let fastest = variants
+        .iter()
+        .filter(|v| v["status"] == "measured")
+        .map(|v| v["per_call_ms"].as_f64().unwrap())
+        .fold(f64::MAX, f64::min);
+    assert_eq!(chosen["per_call_ms"].as_f64().unwrap(), fastest, "{report:#}");
+    assert!(
+        first.contains(&format!("chose '{}'", report["chosen"].as_str().unwrap())),
+        "{first}"
+    );
+    let cases: Vec<PathBuf> = common::cases(&fixtures)
+        .into_iter()
+        .filter(|case| case.file_name().unwrap().to_string_lossy().starts_with("onnx_mlp."))
+        .collect();
+    for case in &cases {
+        let diff = common::check_case_in(&fixtures, out.path(), case, &[], &[], common::close_enough);
+        assert!(diff.is_none(), "{}", diff.unwrap());
+    }
+
+    let tuned = std::fs::read(&vmfb).unwrap();
+    std::fs::remove_file(&vmfb).unwrap();
+    let second = tune();
+    assert!(second.contains("found in the cache"), "{second}");
+    assert_eq!(std::fs::read(&vmfb).unwrap(), tuned);
+
+    let entry = std::fs::read_dir(&cache).unwrap().next().unwrap().unwrap().path();
+    std::fs::write(entry.join("report.json"), "{ truncated").unwrap();
+    let third = tune();
+    assert!(
+        third.contains("warning: ignoring a corrupt tuning cache entry"),
+        "{third}"
+    );
+    assert!(!third.contains("found in the cache"), "{third}");
+    assert!(
+        tune().contains("found in the cache"),
+        "the corrupt entry was not replaced"
+    );
+}
+
+#[test]
+fn tuning_flags_are_checked_before_anything_compiles() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o.vmfb");
+    let out = out.to_str().unwrap();
+    let model = repo().join("fixtures/models/onnx_mlp.onnx");
+    let model = model.to_str().unwrap();
+    let cases: [(&[&str], i32, &str); 5] = [
+        (&["--tune", "--flag-set=fast"], 2, "cannot be used with"),
+        (&["--input=x.npy"], 2, "--tune"),
+        (
+            &["--tune", "--tune-min-time=0"],
+            1,
+            "--tune-min-time=0 is not a positive number",
+        ),
+        (&["--tune", "--jobs=0"], 1, "--jobs must be at least 1"),
+        (
+            &["--tune", "--input=@/nonexistent/in.npy"],
+            1,
+            "reading --input '@/nonexistent/in.npy'",
+        ),
+    ];
+    for (flags, code, message) in cases {
+        let mut args = vec!["compile", model, "-o", out];
+        args.extend_from_slice(flags);
+        let output = halo(&args, &[("HALO_IREE_COMPILE", Path::new("/nonexistent/iree-compile"))]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(code), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(message) && !stderr.contains("panicked"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+#[test]
 fn a_model_the_importer_rejects_is_named_with_the_importers_reason() {
     let Some(compiler) = real_compiler("a_model_the_importer_rejects_is_named_with_the_importers_reason") else {
         return;

@@ -6,8 +6,9 @@ use crate::model::ModelFormat;
 use crate::target::Target;
 use crate::toolchain::Toolchain;
 use halo_hal::{Error, Result};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// What to compile, for what, and where the `.vmfb` goes.
@@ -63,19 +64,8 @@ pub struct CompileReport {
 /// messages when every candidate flag set is rejected.
 pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<CompileReport> {
     let model = &request.model;
-    let format = ModelFormat::of_file(model)?;
-    let work = scratch_folder(&request.output)?;
-    let (input, import_time) = match format {
-        ModelFormat::Onnx => {
-            let started = Instant::now();
-            let mlir = work.path().join("imported.mlir");
-            import_onnx(toolchain, model, &mlir)?;
-            declare_imported(model, &mlir)?;
-            (mlir, Some(started.elapsed()))
-        }
-        ModelFormat::MlirText | ModelFormat::MlirBytecode => (model.clone(), None),
-    };
-    let staged = work.path().join("compiled.vmfb");
+    let prepared = PreparedModel::new(toolchain, model, &request.output)?;
+    let staged = prepared.scratch().join("compiled.vmfb");
     let started = Instant::now();
     let mut rejected = Vec::new();
     let candidates = request.flag_set.candidates(&request.target);
@@ -83,9 +73,7 @@ pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<Compil
         let mut flags = request.target.flags();
         flags.extend(set.optimisation_flags(&request.target));
         flags.extend(request.extra_flags.iter().cloned());
-        let mut command = Command::new(toolchain.compiler());
-        command.arg(&input).args(&flags).arg("-o").arg(&staged);
-        match run(command, "iree-compile").map_err(|failure| failure.naming(&input, model)) {
+        match prepared.compile(toolchain, &flags, &staged, None) {
             Ok(()) => {
                 publish(&staged, &request.output)?;
                 return Ok(CompileReport {
@@ -94,7 +82,7 @@ pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<Compil
                     flags,
                     rejected,
                     compiler_version: toolchain.version().to_string(),
-                    import_time,
+                    import_time: prepared.import_time,
                     compile_time: started.elapsed(),
                 });
             }
@@ -125,6 +113,58 @@ pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<Compil
     Err(Error::internal("flag set with no candidates"))
 }
 
+/// A model ready for `iree-compile` (imported and declared when it was ONNX), with a scratch
+/// folder next to the output for what the compiles write; the folder goes when this drops.
+pub(crate) struct PreparedModel {
+    model: PathBuf,
+    input: PathBuf,
+    work: tempfile::TempDir,
+    /// Time spent importing an ONNX model.
+    pub import_time: Option<Duration>,
+}
+
+impl PreparedModel {
+    /// Imports `model` when it is ONNX, in a scratch folder beside `output`.
+    pub fn new(toolchain: &Toolchain, model: &Path, output: &Path) -> Result<PreparedModel> {
+        let format = ModelFormat::of_file(model)?;
+        let work = scratch_folder(output)?;
+        let (input, import_time) = match format {
+            ModelFormat::Onnx => {
+                let started = Instant::now();
+                let mlir = work.path().join("imported.mlir");
+                import_onnx(toolchain, model, &mlir)?;
+                declare_imported(model, &mlir)?;
+                (mlir, Some(started.elapsed()))
+            }
+            ModelFormat::MlirText | ModelFormat::MlirBytecode => (model.to_path_buf(), None),
+        };
+        Ok(PreparedModel {
+            model: model.to_path_buf(),
+            input,
+            work,
+            import_time,
+        })
+    }
+
+    /// The scratch folder, on the output's file system so a finished file moves by a rename.
+    pub fn scratch(&self) -> &Path {
+        self.work.path()
+    }
+
+    /// Runs `iree-compile` with `flags` into `vmfb`, killing it past `time_limit`.
+    pub fn compile(
+        &self,
+        toolchain: &Toolchain,
+        flags: &[String],
+        vmfb: &Path,
+        time_limit: Option<Duration>,
+    ) -> std::result::Result<(), Failure> {
+        let mut command = Command::new(toolchain.compiler());
+        command.arg(&self.input).args(flags).arg("-o").arg(vmfb);
+        run(command, "iree-compile", time_limit).map_err(|failure| failure.naming(&self.input, &self.model))
+    }
+}
+
 fn scratch_folder(output: &Path) -> Result<tempfile::TempDir> {
     let parent = match output.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
@@ -146,7 +186,7 @@ fn import_onnx(toolchain: &Toolchain, model: &Path, mlir: &Path) -> Result<()> {
     let importer = toolchain.onnx_importer()?;
     let mut command = Command::new(&importer);
     command.arg(model).arg("--opset-version").arg("17").arg("-o").arg(mlir);
-    run(command, "iree-import-onnx").map_err(|failure| {
+    run(command, "iree-import-onnx", None).map_err(|failure| {
         Error::invalid_argument(format!(
             "iree-import-onnx rejected model '{}' ({}): {}",
             model.display(),
@@ -171,14 +211,18 @@ fn declare_imported(model: &Path, mlir: &Path) -> Result<()> {
     std::fs::write(mlir, declared).map_err(unreadable)
 }
 
-fn publish(staged: &Path, output: &Path) -> Result<()> {
+/// Moves a finished `.vmfb` into place.
+pub(crate) fn publish(staged: &Path, output: &Path) -> Result<()> {
     std::fs::rename(staged, output)
         .map_err(|error| Error::invalid_argument(format!("cannot write output '{}': {error}", output.display())))
 }
 
-/// A tool that ran and failed, or could not be started.
-struct Failure {
-    status: String,
+/// A tool that ran and failed, ran past its time limit, or could not be started.
+pub(crate) struct Failure {
+    /// How it ended (`exit status: 1`, `killed after the time limit of 60 s`, `not started`).
+    pub status: String,
+    /// True when it was stopped at its time limit.
+    pub timed_out: bool,
     stderr: String,
 }
 
@@ -203,7 +247,8 @@ impl Failure {
             .filter(|line| !line.trim().is_empty())
     }
 
-    fn first_error(&self) -> String {
+    /// The first line that says `error:`, else the first line.
+    pub fn first_error(&self) -> String {
         let first = self
             .lines()
             .find(|line| line.contains("error:"))
@@ -215,7 +260,8 @@ impl Failure {
         self.lines().last().unwrap_or("(no message)").trim().to_string()
     }
 
-    fn excerpt(&self) -> String {
+    /// The lines from the first error on, up to [`EXCERPT_LINES`].
+    pub fn excerpt(&self) -> String {
         let lines: Vec<&str> = self.lines().collect();
         let start = lines.iter().position(|line| line.contains("error:")).unwrap_or(0);
         let shown = &lines[start..lines.len().min(start + EXCERPT_LINES)];
@@ -227,19 +273,122 @@ impl Failure {
     }
 }
 
-fn run(mut command: Command, tool: &str) -> std::result::Result<(), Failure> {
-    match command.output() {
-        Ok(output) if output.status.success() => Ok(()),
-        Ok(output) => Err(Failure {
-            status: output.status.to_string(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+/// How long a tool's error output is waited for after the tool has exited.
+const STDERR_GRACE: Duration = Duration::from_secs(2);
+
+/// How often a compile with a time limit is checked on.
+const POLL_INTERVAL: Duration = Duration::from_millis(20);
+
+fn run(mut command: Command, tool: &str, time_limit: Option<Duration>) -> std::result::Result<(), Failure> {
+    let program = command.get_program().to_string_lossy().into_owned();
+    let not_started = |error: std::io::Error| Failure {
+        status: "not started".into(),
+        timed_out: false,
+        stderr: format!("error: cannot run {tool} '{program}': {error}"),
+    };
+    let mut child = match command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn() {
+        Ok(child) => child,
+        Err(error) => return Err(not_started(error)),
+    };
+    // Read on a thread: a compiler that fills the pipe would otherwise never exit.
+    let mut pipe = child.stderr.take();
+    let (sender, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut text = Vec::new();
+        if let Some(pipe) = pipe.as_mut() {
+            // A read error leaves what was read; the exit status still says what happened.
+            let _ = pipe.read_to_end(&mut text);
+        }
+        let _ = sender.send(String::from_utf8_lossy(&text).into_owned());
+    });
+    let status = wait(&mut child, time_limit);
+    // A process the tool started may outlive it and hold the pipe open; its output is not
+    // worth waiting for once the tool itself has ended.
+    let stderr = received.recv_timeout(STDERR_GRACE).unwrap_or_default();
+    match status {
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => Err(Failure {
+            status: status.to_string(),
+            timed_out: false,
+            stderr,
         }),
-        Err(error) => Err(Failure {
-            status: "not started".into(),
-            stderr: format!(
-                "error: cannot run {tool} '{}': {error}",
-                command.get_program().to_string_lossy()
-            ),
+        Err(Ended::TimedOut(status)) => Err(Failure {
+            status,
+            timed_out: true,
+            stderr,
         }),
+        Err(Ended::Lost(status)) => Err(Failure {
+            status,
+            timed_out: false,
+            stderr,
+        }),
+    }
+}
+
+/// Why a tool has no exit status, as the failure's status text.
+enum Ended {
+    TimedOut(String),
+    Lost(String),
+}
+
+/// Waits for `child`, killing it past `time_limit`.
+fn wait(child: &mut Child, time_limit: Option<Duration>) -> std::result::Result<ExitStatus, Ended> {
+    let lost = |error: std::io::Error| Ended::Lost(format!("lost: {error}"));
+    let Some(limit) = time_limit else {
+        return child.wait().map_err(lost);
+    };
+    let deadline = Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Ok(status),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(POLL_INTERVAL),
+            Ok(None) => {
+                // Killing fails only when it has just exited; the wait below reaps it either way.
+                let _ = child.kill();
+                let _ = child.wait();
+                let limit = limit.as_secs_f64();
+                return Err(Ended::TimedOut(format!("killed after the time limit of {limit:.1} s")));
+            }
+            Err(error) => return Err(lost(error)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_past_its_time_limit_is_stopped_and_says_so() {
+        let mut command = Command::new("sh");
+        command.args(["-c", "echo 'error: still going' >&2; exec sleep 30"]);
+        let failure = run(command, "sh", Some(Duration::from_millis(300))).unwrap_err();
+        assert!(
+            failure.status.starts_with("killed after the time limit"),
+            "{}",
+            failure.status
+        );
+        assert_eq!(failure.first_error(), "error: still going");
+
+        // A process the tool started holds the pipe open past the tool's end.
+        let started = Instant::now();
+        let mut command = Command::new("sh");
+        command.args(["-c", "sleep 30 & sleep 30"]);
+        let failure = run(command, "sh", Some(Duration::from_millis(300))).unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+        assert!(
+            failure.status.starts_with("killed after the time limit"),
+            "{}",
+            failure.status
+        );
+
+        let mut command = Command::new("sh");
+        command.args(["-c", "echo 'error: bad flag' >&2; exit 3"]);
+        let failure = run(command, "sh", Some(Duration::from_secs(30))).unwrap_err();
+        assert!(failure.status.contains('3') && !failure.timed_out, "{}", failure.status);
+        assert_eq!(failure.first_error(), "error: bad flag");
+        assert!(run(Command::new("true"), "true", None).is_ok());
+        let failure = run(Command::new("/nonexistent/tool"), "tool", None).unwrap_err();
+        assert_eq!(failure.status, "not started");
     }
 }

@@ -20,12 +20,12 @@ pub enum FlagSet {
     IreeDefault,
 }
 
-const CPU_FAST: &[&str] = &[
+pub(crate) const CPU_FAST: &[&str] = &[
     "--iree-opt-data-tiling",
     "--iree-llvmcpu-enable-ukernels=all",
     "--iree-global-opt-use-im2col-for-convs",
 ];
-const O3: &str = "--iree-opt-level=O3";
+pub(crate) const O3: &str = "--iree-opt-level=O3";
 
 impl FlagSet {
     /// Every set, in the order the CLI lists them.

@@ -16,6 +16,10 @@
 //! - [`compile`] runs the tools, writes the output atomically (a failed compile leaves an
 //!   existing output file as it was) and returns a [`CompileReport`] saying which flags won.
 //!
+//! - [`tune::tune`] (`halo compile --tune`) compiles a documented space of flag sets
+//!   ([`tune::space`]), times each on the device, drops those whose outputs leave the baseline's
+//!   tolerance, keeps the fastest and caches the result on disk.
+//!
 //! The CLI and the Python package both call [`compile`], so every way into halo compiles the
 //! same way.
 
@@ -27,6 +31,7 @@ mod flag_set;
 mod model;
 mod target;
 mod toolchain;
+pub mod tune;
 
 pub use compile::{compile, CompileReport, CompileRequest, RejectedCandidate};
 pub use flag_set::FlagSet;

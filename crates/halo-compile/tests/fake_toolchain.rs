@@ -195,3 +195,100 @@ fn compiler_errors_name_the_onnx_model_not_the_deleted_import() {
     assert!(text.contains("net.onnx (imported):12:10: error:"), "{text}");
     assert!(!text.contains("imported.mlir"), "{text}");
 }
+
+/// A stand-in `iree-compile` for tuning: it copies a real program (`tiny_add.vmfb`) for most
+/// variants, hangs on one, refuses one and writes a file that is no program for another.
+fn tuning_compiler(dir: &Path) -> Toolchain {
+    let program = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models/tiny_add.vmfb");
+    let body = format!(
+        r#"
+case "$1" in --version) echo "IREE compiler version 3.13.0 @ 0123"; exit 0;; esac
+out=""
+for arg in "$@"; do
+  case "$arg" in
+    --iree-llvmcpu-distribution-size=128) exec sleep 30;;
+    --iree-dispatch-creation-enable-aggressive-fusion) echo "error: fusion refused" >&2; exit 1;;
+  esac
+  if [ "$prev" = "-o" ]; then out="$arg"; fi; prev="$arg"
+done
+case "$*" in
+  *--iree-llvmcpu-reassociate-fp-reductions*) echo "not a module" > "$out";;
+  *) cp '{}' "$out";;
+esac
+"#,
+        program.display()
+    );
+    let compiler = script(dir, "iree-compile", &body);
+    Toolchain::locate_in(Some(&compiler), None, None).unwrap()
+}
+
+#[test]
+fn tuning_reports_each_failure_keeps_a_measured_variant_and_caches_it() {
+    use halo_compile::tune::cache::TuneCache;
+    use halo_compile::tune::measure::Workload;
+    use halo_compile::tune::report::VariantStatus;
+    use halo_compile::tune::{tune, TuneRequest};
+    use std::time::Duration;
+
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let toolchain = tuning_compiler(dir.path());
+    let model = dir.path().join("m.mlir");
+    std::fs::write(&model, "module {}").unwrap();
+    let request = TuneRequest {
+        model,
+        output: dir.path().join("m.vmfb"),
+        report: dir.path().join("m.tune.json"),
+        target: Target::for_device("local-sync", Some("x86-64-v2")).unwrap(),
+        extra_flags: Vec::new(),
+        workload: Workload {
+            device: "local-sync".into(),
+            function: None,
+            inputs: Vec::new(),
+            min_time: Duration::from_millis(10),
+        },
+        inputs_origin: "generated from the declaration".into(),
+        tolerance: 1e-4,
+        compile_time_limit: Duration::from_secs(2),
+        jobs: 2,
+        cache: Some(TuneCache::new(dir.path().join("cache"))),
+    };
+    let events = Mutex::new(Vec::new());
+    let outcome = tune(&toolchain, &request, &|event| {
+        events.lock().unwrap().push(format!("{event:?}"))
+    })
+    .unwrap();
+    assert!(!outcome.cache_hit);
+    let report = outcome.report;
+    let status = |name: &str| report.variants.iter().find(|v| v.name == name).unwrap().status;
+    assert_eq!(status("o3-distribution-128"), VariantStatus::CompileTimedOut);
+    assert_eq!(status("o3-aggressive-fusion"), VariantStatus::CompileFailed);
+    assert_eq!(status("o3-reassociate"), VariantStatus::RunFailed);
+    assert_eq!(status("iree-default"), VariantStatus::Measured);
+    let refused = report
+        .variants
+        .iter()
+        .find(|v| v.name == "o3-aggressive-fusion")
+        .unwrap();
+    assert!(
+        refused.error.as_deref().unwrap().contains("fusion refused"),
+        "{refused:?}"
+    );
+    assert_eq!(report.function, "tiny_add");
+    assert_eq!(report.chosen_result().unwrap().status, VariantStatus::Measured);
+    // Every variant is compiled and timed once: 10 of each.
+    assert_eq!(events.lock().unwrap().len(), 1 + 2 * report.variants.len());
+    let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&request.report).unwrap()).unwrap();
+    assert_eq!(written["chosen"], report.chosen.as_str());
+    assert_eq!(
+        std::fs::read(&request.output).unwrap(),
+        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models/tiny_add.vmfb")).unwrap()
+    );
+    assert!(leftovers(dir.path()).is_empty(), "{:?}", leftovers(dir.path()));
+
+    std::fs::remove_file(&request.output).unwrap();
+    let again = tune(&toolchain, &request, &|_| panic!("a cache hit compiles nothing")).unwrap();
+    assert!(again.cache_hit);
+    assert_eq!(again.report.chosen, report.chosen);
+    assert!(request.output.is_file());
+}

@@ -1,0 +1,346 @@
+//! `halo compile --tune`: compile every variant of a documented flag space, run each on the
+//! device with the model's inputs, drop those whose outputs leave the baseline's tolerance, and
+//! keep the fastest.
+//!
+//! Variants compile in parallel, at most one per core, each under a time limit; they are timed
+//! one at a time afterwards, so no timing shares the machine with a compile. The result (report
+//! and `.vmfb`) is cached on disk, keyed by what decides it ([`cache`]), so tuning the same
+//! model again copies the cached `.vmfb` instead of compiling.
+
+pub mod cache;
+pub mod measure;
+pub mod report;
+pub mod space;
+
+use crate::compile::{publish, PreparedModel};
+use crate::target::Target;
+use crate::toolchain::Toolchain;
+use cache::{Lookup, TuneCache};
+use halo_hal::{Error, Result};
+use halo_runtime::Instance;
+use measure::{Measurement, Workload};
+use report::{TuneReport, VariantResult, VariantStatus};
+use space::Variant;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// What to tune, on what, and where the results go.
+pub struct TuneRequest {
+    /// The model: `.onnx`, `.mlir` or `.mlirbc`.
+    pub model: PathBuf,
+    /// The `.vmfb` to write: the fastest variant within tolerance.
+    pub output: PathBuf,
+    /// Where the JSON report goes.
+    pub report: PathBuf,
+    /// What the variants are compiled for.
+    pub target: Target,
+    /// Flags added to every variant, last.
+    pub extra_flags: Vec<String>,
+    /// The device, function and inputs every variant runs.
+    pub workload: Workload,
+    /// Where the inputs came from, for the report.
+    pub inputs_origin: String,
+    /// The largest deviation from the baseline a variant may have.
+    pub tolerance: f64,
+    /// A compile running longer than this is stopped and reported.
+    pub compile_time_limit: Duration,
+    /// How many compiles run at once (at most the number of cores).
+    pub jobs: usize,
+    /// The result cache; `None` tunes without one.
+    pub cache: Option<TuneCache>,
+}
+
+/// A step of a tuning, for a progress display.
+#[derive(Debug, Clone, Copy)]
+pub enum TuneEvent<'a> {
+    /// Tuning begins: this many variants will be compiled, then timed.
+    Started {
+        /// The number of variants.
+        variants: usize,
+    },
+    /// A variant's compile ended.
+    Compiled {
+        /// Its name.
+        variant: &'a str,
+    },
+    /// A variant has been timed (or found unable to run).
+    Measured {
+        /// Its name.
+        variant: &'a str,
+    },
+}
+
+/// A finished tuning.
+pub struct TuneOutcome {
+    /// The report (also written to the request's report path).
+    pub report: TuneReport,
+    /// True when the result came from the cache.
+    pub cache_hit: bool,
+    /// Things the user should know that did not stop the tuning (a corrupt cache entry, a
+    /// cache that could not be written).
+    pub warnings: Vec<String>,
+}
+
+/// Tunes `request.model` and writes the chosen `.vmfb` and the report.
+///
+/// # Errors
+/// The model's and the tools' errors as for [`crate::compile`]; `InvalidArgument` listing each
+/// variant's failure when none compiled, ran and stayed within tolerance.
+pub fn tune(
+    toolchain: &Toolchain,
+    request: &TuneRequest,
+    progress: &(dyn Fn(TuneEvent) + Sync),
+) -> Result<TuneOutcome> {
+    let model_sha256 = cache::sha256_of_file(&request.model)?;
+    let cpu = cache::cpu_description();
+    let target_flags = request.target.flags();
+    let key = cache::key(&[
+        &model_sha256,
+        &request.workload.device,
+        &target_flags.join(" "),
+        &request.extra_flags.join(" "),
+        request.workload.function.as_deref().unwrap_or(""),
+        &cpu,
+        toolchain.version(),
+        &space::SPACE_VERSION.to_string(),
+        &request.tolerance.to_string(),
+    ]);
+    let mut warnings = Vec::new();
+    if let Some(cache) = &request.cache {
+        match cache.lookup(&key) {
+            Lookup::Hit(report, vmfb) => {
+                copy_into_place(&vmfb, &request.output)?;
+                write_report(&report, &request.report)?;
+                return Ok(TuneOutcome {
+                    report: *report,
+                    cache_hit: true,
+                    warnings,
+                });
+            }
+            Lookup::Corrupt(why) => warnings.push(format!("ignoring a corrupt tuning cache entry: {why}")),
+            Lookup::Miss => {}
+        }
+    }
+    let prepared = PreparedModel::new(toolchain, &request.model, &request.output)?;
+    let variants = space::variants(&request.target);
+    progress(TuneEvent::Started {
+        variants: variants.len(),
+    });
+    let compiled = compile_all(toolchain, request, &prepared, &variants, progress);
+    let instance = Instance::new();
+    let mut results = Vec::with_capacity(variants.len());
+    let mut baseline: Option<(String, Measurement)> = None;
+    for (variant, (vmfb, compile)) in variants.iter().zip(compiled) {
+        let mut result = VariantResult {
+            name: variant.name.to_string(),
+            flags: variant.flags.clone(),
+            status: VariantStatus::Measured,
+            compile_seconds: compile.seconds,
+            per_call_ms: None,
+            calls: None,
+            deviation: None,
+            error: None,
+        };
+        if let Some((status, error)) = compile.failure {
+            result.status = status;
+            result.error = Some(error);
+        } else {
+            match measure::measure(&instance, &vmfb, &request.workload) {
+                Err(error) => {
+                    result.status = VariantStatus::RunFailed;
+                    result.error = Some(error.to_string());
+                }
+                Ok(measured) => {
+                    result.per_call_ms = Some(measured.per_call.as_secs_f64() * 1e3);
+                    result.calls = Some(measured.calls);
+                    match &baseline {
+                        None => baseline = Some((variant.name.to_string(), measured)),
+                        Some((_, reference)) => {
+                            let deviation = measure::deviation(&measured.outputs, &reference.outputs);
+                            result.deviation = deviation.is_finite().then_some(deviation);
+                            if deviation > request.tolerance {
+                                result.status = VariantStatus::Deviates;
+                                result.error = Some(format!(
+                                    "outputs deviate from the baseline's by {deviation:.3e} (tolerance {:.1e})",
+                                    request.tolerance
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        progress(TuneEvent::Measured { variant: variant.name });
+        results.push(result);
+    }
+    let Some((baseline_name, baseline_run)) = baseline else {
+        return Err(nothing_ran(&request.model, &results));
+    };
+    if let Some(first) = results.iter_mut().find(|r| r.name == baseline_name) {
+        first.deviation = Some(0.0);
+    }
+    let chosen = results
+        .iter()
+        .filter(|r| r.status == VariantStatus::Measured)
+        .min_by(|a, b| {
+            a.per_call_ms
+                .unwrap_or(f64::MAX)
+                .total_cmp(&b.per_call_ms.unwrap_or(f64::MAX))
+        })
+        .map(|r| r.name.clone())
+        .unwrap_or_else(|| baseline_name.clone());
+    let chosen_index = variants.iter().position(|v| v.name == chosen).unwrap_or(0);
+    let chosen_vmfb = variant_path(&prepared, &variants[chosen_index]);
+    let mut chosen_flags = target_flags.clone();
+    chosen_flags.extend(variants[chosen_index].flags.iter().cloned());
+    chosen_flags.extend(request.extra_flags.iter().cloned());
+    let report = TuneReport {
+        model: request.model.display().to_string(),
+        model_sha256,
+        device: request.workload.device.clone(),
+        target_flags,
+        extra_flags: request.extra_flags.clone(),
+        cpu,
+        compiler_version: toolchain.version().to_string(),
+        space_version: space::SPACE_VERSION,
+        function: baseline_run.function,
+        inputs: request.inputs_origin.clone(),
+        tolerance: request.tolerance,
+        baseline: baseline_name,
+        chosen,
+        chosen_flags,
+        vmfb_sha256: cache::sha256_of_file(&chosen_vmfb)?,
+        variants: results,
+    };
+    if let Some(cache) = &request.cache {
+        if let Err(error) = cache.store(&key, &report, &chosen_vmfb) {
+            warnings.push(format!("the tuning result was not cached: {error}"));
+        }
+    }
+    publish(&chosen_vmfb, &request.output)?;
+    write_report(&report, &request.report)?;
+    Ok(TuneOutcome {
+        report,
+        cache_hit: false,
+        warnings,
+    })
+}
+
+/// How one variant's compile went.
+struct CompileResult {
+    seconds: f64,
+    failure: Option<(VariantStatus, String)>,
+}
+
+fn variant_path(prepared: &PreparedModel, variant: &Variant) -> PathBuf {
+    prepared.scratch().join(format!("{}.vmfb", variant.name))
+}
+
+/// Compiles every variant, `request.jobs` at a time; each result is in the space's order.
+fn compile_all(
+    toolchain: &Toolchain,
+    request: &TuneRequest,
+    prepared: &PreparedModel,
+    variants: &[Variant],
+    progress: &(dyn Fn(TuneEvent) + Sync),
+) -> Vec<(PathBuf, CompileResult)> {
+    let next = AtomicUsize::new(0);
+    let done: Mutex<Vec<Option<CompileResult>>> = Mutex::new(variants.iter().map(|_| None).collect());
+    let jobs = request.jobs.clamp(1, variants.len().max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| loop {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                let Some(variant) = variants.get(index) else { break };
+                let mut flags = request.target.flags();
+                flags.extend(variant.flags.iter().cloned());
+                flags.extend(request.extra_flags.iter().cloned());
+                let started = Instant::now();
+                let outcome = prepared.compile(
+                    toolchain,
+                    &flags,
+                    &variant_path(prepared, variant),
+                    Some(request.compile_time_limit),
+                );
+                let failure = outcome.err().map(|failure| {
+                    let status = if failure.timed_out {
+                        VariantStatus::CompileTimedOut
+                    } else {
+                        VariantStatus::CompileFailed
+                    };
+                    (status, format!("{}: {}", failure.status, failure.first_error()))
+                });
+                let result = CompileResult {
+                    seconds: started.elapsed().as_secs_f64(),
+                    failure,
+                };
+                if let Ok(mut done) = done.lock() {
+                    done[index] = Some(result);
+                }
+                progress(TuneEvent::Compiled { variant: variant.name });
+            });
+        }
+    });
+    let done = done.into_inner().unwrap_or_default();
+    variants
+        .iter()
+        .zip(done)
+        .map(|(variant, result)| {
+            let result = result.unwrap_or(CompileResult {
+                seconds: 0.0,
+                failure: Some((VariantStatus::CompileFailed, "the compile did not report".into())),
+            });
+            (variant_path(prepared, variant), result)
+        })
+        .collect()
+}
+
+fn nothing_ran(model: &Path, results: &[VariantResult]) -> Error {
+    let lines: String = results
+        .iter()
+        .map(|r| {
+            format!(
+                "\n  {} ({}): {}",
+                r.name,
+                r.status.name(),
+                r.error.as_deref().unwrap_or("(no message)")
+            )
+        })
+        .collect();
+    Error::invalid_argument(format!(
+        "no variant of model '{}' compiled and ran:{lines}",
+        model.display()
+    ))
+}
+
+/// Copies `from` to `output` through a temporary file beside it, so a reader never sees half.
+fn copy_into_place(from: &Path, output: &Path) -> Result<()> {
+    let parent = output
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let staged = tempfile::NamedTempFile::new_in(parent)
+        .map_err(|error| Error::invalid_argument(format!("cannot write output '{}': {error}", output.display())))?;
+    std::fs::copy(from, staged.path())
+        .map_err(|error| Error::invalid_argument(format!("cannot write output '{}': {error}", output.display())))?;
+    staged
+        .persist(output)
+        .map(|_| ())
+        .map_err(|error| Error::invalid_argument(format!("cannot write output '{}': {error}", output.display())))
+}
+
+fn write_report(report: &TuneReport, path: &Path) -> Result<()> {
+    let text = serde_json::to_string_pretty(report).map_err(|e| Error::internal(e.to_string()))?;
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let failed = |error: std::io::Error| {
+        Error::invalid_argument(format!("cannot write tuning report '{}': {error}", path.display()))
+    };
+    let mut staged = tempfile::NamedTempFile::new_in(parent).map_err(failed)?;
+    std::io::Write::write_all(&mut staged, text.as_bytes()).map_err(failed)?;
+    staged.persist(path).map(|_| ()).map_err(|e| failed(e.error))
+}

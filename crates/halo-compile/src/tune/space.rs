@@ -1,0 +1,92 @@
+//! The documented space `halo compile --tune` searches: named flag sets per kind of target.
+//!
+//! CPU (`llvm-cpu`), each on top of the target flags:
+//!
+//! | variant | flags |
+//! | --- | --- |
+//! | `iree-default` | none: IREE's deployment-guide compile, the baseline every other variant's outputs are checked against |
+//! | `fast` | data tiling, every microkernel, convolutions as im2col + matmul |
+//! | `fast-o3` | `--iree-opt-level=O3` and `fast` (what `halo compile` picks without `--tune`) |
+//! | `o3-no-im2col` | `fast-o3` without im2col (depthwise and small convolutions can lose by it) |
+//! | `o3-no-data-tiling` | `fast-o3` without data tiling |
+//! | `o3-no-ukernels` | `fast-o3` without microkernels (the compiler's own codegen for matmuls) |
+//! | `o3-aggressive-fusion` | `fast-o3` and `--iree-dispatch-creation-enable-aggressive-fusion` |
+//! | `o3-reassociate` | `fast-o3` and `--iree-llvmcpu-reassociate-fp-reductions` (reductions reordered; the tolerance check decides if that is acceptable) |
+//! | `o3-distribution-32`, `o3-distribution-128` | `fast-o3` with the workgroup distribution tile size `--iree-llvmcpu-distribution-size` at 32 and 128 (more or fewer, smaller or larger workgroups) |
+//!
+//! GPUs (Vulkan, CUDA, HIP): `iree-default`, `o3` and `o3-aggressive-fusion`.
+
+use crate::flag_set::{CPU_FAST, O3};
+use crate::target::{Target, TargetKind};
+
+/// Changing the space changes what a tuning result means, so cached results carry it.
+pub const SPACE_VERSION: u32 = 1;
+
+/// One point of the space: a name and the optimisation flags it adds to the target's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variant {
+    /// The name reports use.
+    pub name: &'static str,
+    /// The optimisation flags, without the target's.
+    pub flags: Vec<String>,
+}
+
+const AGGRESSIVE_FUSION: &str = "--iree-dispatch-creation-enable-aggressive-fusion";
+
+/// The variants for `target`, the baseline (`iree-default`) first.
+pub fn variants(target: &Target) -> Vec<Variant> {
+    let fast_o3: Vec<&str> = [O3].iter().chain(CPU_FAST).copied().collect();
+    let without = |dropped: &str| fast_o3.iter().copied().filter(|f| *f != dropped).collect::<Vec<_>>();
+    let with = |added: &'static str| fast_o3.iter().copied().chain([added]).collect::<Vec<_>>();
+    let sets: Vec<(&'static str, Vec<&str>)> = match target.kind {
+        TargetKind::Cpu => vec![
+            ("iree-default", vec![]),
+            ("fast", CPU_FAST.to_vec()),
+            ("fast-o3", fast_o3.clone()),
+            ("o3-no-im2col", without("--iree-global-opt-use-im2col-for-convs")),
+            ("o3-no-data-tiling", without("--iree-opt-data-tiling")),
+            ("o3-no-ukernels", without("--iree-llvmcpu-enable-ukernels=all")),
+            ("o3-aggressive-fusion", with(AGGRESSIVE_FUSION)),
+            ("o3-reassociate", with("--iree-llvmcpu-reassociate-fp-reductions")),
+            ("o3-distribution-32", with("--iree-llvmcpu-distribution-size=32")),
+            ("o3-distribution-128", with("--iree-llvmcpu-distribution-size=128")),
+        ],
+        TargetKind::Vulkan | TargetKind::Cuda | TargetKind::Hip => vec![
+            ("iree-default", vec![]),
+            ("o3", vec![O3]),
+            ("o3-aggressive-fusion", vec![O3, AGGRESSIVE_FUSION]),
+        ],
+    };
+    sets.into_iter()
+        .map(|(name, flags)| Variant {
+            name,
+            flags: flags.into_iter().map(String::from).collect(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_baseline_comes_first_and_no_two_variants_are_the_same() {
+        for device in ["local-task", "vulkan", "cuda"] {
+            let target = Target::for_device(device, None).unwrap();
+            let space = variants(&target);
+            assert_eq!(space[0].name, "iree-default");
+            assert!(space[0].flags.is_empty());
+            for (i, a) in space.iter().enumerate() {
+                for b in &space[i + 1..] {
+                    assert_ne!(a.name, b.name);
+                    assert_ne!(a.flags, b.flags, "{} and {}", a.name, b.name);
+                }
+            }
+        }
+        let cpu = variants(&Target::for_device("local-sync", None).unwrap());
+        let no_im2col = cpu.iter().find(|v| v.name == "o3-no-im2col").unwrap();
+        assert!(no_im2col.flags.contains(&O3.to_string()));
+        assert!(!no_im2col.flags.iter().any(|f| f.contains("im2col")));
+        assert_eq!(cpu.len(), 10);
+    }
+}
