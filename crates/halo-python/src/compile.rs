@@ -2,10 +2,15 @@
 //! `halo.compile_mlir` wrap it).
 
 use crate::errors::IntoPyResult;
+use halo_compile::tune::cache::TuneCache;
+use halo_compile::tune::measure::Workload;
+use halo_compile::tune::TuneRequest;
 use halo_compile::{CompileRequest, FlagSet, Target, Toolchain};
+use halo_hal::Error;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Compiles `model` (`.onnx`, `.mlir`, `.mlirbc`) into `output` for `device` with the pinned
 /// `iree-compile` (`iree_compile`, else `HALO_IREE_COMPILE`, else `PATH`), trying the flag sets
@@ -49,4 +54,79 @@ pub fn compile<'py>(
     summary.set_item("compiler_version", report.compiler_version)?;
     summary.set_item("compile_seconds", report.compile_time.as_secs_f64())?;
     Ok(summary)
+}
+
+/// Tunes `model` as `halo compile --tune` does: every variant of the documented flag space is
+/// compiled, timed on `device` with the inputs in the `.npy` file `inputs` (or inputs generated
+/// from the declaration) and checked against the baseline; the fastest goes to `output` and the
+/// JSON report to `report`. Returns (report JSON, whether it came from the cache, warnings).
+#[pyfunction]
+#[pyo3(signature = (model, output, report, device = "local-task", target_chip = None, extra_flags = Vec::new(), iree_compile = None, inputs = None, function = None, tolerance = 1e-4, min_time = 1.0, compile_timeout = 600.0, jobs = None, cache = None, use_cache = true))]
+#[allow(clippy::too_many_arguments, reason = "keyword arguments of one Python function")]
+pub fn tune(
+    py: Python<'_>,
+    model: PathBuf,
+    output: PathBuf,
+    report: PathBuf,
+    device: &str,
+    target_chip: Option<&str>,
+    extra_flags: Vec<String>,
+    iree_compile: Option<PathBuf>,
+    inputs: Option<PathBuf>,
+    function: Option<String>,
+    tolerance: f64,
+    min_time: f64,
+    compile_timeout: f64,
+    jobs: Option<usize>,
+    cache: Option<PathBuf>,
+    use_cache: bool,
+) -> PyResult<(String, bool, Vec<String>)> {
+    let seconds = |value: f64, name: &str| {
+        Duration::try_from_secs_f64(value)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| Error::invalid_argument(format!("{name}={value} is not a positive number of seconds")))
+    };
+    if tolerance.is_nan() || tolerance < 0.0 {
+        return Err(Error::invalid_argument(format!(
+            "tolerance={tolerance} is not a non-negative number"
+        )))
+        .py();
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let request = TuneRequest {
+        model,
+        output,
+        report,
+        target: Target::for_device(device, target_chip).py()?,
+        extra_flags,
+        workload: Workload {
+            device: device.to_string(),
+            function,
+            inputs: match &inputs {
+                Some(path) => halo_runtime::npy::read_all(path).py()?,
+                None => Vec::new(),
+            },
+            min_time: seconds(min_time, "min_time").py()?,
+        },
+        inputs_origin: inputs.map_or("generated from the declaration".into(), |p| p.display().to_string()),
+        tolerance,
+        compile_time_limit: seconds(compile_timeout, "compile_timeout").py()?,
+        jobs: jobs.unwrap_or(cores).clamp(1, cores),
+        cache: if use_cache {
+            cache.or_else(TuneCache::default_root).map(TuneCache::new)
+        } else {
+            None
+        },
+    };
+    let outcome = py
+        .detach(|| {
+            let toolchain = Toolchain::locate(iree_compile.as_deref())?;
+            halo_compile::tune::tune(&toolchain, &request, &|_| {})
+        })
+        .py()?;
+    let text = serde_json::to_string(&outcome.report)
+        .map_err(|e| Error::internal(e.to_string()))
+        .py()?;
+    Ok((text, outcome.cache_hit, outcome.warnings))
 }

@@ -50,6 +50,7 @@ fn _halo(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(module::load, module)?)?;
     module.add_function(wrap_pyfunction!(parse_tensor, module)?)?;
     module.add_function(wrap_pyfunction!(compile::compile, module)?)?;
+    module.add_function(wrap_pyfunction!(compile::tune, module)?)?;
     module.add_function(wrap_pyfunction!(trace::start_trace, module)?)?;
     Ok(())
 }

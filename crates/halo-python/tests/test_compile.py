@@ -62,3 +62,44 @@ def test_a_compiler_that_is_not_there_is_named(monkeypatch, tmp_path):
     with pytest.raises(halo.NotFoundError) as raised:
         halo.compile_mlir(MODELS / "tiny_add.mlir")
     assert str(missing) in str(raised.value)
+
+
+def test_tune_keeps_a_variant_with_the_recorded_answers_and_caches_it(tmp_path):
+    compiler_or_skip()
+    flags = (MODELS / "onnx_mlp.basic.flags").read_text().splitlines()
+    inputs = [np.load(MODELS / line.split("@", 1)[1]) for line in flags if line.startswith("--input=@")]
+    output, cache = tmp_path / "mlp.vmfb", tmp_path / "cache"
+    report = halo.tune(MODELS / "onnx_mlp.onnx", output, "local-sync", inputs=inputs, target_chip="x86-64-v2",
+                       min_time=0.05, cache=cache)
+    assert not report["cache_hit"]
+    assert report["inputs"].endswith("inputs.npy")
+    assert (tmp_path / "mlp.tune.json").is_file()
+    statuses = {v["name"]: v["status"] for v in report["variants"]}
+    assert statuses[report["chosen"]] == "measured"
+    assert statuses["fast-o3"] == "compile-failed"  # iree-compile 3.13 refuses this model at O3
+    results = halo.load(output, "local-sync").onnx_mlp(*inputs)
+    expected = (MODELS / "onnx_mlp.basic.expected").read_text().splitlines()[2::2]
+    for result, text in zip(results, expected):
+        want = halo.parse_tensor(text).reshape(result.shape)
+        np.testing.assert_allclose(result.numpy(), want, rtol=1e-4, atol=1e-6)
+
+    again = halo.tune(MODELS / "onnx_mlp.onnx", tmp_path / "again.vmfb", "local-sync", inputs=inputs,
+                      target_chip="x86-64-v2", min_time=0.05, cache=cache)
+    assert again["cache_hit"] and again["chosen"] == report["chosen"]
+    assert (tmp_path / "again.vmfb").read_bytes() == output.read_bytes()
+
+
+def test_compile_onnx_with_tune_inputs_loads_the_tuned_program(tmp_path, monkeypatch):
+    compiler_or_skip()
+    flags = (MODELS / "onnx_mlp.basic.flags").read_text().splitlines()
+    inputs = [np.load(MODELS / line.split("@", 1)[1]) for line in flags if line.startswith("--input=@")]
+    monkeypatch.setenv("HALO_TUNE_CACHE", str(tmp_path / "cache"))
+    module = halo.compile_onnx(MODELS / "onnx_mlp.onnx", "local-sync", target_chip="x86-64-v2", tune_inputs=inputs)
+    assert len(module.onnx_mlp(*inputs)) == 2
+
+
+def test_tune_refuses_bad_settings_by_name(tmp_path):
+    with pytest.raises(halo.InvalidArgumentError, match="min_time=0"):
+        halo.tune(MODELS / "onnx_mlp.onnx", tmp_path / "o.vmfb", min_time=0)
+    with pytest.raises(halo.InvalidArgumentError, match="tolerance=-1"):
+        halo.tune(MODELS / "onnx_mlp.onnx", tmp_path / "o.vmfb", tolerance=-1)

@@ -43,6 +43,7 @@ from ._halo import (
     UnimplementedError,
     UnknownError,
     compile,
+    tune as _tune,
     devices,
     drivers,
     load,
@@ -56,6 +57,7 @@ __all__ = [
     "compile",
     "compile_mlir",
     "compile_onnx",
+    "tune",
     "AbortedError",
     "AlreadyExistsError",
     "Array",
@@ -142,6 +144,67 @@ def _bundled_compiler() -> Optional[str]:
     return None
 
 
+def _needs_compiler(error: UnavailableError) -> UnavailableError:
+    raised = UnavailableError(f"{error}; halo's compile functions need the compiler: {_COMPILE_EXTRA}")
+    raised.code = error.code
+    return raised
+
+
+def tune(
+    model: Union[str, "os.PathLike[str]"],
+    output: Union[str, "os.PathLike[str]"],
+    device: Union[str, Device] = "local-task",
+    *,
+    inputs: Optional[Sequence[Any]] = None,
+    function: Optional[str] = None,
+    target_chip: Optional[str] = None,
+    extra_flags: Sequence[str] = (),
+    report: Optional[Union[str, "os.PathLike[str]"]] = None,
+    tolerance: float = 1e-4,
+    min_time: float = 1.0,
+    compile_timeout: float = 600.0,
+    jobs: Optional[int] = None,
+    cache: Optional[Union[str, "os.PathLike[str]", bool]] = None,
+) -> dict:
+    """Tunes a model as `halo compile --tune` does: every variant of the documented flag space is
+    compiled (in parallel up to the core count), timed on `device` with `inputs` (arrays, one per
+    argument; generated from the function's declaration when None) and checked against IREE's
+    default compile; the fastest within `tolerance` is written to `output`. Returns the report
+    (also written to `report`, default `output` with `.tune.json`) with `cache_hit` and
+    `warnings` added. `cache`: a folder, False for none, None for the default
+    (`HALO_TUNE_CACHE`, else `~/.cache/halo/tune`)."""
+    import json
+
+    uri = device.uri if isinstance(device, Device) else device
+    output = pathlib.Path(output)
+    report = pathlib.Path(report) if report is not None else output.with_suffix(".tune.json")
+    compiler = None if os.environ.get("HALO_IREE_COMPILE") else _bundled_compiler()
+    scratch = tempfile.mkdtemp(prefix="halo-tune-")
+    try:
+        npy = None
+        if inputs is not None:
+            import numpy
+
+            npy = pathlib.Path(scratch, "inputs.npy")
+            with open(npy, "wb") as file:
+                for array in inputs:
+                    numpy.save(file, numpy.asarray(array))
+        try:
+            text, cache_hit, warnings = _tune(
+                model, output, report, device=uri, target_chip=target_chip, extra_flags=list(extra_flags),
+                iree_compile=compiler, inputs=npy, function=function, tolerance=tolerance, min_time=min_time,
+                compile_timeout=compile_timeout, jobs=jobs, cache=cache if cache not in (None, False) else None,
+                use_cache=cache is not False)
+        except UnavailableError as error:
+            raise _needs_compiler(error) from error
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    result = json.loads(text)
+    result["cache_hit"] = cache_hit
+    result["warnings"] = list(warnings)
+    return result
+
+
 def _compile_and_load(
     model: Union[str, "os.PathLike[str]"],
     suffixes: Sequence[str],
@@ -149,6 +212,7 @@ def _compile_and_load(
     target_chip: Optional[str],
     output: Optional[Union[str, "os.PathLike[str]"]],
     extra_flags: Sequence[str],
+    tune_inputs: Optional[Sequence[Any]],
 ) -> Module:
     model = pathlib.Path(model)
     if model.suffix not in suffixes:
@@ -158,12 +222,14 @@ def _compile_and_load(
     scratch = None if output is not None else tempfile.mkdtemp(prefix="halo-compile-")
     target = pathlib.Path(output) if output is not None else pathlib.Path(scratch, model.stem + ".vmfb")
     try:
-        try:
-            compile(model, target, device=uri, target_chip=target_chip, extra_flags=list(extra_flags), iree_compile=compiler)
-        except UnavailableError as error:
-            raised = UnavailableError(f"{error}; halo's compile functions need the compiler: {_COMPILE_EXTRA}")
-            raised.code = error.code
-            raise raised from error
+        if tune_inputs is not None:
+            tune(model, target, uri, inputs=tune_inputs, target_chip=target_chip, extra_flags=extra_flags)
+        else:
+            try:
+                compile(model, target, device=uri, target_chip=target_chip, extra_flags=list(extra_flags),
+                        iree_compile=compiler)
+            except UnavailableError as error:
+                raise _needs_compiler(error) from error
         # A program compiled into scratch space is read into memory, so the folder can go.
         return load(target, device=device, mmap=output is not None)
     finally:
@@ -178,12 +244,14 @@ def compile_onnx(
     target_chip: Optional[str] = None,
     output: Optional[Union[str, "os.PathLike[str]"]] = None,
     extra_flags: Sequence[str] = (),
+    tune_inputs: Optional[Sequence[Any]] = None,
 ) -> Module:
     """Compiles an ONNX model as `halo compile` does (the pinned iree-compile 3.13 from
     `halo[compile]`, the best flags known for the device; for this machine's CPU unless
     `target_chip` names another, e.g. the portable "x86-64-v2") and loads it on `device`. The
-    `.vmfb` goes to `output`, or to a temporary file that is removed once loaded."""
-    return _compile_and_load(model, (".onnx",), device, target_chip, output, extra_flags)
+    `.vmfb` goes to `output`, or to a temporary file that is removed once loaded. With
+    `tune_inputs` (arrays, one per argument) it is tuned on them instead, as `halo.tune` does."""
+    return _compile_and_load(model, (".onnx",), device, target_chip, output, extra_flags, tune_inputs)
 
 
 def compile_mlir(
@@ -193,9 +261,10 @@ def compile_mlir(
     target_chip: Optional[str] = None,
     output: Optional[Union[str, "os.PathLike[str]"]] = None,
     extra_flags: Sequence[str] = (),
+    tune_inputs: Optional[Sequence[Any]] = None,
 ) -> Module:
     """As `compile_onnx`, for MLIR (`.mlir` text or `.mlirbc` bytecode)."""
-    return _compile_and_load(model, (".mlir", ".mlirbc"), device, target_chip, output, extra_flags)
+    return _compile_and_load(model, (".mlir", ".mlirbc"), device, target_chip, output, extra_flags, tune_inputs)
 
 
 @contextlib.contextmanager

@@ -123,6 +123,7 @@ def compile_onnx(
     target_chip: Optional[str] = None,
     output: Optional[_Path] = None,
     extra_flags: Sequence[str] = (),
+    tune_inputs: Optional[Sequence[Any]] = None,
 ) -> Module: ...
 def compile_mlir(
     model: _Path,
@@ -131,7 +132,24 @@ def compile_mlir(
     target_chip: Optional[str] = None,
     output: Optional[_Path] = None,
     extra_flags: Sequence[str] = (),
+    tune_inputs: Optional[Sequence[Any]] = None,
 ) -> Module: ...
+def tune(
+    model: _Path,
+    output: _Path,
+    device: Union[str, Device] = "local-task",
+    *,
+    inputs: Optional[Sequence[Any]] = None,
+    function: Optional[str] = None,
+    target_chip: Optional[str] = None,
+    extra_flags: Sequence[str] = (),
+    report: Optional[_Path] = None,
+    tolerance: float = 1e-4,
+    min_time: float = 1.0,
+    compile_timeout: float = 600.0,
+    jobs: Optional[int] = None,
+    cache: Optional[Union[_Path, bool]] = None,
+) -> dict[str, Any]: ...
 
 class TraceWriter:
     def finish(self) -> None: ...
