@@ -129,6 +129,57 @@ impl GrpcInferenceService for Inference {
         answer.await.map(Response::new).map_err(status)
     }
 
+    async fn model_config(
+        &self,
+        request: Request<ModelConfigRequest>,
+    ) -> Result<Response<ModelConfigResponse>, Status> {
+        let request = request.into_inner();
+        let model = self.find(&request.name, &request.version)?;
+        let config = crate::protocol::ModelConfiguration::of(&model);
+        let number = crate::protocol::config_datatype_number;
+        Ok(Response::new(ModelConfigResponse {
+            config: Some(ModelConfig {
+                name: config.name,
+                platform: config.platform.into(),
+                max_batch_size: config.max_batch_size,
+                input: model
+                    .inputs()
+                    .iter()
+                    .map(|spec| ModelInput {
+                        name: spec.name.clone(),
+                        data_type: number(spec.datatype),
+                        dims: spec.shape.clone(),
+                    })
+                    .collect(),
+                output: model
+                    .outputs()
+                    .iter()
+                    .map(|spec| ModelOutput {
+                        name: spec.name.clone(),
+                        data_type: number(spec.datatype),
+                        dims: spec.shape.clone(),
+                    })
+                    .collect(),
+                backend: config.backend.into(),
+            }),
+        }))
+    }
+
+    async fn model_statistics(
+        &self,
+        request: Request<ModelStatisticsRequest>,
+    ) -> Result<Response<ModelStatisticsResponse>, Status> {
+        let request = request.into_inner();
+        let models: Vec<Arc<Model>> = if request.name.is_empty() {
+            self.serving.models().values().cloned().collect()
+        } else {
+            vec![self.find(&request.name, &request.version)?]
+        };
+        Ok(Response::new(ModelStatisticsResponse {
+            model_stats: models.iter().map(|model| statistics(model)).collect(),
+        }))
+    }
+
     type ModelStreamInferStream =
         Pin<Box<dyn tokio_stream::Stream<Item = Result<ModelStreamInferResponse, Status>> + Send>>;
 
@@ -211,6 +262,33 @@ impl GrpcInferenceService for Inference {
 
 /// The answer on a stream to one request: its response, or its error's message with the
 /// request's id, so that a client can tell which request failed.
+fn statistics(model: &Model) -> ModelStatistics {
+    let now = model.statistics();
+    let duration = |counted: crate::statistics::Counted| {
+        Some(StatisticDuration {
+            count: counted.count,
+            ns: counted.ns,
+        })
+    };
+    ModelStatistics {
+        name: model.config().name.clone(),
+        version: model.config().version.clone(),
+        last_inference: now.last_inference,
+        inference_count: now.inference_count,
+        execution_count: now.execution_count,
+        inference_stats: Some(InferStatistics {
+            success: duration(now.success),
+            fail: duration(now.fail),
+            queue: duration(now.queue),
+            compute_input: duration(Default::default()),
+            compute_infer: duration(now.compute_infer),
+            compute_output: duration(Default::default()),
+            cache_hit: duration(Default::default()),
+            cache_miss: duration(Default::default()),
+        }),
+    }
+}
+
 async fn streamed(serving: &Serving, request: ModelInferRequest) -> ModelStreamInferResponse {
     let (name, model_version, id) = (
         request.model_name.clone(),

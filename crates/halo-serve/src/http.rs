@@ -3,7 +3,8 @@
 use crate::metrics::{Protocol, CONTENT_TYPE};
 use crate::model::Model;
 use crate::protocol::{
-    decode_inputs, encode_outputs, ErrorBody, InferRequest, InferResponse, ModelMetadata, ServerMetadata,
+    decode_inputs, encode_outputs, ErrorBody, InferRequest, InferResponse, ModelConfiguration, ModelMetadata,
+    ModelStatisticsEntry, ServerMetadata,
 };
 use crate::serving::Serving;
 use axum::body::Bytes;
@@ -62,6 +63,11 @@ pub fn router(serving: Arc<Serving>, max_request_bytes: usize) -> Router {
         .route("/v2/models/{name}", get(model_metadata))
         .route("/v2/models/{name}/versions/{version}", get(model_metadata))
         .route("/v2/models/{name}/ready", get(model_ready))
+        .route("/v2/models/{name}/config", get(model_config))
+        .route("/v2/models/{name}/versions/{version}/config", get(model_config))
+        .route("/v2/models/stats", get(all_statistics))
+        .route("/v2/models/{name}/stats", get(model_statistics))
+        .route("/v2/models/{name}/versions/{version}/stats", get(model_statistics))
         .route("/v2/models/{name}/versions/{version}/ready", get(model_ready))
         .route("/v2/models/{name}/infer", post(infer))
         .route("/v2/models/{name}/versions/{version}/infer", post(infer))
@@ -153,6 +159,27 @@ async fn model_metadata(
     Path(path): Path<ModelPath>,
 ) -> Answer<Json<ModelMetadata>> {
     Ok(Json(ModelMetadata::of(path.find(&serving)?.as_ref())))
+}
+
+async fn model_config(
+    State(serving): State<Arc<Serving>>,
+    Path(path): Path<ModelPath>,
+) -> Answer<Json<ModelConfiguration>> {
+    Ok(Json(ModelConfiguration::of(path.find(&serving)?.as_ref())))
+}
+
+async fn model_statistics(
+    State(serving): State<Arc<Serving>>,
+    Path(path): Path<ModelPath>,
+) -> Answer<Json<serde_json::Value>> {
+    let model = path.find(&serving)?;
+    Ok(Json(json!({"model_stats": [ModelStatisticsEntry::of(&model)]})))
+}
+
+/// Every loaded model's statistics, by name.
+async fn all_statistics(State(serving): State<Arc<Serving>>) -> Json<serde_json::Value> {
+    let entries: Vec<ModelStatisticsEntry> = serving.models().values().map(|m| ModelStatisticsEntry::of(m)).collect();
+    Json(json!({ "model_stats": entries }))
 }
 
 // The protocol needs only the status; the body is the one KServe's own server and client use.

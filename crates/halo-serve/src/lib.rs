@@ -16,6 +16,7 @@ pub mod protocol;
 pub mod repository;
 pub mod server;
 pub mod serving;
+pub mod statistics;
 
 pub use model::{Model, ModelConfig};
 pub use server::{Listeners, Server, ServerConfig};

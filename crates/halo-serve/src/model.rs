@@ -3,6 +3,7 @@
 
 use crate::datatype::datatype_of;
 use crate::metrics::Metrics;
+use crate::statistics::{ModelStatistics, StatisticsSnapshot};
 use halo_hal::buffer_view_text::element_count;
 use halo_hal::{ElementType, Error, HostTensor, Result, ResultExt};
 use halo_runtime::{Function, Instance, Session, Value};
@@ -182,6 +183,7 @@ pub struct Model {
     /// Turns to run; a running request holds one until its call returns, even when its client
     /// was answered at its deadline, so the work on the device stays bounded.
     running: Arc<tokio::sync::Semaphore>,
+    statistics: ModelStatistics,
 }
 
 /// A request's place in a model's admission: released when dropped.
@@ -246,6 +248,7 @@ impl Model {
             inputs,
             outputs,
             admitted: AtomicUsize::new(0),
+            statistics: ModelStatistics::default(),
         })
     }
 
@@ -307,10 +310,23 @@ impl Model {
         metrics: &Metrics,
         deadline: Option<Instant>,
     ) -> Result<Vec<OutputTensor>> {
+        let started = Instant::now();
+        let outputs = self.admitted_run(inputs, metrics, deadline).await;
+        self.statistics.finished(outputs.is_ok(), started.elapsed());
+        outputs
+    }
+
+    async fn admitted_run(
+        self: &Arc<Self>,
+        inputs: Vec<InputTensor>,
+        metrics: &Metrics,
+        deadline: Option<Instant>,
+    ) -> Result<Vec<OutputTensor>> {
         let _admission = self.admit()?;
         let waiting = Instant::now();
         let turn = self.before(deadline, "waiting for a turn", self.turn()).await?;
-        metrics.observe_queue(&self.config.name, waiting.elapsed());
+        let waited = waiting.elapsed();
+        metrics.observe_queue(&self.config.name, waited);
         let model = self.clone();
         let computing = Instant::now();
         let call = tokio::task::spawn_blocking(move || {
@@ -321,8 +337,18 @@ impl Model {
             .before(deadline, "computing", call)
             .await?
             .map_err(|e| Error::internal(format!("the inference task failed: {e}")))?;
-        metrics.observe_compute(&self.config.name, computing.elapsed());
+        let computed = computing.elapsed();
+        metrics.observe_compute(&self.config.name, computed);
+        if outputs.is_ok() {
+            // As Triton's, the stage times are those of successful requests.
+            self.statistics.succeeded_in(waited, computed);
+        }
         outputs
+    }
+
+    /// Its inference statistics since it was loaded.
+    pub fn statistics(&self) -> StatisticsSnapshot {
+        self.statistics.snapshot()
     }
 
     /// When a request arriving now must be answered: after the sooner of the model's timeout

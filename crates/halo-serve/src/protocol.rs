@@ -3,6 +3,7 @@
 
 use crate::datatype::{json_elements, push_json_element};
 use crate::model::{InputTensor, Model, OutputTensor, TensorSpec};
+use crate::statistics::Counted;
 use halo_hal::buffer_view_text::element_count;
 use halo_hal::{ElementType, Error, Result};
 use serde::{Deserialize, Serialize};
@@ -25,7 +26,12 @@ impl ServerMetadata {
         ServerMetadata {
             name: "halo",
             version: env!("CARGO_PKG_VERSION"),
-            extensions: vec!["binary_tensor_data", "model_repository"],
+            extensions: vec![
+                "binary_tensor_data",
+                "model_repository",
+                "model_configuration",
+                "statistics",
+            ],
         }
     }
 }
@@ -72,7 +78,7 @@ impl ModelMetadata {
         ModelMetadata {
             name: model.config().name.clone(),
             versions: vec![model.config().version.clone()],
-            platform: "halo_iree",
+            platform: PLATFORM,
             inputs: model.inputs().iter().map(TensorMetadata::from).collect(),
             outputs: model.outputs().iter().map(TensorMetadata::from).collect(),
         }
@@ -428,6 +434,164 @@ pub fn refuse_load_parameters<'a>(names: impl Iterator<Item = &'a String>) -> Re
     )))
 }
 
+/// Triton's datatypes as its model configuration spells them, with their enum numbers.
+const CONFIG_DATATYPES: [(&str, i32); 14] = [
+    ("BOOL", 1),
+    ("UINT8", 2),
+    ("UINT16", 3),
+    ("UINT32", 4),
+    ("UINT64", 5),
+    ("INT8", 6),
+    ("INT16", 7),
+    ("INT32", 8),
+    ("INT64", 9),
+    ("FP16", 10),
+    ("FP32", 11),
+    ("FP64", 12),
+    ("BYTES", 13),
+    ("BF16", 14),
+];
+
+/// The number of Triton's `DataType` enum for a protocol datatype (`FP32` is `TYPE_FP32`, 11);
+/// 0 (`TYPE_INVALID`) for none.
+pub fn config_datatype_number(datatype: &str) -> i32 {
+    CONFIG_DATATYPES
+        .iter()
+        .find(|(name, _)| *name == datatype)
+        .map_or(0, |(_, number)| *number)
+}
+
+/// Triton's spelling of a protocol datatype in a model configuration (`TYPE_FP32`; `BYTES` is
+/// `TYPE_STRING`).
+pub fn config_datatype_name(datatype: &str) -> String {
+    match datatype {
+        "BYTES" => "TYPE_STRING".into(),
+        other => format!("TYPE_{other}"),
+    }
+}
+
+/// An input or output in a model configuration.
+#[derive(Debug, Serialize)]
+pub struct ConfigTensor {
+    /// Its name.
+    pub name: String,
+    /// Its datatype as Triton's configuration spells it (`TYPE_FP32`).
+    pub data_type: String,
+    /// Its dimensions, `-1` where dynamic.
+    pub dims: Vec<i64>,
+}
+
+/// `GET /v2/models/{name}/config`: the model's configuration as Triton's model configuration
+/// extension describes one. halo does not batch requests, so `max_batch_size` is 0 and the
+/// dimensions are the function's own.
+#[derive(Debug, Serialize)]
+pub struct ModelConfiguration {
+    /// The model's name.
+    pub name: String,
+    /// The runtime that serves it.
+    pub platform: &'static str,
+    /// The backend that serves it.
+    pub backend: &'static str,
+    /// 0: requests are not batched together.
+    pub max_batch_size: i32,
+    /// Its inputs.
+    pub input: Vec<ConfigTensor>,
+    /// Its outputs.
+    pub output: Vec<ConfigTensor>,
+}
+
+impl ModelConfiguration {
+    /// The configuration of `model`.
+    pub fn of(model: &Model) -> Self {
+        let tensors = |specs: &[TensorSpec]| {
+            specs
+                .iter()
+                .map(|spec| ConfigTensor {
+                    name: spec.name.clone(),
+                    data_type: config_datatype_name(spec.datatype),
+                    dims: spec.shape.clone(),
+                })
+                .collect()
+        };
+        ModelConfiguration {
+            name: model.config().name.clone(),
+            platform: PLATFORM,
+            backend: "halo",
+            max_batch_size: 0,
+            input: tensors(model.inputs()),
+            output: tensors(model.outputs()),
+        }
+    }
+}
+
+/// The platform name halo's models report.
+pub const PLATFORM: &str = "halo_iree";
+
+/// One model's entry in `GET /v2/models[/{name}]/stats` (Triton's statistics extension).
+#[derive(Debug, Serialize)]
+pub struct ModelStatisticsEntry {
+    /// The model's name.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// Milliseconds since the Unix epoch of its last request; 0 for none.
+    pub last_inference: u64,
+    /// Successful requests.
+    pub inference_count: u64,
+    /// Successful calls.
+    pub execution_count: u64,
+    /// Counts and cumulative nanoseconds by stage.
+    pub inference_stats: InferenceStats,
+    /// Per batch size; empty, since halo does not batch.
+    pub batch_stats: Vec<Value>,
+}
+
+/// Triton's `InferStatistics`: counts and cumulative nanoseconds by stage.
+#[derive(Debug, Serialize)]
+pub struct InferenceStats {
+    /// Successful requests.
+    pub success: Counted,
+    /// Failed requests.
+    pub fail: Counted,
+    /// Waiting for a turn.
+    pub queue: Counted,
+    /// Preparing inputs: part of `compute_infer` in halo.
+    pub compute_input: Counted,
+    /// Computing, with the input and output copies.
+    pub compute_infer: Counted,
+    /// Reading outputs: part of `compute_infer` in halo.
+    pub compute_output: Counted,
+    /// Response cache hits: halo has no response cache.
+    pub cache_hit: Counted,
+    /// Response cache misses.
+    pub cache_miss: Counted,
+}
+
+impl ModelStatisticsEntry {
+    /// The statistics of `model` now.
+    pub fn of(model: &Model) -> Self {
+        let now = model.statistics();
+        ModelStatisticsEntry {
+            name: model.config().name.clone(),
+            version: model.config().version.clone(),
+            last_inference: now.last_inference,
+            inference_count: now.inference_count,
+            execution_count: now.execution_count,
+            inference_stats: InferenceStats {
+                success: now.success,
+                fail: now.fail,
+                queue: now.queue,
+                compute_input: Counted::default(),
+                compute_infer: now.compute_infer,
+                compute_output: Counted::default(),
+                cache_hit: Counted::default(),
+                cache_miss: Counted::default(),
+            },
+            batch_stats: Vec::new(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -454,5 +618,15 @@ mod tests {
             assert_eq!(error.code(), halo_hal::StatusCode::Unimplemented);
             assert!(error.to_string().contains("output 'scores'"), "{error}");
         }
+    }
+
+    #[test]
+    fn datatypes_take_tritons_configuration_names_and_numbers() {
+        assert_eq!(config_datatype_name("FP32"), "TYPE_FP32");
+        assert_eq!(config_datatype_name("BYTES"), "TYPE_STRING");
+        assert_eq!(config_datatype_number("FP32"), 11);
+        assert_eq!(config_datatype_number("BOOL"), 1);
+        assert_eq!(config_datatype_number("BF16"), 14);
+        assert_eq!(config_datatype_number("COMPLEX"), 0);
     }
 }

@@ -101,3 +101,34 @@ def test_the_model_repository_api(serve, tmp_path):
         client.load_model("missing")
     with pytest.raises(InferenceServerException, match="takes no load parameters \\(got config\\)"):
         client.load_model("spare", config='{"max_batch_size": 8}')
+
+
+def test_model_config_and_statistics(serve, cnn_input):
+    served = serve("cnn.vmfb", "cnn")
+    client = triton_http.InferenceServerClient(url=served.http)
+    assert {"model_configuration", "statistics"} <= set(client.get_server_metadata()["extensions"])
+    config = client.get_model_config("cnn")
+    assert config["name"] == "cnn" and config["max_batch_size"] == 0
+    assert config["input"] == [{"name": "input0", "data_type": "TYPE_FP32", "dims": list(cnn_input.shape)}]
+    assert [o["name"] for o in config["output"]] == ["output0", "output1"]
+    assert client.get_model_config("cnn", model_version="1") == config
+
+    data = triton_http.InferInput("input0", list(cnn_input.shape), "FP32")
+    data.set_data_from_numpy(cnn_input, binary_data=True)
+    client.infer("cnn", [data])
+    client.infer("cnn", [data])
+    bad = triton_http.InferInput("input0", [1], "FP32")
+    bad.set_data_from_numpy(np.ones(1, dtype=np.float32))
+    with pytest.raises(InferenceServerException):
+        client.infer("cnn", [bad])
+    stats = client.get_inference_statistics("cnn")["model_stats"]
+    assert len(stats) == 1 and stats[0]["name"] == "cnn" and stats[0]["version"] == "1"
+    inference = stats[0]["inference_stats"]
+    # The request of the wrong shape reached the model and failed there.
+    assert stats[0]["inference_count"] == 2 and inference["success"]["count"] == 2
+    assert inference["fail"]["count"] == 1 and inference["fail"]["ns"] > 0
+    assert inference["queue"]["count"] == inference["compute_infer"]["count"] == 2
+    assert 0 < inference["compute_infer"]["ns"] <= inference["success"]["ns"]
+    assert [m["name"] for m in client.get_inference_statistics()["model_stats"]] == ["cnn"]
+    with pytest.raises(InferenceServerException, match="unknown model 'nope'"):
+        client.get_inference_statistics("nope")

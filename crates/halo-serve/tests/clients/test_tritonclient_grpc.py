@@ -151,3 +151,33 @@ def test_the_model_repository_api_over_grpc(serve, tmp_path):
         client.load_model("missing")
     with pytest.raises(InferenceServerException, match="no model 'ghost' is loaded"):
         client.unload_model("ghost")
+
+
+def test_model_config_and_statistics(serve, cnn_input):
+    served = serve("cnn.vmfb", "cnn")
+    client = triton_grpc.InferenceServerClient(url=served.grpc)
+    config = client.get_model_config("cnn").config
+    assert config.name == "cnn" and config.platform == "halo_iree" and config.max_batch_size == 0
+    assert config.input[0].name == "input0"
+    assert config.input[0].data_type == triton_grpc.model_config_pb2.TYPE_FP32
+    assert list(config.input[0].dims) == list(cnn_input.shape)
+    assert [o.name for o in config.output] == ["output0", "output1"]
+
+    before = client.get_inference_statistics("cnn", as_json=True)["model_stats"][0]
+    assert before["name"] == "cnn" and before["version"] == "1"
+    assert "inference_count" not in before  # proto3 JSON leaves out zeros
+    data = triton_grpc.InferInput("input0", list(cnn_input.shape), "FP32")
+    data.set_data_from_numpy(cnn_input)
+    for _ in range(3):
+        client.infer("cnn", [data])
+    stats = client.get_inference_statistics("cnn").model_stats[0]
+    assert stats.inference_count == stats.execution_count == 3
+    assert stats.inference_stats.success.count == 3
+    assert stats.inference_stats.compute_infer.count == 3
+    assert 0 < stats.inference_stats.compute_infer.ns <= stats.inference_stats.success.ns
+    assert stats.inference_stats.fail.count == 0
+    assert stats.last_inference > 0
+    everything = client.get_inference_statistics("").model_stats
+    assert [m.name for m in everything] == ["cnn"]
+    with pytest.raises(InferenceServerException, match="unknown model 'nope'"):
+        client.get_model_config("nope")

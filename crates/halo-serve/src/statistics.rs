@@ -1,0 +1,128 @@
+//! Per-model inference statistics, as Triton's statistics extension reports them
+//! (`GET /v2/models/{name}/stats`, gRPC `ModelStatistics`): counts and cumulative nanoseconds of
+//! successful and failed requests, of waiting for a turn and of computing.
+
+use serde::Serialize;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// A count and the total time of what it counts.
+#[derive(Debug, Default)]
+struct DurationCounter {
+    count: AtomicU64,
+    ns: AtomicU64,
+}
+
+impl DurationCounter {
+    fn add(&self, elapsed: Duration) {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        let ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        self.ns.fetch_add(ns, Ordering::Relaxed);
+    }
+
+    fn read(&self) -> Counted {
+        Counted {
+            count: self.count.load(Ordering::Relaxed),
+            ns: self.ns.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// One model's statistics since it was loaded; updated by every request, read at any time.
+#[derive(Debug, Default)]
+pub struct ModelStatistics {
+    success: DurationCounter,
+    fail: DurationCounter,
+    queue: DurationCounter,
+    compute_infer: DurationCounter,
+    last_inference_ms: AtomicU64,
+}
+
+/// A count and cumulative nanoseconds (Triton's `StatisticDuration`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Counted {
+    /// How many.
+    pub count: u64,
+    /// Their total time in nanoseconds.
+    pub ns: u64,
+}
+
+/// The statistics of one model at one moment (Triton's `InferStatistics` and the counts around
+/// it). Requests run one at a time through the function (no batching), so an inference is an
+/// execution and the input and output copies are part of `compute_infer`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct StatisticsSnapshot {
+    /// Milliseconds since the Unix epoch when the last request finished; 0 for none yet.
+    pub last_inference: u64,
+    /// Successful requests.
+    pub inference_count: u64,
+    /// Calls of the function that succeeded.
+    pub execution_count: u64,
+    /// Successful requests, from admission to the answer.
+    pub success: Counted,
+    /// Failed requests (busy, timed out, failed in the call).
+    pub fail: Counted,
+    /// Time successful requests waited for a turn.
+    pub queue: Counted,
+    /// Time successful requests computed.
+    pub compute_infer: Counted,
+}
+
+impl ModelStatistics {
+    /// Records the stages of a successful request: its wait for a turn and its computation.
+    pub fn succeeded_in(&self, waited: Duration, computed: Duration) {
+        self.queue.add(waited);
+        self.compute_infer.add(computed);
+    }
+
+    /// Records a request's end, successful or not, `elapsed` after it was admitted.
+    pub fn finished(&self, succeeded: bool, elapsed: Duration) {
+        if succeeded {
+            self.success.add(elapsed);
+        } else {
+            self.fail.add(elapsed);
+        }
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        self.last_inference_ms
+            .store(u64::try_from(now.as_millis()).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    /// The statistics now.
+    pub fn snapshot(&self) -> StatisticsSnapshot {
+        let success = self.success.read();
+        StatisticsSnapshot {
+            last_inference: self.last_inference_ms.load(Ordering::Relaxed),
+            inference_count: success.count,
+            execution_count: success.count,
+            success,
+            fail: self.fail.read(),
+            queue: self.queue.read(),
+            compute_infer: self.compute_infer.read(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_counted_by_outcome_with_their_times() {
+        let statistics = ModelStatistics::default();
+        assert_eq!(statistics.snapshot(), StatisticsSnapshot::default());
+        statistics.succeeded_in(Duration::from_micros(5), Duration::from_micros(20));
+        statistics.finished(true, Duration::from_micros(30));
+        statistics.finished(false, Duration::from_micros(7));
+        let snapshot = statistics.snapshot();
+        assert_eq!(snapshot.success, Counted { count: 1, ns: 30_000 });
+        assert_eq!(snapshot.fail, Counted { count: 1, ns: 7_000 });
+        assert_eq!(snapshot.queue, Counted { count: 1, ns: 5_000 });
+        assert_eq!(snapshot.compute_infer, Counted { count: 1, ns: 20_000 });
+        assert_eq!((snapshot.inference_count, snapshot.execution_count), (1, 1));
+        assert!(
+            snapshot.last_inference > 1_600_000_000_000,
+            "{}",
+            snapshot.last_inference
+        );
+    }
+}
