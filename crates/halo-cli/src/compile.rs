@@ -178,7 +178,7 @@ fn run_tune(args: &CompileArgs, target: Target) -> Result<()> {
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let on_event = |event: TuneEvent| match event {
-        TuneEvent::Started { variants } => bar.set_length(2 * variants as u64),
+        TuneEvent::Started { variants, rounds } => bar.set_length(variants as u64 * (1 + u64::from(rounds))),
         TuneEvent::Compiled { variant } => {
             bar.set_message(format!("compiled {variant}"));
             bar.inc(1);

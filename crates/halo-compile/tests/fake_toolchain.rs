@@ -276,8 +276,13 @@ fn tuning_reports_each_failure_keeps_a_measured_variant_and_caches_it() {
     );
     assert_eq!(report.function, "tiny_add");
     assert_eq!(report.chosen_result().unwrap().status, VariantStatus::Measured);
-    // Every variant is compiled and timed once: 10 of each.
-    assert_eq!(events.lock().unwrap().len(), 1 + 2 * report.variants.len());
+    // Every variant is compiled once and timed (or skipped) in each of three rounds.
+    assert_eq!(events.lock().unwrap().len(), 1 + 4 * report.variants.len());
+    let baseline = report.baseline_result().unwrap();
+    assert_eq!(baseline.per_call_ms_rounds.len(), 3);
+    let mut rounds = baseline.per_call_ms_rounds.clone();
+    rounds.sort_by(f64::total_cmp);
+    assert_eq!(baseline.per_call_ms, Some(rounds[1]));
     let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&request.report).unwrap()).unwrap();
     assert_eq!(written["chosen"], report.chosen.as_str());
     assert_eq!(

@@ -16,7 +16,7 @@ pub struct Workload {
     pub function: Option<String>,
     /// The inputs; empty means inputs generated from the function's declaration.
     pub inputs: Vec<HostTensor>,
-    /// Calls are repeated until this much time has passed (after one warm-up call).
+    /// How long each variant's calls are timed in all (after a warm-up call per round).
     pub min_time: Duration,
 }
 
@@ -45,11 +45,11 @@ pub enum Output {
 /// Calls are timed at least this many times, however slow.
 const MIN_CALLS: usize = 3;
 
-/// Loads `vmfb` on the workload's device and times its function.
+/// Loads `vmfb` on the workload's device and times calls of its function for `min_time`.
 ///
 /// # Errors
 /// Loading, input and call failures, naming the file and the function.
-pub fn measure(instance: &Instance, vmfb: &Path, workload: &Workload) -> Result<Measurement> {
+pub fn measure(instance: &Instance, vmfb: &Path, workload: &Workload, min_time: Duration) -> Result<Measurement> {
     let mut session = Session::new(instance, &[workload.device.as_str()])?;
     let module =
         BytecodeModule::open(vmfb, LoadMode::Preload).with_context(|| format!("loading '{}'", vmfb.display()))?;
@@ -71,7 +71,7 @@ pub fn measure(instance: &Instance, vmfb: &Path, workload: &Workload) -> Result<
     let mut results = session.call(&function, &inputs)?;
     let mut times = Vec::new();
     let started = Instant::now();
-    while times.len() < MIN_CALLS || started.elapsed() < workload.min_time {
+    while times.len() < MIN_CALLS || started.elapsed() < min_time {
         let call = Instant::now();
         results = session.call(&function, &inputs)?;
         times.push(call.elapsed());

@@ -55,17 +55,19 @@ pub struct TuneRequest {
 /// A step of a tuning, for a progress display.
 #[derive(Debug, Clone, Copy)]
 pub enum TuneEvent<'a> {
-    /// Tuning begins: this many variants will be compiled, then timed.
+    /// Tuning begins: this many variants will be compiled, then timed in rounds.
     Started {
         /// The number of variants.
         variants: usize,
+        /// The rounds each is timed in.
+        rounds: u32,
     },
     /// A variant's compile ended.
     Compiled {
         /// Its name.
         variant: &'a str,
     },
-    /// A variant has been timed (or found unable to run).
+    /// A variant has been timed for a round (or skipped, having failed or deviated).
     Measured {
         /// Its name.
         variant: &'a str,
@@ -127,53 +129,52 @@ pub fn tune(
     let variants = space::variants(&request.target);
     progress(TuneEvent::Started {
         variants: variants.len(),
+        rounds: ROUNDS,
     });
     let compiled = compile_all(toolchain, request, &prepared, &variants, progress);
-    let instance = Instance::new();
-    let mut results = Vec::with_capacity(variants.len());
-    let mut baseline: Option<(String, Measurement)> = None;
-    for (variant, (vmfb, compile)) in variants.iter().zip(compiled) {
-        let mut result = VariantResult {
+    let mut results: Vec<VariantResult> = variants
+        .iter()
+        .zip(&compiled)
+        .map(|(variant, (_, compile))| VariantResult {
             name: variant.name.to_string(),
             flags: variant.flags.clone(),
-            status: VariantStatus::Measured,
+            status: compile
+                .failure
+                .as_ref()
+                .map_or(VariantStatus::Measured, |(status, _)| *status),
             compile_seconds: compile.seconds,
             per_call_ms: None,
+            per_call_ms_rounds: Vec::new(),
             calls: None,
             deviation: None,
-            error: None,
-        };
-        if let Some((status, error)) = compile.failure {
-            result.status = status;
-            result.error = Some(error);
-        } else {
-            match measure::measure(&instance, &vmfb, &request.workload) {
-                Err(error) => {
-                    result.status = VariantStatus::RunFailed;
-                    result.error = Some(error.to_string());
-                }
-                Ok(measured) => {
-                    result.per_call_ms = Some(measured.per_call.as_secs_f64() * 1e3);
-                    result.calls = Some(measured.calls);
-                    match &baseline {
-                        None => baseline = Some((variant.name.to_string(), measured)),
-                        Some((_, reference)) => {
-                            let deviation = measure::deviation(&measured.outputs, &reference.outputs);
-                            result.deviation = deviation.is_finite().then_some(deviation);
-                            if deviation > request.tolerance {
-                                result.status = VariantStatus::Deviates;
-                                result.error = Some(format!(
-                                    "outputs deviate from the baseline's by {deviation:.3e} (tolerance {:.1e})",
-                                    request.tolerance
-                                ));
-                            }
+            error: compile.failure.as_ref().map(|(_, error)| error.clone()),
+        })
+        .collect();
+    let instance = Instance::new();
+    let mut baseline: Option<(String, Measurement)> = None;
+    let round_time = request.workload.min_time / ROUNDS;
+    for round in 0..ROUNDS {
+        for ((variant, (vmfb, _)), result) in variants.iter().zip(&compiled).zip(&mut results) {
+            if result.status == VariantStatus::Measured {
+                match measure::measure(&instance, vmfb, &request.workload, round_time) {
+                    Err(error) => {
+                        result.status = VariantStatus::RunFailed;
+                        result.error = Some(error.to_string());
+                    }
+                    Ok(measured) => {
+                        result.per_call_ms_rounds.push(measured.per_call.as_secs_f64() * 1e3);
+                        result.calls = Some(result.calls.unwrap_or(0) + measured.calls);
+                        if round == 0 {
+                            check_against_baseline(result, measured, &mut baseline, request.tolerance);
                         }
                     }
                 }
             }
+            progress(TuneEvent::Measured { variant: variant.name });
         }
-        progress(TuneEvent::Measured { variant: variant.name });
-        results.push(result);
+    }
+    for result in &mut results {
+        result.per_call_ms = median(&result.per_call_ms_rounds);
     }
     let Some((baseline_name, baseline_run)) = baseline else {
         return Err(nothing_ran(&request.model, &results));
@@ -226,6 +227,37 @@ pub fn tune(
         cache_hit: false,
         warnings,
     })
+}
+
+/// Every variant within tolerance is timed this many times, in turn, and its median taken, so
+/// a passing disturbance of the machine spoils one round rather than one variant.
+const ROUNDS: u32 = 3;
+
+/// The first variant that runs becomes the baseline; any other is checked against its outputs.
+fn check_against_baseline(
+    result: &mut VariantResult,
+    measured: Measurement,
+    baseline: &mut Option<(String, Measurement)>,
+    tolerance: f64,
+) {
+    let Some((_, reference)) = baseline else {
+        *baseline = Some((result.name.clone(), measured));
+        return;
+    };
+    let deviation = measure::deviation(&measured.outputs, &reference.outputs);
+    result.deviation = deviation.is_finite().then_some(deviation);
+    if deviation > tolerance {
+        result.status = VariantStatus::Deviates;
+        result.error = Some(format!(
+            "outputs deviate from the baseline's by {deviation:.3e} (tolerance {tolerance:.1e})"
+        ));
+    }
+}
+
+fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted.get(sorted.len() / 2).copied()
 }
 
 /// How one variant's compile went.

@@ -51,8 +51,11 @@ pub struct VariantResult {
     pub status: VariantStatus,
     /// Seconds `iree-compile` took.
     pub compile_seconds: f64,
-    /// Median milliseconds per call, when it ran.
+    /// Median milliseconds per call over the rounds, when it ran.
     pub per_call_ms: Option<f64>,
+    /// Median milliseconds per call in each round it was timed in.
+    #[serde(default)]
+    pub per_call_ms_rounds: Vec<f64>,
     /// Calls timed.
     pub calls: Option<usize>,
     /// Deviation from the baseline's outputs (`null` when it could not be measured or is
@@ -130,6 +133,7 @@ pub(crate) mod tests {
                 status: VariantStatus::Measured,
                 compile_seconds: 1.5,
                 per_call_ms: Some(2.0),
+                per_call_ms_rounds: vec![2.0],
                 calls: Some(10),
                 deviation: None,
                 error: None,
