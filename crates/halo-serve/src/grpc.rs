@@ -2,8 +2,9 @@
 
 use crate::metrics::Protocol;
 use crate::model::{InputTensor, Model, OutputTensor};
-use crate::protocol::select_outputs;
+use crate::protocol::{select_outputs, SharedMemoryPlace};
 use crate::serving::Serving;
+use crate::shared_memory::SharedMemory;
 use halo_hal::{Error, Result};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -180,6 +181,56 @@ impl GrpcInferenceService for Inference {
         }))
     }
 
+    async fn system_shared_memory_status(
+        &self,
+        request: Request<SystemSharedMemoryStatusRequest>,
+    ) -> Result<Response<SystemSharedMemoryStatusResponse>, Status> {
+        let name = request.into_inner().name;
+        let regions = self
+            .serving
+            .shared_memory
+            .status((!name.is_empty()).then_some(name.as_str()))
+            .map_err(status)?;
+        Ok(Response::new(SystemSharedMemoryStatusResponse {
+            regions: regions
+                .into_iter()
+                .map(|region| {
+                    let entry = system_shared_memory_status_response::RegionStatus {
+                        name: region.name.clone(),
+                        key: region.key,
+                        offset: region.offset,
+                        byte_size: region.byte_size,
+                    };
+                    (region.name, entry)
+                })
+                .collect(),
+        }))
+    }
+
+    async fn system_shared_memory_register(
+        &self,
+        request: Request<SystemSharedMemoryRegisterRequest>,
+    ) -> Result<Response<SystemSharedMemoryRegisterResponse>, Status> {
+        let request = request.into_inner();
+        self.serving
+            .shared_memory
+            .register(&request.name, &request.key, request.offset, request.byte_size)
+            .map_err(status)?;
+        Ok(Response::new(SystemSharedMemoryRegisterResponse {}))
+    }
+
+    async fn system_shared_memory_unregister(
+        &self,
+        request: Request<SystemSharedMemoryUnregisterRequest>,
+    ) -> Result<Response<SystemSharedMemoryUnregisterResponse>, Status> {
+        let name = request.into_inner().name;
+        self.serving
+            .shared_memory
+            .unregister((!name.is_empty()).then_some(name.as_str()))
+            .map_err(status)?;
+        Ok(Response::new(SystemSharedMemoryUnregisterResponse {}))
+    }
+
     type ModelStreamInferStream =
         Pin<Box<dyn tokio_stream::Stream<Item = Result<ModelStreamInferResponse, Status>> + Send>>;
 
@@ -260,8 +311,7 @@ impl GrpcInferenceService for Inference {
     }
 }
 
-/// The answer on a stream to one request: its response, or its error's message with the
-/// request's id, so that a client can tell which request failed.
+/// Triton's statistics message for `model`.
 fn statistics(model: &Model) -> ModelStatistics {
     let now = model.statistics();
     let duration = |counted: crate::statistics::Counted| {
@@ -289,6 +339,8 @@ fn statistics(model: &Model) -> ModelStatistics {
     }
 }
 
+/// The answer on a stream to one request: its response, or its error's message with the
+/// request's id, so that a client can tell which request failed.
 async fn streamed(serving: &Serving, request: ModelInferRequest) -> ModelStreamInferResponse {
     let (name, model_version, id) = (
         request.model_name.clone(),
@@ -316,14 +368,24 @@ async fn streamed(serving: &Serving, request: ModelInferRequest) -> ModelStreamI
 }
 
 async fn infer(model: Arc<Model>, serving: &Serving, request: ModelInferRequest) -> Result<ModelInferResponse> {
-    let inputs = decode_inputs(&model, request.inputs, request.raw_input_contents)?;
+    let shared = &serving.shared_memory;
+    let inputs = decode_inputs(&model, request.inputs, request.raw_input_contents, shared)?;
     let deadline = model.deadline(requested_timeout(&request.parameters));
     let outputs = model.run(inputs, &serving.metrics, deadline).await?;
-    let wanted = (!request.outputs.is_empty()).then(|| request.outputs.into_iter().map(|o| (o.name, ())).collect());
-    let chosen = select_outputs(outputs, wanted, ())?;
+    let wanted = (!request.outputs.is_empty())
+        .then(|| {
+            request
+                .outputs
+                .into_iter()
+                .map(|o| Ok((shared_memory_place(&o.parameters, &o.name)?, o.name)))
+                .map(|place| place.map(|(place, name)| (name, place)))
+                .collect::<Result<Vec<_>>>()
+        })
+        .transpose()?;
+    let chosen = select_outputs(outputs, wanted, None)?;
     let (outputs, raw): (Vec<_>, Vec<_>) = chosen
         .into_iter()
-        .map(|(output, ())| encode_output(output))
+        .map(|(output, place)| encode_output(output, place, shared))
         .collect::<Result<Vec<_>>>()?
         .into_iter()
         .unzip();
@@ -347,41 +409,108 @@ fn requested_timeout(parameters: &std::collections::HashMap<String, InferParamet
     }
 }
 
-/// Every output travels as raw bytes, as Triton sends them, and its clients read them.
-fn encode_output(output: OutputTensor) -> Result<(InferOutputTensor, Vec<u8>)> {
-    let tensor = InferOutputTensor {
+/// The shared memory parameters of a tensor, if it names a region.
+fn shared_memory_place(
+    parameters: &std::collections::HashMap<String, InferParameter>,
+    tensor: &str,
+) -> Result<Option<SharedMemoryPlace>> {
+    use wire::infer_parameter::ParameterChoice;
+    let choice = |key: &str| parameters.get(key).and_then(|p| p.parameter_choice.clone());
+    let number = |key: &str| match choice(key) {
+        Some(ParameterChoice::Int64Param(value)) => u64::try_from(value).ok(),
+        Some(ParameterChoice::Uint64Param(value)) => Some(value),
+        _ => None,
+    };
+    let region = match choice("shared_memory_region") {
+        Some(ParameterChoice::StringParam(region)) => Some(region),
+        _ => None,
+    };
+    SharedMemoryPlace::of(
+        region,
+        number("shared_memory_byte_size"),
+        number("shared_memory_offset"),
+        tensor,
+    )
+}
+
+/// An output travels as raw bytes, as Triton sends them and its clients read them, or is written
+/// into the shared memory region the request names (its raw entry then empty, so the others keep
+/// their places).
+fn encode_output(
+    output: OutputTensor,
+    place: Option<SharedMemoryPlace>,
+    shared: &SharedMemory,
+) -> Result<(InferOutputTensor, Vec<u8>)> {
+    use wire::infer_parameter::ParameterChoice;
+    let mut tensor = InferOutputTensor {
         datatype: output.datatype()?.into(),
         name: output.name,
         shape: output.shape.iter().map(|&d| d as i64).collect(),
         parameters: Default::default(),
         contents: None,
     };
-    Ok((tensor, output.bytes))
+    let Some(place) = place else {
+        return Ok((tensor, output.bytes));
+    };
+    shared.write(
+        &place.region,
+        place.offset,
+        place.byte_size,
+        &output.bytes,
+        &tensor.name,
+    )?;
+    let parameter = |choice| InferParameter {
+        parameter_choice: Some(choice),
+    };
+    let size = i64::try_from(output.bytes.len()).unwrap_or(i64::MAX);
+    tensor.parameters.extend([
+        (
+            "shared_memory_region".to_string(),
+            parameter(ParameterChoice::StringParam(place.region)),
+        ),
+        (
+            "shared_memory_byte_size".to_string(),
+            parameter(ParameterChoice::Int64Param(size)),
+        ),
+    ]);
+    Ok((tensor, Vec::new()))
 }
 
-/// The inputs of a request: from `raw` (one entry per input, in order) when it has any, else
-/// from each input's typed contents.
-fn decode_inputs(model: &Model, inputs: Vec<InferInputTensor>, raw: Vec<Vec<u8>>) -> Result<Vec<InputTensor>> {
-    if !raw.is_empty() && raw.len() != inputs.len() {
+/// The inputs of a request: from the shared memory region an input names, else from `raw` (one
+/// entry per other input, in order) when it has any, else from each input's typed contents.
+fn decode_inputs(
+    model: &Model,
+    inputs: Vec<InferInputTensor>,
+    raw: Vec<Vec<u8>>,
+    shared: &SharedMemory,
+) -> Result<Vec<InputTensor>> {
+    let places = inputs
+        .iter()
+        .map(|input| shared_memory_place(&input.parameters, &input.name))
+        .collect::<Result<Vec<_>>>()?;
+    let plain = places.iter().filter(|place| place.is_none()).count();
+    if !raw.is_empty() && raw.len() != plain {
         return Err(Error::invalid_argument(format!(
-            "the request has {} inputs but {} raw_input_contents; raw contents need one per input",
-            inputs.len(),
+            "the request has {plain} inputs outside shared memory but {} raw_input_contents; raw contents need one per such input",
             raw.len()
         )));
     }
     let mut raw = raw.into_iter();
     inputs
         .into_iter()
-        .map(|input| {
+        .zip(places)
+        .map(|(input, place)| {
             let shape = input
                 .shape
                 .iter()
                 .map(|&d| u64::try_from(d))
                 .collect::<std::result::Result<Vec<_>, _>>()
                 .map_err(|_| Error::invalid_argument(format!("input '{}' has a negative dimension", input.name)))?;
-            let bytes = match raw.next() {
-                Some(bytes) => bytes,
-                None => {
+            let from_raw = if place.is_none() { raw.next() } else { None };
+            let bytes = match (place, from_raw) {
+                (Some(place), _) => shared.read(&place.region, place.offset, place.byte_size, &input.name)?,
+                (None, Some(bytes)) => bytes,
+                (None, None) => {
                     let spec = model.input_spec(&input.name)?;
                     let contents = input.contents.unwrap_or_default();
                     typed_bytes(spec.datatype, &contents)

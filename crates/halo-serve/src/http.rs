@@ -7,6 +7,7 @@ use crate::protocol::{
     ModelStatisticsEntry, ServerMetadata,
 };
 use crate::serving::Serving;
+use crate::shared_memory::RegionStatus;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{header, HeaderMap, HeaderName, StatusCode};
@@ -75,6 +76,20 @@ pub fn router(serving: Arc<Serving>, max_request_bytes: usize) -> Router {
         .route("/v2/repository/index", post(repository_index))
         .route("/v2/repository/models/{name}/load", post(load_model))
         .route("/v2/repository/models/{name}/unload", post(unload_model))
+        .route("/v2/systemsharedmemory/status", get(shared_memory_status))
+        .route(
+            "/v2/systemsharedmemory/region/{region}/status",
+            get(shared_memory_status),
+        )
+        .route(
+            "/v2/systemsharedmemory/region/{region}/register",
+            post(register_shared_memory),
+        )
+        .route(
+            "/v2/systemsharedmemory/region/{region}/unregister",
+            post(unregister_shared_memory),
+        )
+        .route("/v2/systemsharedmemory/unregister", post(unregister_shared_memory))
         .route("/metrics", get(metrics))
         .with_state(serving)
 }
@@ -129,6 +144,50 @@ async fn unload_model(
     Path(name): Path<String>,
 ) -> Answer<Json<serde_json::Value>> {
     serving.unload(&name)?;
+    Ok(Json(json!({})))
+}
+
+/// `/v2/systemsharedmemory[/region/{region}]/...`.
+#[derive(serde::Deserialize)]
+struct RegionPath {
+    region: Option<String>,
+}
+
+async fn shared_memory_status(
+    State(serving): State<Arc<Serving>>,
+    Path(path): Path<RegionPath>,
+) -> Answer<Json<Vec<RegionStatus>>> {
+    Ok(Json(serving.shared_memory.status(path.region.as_deref())?))
+}
+
+async fn register_shared_memory(
+    State(serving): State<Arc<Serving>>,
+    Path(region): Path<String>,
+    body: Bytes,
+) -> Answer<Json<serde_json::Value>> {
+    #[derive(serde::Deserialize)]
+    struct Register {
+        key: String,
+        #[serde(default)]
+        offset: u64,
+        byte_size: u64,
+    }
+    let request: Register = serde_json::from_slice(&body).map_err(|e| {
+        Error::invalid_argument(format!(
+            "the request to register shared memory region '{region}' is not valid: {e}"
+        ))
+    })?;
+    serving
+        .shared_memory
+        .register(&region, &request.key, request.offset, request.byte_size)?;
+    Ok(Json(json!({})))
+}
+
+async fn unregister_shared_memory(
+    State(serving): State<Arc<Serving>>,
+    Path(path): Path<RegionPath>,
+) -> Answer<Json<serde_json::Value>> {
+    serving.shared_memory.unregister(path.region.as_deref())?;
     Ok(Json(json!({})))
 }
 
@@ -226,10 +285,15 @@ async fn run_inference(
     body: Bytes,
 ) -> halo_hal::Result<Response> {
     let (request, binary) = InferRequest::parse(&body, json_length(headers)?)?;
-    let inputs = decode_inputs(&model, request.inputs, binary)?;
+    let inputs = decode_inputs(&model, request.inputs, binary, &serving.shared_memory)?;
     let deadline = model.deadline(request.parameters.timeout.map(Duration::from_micros));
     let outputs = model.run(inputs, &serving.metrics, deadline).await?;
-    let encoded = encode_outputs(outputs, request.outputs, request.parameters.binary_data_output)?;
+    let encoded = encode_outputs(
+        outputs,
+        request.outputs,
+        request.parameters.binary_data_output,
+        &serving.shared_memory,
+    )?;
     let response = InferResponse {
         model_name: model.config().name.clone(),
         model_version: model.config().version.clone(),

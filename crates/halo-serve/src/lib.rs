@@ -16,6 +16,7 @@ pub mod protocol;
 pub mod repository;
 pub mod server;
 pub mod serving;
+pub mod shared_memory;
 pub mod statistics;
 
 pub use model::{Model, ModelConfig};

@@ -3,6 +3,7 @@
 
 use crate::datatype::{json_elements, push_json_element};
 use crate::model::{InputTensor, Model, OutputTensor, TensorSpec};
+use crate::shared_memory::SharedMemory;
 use crate::statistics::Counted;
 use halo_hal::buffer_view_text::element_count;
 use halo_hal::{ElementType, Error, Result};
@@ -102,7 +103,7 @@ pub struct RequestInput {
     pub parameters: TensorParameters,
 }
 
-/// The binary tensor data extension's per-tensor parameters.
+/// The per-tensor parameters of the binary tensor data and shared memory extensions.
 #[derive(Debug, Default, Deserialize, Serialize)]
 pub struct TensorParameters {
     /// The byte length of the tensor's raw data after the JSON header.
@@ -111,6 +112,65 @@ pub struct TensorParameters {
     /// For a requested output: whether to send it as raw bytes.
     #[serde(default, skip_serializing)]
     pub binary_data: Option<bool>,
+    /// The registered shared memory region holding the tensor (or to write it to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_memory_region: Option<String>,
+    /// Its byte length there (for an output: the room it has).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_memory_byte_size: Option<u64>,
+    /// Where it starts in the region.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_memory_offset: Option<u64>,
+}
+
+/// Where in shared memory a tensor is, or goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedMemoryPlace {
+    /// The registered region.
+    pub region: String,
+    /// The tensor's byte length (an output's room).
+    pub byte_size: u64,
+    /// Its start in the region.
+    pub offset: u64,
+}
+
+impl SharedMemoryPlace {
+    /// The place the shared memory parameters of `tensor` name, if any.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a size or offset without a region, or a region without a size.
+    pub fn of(
+        region: Option<String>,
+        byte_size: Option<u64>,
+        offset: Option<u64>,
+        tensor: &str,
+    ) -> Result<Option<SharedMemoryPlace>> {
+        match (region, byte_size) {
+            (Some(region), Some(byte_size)) => Ok(Some(SharedMemoryPlace {
+                region,
+                byte_size,
+                offset: offset.unwrap_or(0),
+            })),
+            (None, None) if offset.is_none() => Ok(None),
+            (Some(_), None) => Err(Error::invalid_argument(format!(
+                "'{tensor}' names a shared memory region but no shared_memory_byte_size"
+            ))),
+            (None, _) => Err(Error::invalid_argument(format!(
+                "'{tensor}' has shared memory parameters but no shared_memory_region"
+            ))),
+        }
+    }
+}
+
+impl TensorParameters {
+    fn shared_memory(&self, tensor: &str) -> Result<Option<SharedMemoryPlace>> {
+        SharedMemoryPlace::of(
+            self.shared_memory_region.clone(),
+            self.shared_memory_byte_size,
+            self.shared_memory_offset,
+            tensor,
+        )
+    }
 }
 
 /// A request's choice of output.
@@ -189,7 +249,7 @@ pub struct ResponseOutput {
 
 impl TensorParameters {
     fn is_empty(&self) -> bool {
-        self.binary_data_size.is_none()
+        self.binary_data_size.is_none() && self.shared_memory_region.is_none()
     }
 }
 
@@ -215,16 +275,38 @@ pub struct ErrorBody {
 }
 
 /// Decodes a request's inputs for `model`: JSON elements as the model's declared type, binary
-/// ones taken in order from `binary`, the data after the JSON.
+/// ones taken in order from `binary`, the data after the JSON, and those in shared memory
+/// read from their registered region.
 ///
 /// # Errors
 /// `InvalidArgument` naming the input: an unknown name, data that is not numbers, a number of
-/// elements that does not match the shape, binary sizes that do not add up to `binary`.
-pub fn decode_inputs(model: &Model, inputs: Vec<RequestInput>, mut binary: &[u8]) -> Result<Vec<InputTensor>> {
+/// elements that does not match the shape, binary sizes that do not add up to `binary`, a
+/// shared memory range that is not registered.
+pub fn decode_inputs(
+    model: &Model,
+    inputs: Vec<RequestInput>,
+    mut binary: &[u8],
+    shared: &SharedMemory,
+) -> Result<Vec<InputTensor>> {
     let tensors = inputs
         .into_iter()
         .map(|input| {
             let spec = model.input_spec(&input.name)?;
+            if let Some(place) = input.parameters.shared_memory(&input.name)? {
+                if input.data.is_some() || input.parameters.binary_data_size.is_some() {
+                    return Err(Error::invalid_argument(format!(
+                        "input '{}' is in shared memory and also has data",
+                        input.name
+                    )));
+                }
+                let bytes = shared.read(&place.region, place.offset, place.byte_size, &input.name)?;
+                return Ok(InputTensor {
+                    name: input.name,
+                    datatype: input.datatype,
+                    shape: input.shape,
+                    bytes,
+                });
+            }
             match (input.parameters.binary_data_size, &input.data) {
                 (Some(size), None) => {
                     let (bytes, rest) = usize::try_from(size)
@@ -331,13 +413,13 @@ fn json_input(element_type: ElementType, input: RequestInput) -> Result<InputTen
 ///
 /// # Errors
 /// `InvalidArgument` for a name the model has no output of, or a name asked twice.
-pub fn select_outputs<T: Copy>(
+pub fn select_outputs<T: Clone>(
     outputs: Vec<OutputTensor>,
     wanted: Option<Vec<(String, T)>>,
     default: T,
 ) -> Result<Vec<(OutputTensor, T)>> {
     let Some(wanted) = wanted else {
-        return Ok(outputs.into_iter().map(|o| (o, default)).collect());
+        return Ok(outputs.into_iter().map(|o| (o, default.clone())).collect());
     };
     let mut outputs: Vec<Option<OutputTensor>> = outputs.into_iter().map(Some).collect();
     wanted
@@ -365,44 +447,83 @@ pub struct EncodedOutputs {
     pub binary: Option<Vec<u8>>,
 }
 
-/// Encodes `outputs` as `request` asks: the ones it names (all when it names none), each as JSON
-/// or, per the binary data extension, as raw bytes after the JSON.
+/// How one output goes back.
+#[derive(Debug, Clone)]
+enum OutputForm {
+    Json,
+    Binary,
+    SharedMemory(SharedMemoryPlace),
+}
+
+/// Encodes `outputs` as `request` asks: the ones it names (all when it names none), each as JSON,
+/// per the binary data extension as raw bytes after the JSON, or written into a registered
+/// shared memory region.
 ///
 /// # Errors
-/// `InvalidArgument` for a requested output the model does not have; an output whose element
-/// type the protocol cannot carry.
+/// `InvalidArgument` for a requested output the model does not have, or a shared memory range
+/// that is not registered or too small; an output whose element type the protocol cannot carry.
 pub fn encode_outputs(
     outputs: Vec<OutputTensor>,
     wanted: Option<Vec<RequestOutput>>,
     binary_by_default: bool,
+    shared: &SharedMemory,
 ) -> Result<EncodedOutputs> {
-    let wanted = wanted.map(|wanted| {
-        wanted
-            .into_iter()
-            .map(|w| (w.name, w.parameters.binary_data.unwrap_or(binary_by_default)))
-            .collect()
-    });
-    let chosen = select_outputs(outputs, wanted, binary_by_default)?;
+    let default = if binary_by_default {
+        OutputForm::Binary
+    } else {
+        OutputForm::Json
+    };
+    let wanted = wanted
+        .map(|wanted| {
+            wanted
+                .into_iter()
+                .map(|w| {
+                    let form = match w.parameters.shared_memory(&w.name)? {
+                        Some(place) => OutputForm::SharedMemory(place),
+                        None if w.parameters.binary_data.unwrap_or(binary_by_default) => OutputForm::Binary,
+                        None => OutputForm::Json,
+                    };
+                    Ok((w.name, form))
+                })
+                .collect::<Result<Vec<_>>>()
+        })
+        .transpose()?;
+    let chosen = select_outputs(outputs, wanted, default)?;
     let mut binary: Option<Vec<u8>> = None;
     let outputs = chosen
         .into_iter()
-        .map(|(output, as_binary)| {
+        .map(|(output, form)| {
             let datatype = output.datatype()?;
-            let (data, parameters) = if as_binary {
-                let size = output.bytes.len() as u64;
-                binary.get_or_insert_with(Vec::new).extend_from_slice(&output.bytes);
-                (
-                    None,
-                    TensorParameters {
+            let size = output.bytes.len() as u64;
+            let (data, parameters) = match form {
+                OutputForm::Binary => {
+                    binary.get_or_insert_with(Vec::new).extend_from_slice(&output.bytes);
+                    let parameters = TensorParameters {
                         binary_data_size: Some(size),
-                        binary_data: None,
-                    },
-                )
-            } else {
-                (
+                        ..TensorParameters::default()
+                    };
+                    (None, parameters)
+                }
+                OutputForm::SharedMemory(place) => {
+                    shared.write(
+                        &place.region,
+                        place.offset,
+                        place.byte_size,
+                        &output.bytes,
+                        &output.name,
+                    )?;
+                    let parameters = TensorParameters {
+                        shared_memory_region: Some(place.region),
+                        shared_memory_byte_size: Some(size),
+                        shared_memory_offset: (place.offset != 0).then_some(place.offset),
+                        ..TensorParameters::default()
+                    };
+                    (None, parameters)
+                }
+                OutputForm::Json => (
                     Some(json_elements(output.element_type, &output.bytes)?),
                     TensorParameters::default(),
-                )
+                ),
             };
             Ok(ResponseOutput {
                 data,
@@ -614,7 +735,9 @@ mod tests {
                 element_type: ElementType::parse("f8E5M2").expect("an element type"),
                 bytes: vec![0, 0],
             };
-            let error = encode_outputs(vec![output], None, binary).err().expect("refused");
+            let error = encode_outputs(vec![output], None, binary, &SharedMemory::default())
+                .err()
+                .expect("refused");
             assert_eq!(error.code(), halo_hal::StatusCode::Unimplemented);
             assert!(error.to_string().contains("output 'scores'"), "{error}");
         }

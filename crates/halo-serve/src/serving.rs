@@ -4,6 +4,7 @@
 use crate::metrics::{Metrics, Protocol, UNKNOWN_MODEL};
 use crate::model::{find, Model, Models};
 use crate::repository::ModelRepository;
+use crate::shared_memory::SharedMemory;
 use halo_hal::{Error, Result};
 use halo_runtime::Instance;
 use std::future::Future;
@@ -16,6 +17,8 @@ pub struct Serving {
     repository: Option<ModelRepository>,
     /// Request counts and times.
     pub metrics: Metrics,
+    /// The shared memory regions clients registered.
+    pub shared_memory: SharedMemory,
 }
 
 /// A model's place in the repository index.
@@ -42,6 +45,7 @@ impl Serving {
             instance,
             repository,
             metrics: Metrics::new(),
+            shared_memory: SharedMemory::default(),
         }
     }
 

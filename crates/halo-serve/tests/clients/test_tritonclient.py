@@ -132,3 +132,50 @@ def test_model_config_and_statistics(serve, cnn_input):
     assert [m["name"] for m in client.get_inference_statistics()["model_stats"]] == ["cnn"]
     with pytest.raises(InferenceServerException, match="unknown model 'nope'"):
         client.get_inference_statistics("nope")
+
+
+def test_system_shared_memory_inputs_and_outputs(serve):
+    import os
+
+    import tritonclient.utils.shared_memory as shm
+
+    served = serve("tiny_add.vmfb", "tiny_add")
+    client = triton_http.InferenceServerClient(url=served.http)
+    key_in, key_out = f"/halo_http_{os.getpid()}_in", f"/halo_http_{os.getpid()}_out"
+    a, b = np.arange(4, dtype=np.float32), np.full(4, 10, dtype=np.float32)
+    region_in = shm.create_shared_memory_region("in", key_in, 32)
+    region_out = shm.create_shared_memory_region("out", key_out, 16)
+    try:
+        shm.set_shared_memory_region(region_in, [np.zeros(4, dtype=np.float32), a])
+        client.register_system_shared_memory("in", key_in, 32)
+        client.register_system_shared_memory("out", key_out, 16)
+        status = client.get_system_shared_memory_status()
+        assert sorted((r["name"], r["key"], r["byte_size"]) for r in status) == [("in", key_in, 32), ("out", key_out, 16)]
+        with pytest.raises(InferenceServerException, match="already registered"):
+            client.register_system_shared_memory("in", key_in, 32)
+
+        first = triton_http.InferInput("input0", [4], "FP32")
+        first.set_shared_memory("in", 16, offset=16)  # a, after the zeros
+        second = triton_http.InferInput("input1", [4], "FP32")
+        second.set_data_from_numpy(b, binary_data=True)
+        output = triton_http.InferRequestedOutput("output0")
+        output.set_shared_memory("out", 16)
+        result = client.infer("tiny_add", [first, second], outputs=[output])
+        assert result.get_output("output0")["parameters"]["shared_memory_region"] == "out"
+        got = shm.get_contents_as_numpy(region_out, np.float32, [4])
+        np.testing.assert_array_equal(got, run_module("tiny_add.vmfb", "tiny_add", [a, b], 1)[0])
+
+        # A window past the region is refused by name, and the server goes on.
+        past = triton_http.InferInput("input0", [4], "FP32")
+        past.set_shared_memory("in", 16, offset=24)
+        with pytest.raises(InferenceServerException, match="shared memory region 'in'"):
+            client.infer("tiny_add", [past, second])
+        client.unregister_system_shared_memory("in")
+        assert [r["name"] for r in client.get_system_shared_memory_status()] == ["out"]
+        with pytest.raises(InferenceServerException, match="no shared memory region 'in'"):
+            client.infer("tiny_add", [first, second])
+        client.unregister_system_shared_memory()
+        assert client.get_system_shared_memory_status() == []
+    finally:
+        shm.destroy_shared_memory_region(region_in)
+        shm.destroy_shared_memory_region(region_out)

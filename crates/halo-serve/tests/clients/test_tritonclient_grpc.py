@@ -181,3 +181,44 @@ def test_model_config_and_statistics(serve, cnn_input):
     assert [m.name for m in everything] == ["cnn"]
     with pytest.raises(InferenceServerException, match="unknown model 'nope'"):
         client.get_model_config("nope")
+
+
+def test_system_shared_memory_inputs_and_outputs(serve):
+    import os
+
+    import tritonclient.utils.shared_memory as shm
+
+    served = serve("tiny_add.vmfb", "tiny_add")
+    client = triton_grpc.InferenceServerClient(url=served.grpc)
+    key_in, key_out = f"/halo_grpc_{os.getpid()}_in", f"/halo_grpc_{os.getpid()}_out"
+    a, b = np.arange(4, dtype=np.float32), np.full(4, -3, dtype=np.float32)
+    region_in = shm.create_shared_memory_region("in", key_in, 16)
+    region_out = shm.create_shared_memory_region("out", key_out, 16)
+    try:
+        shm.set_shared_memory_region(region_in, [b])
+        client.register_system_shared_memory("in", key_in, 16)
+        client.register_system_shared_memory("out", key_out, 16)
+        status = client.get_system_shared_memory_status(as_json=True)["regions"]
+        assert status["in"]["key"] == key_in and int(status["out"]["byte_size"]) == 16
+
+        # input0 travels as raw contents, input1 comes from shared memory.
+        first = triton_grpc.InferInput("input0", [4], "FP32")
+        first.set_data_from_numpy(a)
+        second = triton_grpc.InferInput("input1", [4], "FP32")
+        second.set_shared_memory("in", 16)
+        output = triton_grpc.InferRequestedOutput("output0")
+        output.set_shared_memory("out", 16)
+        client.infer("tiny_add", [first, second], outputs=[output])
+        got = shm.get_contents_as_numpy(region_out, np.float32, [4])
+        np.testing.assert_array_equal(got, run_module("tiny_add.vmfb", "tiny_add", [a, b], 1)[0])
+
+        small = triton_grpc.InferRequestedOutput("output0")
+        small.set_shared_memory("out", 8)
+        with pytest.raises(InferenceServerException, match="shared_memory_byte_size is 8") as caught:
+            client.infer("tiny_add", [first, second], outputs=[small])
+        assert caught.value.status() == "StatusCode.INVALID_ARGUMENT"
+        client.unregister_system_shared_memory()
+        assert client.get_system_shared_memory_status(as_json=True).get("regions", {}) == {}
+    finally:
+        shm.destroy_shared_memory_region(region_in)
+        shm.destroy_shared_memory_region(region_out)
