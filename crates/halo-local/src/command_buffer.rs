@@ -4,9 +4,9 @@
 //! commands name no binding-table slot are resolved up front, so resubmitting costs only the
 //! kernel calls; the others are resolved against each submission's binding table.
 
-use crate::float_mode::FlushDenormals;
 use crate::region::{run_commands_inline, Region};
-use crate::task::executor::{TileWork, WorkerContext};
+use crate::tile::{TileWork, WorkerContext};
+use halo_cpu_executable::float_mode::FlushDenormals;
 use halo_hal::{Binding, BufferRef, BufferSource, Command, CommandBuffer, Result, WorkgroupCount};
 use std::cell::RefCell;
 use std::ops::Range;

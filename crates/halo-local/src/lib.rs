@@ -1,9 +1,11 @@
-//! CPU executables and the CPU drivers, `local-sync` and `local-task`.
+//! The CPU drivers, `local-sync` and `local-task`.
 //!
 //! How HAL concepts map onto the CPU:
-//! - executables are IREE executable libraries: `embedded-elf-x86_64` mapped by halo's own ELF
-//!   loader ([`library`], `elf`), `system-elf-x86_64` through the system loader;
-//! - a dispatch calls the library's function once per workgroup ([`dispatch`]);
+//! - executables are IREE executable libraries, loaded by the shared `halo-cpu-executable`
+//!   crate (`embedded-elf-x86_64` by halo's own ELF loader, `system-elf-x86_64` through the
+//!   system loader);
+//! - a dispatch calls the library's function once per workgroup (`halo_cpu_executable::dispatch`),
+//!   the workgroups spread over threads by [`region`];
 //! - buffers are host memory from halo-hal's heap allocator; semaphores are host timelines;
 //! - command buffers are halo-hal's validated command lists, executed by [`command_buffer`].
 #![warn(missing_docs)]
@@ -14,15 +16,10 @@
 )]
 
 pub mod command_buffer;
-pub mod dispatch;
-mod elf;
-pub mod executable;
-pub mod float_mode;
-pub mod library;
 pub mod region;
 pub mod sync;
-mod system_library;
 pub mod task;
+pub mod tile;
 
 use halo_hal::DriverRegistry;
 use std::sync::Arc;

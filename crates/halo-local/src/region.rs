@@ -4,8 +4,8 @@
 //! run at once, since only barriers order commands. `local-sync` runs a region's tiles in order
 //! on the submitting thread; `local-task` spreads them over its workers.
 
-use crate::dispatch::PreparedDispatch;
-use crate::task::executor::{TileWork, WorkerContext};
+use crate::tile::{TileWork, WorkerContext};
+use halo_cpu_executable::dispatch::PreparedDispatch;
 use halo_hal::{host_transfer, Binding, Command, Result, ResultExt};
 use std::ops::Range;
 use std::sync::atomic::{AtomicU32, Ordering};

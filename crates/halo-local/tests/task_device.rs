@@ -1,11 +1,11 @@
 //! Behaviour only `local-task` can show: concurrency, ordering under parallelism, failure
 //! isolation, stress and shutdown.
 
+use halo_cpu_executable::library::HostImport;
 use halo_hal::{
     BufferParams, BufferRef, CommandBufferMode, CommandCategory, Device, DeviceInfo, DispatchCommand, Executable,
     ExecutableParams, Fence, QueueAffinity, Semaphore, StatusCode, Timeout, WorkgroupCount,
 };
-use halo_local::library::HostImport;
 use halo_local::task::driver::TaskDeviceOptions;
 use halo_local::task::TaskDevice;
 use std::ffi::{c_int, c_void};
@@ -299,7 +299,8 @@ fn a_failing_kernel_fails_only_its_submission() {
         ..Default::default()
     };
     let device = device_with(options);
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/library_import.embedded-elf-x86_64.so");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../halo-cpu-executable/tests/data/library_import.embedded-elf-x86_64.so");
     let executable = load(device.as_ref(), &path);
     let run = |k: u32, signal: &Arc<dyn Semaphore>| {
         let out = device

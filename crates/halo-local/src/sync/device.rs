@@ -2,8 +2,8 @@
 
 use super::driver::DRIVER_NAME;
 use crate::command_buffer::execute_inline;
-use crate::executable::LocalExecutableCache;
-use crate::library::HostImport;
+use halo_cpu_executable::executable::LocalExecutableCache;
+use halo_cpu_executable::library::HostImport;
 use halo_hal::device::query_common_i64;
 use halo_hal::trace::QueueTrack;
 use halo_hal::{

@@ -3,7 +3,7 @@
 use super::driver::{TaskDeviceOptions, DRIVER_NAME};
 use super::executor::{on_worker_thread, Executor};
 use super::submission::{Queue, Work};
-use crate::executable::LocalExecutableCache;
+use halo_cpu_executable::executable::LocalExecutableCache;
 use halo_hal::device::query_common_i64;
 use halo_hal::trace::QueueTrack;
 use halo_hal::{

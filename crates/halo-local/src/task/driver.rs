@@ -3,7 +3,7 @@
 use super::device::TaskDevice;
 use super::executor::ExecutorOptions;
 use super::submission::SchedulingOptions;
-use crate::library::HostImport;
+use halo_cpu_executable::library::HostImport;
 use halo_hal::driver::select_device;
 use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, Result};
 use std::sync::Arc;

@@ -6,6 +6,7 @@
 //! no coordinator thread. Idle workers spin briefly, watching for new jobs, before they sleep:
 //! waking a sleeping thread costs tens of microseconds on these machines, a spinning one about one.
 
+use crate::tile::{TileWork, WorkerContext};
 use halo_hal::{Error, Result};
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -32,47 +33,6 @@ impl Default for ExecutorOptions {
             pin_workers: false,
             spin: Duration::from_micros(50),
         }
-    }
-}
-
-/// Per-thread state handed to every tile: the processor id and workgroup scratch memory.
-pub struct WorkerContext {
-    /// Logical processor id (worker index).
-    pub processor_id: u32,
-    /// How many threads may run workgroups of one dispatch at once (the ABI's `max_concurrency`).
-    pub max_concurrency: u8,
-    scratch: Vec<u8>,
-}
-
-impl WorkerContext {
-    /// A context for processor `processor_id` of `max_concurrency`.
-    pub fn new(processor_id: u32, max_concurrency: u8) -> Self {
-        WorkerContext {
-            processor_id,
-            max_concurrency,
-            scratch: Vec::new(),
-        }
-    }
-
-    /// Zeroed-on-first-use scratch memory of at least `bytes` bytes, reused across tiles.
-    pub fn scratch(&mut self, bytes: usize) -> &mut [u8] {
-        if self.scratch.len() < bytes {
-            self.scratch.resize(bytes, 0);
-        }
-        &mut self.scratch[..bytes]
-    }
-}
-
-/// Work split into independent tiles.
-pub trait TileWork: Send + Sync {
-    /// Runs tiles `[tiles.start, tiles.end)`; tiles of one job may run concurrently on different
-    /// threads.
-    fn run_tiles(&self, tiles: Range<u64>, context: &mut WorkerContext) -> Result<()>;
-}
-
-impl<T: TileWork + ?Sized> TileWork for Arc<T> {
-    fn run_tiles(&self, tiles: Range<u64>, context: &mut WorkerContext) -> Result<()> {
-        (**self).run_tiles(tiles, context)
     }
 }
 
@@ -328,7 +288,7 @@ impl Drop for Executor {
 fn worker_loop(shared: &Shared, processor_id: u32, max_concurrency: u8) {
     IS_WORKER.with(|flag| flag.set(true));
     let mut context = WorkerContext::new(processor_id, max_concurrency);
-    let _flush = crate::float_mode::FlushDenormals::enter();
+    let _flush = halo_cpu_executable::float_mode::FlushDenormals::enter();
     loop {
         if let Some(job) = shared.next_job() {
             job.run_chunks(&mut context);

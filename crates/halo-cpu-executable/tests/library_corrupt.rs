@@ -9,7 +9,7 @@
 use std::ops::Range;
 use std::path::Path;
 
-use halo_local::library::{Library, EMBEDDED_ELF_FORMAT};
+use halo_cpu_executable::library::{Library, EMBEDDED_ELF_FORMAT};
 use object::read::elf::ElfFile64;
 use object::{LittleEndian, Object, ObjectSection};
 use proptest::prelude::*;

@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
+use halo_cpu_executable::library::{Library, EMBEDDED_ELF_FORMAT, SYSTEM_ELF_FORMAT};
 use halo_hal::{Error, StatusCode};
-use halo_local::library::{Library, EMBEDDED_ELF_FORMAT, SYSTEM_ELF_FORMAT};
 use object::read::elf::ElfFile64;
 use object::{LittleEndian, Object, ObjectSection, ObjectSegment};
 

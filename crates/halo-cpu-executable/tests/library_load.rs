@@ -4,10 +4,10 @@ use std::ffi::{c_int, c_void};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use halo_hal::StatusCode;
-use halo_local::library::{
+use halo_cpu_executable::library::{
     supported_formats, DispatchState, HostImport, Library, WorkgroupState, EMBEDDED_ELF_FORMAT, SYSTEM_ELF_FORMAT,
 };
+use halo_hal::StatusCode;
 
 const FORMATS: [&str; 2] = [EMBEDDED_ELF_FORMAT, SYSTEM_ELF_FORMAT];
 

@@ -1,0 +1,26 @@
+//! IREE's CPU executables, shared by every halo driver that runs workgroups on host threads
+//! (`local-sync` and `local-task` today); drivers depend on this crate, never on each other.
+//!
+//! Who does what:
+//! - [`library`]: the executable library ABI (`iree_hal_executable_library_v0`): the header,
+//!   export tables, the environment and import calls an executable gets;
+//! - `elf`: halo's own loader for `embedded-elf-x86_64` (mapping, relocation, protection);
+//!   `system_library`: `system-elf-x86_64` through the system's dynamic loader;
+//! - [`executable`]: a loaded library as a HAL executable, and the cache that prepares them;
+//! - [`dispatch`]: one dispatch's prepared state and the call of one workgroup;
+//! - [`float_mode`]: the denormal mode compiled kernels expect, set around their calls.
+//!
+//! How workgroups are spread over threads is the driver's business, not this crate's.
+#![warn(missing_docs)]
+#![deny(
+    unsafe_op_in_unsafe_fn,
+    clippy::undocumented_unsafe_blocks,
+    clippy::missing_safety_doc
+)]
+
+pub mod dispatch;
+mod elf;
+pub mod executable;
+pub mod float_mode;
+pub mod library;
+mod system_library;

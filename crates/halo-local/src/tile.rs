@@ -1,0 +1,49 @@
+//! Work split into tiles, and what a thread running tiles carries: the seam between the code that
+//! runs workgroups (`region`, `command_buffer`) and the code that spreads them over threads (the
+//! `task` executor, or the caller's thread for `local-sync`), so the first never depends on the
+//! second.
+
+use halo_hal::Result;
+use std::ops::Range;
+use std::sync::Arc;
+
+/// Per-thread state handed to every tile: the processor id and workgroup scratch memory.
+pub struct WorkerContext {
+    /// Logical processor id (worker index).
+    pub processor_id: u32,
+    /// How many threads may run workgroups of one dispatch at once (the ABI's `max_concurrency`).
+    pub max_concurrency: u8,
+    scratch: Vec<u8>,
+}
+
+impl WorkerContext {
+    /// A context for processor `processor_id` of `max_concurrency`.
+    pub fn new(processor_id: u32, max_concurrency: u8) -> Self {
+        WorkerContext {
+            processor_id,
+            max_concurrency,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Zeroed-on-first-use scratch memory of at least `bytes` bytes, reused across tiles.
+    pub fn scratch(&mut self, bytes: usize) -> &mut [u8] {
+        if self.scratch.len() < bytes {
+            self.scratch.resize(bytes, 0);
+        }
+        &mut self.scratch[..bytes]
+    }
+}
+
+/// Work split into independent tiles.
+pub trait TileWork: Send + Sync {
+    /// Runs tiles `[tiles.start, tiles.end)`; tiles of one job may run concurrently on different
+    /// threads.
+    fn run_tiles(&self, tiles: Range<u64>, context: &mut WorkerContext) -> Result<()>;
+}
+
+impl<T: TileWork + ?Sized> TileWork for Arc<T> {
+    fn run_tiles(&self, tiles: Range<u64>, context: &mut WorkerContext) -> Result<()> {
+        (**self).run_tiles(tiles, context)
+    }
+}
