@@ -1,0 +1,15 @@
+//! halo's Tenstorrent driver, built mock mode first (issue 19): a simulated chip whose memory the
+//! host cannot map, so every byte travels through queue transfers.
+//!
+//! What exists so far:
+//! - [`tile_layout`]: Tensix cores compute on 32×32 tiles stored as four 16×16 faces; buffers
+//!   created with the tiled layout are converted by the transfer queue (tilize on upload,
+//!   untilize on download).
+//!
+//! Still to come (see the issue): the device and its memory kinds (L1 sharded, L1 interleaved,
+//! DRAM) with range allocators, the compute and transfer queues, and the mock cores running
+//! `halo-cpu-executable`'s CPU executables over the simulated core grid.
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod tile_layout;
