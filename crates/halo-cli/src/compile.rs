@@ -59,7 +59,7 @@ pub struct CompileArgs {
     #[arg(long = "tune-tolerance", requires = "tune", default_value_t = 1e-4)]
     pub tune_tolerance: f64,
     /// With `--tune`: seconds each variant is timed for (after one warm-up call).
-    #[arg(long = "tune-min-time", requires = "tune", default_value_t = 1.0)]
+    #[arg(long = "tune-min-time", requires = "tune", default_value_t = 3.0)]
     pub tune_min_time: f64,
     /// With `--tune`: seconds a variant's compile may take before it is stopped and skipped.
     #[arg(long = "tune-compile-timeout", requires = "tune", default_value_t = 600.0)]

@@ -61,7 +61,7 @@ pub fn compile<'py>(
 /// from the declaration) and checked against the baseline; the fastest goes to `output` and the
 /// JSON report to `report`. Returns (report JSON, whether it came from the cache, warnings).
 #[pyfunction]
-#[pyo3(signature = (model, output, report, device = "local-task", target_chip = None, extra_flags = Vec::new(), iree_compile = None, inputs = None, function = None, tolerance = 1e-4, min_time = 1.0, compile_timeout = 600.0, jobs = None, cache = None, use_cache = true))]
+#[pyo3(signature = (model, output, report, device = "local-task", target_chip = None, extra_flags = Vec::new(), iree_compile = None, inputs = None, function = None, tolerance = 1e-4, min_time = 3.0, compile_timeout = 600.0, jobs = None, cache = None, use_cache = true))]
 #[allow(clippy::too_many_arguments, reason = "keyword arguments of one Python function")]
 pub fn tune(
     py: Python<'_>,

@@ -145,7 +145,7 @@ def tune(
     extra_flags: Sequence[str] = (),
     report: Optional[_Path] = None,
     tolerance: float = 1e-4,
-    min_time: float = 1.0,
+    min_time: float = 3.0,
     compile_timeout: float = 600.0,
     jobs: Optional[int] = None,
     cache: Optional[Union[_Path, bool]] = None,
