@@ -4,12 +4,11 @@ use crate::output::outln;
 use clap::Args;
 use halo_compile::tune::cache::TuneCache;
 use halo_compile::tune::measure::Workload;
-use halo_compile::tune::{tune, TuneEvent, TuneRequest};
+use halo_compile::tune::{self, positive_seconds, TuneEvent, TuneRequest};
 use halo_compile::{compile, CompileRequest, FlagSet, ModelFormat, Target, Toolchain};
 use halo_hal::{Error, Result, ResultExt};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// Flags of `compile`.
 #[derive(Args, Debug, Clone)]
@@ -120,18 +119,7 @@ fn run_tune(args: &CompileArgs, target: Target) -> Result<()> {
         Some(jobs) => jobs.min(cores),
         None => cores,
     };
-    let seconds = |value: f64, flag: &str| {
-        Duration::try_from_secs_f64(value)
-            .ok()
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| Error::invalid_argument(format!("{flag}={value} is not a positive number of seconds")))
-    };
-    if args.tune_tolerance.is_nan() || args.tune_tolerance < 0.0 {
-        return Err(Error::invalid_argument(format!(
-            "--tune-tolerance={} is not a non-negative number",
-            args.tune_tolerance
-        )));
-    }
+    let tolerance = tune::tolerance(args.tune_tolerance, "--tune-tolerance")?;
     let mut inputs = Vec::new();
     for text in &args.input {
         let path = Path::new(text.strip_prefix('@').unwrap_or(text));
@@ -163,11 +151,11 @@ fn run_tune(args: &CompileArgs, target: Target) -> Result<()> {
             device: args.device.clone(),
             function: args.function.clone(),
             inputs,
-            min_time: seconds(args.tune_min_time, "--tune-min-time")?,
+            min_time: positive_seconds(args.tune_min_time, "--tune-min-time")?,
         },
         inputs_origin,
-        tolerance: args.tune_tolerance,
-        compile_time_limit: seconds(args.tune_compile_timeout, "--tune-compile-timeout")?,
+        tolerance,
+        compile_time_limit: positive_seconds(args.tune_compile_timeout, "--tune-compile-timeout")?,
         jobs,
         cache,
     };
@@ -188,7 +176,7 @@ fn run_tune(args: &CompileArgs, target: Target) -> Result<()> {
             bar.inc(1);
         }
     };
-    let outcome = tune(&toolchain, &request, &on_event);
+    let outcome = tune::tune(&toolchain, &request, &on_event);
     bar.finish_and_clear();
     let outcome = outcome?;
     for warning in &outcome.warnings {

@@ -4,13 +4,12 @@
 use crate::errors::IntoPyResult;
 use halo_compile::tune::cache::TuneCache;
 use halo_compile::tune::measure::Workload;
-use halo_compile::tune::TuneRequest;
+use halo_compile::tune::{positive_seconds, tolerance as checked_tolerance, TuneRequest};
 use halo_compile::{CompileRequest, FlagSet, Target, Toolchain};
 use halo_hal::Error;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::PathBuf;
-use std::time::Duration;
 
 /// Compiles `model` (`.onnx`, `.mlir`, `.mlirbc`) into `output` for `device` with the pinned
 /// `iree-compile` (`iree_compile`, else `HALO_IREE_COMPILE`, else `PATH`), trying the flag sets
@@ -81,18 +80,7 @@ pub fn tune(
     cache: Option<PathBuf>,
     use_cache: bool,
 ) -> PyResult<(String, bool, Vec<String>)> {
-    let seconds = |value: f64, name: &str| {
-        Duration::try_from_secs_f64(value)
-            .ok()
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| Error::invalid_argument(format!("{name}={value} is not a positive number of seconds")))
-    };
-    if tolerance.is_nan() || tolerance < 0.0 {
-        return Err(Error::invalid_argument(format!(
-            "tolerance={tolerance} is not a non-negative number"
-        )))
-        .py();
-    }
+    let tolerance = checked_tolerance(tolerance, "tolerance").py()?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let request = TuneRequest {
         model,
@@ -107,11 +95,11 @@ pub fn tune(
                 Some(path) => halo_runtime::npy::read_all(path).py()?,
                 None => Vec::new(),
             },
-            min_time: seconds(min_time, "min_time").py()?,
+            min_time: positive_seconds(min_time, "min_time").py()?,
         },
         inputs_origin: inputs.map_or("generated from the declaration".into(), |p| p.display().to_string()),
         tolerance,
-        compile_time_limit: seconds(compile_timeout, "compile_timeout").py()?,
+        compile_time_limit: positive_seconds(compile_timeout, "compile_timeout").py()?,
         jobs: jobs.unwrap_or(cores).clamp(1, cores),
         cache: if use_cache {
             cache.or_else(TuneCache::default_root).map(TuneCache::new)

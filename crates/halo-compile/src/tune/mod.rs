@@ -52,6 +52,30 @@ pub struct TuneRequest {
     pub cache: Option<TuneCache>,
 }
 
+/// A duration given in seconds by a user, named `setting` in the error.
+///
+/// # Errors
+/// `InvalidArgument` for zero, a negative, a non-finite or a too-large number.
+pub fn positive_seconds(value: f64, setting: &str) -> Result<Duration> {
+    Duration::try_from_secs_f64(value)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| Error::invalid_argument(format!("{setting}={value} is not a positive number of seconds")))
+}
+
+/// A tolerance given by a user, named `setting` in the error.
+///
+/// # Errors
+/// `InvalidArgument` for a negative number or NaN.
+pub fn tolerance(value: f64, setting: &str) -> Result<f64> {
+    if value.is_nan() || value < 0.0 {
+        return Err(Error::invalid_argument(format!(
+            "{setting}={value} is not a non-negative number"
+        )));
+    }
+    Ok(value)
+}
+
 /// A step of a tuning, for a progress display.
 #[derive(Debug, Clone, Copy)]
 pub enum TuneEvent<'a> {
@@ -150,32 +174,7 @@ pub fn tune(
             error: compile.failure.as_ref().map(|(_, error)| error.clone()),
         })
         .collect();
-    let instance = Instance::new();
-    let mut baseline: Option<(String, Measurement)> = None;
-    let round_time = request.workload.min_time / ROUNDS;
-    for round in 0..ROUNDS {
-        for ((variant, (vmfb, _)), result) in variants.iter().zip(&compiled).zip(&mut results) {
-            if result.status == VariantStatus::Measured {
-                match measure::measure(&instance, vmfb, &request.workload, round_time) {
-                    Err(error) => {
-                        result.status = VariantStatus::RunFailed;
-                        result.error = Some(error.to_string());
-                    }
-                    Ok(measured) => {
-                        result.per_call_ms_rounds.push(measured.per_call.as_secs_f64() * 1e3);
-                        result.calls = Some(result.calls.unwrap_or(0) + measured.calls);
-                        if round == 0 {
-                            check_against_baseline(result, measured, &mut baseline, request.tolerance);
-                        }
-                    }
-                }
-            }
-            progress(TuneEvent::Measured { variant: variant.name });
-        }
-    }
-    for result in &mut results {
-        result.per_call_ms = median(&result.per_call_ms_rounds);
-    }
+    let baseline = measure_all(request, &variants, &compiled, &mut results, progress);
     let Some((baseline_name, baseline_run)) = baseline else {
         return Err(nothing_ran(&request.model, &results));
     };
@@ -232,6 +231,44 @@ pub fn tune(
 /// Every variant within tolerance is timed this many times, in turn, and its median taken, so
 /// a passing disturbance of the machine spoils one round rather than one variant.
 const ROUNDS: u32 = 3;
+
+/// Times every compiled variant in [`ROUNDS`] rounds, checking each against the baseline (the
+/// first that runs) in the first; returns the baseline's name and run.
+fn measure_all(
+    request: &TuneRequest,
+    variants: &[Variant],
+    compiled: &[(PathBuf, CompileResult)],
+    results: &mut [VariantResult],
+    progress: &(dyn Fn(TuneEvent) + Sync),
+) -> Option<(String, Measurement)> {
+    let instance = Instance::new();
+    let mut baseline: Option<(String, Measurement)> = None;
+    let round_time = request.workload.min_time / ROUNDS;
+    for round in 0..ROUNDS {
+        for ((variant, (vmfb, _)), result) in variants.iter().zip(compiled).zip(results.iter_mut()) {
+            if result.status == VariantStatus::Measured {
+                match measure::measure(&instance, vmfb, &request.workload, round_time) {
+                    Err(error) => {
+                        result.status = VariantStatus::RunFailed;
+                        result.error = Some(error.to_string());
+                    }
+                    Ok(measured) => {
+                        result.per_call_ms_rounds.push(measured.per_call.as_secs_f64() * 1e3);
+                        result.calls = Some(result.calls.unwrap_or(0) + measured.calls);
+                        if round == 0 {
+                            check_against_baseline(result, measured, &mut baseline, request.tolerance);
+                        }
+                    }
+                }
+            }
+            progress(TuneEvent::Measured { variant: variant.name });
+        }
+    }
+    for result in results.iter_mut() {
+        result.per_call_ms = median(&result.per_call_ms_rounds);
+    }
+    baseline
+}
 
 /// The first variant that runs becomes the baseline; any other is checked against its outputs.
 fn check_against_baseline(
