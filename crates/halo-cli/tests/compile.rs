@@ -123,7 +123,9 @@ fn tuning_keeps_a_variant_that_gives_the_recorded_answers_and_caches_it() {
         .filter(|v| v["status"] == "measured")
         .map(|v| v["per_call_ms"].as_f64().unwrap())
         .fold(f64::MAX, f64::min);
-    assert_eq!(chosen["per_call_ms"].as_f64().unwrap(), fastest, "{report:#}");
+    // The fastest, or halo compile's own choice within 3 % of it.
+    let chosen_ms = chosen["per_call_ms"].as_f64().unwrap();
+    assert!(chosen_ms == fastest || chosen_ms * 0.97 < fastest, "{report:#}");
     assert!(
         first.contains(&format!("chose '{}'", report["chosen"].as_str().unwrap())),
         "{first}"

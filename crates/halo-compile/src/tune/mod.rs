@@ -181,16 +181,7 @@ pub fn tune(
     if let Some(first) = results.iter_mut().find(|r| r.name == baseline_name) {
         first.deviation = Some(0.0);
     }
-    let chosen = results
-        .iter()
-        .filter(|r| r.status == VariantStatus::Measured)
-        .min_by(|a, b| {
-            a.per_call_ms
-                .unwrap_or(f64::MAX)
-                .total_cmp(&b.per_call_ms.unwrap_or(f64::MAX))
-        })
-        .map(|r| r.name.clone())
-        .unwrap_or_else(|| baseline_name.clone());
+    let chosen = choose(&results).map_or_else(|| baseline_name.clone(), |r| r.name.clone());
     let chosen_index = variants.iter().position(|v| v.name == chosen).unwrap_or(0);
     let chosen_vmfb = variant_path(&prepared, &variants[chosen_index]);
     let mut chosen_flags = target_flags.clone();
@@ -268,6 +259,32 @@ fn measure_all(
         result.per_call_ms = median(&result.per_call_ms_rounds);
     }
     baseline
+}
+
+/// A variant replaces the default choice only when it is at least this much faster: smaller
+/// differences are within the noise of a machine that runs other work.
+const MARGIN: f64 = 0.03;
+
+/// The default choice, best first: what `halo compile` without `--tune` takes (`fast-o3` on
+/// CPUs, `o3` on GPUs, and the sets it falls back to).
+const DEFAULT_ORDER: [&str; 4] = ["fast-o3", "o3", "fast", "iree-default"];
+
+/// The fastest measured variant, unless the default choice is within [`MARGIN`] of it.
+fn choose(results: &[VariantResult]) -> Option<&VariantResult> {
+    let measured = || {
+        results
+            .iter()
+            .filter(|r| r.status == VariantStatus::Measured && r.per_call_ms.is_some())
+    };
+    let time = |r: &VariantResult| r.per_call_ms.unwrap_or(f64::MAX);
+    let fastest = measured().min_by(|a, b| time(a).total_cmp(&time(b)))?;
+    let default = DEFAULT_ORDER
+        .iter()
+        .find_map(|name| measured().find(|r| r.name == *name));
+    match default {
+        Some(default) if time(fastest) > time(default) * (1.0 - MARGIN) => Some(default),
+        _ => Some(fastest),
+    }
 }
 
 /// The first variant that runs becomes the baseline; any other is checked against its outputs.
@@ -412,4 +429,47 @@ fn write_report(report: &TuneReport, path: &Path) -> Result<()> {
     let mut staged = tempfile::NamedTempFile::new_in(parent).map_err(failed)?;
     std::io::Write::write_all(&mut staged, text.as_bytes()).map_err(failed)?;
     staged.persist(path).map(|_| ()).map_err(|e| failed(e.error))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(name: &str, status: VariantStatus, ms: Option<f64>) -> VariantResult {
+        VariantResult {
+            name: name.into(),
+            flags: Vec::new(),
+            status,
+            compile_seconds: 1.0,
+            per_call_ms: ms,
+            per_call_ms_rounds: ms.into_iter().collect(),
+            calls: ms.map(|_| 3),
+            deviation: None,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn the_default_choice_stays_unless_another_is_clearly_faster() {
+        use VariantStatus::*;
+        let chosen = |results: &[VariantResult]| choose(results).map(|r| r.name.clone());
+        let mut results = vec![
+            result("iree-default", Measured, Some(10.0)),
+            result("fast-o3", Measured, Some(5.0)),
+            result("o3-no-im2col", Measured, Some(4.9)),
+            result("o3-reassociate", Deviates, Some(1.0)),
+        ];
+        assert_eq!(chosen(&results).as_deref(), Some("fast-o3"), "2 % faster is noise");
+        results[2].per_call_ms = Some(4.8);
+        assert_eq!(chosen(&results).as_deref(), Some("o3-no-im2col"), "4 % faster wins");
+        results[1].status = CompileFailed;
+        results[1].per_call_ms = None;
+        results.push(result("fast", Measured, Some(4.75)));
+        assert_eq!(
+            chosen(&results).as_deref(),
+            Some("fast"),
+            "the next default, and fastest"
+        );
+        assert!(choose(&[result("iree-default", RunFailed, None)]).is_none());
+    }
 }

@@ -15,6 +15,10 @@
 //! | `o3-distribution-32`, `o3-distribution-128` | `fast-o3` with the workgroup distribution tile size `--iree-llvmcpu-distribution-size` at 32 and 128 (more or fewer, smaller or larger workgroups) |
 //!
 //! GPUs (Vulkan, CUDA, HIP): `iree-default`, `o3` and `o3-aggressive-fusion`.
+//!
+//! The fastest variant within tolerance is chosen, except that what `halo compile` takes without
+//! `--tune` (`fast-o3`, or the set it falls back to) stays chosen unless another is at least 3 %
+//! faster: closer timings are within the noise of a shared machine.
 
 use crate::flag_set::{CPU_FAST, O3};
 use crate::target::{Target, TargetKind};
