@@ -143,22 +143,18 @@ impl GrpcInferenceService for Inference {
                 name: config.name,
                 platform: config.platform.into(),
                 max_batch_size: config.max_batch_size,
-                input: model
-                    .inputs()
-                    .iter()
-                    .map(|spec| ModelInput {
-                        name: spec.name.clone(),
-                        data_type: number(spec.datatype),
-                        dims: spec.shape.clone(),
+                input: (config.input.into_iter())
+                    .map(|t| ModelInput {
+                        data_type: number(t.datatype),
+                        name: t.name,
+                        dims: t.dims,
                     })
                     .collect(),
-                output: model
-                    .outputs()
-                    .iter()
-                    .map(|spec| ModelOutput {
-                        name: spec.name.clone(),
-                        data_type: number(spec.datatype),
-                        dims: spec.shape.clone(),
+                output: (config.output.into_iter())
+                    .map(|t| ModelOutput {
+                        data_type: number(t.datatype),
+                        name: t.name,
+                        dims: t.dims,
                     })
                     .collect(),
                 backend: config.backend.into(),
@@ -311,9 +307,10 @@ impl GrpcInferenceService for Inference {
     }
 }
 
-/// Triton's statistics message for `model`.
+/// Triton's statistics message for `model`: the HTTP answer's entry in the gRPC message.
 fn statistics(model: &Model) -> ModelStatistics {
-    let now = model.statistics();
+    let entry = crate::protocol::ModelStatisticsEntry::of(model);
+    let stats = entry.inference_stats;
     let duration = |counted: crate::statistics::Counted| {
         Some(StatisticDuration {
             count: counted.count,
@@ -321,20 +318,20 @@ fn statistics(model: &Model) -> ModelStatistics {
         })
     };
     ModelStatistics {
-        name: model.config().name.clone(),
-        version: model.config().version.clone(),
-        last_inference: now.last_inference,
-        inference_count: now.inference_count,
-        execution_count: now.execution_count,
+        name: entry.name,
+        version: entry.version,
+        last_inference: entry.last_inference,
+        inference_count: entry.inference_count,
+        execution_count: entry.execution_count,
         inference_stats: Some(InferStatistics {
-            success: duration(now.success),
-            fail: duration(now.fail),
-            queue: duration(now.queue),
-            compute_input: duration(Default::default()),
-            compute_infer: duration(now.compute_infer),
-            compute_output: duration(Default::default()),
-            cache_hit: duration(Default::default()),
-            cache_miss: duration(Default::default()),
+            success: duration(stats.success),
+            fail: duration(stats.fail),
+            queue: duration(stats.queue),
+            compute_input: duration(stats.compute_input),
+            compute_infer: duration(stats.compute_infer),
+            compute_output: duration(stats.compute_output),
+            cache_hit: duration(stats.cache_hit),
+            cache_miss: duration(stats.cache_miss),
         }),
     }
 }

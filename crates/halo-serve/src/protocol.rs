@@ -600,6 +600,9 @@ pub struct ConfigTensor {
     pub data_type: String,
     /// Its dimensions, `-1` where dynamic.
     pub dims: Vec<i64>,
+    /// Its datatype as the protocol spells it (`FP32`), for the gRPC enum.
+    #[serde(skip)]
+    pub datatype: &'static str,
 }
 
 /// `GET /v2/models/{name}/config`: the model's configuration as Triton's model configuration
@@ -631,6 +634,7 @@ impl ModelConfiguration {
                     name: spec.name.clone(),
                     data_type: config_datatype_name(spec.datatype),
                     dims: spec.shape.clone(),
+                    datatype: spec.datatype,
                 })
                 .collect()
         };

@@ -124,7 +124,7 @@ impl SharedMemory {
         let regions = self.regions.lock().unwrap_or_else(PoisonError::into_inner);
         match name {
             None => Ok(regions.values().map(|r| r.status.clone()).collect()),
-            Some(name) => Ok(vec![self.find(&regions, name)?.status.clone()]),
+            Some(name) => Ok(vec![find(&regions, name)?.status.clone()]),
         }
     }
 
@@ -175,14 +175,14 @@ impl SharedMemory {
 
     fn region(&self, name: &str) -> Result<Arc<Region>> {
         let regions = self.regions.lock().unwrap_or_else(PoisonError::into_inner);
-        self.find(&regions, name).cloned()
+        find(&regions, name).cloned()
     }
+}
 
-    fn find<'a>(&self, regions: &'a BTreeMap<String, Arc<Region>>, name: &str) -> Result<&'a Arc<Region>> {
-        regions
-            .get(name)
-            .ok_or_else(|| Error::invalid_argument(format!("no shared memory region '{name}' is registered")))
-    }
+fn find<'a>(regions: &'a BTreeMap<String, Arc<Region>>, name: &str) -> Result<&'a Arc<Region>> {
+    regions
+        .get(name)
+        .ok_or_else(|| Error::invalid_argument(format!("no shared memory region '{name}' is registered")))
 }
 
 impl Region {
