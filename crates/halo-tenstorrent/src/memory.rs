@@ -66,6 +66,13 @@ pub struct MemoryConfig {
     pub dram_bytes: u64,
 }
 
+impl MemoryConfig {
+    /// L1 bytes per core for shards: the safe L1 less the interleaved part.
+    fn sharded_per_core(&self) -> u64 {
+        self.l1_safe_per_core.saturating_sub(self.l1_interleaved_per_core)
+    }
+}
+
 impl Default for MemoryConfig {
     fn default() -> Self {
         MemoryConfig {
@@ -175,7 +182,7 @@ impl DeviceMemory {
                 }),
             })
         };
-        let sharded_per_core = config.l1_safe_per_core - config.l1_interleaved_per_core;
+        let sharded_per_core = config.sharded_per_core();
         let interleaved = config.l1_interleaved_per_core.saturating_mul(config.cores);
         let pools = [
             pool(MemoryKind::L1Sharded, L1_UNIT, sharded_per_core, L1_UNIT * config.cores)?,
@@ -196,10 +203,11 @@ impl DeviceMemory {
     /// The kinds a buffer of `size` bytes for `role` may go to, best first.
     pub fn placement(&self, size: u64, role: BufferRole) -> Vec<MemoryKind> {
         let shard = size.div_ceil(self.config.cores);
-        let sharded_per_core = self.config.l1_safe_per_core - self.config.l1_interleaved_per_core;
         match role {
             _ if size <= SMALL_BUFFER => vec![MemoryKind::L1Interleaved, MemoryKind::Dram],
-            BufferRole::DispatchStorage if shard <= sharded_per_core => vec![MemoryKind::L1Sharded, MemoryKind::Dram],
+            BufferRole::DispatchStorage if shard <= self.config.sharded_per_core() => {
+                vec![MemoryKind::L1Sharded, MemoryKind::Dram]
+            }
             BufferRole::DispatchStorage | BufferRole::Other => vec![MemoryKind::Dram],
         }
     }

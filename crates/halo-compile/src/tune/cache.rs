@@ -97,7 +97,7 @@ impl TuneCache {
             .prefix(".entry-")
             .tempdir_in(&self.root)
             .map_err(|e| failed("make an entry", e))?;
-        let text = serde_json::to_string_pretty(report).map_err(|e| Error::internal(e.to_string()))?;
+        let text = report.to_json()?;
         std::fs::write(staging.path().join(REPORT_FILE), text).map_err(|e| failed("write a report", e))?;
         std::fs::copy(vmfb, staging.path().join(VMFB_FILE)).map_err(|e| failed("copy the .vmfb", e))?;
         let entry = self.root.join(key);
@@ -120,7 +120,7 @@ impl TuneCache {
 
 /// The SHA-256 of `bytes`, in hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    hex(&Sha256::digest(bytes))
 }
 
 /// The SHA-256 of the file at `path`, in hex.
@@ -146,7 +146,11 @@ pub fn key(parts: &[&str]) -> String {
         hasher.update((part.len() as u64).to_le_bytes());
         hasher.update(part.as_bytes());
     }
-    hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    hex(&hasher.finalize())
+}
+
+fn hex(digest: &[u8]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The CPU that timings and `host` code depend on: model name and feature flags from

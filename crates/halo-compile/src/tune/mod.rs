@@ -418,7 +418,7 @@ fn copy_into_place(from: &Path, output: &Path) -> Result<()> {
 }
 
 fn write_report(report: &TuneReport, path: &Path) -> Result<()> {
-    let text = serde_json::to_string_pretty(report).map_err(|e| Error::internal(e.to_string()))?;
+    let text = report.to_json()?;
     let parent = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())

@@ -95,6 +95,15 @@ impl VariantStatus {
 }
 
 impl TuneReport {
+    /// The report as the file and the cache hold it (indented JSON).
+    ///
+    /// # Errors
+    /// `Internal` when it cannot be encoded.
+    pub fn to_json(&self) -> halo_hal::Result<String> {
+        serde_json::to_string_pretty(self)
+            .map_err(|e| halo_hal::Error::internal(format!("encoding a tuning report: {e}")))
+    }
+
     /// The chosen variant's result.
     pub fn chosen_result(&self) -> Option<&VariantResult> {
         self.variants.iter().find(|v| v.name == self.chosen)
