@@ -1,5 +1,6 @@
 //! `halo run-module` on every model fixture case (whole programs using the `hal` module), on
-//! both CPU devices, against what `iree-run-module` printed for it.
+//! both CPU devices and the Tenstorrent mock device, against what `iree-run-module` printed for
+//! it.
 
 mod common;
 
@@ -34,6 +35,13 @@ fn every_model_fixture_matches_iree_run_module_on_local_task() {
 #[test]
 fn every_model_fixture_matches_iree_run_module_on_local_sync() {
     check_all_on("local-sync");
+}
+
+/// The mock chip's memory cannot be mapped by the host, so every input, output and value the
+/// program reads back travels through the transfer queue.
+#[test]
+fn every_model_fixture_matches_iree_run_module_on_tenstorrent_mock() {
+    check_all_on("tenstorrent://mock?dram=512MiB");
 }
 
 #[test]

@@ -178,6 +178,10 @@ impl<'a> PreparedDispatch<'a> {
         processor_id: u32,
         local_memory: &mut [u8],
     ) -> Result<()> {
+        if count == 0 {
+            // Nothing to run; a grid with a zero side must not reach the index arithmetic.
+            return Ok(());
+        }
         let [nx, ny, _] = self.workgroup_count.map(|c| c as u64);
         let local_memory_size = local_memory.len().min(u32::MAX as usize) as u32;
         let bound = self

@@ -29,7 +29,10 @@ pub unsafe trait Allocation: Send + Sync + 'static {
     fn size(&self) -> u64;
     /// Memory type the allocator gave it.
     fn memory_type(&self) -> MemoryType;
-    /// Host address of byte 0 where the memory is host-visible; `None` for device-only memory.
+    /// Host address of byte 0 where host code can address the memory: host-visible memory, or the
+    /// memory of a device simulated on the host, whose kernels run there. `None` for device-only
+    /// memory. Mapping also needs [`MemoryType::HOST_VISIBLE`], so a simulated device's memory
+    /// stays out of the host's reach through the HAL.
     fn host_ptr(&self) -> Option<NonNull<u8>>;
     /// Makes host writes in `[offset, offset + length)` visible to the device (non-coherent memory).
     fn flush(&self, _offset: u64, _length: u64) -> Result<()> {

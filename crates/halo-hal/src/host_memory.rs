@@ -46,6 +46,8 @@ pub struct HostAllocation {
     size: u64,
     memory_type: MemoryType,
     storage: Storage,
+    /// Driver state that lives and dies with the memory (a simulated device's address range).
+    tag: Option<Box<dyn Any + Send + Sync>>,
 }
 
 // SAFETY: the allocation is only a pointer to memory it owns (or whose owner is `Send + Sync`);
@@ -71,6 +73,7 @@ impl HostAllocation {
             size,
             memory_type,
             storage: Storage::Heap(layout),
+            tag: None,
         })
     }
 
@@ -83,7 +86,20 @@ impl HostAllocation {
             size,
             memory_type,
             storage: Storage::Imported(bytes),
+            tag: None,
         }
+    }
+
+    /// The same allocation carrying `tag`, which is dropped with it: how a driver that keeps its
+    /// device memory in host memory ties its own bookkeeping to a buffer's lifetime.
+    pub fn with_tag(mut self, tag: Box<dyn Any + Send + Sync>) -> Self {
+        self.tag = Some(tag);
+        self
+    }
+
+    /// The tag given by [`HostAllocation::with_tag`].
+    pub fn tag(&self) -> Option<&(dyn Any + Send + Sync)> {
+        self.tag.as_deref()
     }
 
     /// Whether writes through the pointer are allowed.

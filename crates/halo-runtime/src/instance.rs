@@ -19,7 +19,8 @@ impl Default for Instance {
 impl Instance {
     /// An instance with every driver enabled in this build: `local-sync` and `local-task` (feature
     /// `local`), `vulkan` (feature `vulkan`, validation from `HALO_VULKAN_VALIDATION`) and `cuda` and `hip`
-    /// (feature `cuda`); all are default features.
+    /// (feature `cuda`) and `tenstorrent` (feature `tenstorrent`, mock mode); all are default
+    /// features.
     pub fn new() -> Self {
         #[allow(unused_mut, reason = "unused when every driver feature is off")]
         let mut registry = DriverRegistry::new();
@@ -29,6 +30,8 @@ impl Instance {
         halo_vulkan::register_driver(&mut registry);
         #[cfg(feature = "cuda")]
         halo_cuda::register_drivers(&mut registry);
+        #[cfg(feature = "tenstorrent")]
+        halo_tenstorrent::register_driver(&mut registry);
         Instance { registry }
     }
 

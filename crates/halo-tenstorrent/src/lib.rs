@@ -1,18 +1,35 @@
-//! halo's Tenstorrent driver, built mock mode first (issue 19): a simulated chip whose memory the
-//! host cannot map, so every byte travels through queue transfers.
+//! halo's Tenstorrent driver in mock mode (issue 19): a simulated chip whose memory the host
+//! cannot map, so every byte travels through queue transfers.
 //!
-//! What exists so far:
+//! How HAL concepts map onto the chip:
 //! - [`memory`]: the memory kinds (L1 sharded, L1 interleaved, DRAM), one range allocator each,
-//!   the placement rules, and exhaustion that names what is free;
-//! - [`tile_layout`]: Tensix cores compute on 32×32 tiles stored as four 16×16 faces; buffers
-//!   created with the tiled layout are converted by the transfer queue (tilize on upload,
-//!   untilize on download).
-//!
-//! Still to come (see the issue): the device and its buffers on [`memory`], the compute and
-//! transfer queues, and the mock cores running
-//! `halo-cpu-executable`'s CPU executables over the simulated core grid.
+//!   the placement rules, and exhaustion that names what is free; [`allocator`] puts device
+//!   buffers there (not host-mappable) and staging buffers in host memory;
+//! - [`queue`]: a compute and a transfer queue, each in order on its own thread, ordered against
+//!   each other by device-side events;
+//! - [`mock_cores`]: command buffers run with each dispatch's workgroups shared over the
+//!   simulated core grid by host threads, on IREE's CPU executables (`halo-cpu-executable`);
+//! - [`tile_layout`]: Tensix cores compute on 32×32 tiles stored as four 16×16 faces;
+//! - [`driver`]: `tenstorrent://mock` and its URI parameters; `tenstorrent://hardware` is the
+//!   seam for TT-Metal, not built here.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod allocator;
+pub mod device;
+pub mod driver;
 pub mod memory;
+pub mod mock_cores;
+pub mod queue;
 pub mod tile_layout;
+
+pub use device::{TenstorrentDevice, TenstorrentStatistics};
+pub use driver::TenstorrentDriver;
+
+use halo_hal::DriverRegistry;
+use std::sync::Arc;
+
+/// Registers the `tenstorrent` driver with `registry`.
+pub fn register_driver(registry: &mut DriverRegistry) {
+    registry.register(driver::DRIVER_NAME, Box::new(|| Ok(Arc::new(TenstorrentDriver))));
+}

@@ -88,6 +88,26 @@ pub fn dispatch_3d_grid(ctx: &CtsDevice) {
     assert_eq!(i32_values(&out.read_all().unwrap()), expected);
 }
 
+/// A grid with a zero side runs no workgroup, and the submission still completes.
+pub fn dispatch_with_empty_grid(ctx: &CtsDevice) {
+    for grid in [[0, 3, 2], [4, 0, 1], [4, 3, 0]] {
+        let out = ctx.buffer_with(&i32_bytes(&[-1; 24]));
+        let cb = ctx.command_buffer(CommandBufferMode::ONE_SHOT, 1);
+        cb.dispatch(dispatch(
+            ctx,
+            "grid3d",
+            0,
+            grid,
+            vec![],
+            vec![ctx.reference(0, &out, 0, 96)],
+        ))
+        .unwrap();
+        cb.end().unwrap();
+        ctx.submit_and_wait(&cb, &ctx.table(&[&out])).unwrap();
+        assert_eq!(i32_values(&out.read_all().unwrap()), [-1; 24], "grid {grid:?}");
+    }
+}
+
 /// A barrier orders a dispatch after the transfer and dispatch before it.
 pub fn chained_dispatches_with_barrier(ctx: &CtsDevice) {
     let data = ctx.buffer(32);

@@ -142,6 +142,13 @@ macro_rules! for_each_case {
             $manifest,
             $factory,
             recorded,
+            dispatch::dispatch_with_empty_grid,
+            []
+        );
+        $callback!(
+            $manifest,
+            $factory,
+            recorded,
             dispatch::chained_dispatches_with_barrier,
             []
         );

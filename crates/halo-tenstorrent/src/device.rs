@@ -1,0 +1,145 @@
+//! The mock Tenstorrent device: simulated memory, two queues, and mock cores.
+
+use crate::allocator::TenstorrentAllocator;
+use crate::driver::{MockConfig, DRIVER_NAME};
+use crate::memory::{DeviceMemory, KindUsage};
+use crate::mock_cores::{CoreGrid, Traffic};
+use crate::queue::{QueueKind, QueueStatistics, Queues};
+use halo_cpu_executable::executable::LocalExecutableCache;
+use halo_hal::device::{glob_match, query_common_i64};
+use halo_hal::{
+    Allocator, Binding, Buffer, BufferParams, CommandBuffer, CommandCategory, Device, DeviceInfo, ExecutableCache,
+    Fence, QueueAffinity, Result, Timeout,
+};
+use std::any::Any;
+use std::sync::Arc;
+
+/// A simulated Tenstorrent chip whose memory the host reaches only through its queues.
+pub struct TenstorrentDevice {
+    info: DeviceInfo,
+    allocator: TenstorrentAllocator,
+    executables: LocalExecutableCache,
+    grid: Arc<CoreGrid>,
+    queues: Queues,
+}
+
+/// What a device has in use and has done, per memory kind and queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenstorrentStatistics {
+    /// Use of each memory kind.
+    pub memory: Vec<KindUsage>,
+    /// Operations per queue and how their waits were resolved.
+    pub queues: QueueStatistics,
+    /// Bytes moved between host and device memory.
+    pub traffic: Traffic,
+}
+
+impl TenstorrentDevice {
+    /// A mock device with `config`'s grid and memory, identified as `info`.
+    pub fn new(info: DeviceInfo, config: &MockConfig) -> Result<Self> {
+        let memory = DeviceMemory::new(config.memory())?;
+        Ok(TenstorrentDevice {
+            info,
+            allocator: TenstorrentAllocator::new(memory),
+            executables: LocalExecutableCache::new(Arc::from([])),
+            grid: Arc::new(CoreGrid::new(
+                config.rows,
+                config.columns,
+                config.host_threads,
+                DRIVER_NAME,
+            )?),
+            queues: Queues::start(DRIVER_NAME)?,
+        })
+    }
+
+    /// Memory in use per kind, queue counts and host↔device traffic.
+    pub fn statistics(&self) -> TenstorrentStatistics {
+        TenstorrentStatistics {
+            memory: self.allocator.usage(),
+            queues: self.queues.statistics(),
+            traffic: self.grid.traffic(),
+        }
+    }
+
+    /// The queue a submission goes to: anything with dispatches (or nothing: a barrier) on the
+    /// compute queue, pure transfers on the transfer queue.
+    fn queue_for(command_buffer: Option<&Arc<CommandBuffer>>) -> QueueKind {
+        match command_buffer {
+            Some(command_buffer) if !command_buffer.categories().contains(CommandCategory::DISPATCH) => {
+                QueueKind::Transfer
+            }
+            _ => QueueKind::Compute,
+        }
+    }
+}
+
+impl Device for TenstorrentDevice {
+    fn driver_name(&self) -> &str {
+        DRIVER_NAME
+    }
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+    fn allocator(&self) -> &dyn Allocator {
+        &self.allocator
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn query_i64(&self, category: &str, key: &str) -> Result<i64> {
+        // The mock cores run the CPU target's executables, and `iree-compile` marks programs for
+        // that target as wanting a device whose id matches `local*`: the mock answers to it.
+        if category == "hal.device.id" && glob_match(key, "local") {
+            return Ok(1);
+        }
+        query_common_i64(self, &self.executables, category, key)
+    }
+
+    fn create_executable_cache(&self) -> Result<Arc<dyn ExecutableCache>> {
+        Ok(Arc::new(self.executables.clone()))
+    }
+
+    fn queue_execute(
+        &self,
+        _queue_affinity: QueueAffinity,
+        wait: &Fence,
+        signal: &Fence,
+        command_buffer: Option<&Arc<CommandBuffer>>,
+        binding_table: &[Binding],
+    ) -> Result<()> {
+        let kind = Self::queue_for(command_buffer);
+        let Some(command_buffer) = command_buffer else {
+            return self.queues.submit(kind, wait, signal, Box::new(|| Ok(())));
+        };
+        command_buffer.validate_submission(binding_table)?;
+        let command_buffer = command_buffer.clone();
+        let table: Vec<Binding<'static>> = binding_table.iter().map(Binding::to_static).collect();
+        let grid = self.grid.clone();
+        self.queues.submit(
+            kind,
+            wait,
+            signal,
+            Box::new(move || grid.execute(&command_buffer, &table)),
+        )
+    }
+
+    fn queue_alloca(
+        &self,
+        _queue_affinity: QueueAffinity,
+        wait: &Fence,
+        signal: &Fence,
+        params: BufferParams,
+        size: u64,
+    ) -> Result<Buffer> {
+        // The range is taken now; the transfer queue orders its first use after `wait`.
+        let buffer = self.allocator.allocate_buffer(params, size)?;
+        self.queues
+            .submit(QueueKind::Transfer, wait, signal, Box::new(|| Ok(())))?;
+        Ok(buffer)
+    }
+
+    fn wait_idle(&self, timeout: Timeout) -> Result<()> {
+        self.queues.wait_idle(timeout)
+    }
+}

@@ -1,0 +1,338 @@
+//! The chip's two queues, compute and transfer, each in order on its own thread, and the
+//! device-side events that order one after the other.
+//!
+//! A queue operation waits on a fence of semaphore values. When an operation already submitted
+//! to this device will signal a value the new one waits for, the wait becomes a device-side
+//! event: "operation `n` of that queue has completed", which the waiting queue's thread observes
+//! on the other queue's progress counter; no semaphore and no host thread is involved, and the
+//! submitting thread never blocks. Only a value nothing on the device has been asked to signal
+//! yet (wait-before-signal from the host, or another device) is waited on as a semaphore.
+//!
+//! An operation that fails fails its signal semaphores; an event on it sees that failure (it
+//! checks the semaphore once the operation has completed), so a failed transfer fails every
+//! dispatch that waits for it.
+
+use halo_hal::{Error, Fence, Result, Semaphore, StatusCode, Timeout};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Work a queue runs once its waits are met.
+pub type Work = Box<dyn FnOnce() -> Result<()> + Send>;
+
+/// How often a blocked queue thread checks whether the device is being destroyed.
+const SHUTDOWN_POLL: Duration = Duration::from_millis(50);
+
+/// One of the two queues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueKind {
+    /// Runs dispatches (command buffers with dispatches, barriers).
+    Compute,
+    /// Moves bytes: fills, updates, copies, host↔device transfers.
+    Transfer,
+}
+
+impl QueueKind {
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            QueueKind::Compute => "compute",
+            QueueKind::Transfer => "transfer",
+        }
+    }
+}
+
+/// How many operations of one queue have completed, observable by the other.
+#[derive(Default)]
+struct Progress {
+    completed: Mutex<u64>,
+    changed: Condvar,
+}
+
+impl Progress {
+    fn complete(&self, sequence: u64) {
+        *self.completed.lock().unwrap_or_else(PoisonError::into_inner) = sequence;
+        self.changed.notify_all();
+    }
+
+    fn completed(&self) -> u64 {
+        *self.completed.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Blocks until operation `sequence` has completed, `deadline` passes (false) or `stop`
+    /// is raised (false).
+    fn wait_for(&self, sequence: u64, deadline: Option<Instant>, stop: &AtomicBool) -> bool {
+        let mut completed = self.completed.lock().unwrap_or_else(PoisonError::into_inner);
+        while *completed < sequence {
+            if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
+                return false;
+            }
+            let poll = deadline.map_or(SHUTDOWN_POLL, |d| {
+                d.saturating_duration_since(Instant::now()).min(SHUTDOWN_POLL)
+            });
+            completed = self
+                .changed
+                .wait_timeout(completed, poll)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        true
+    }
+}
+
+/// What an operation waits for before it runs.
+enum Wait {
+    /// Completion of another operation on this device, which signals `semaphore`.
+    Event {
+        progress: Arc<Progress>,
+        sequence: u64,
+        semaphore: Arc<dyn Semaphore>,
+    },
+    /// A value no operation on this device has been asked to signal.
+    Semaphore(Arc<dyn Semaphore>, u64),
+}
+
+struct Operation {
+    sequence: u64,
+    waits: Vec<Wait>,
+    signal: Fence,
+    work: Work,
+}
+
+/// A value a submitted operation will signal, for turning later waits into events.
+struct PendingSignal {
+    semaphore: Arc<dyn Semaphore>,
+    value: u64,
+    queue: QueueKind,
+    sequence: u64,
+}
+
+/// Counts of how waits were resolved, for tests and statistics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueStatistics {
+    /// Operations submitted to the compute queue.
+    pub compute_operations: u64,
+    /// Operations submitted to the transfer queue.
+    pub transfer_operations: u64,
+    /// Waits resolved as device-side events on an operation of the other queue.
+    pub cross_queue_events: u64,
+    /// Waits on values nothing on the device had been asked to signal when submitted.
+    pub semaphore_waits: u64,
+}
+
+struct Submitted {
+    /// Operations submitted to each queue.
+    count: [u64; 2],
+    pending: Vec<PendingSignal>,
+    statistics: QueueStatistics,
+}
+
+/// Both queues of one device.
+pub struct Queues {
+    progress: [Arc<Progress>; 2],
+    senders: Mutex<Option<[Sender<Operation>; 2]>>,
+    submitted: Mutex<Submitted>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Queues {
+    /// Starts both queue threads; `device` names them.
+    pub fn start(device: &str) -> Result<Self> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let progress = [Arc::new(Progress::default()), Arc::new(Progress::default())];
+        let mut senders = Vec::new();
+        let mut threads = Vec::new();
+        for kind in [QueueKind::Compute, QueueKind::Transfer] {
+            let (sender, receiver) = channel::<Operation>();
+            let progress = progress[kind.index()].clone();
+            let stop = stop.clone();
+            let thread = std::thread::Builder::new()
+                .name(format!("{device}-{}", kind.name()))
+                .spawn(move || {
+                    while let Ok(operation) = receiver.recv() {
+                        run(operation, &progress, &stop);
+                    }
+                })
+                .map_err(|error| {
+                    Error::resource_exhausted(format!("cannot start the {} queue thread: {error}", kind.name()))
+                })?;
+            senders.push(sender);
+            threads.push(thread);
+        }
+        let senders: [Sender<Operation>; 2] = senders.try_into().unwrap_or_else(|_| unreachable!("two queues"));
+        Ok(Queues {
+            progress,
+            senders: Mutex::new(Some(senders)),
+            submitted: Mutex::new(Submitted {
+                count: [0; 2],
+                pending: Vec::new(),
+                statistics: QueueStatistics::default(),
+            }),
+            stop,
+            threads,
+        })
+    }
+
+    /// Queues `work` on `kind` after `wait`; `signal` is reached when it succeeds and failed when
+    /// it (or a wait) fails. Never blocks on the waits.
+    pub fn submit(&self, kind: QueueKind, wait: &Fence, signal: &Fence, work: Work) -> Result<()> {
+        let mut submitted = self.submitted.lock().unwrap_or_else(PoisonError::into_inner);
+        let progress = &self.progress;
+        submitted
+            .pending
+            .retain(|p| progress[p.queue.index()].completed() < p.sequence);
+        let mut waits = Vec::with_capacity(wait.timepoints().len());
+        for (semaphore, value) in wait.timepoints() {
+            if semaphore.query().is_ok_and(|current| current >= *value) {
+                continue;
+            }
+            let signaller = submitted
+                .pending
+                .iter()
+                .filter(|p| Arc::ptr_eq(&p.semaphore, semaphore) && p.value >= *value)
+                .min_by_key(|p| p.value)
+                .map(|p| (p.queue, p.sequence));
+            waits.push(match signaller {
+                Some((queue, sequence)) => {
+                    if queue != kind {
+                        submitted.statistics.cross_queue_events += 1;
+                    }
+                    Wait::Event {
+                        progress: progress[queue.index()].clone(),
+                        sequence,
+                        semaphore: semaphore.clone(),
+                    }
+                }
+                None => {
+                    submitted.statistics.semaphore_waits += 1;
+                    Wait::Semaphore(semaphore.clone(), *value)
+                }
+            });
+        }
+        let sequence = submitted.count[kind.index()] + 1;
+        let senders = self.senders.lock().unwrap_or_else(PoisonError::into_inner);
+        let sender = senders
+            .as_ref()
+            .map(|s| &s[kind.index()])
+            .ok_or_else(|| Error::cancelled("the device is being destroyed"))?;
+        sender
+            .send(Operation {
+                sequence,
+                waits,
+                signal: signal.clone(),
+                work,
+            })
+            .map_err(|_| Error::internal(format!("the {} queue thread has stopped", kind.name())))?;
+        submitted.count[kind.index()] = sequence;
+        match kind {
+            QueueKind::Compute => submitted.statistics.compute_operations += 1,
+            QueueKind::Transfer => submitted.statistics.transfer_operations += 1,
+        }
+        for (semaphore, value) in signal.timepoints() {
+            submitted.pending.push(PendingSignal {
+                semaphore: semaphore.clone(),
+                value: *value,
+                queue: kind,
+                sequence,
+            });
+        }
+        Ok(())
+    }
+
+    /// How waits were resolved so far.
+    pub fn statistics(&self) -> QueueStatistics {
+        self.submitted.lock().unwrap_or_else(PoisonError::into_inner).statistics
+    }
+
+    /// Blocks until every operation submitted so far has completed.
+    ///
+    /// # Errors
+    /// `DeadlineExceeded` when `timeout` passes first.
+    pub fn wait_idle(&self, timeout: Timeout) -> Result<()> {
+        let count = self.submitted.lock().unwrap_or_else(PoisonError::into_inner).count;
+        let deadline = match timeout {
+            Timeout::Immediate => Some(Instant::now()),
+            Timeout::Deadline(deadline) => Some(deadline),
+            Timeout::Infinite => None,
+        };
+        for kind in [QueueKind::Compute, QueueKind::Transfer] {
+            let never = AtomicBool::new(false);
+            if !self.progress[kind.index()].wait_for(count[kind.index()], deadline, &never) {
+                return Err(Error::deadline_exceeded(format!(
+                    "the {} queue did not become idle in time",
+                    kind.name()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Queues {
+    fn drop(&mut self) {
+        // Operations whose waits are met still run; those still waiting fail as cancelled.
+        self.stop.store(true, Ordering::Relaxed);
+        self.senders.lock().unwrap_or_else(PoisonError::into_inner).take();
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Runs one operation on its queue's thread: waits, work, then signal or failure.
+fn run(operation: Operation, progress: &Progress, stop: &AtomicBool) {
+    let result = operation
+        .waits
+        .iter()
+        .try_for_each(|wait| wait_for(wait, stop))
+        .and_then(|()| run_work(operation.work));
+    if let Err(error) = result.and_then(|()| operation.signal.signal()) {
+        operation.signal.fail(&error);
+    }
+    progress.complete(operation.sequence);
+}
+
+/// Runs `work`, turning a panic (a bug) into an error: a queue thread that died would leave
+/// every waiter on its signals blocked for ever.
+fn run_work(work: Work) -> Result<()> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(Error::internal(format!("queue work panicked: {what}")))
+    })
+}
+
+fn wait_for(wait: &Wait, stop: &AtomicBool) -> Result<()> {
+    let cancelled = || Error::cancelled("the device was destroyed while work waited");
+    match wait {
+        Wait::Event {
+            progress,
+            sequence,
+            semaphore,
+        } => {
+            if !progress.wait_for(*sequence, None, stop) {
+                return Err(cancelled());
+            }
+            semaphore.query().map(drop)
+        }
+        Wait::Semaphore(semaphore, value) => loop {
+            match semaphore.wait(*value, Timeout::from(SHUTDOWN_POLL)) {
+                Err(error) if error.code() == StatusCode::DeadlineExceeded => {
+                    if stop.load(Ordering::Relaxed) {
+                        return Err(cancelled());
+                    }
+                }
+                result => return result,
+            }
+        },
+    }
+}
