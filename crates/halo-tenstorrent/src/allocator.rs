@@ -6,12 +6,18 @@
 //! goes through a queue transfer, as it would on the card. Buffers asking for host-visible
 //! memory (staging, readback) are plain host memory the device can reach, as the card reaches
 //! the host's pinned memory over PCIe.
+//!
+//! A device buffer may be created in the tile layout ([`TenstorrentAllocator::allocate_tiled`]):
+//! the host sees it as the row-major tensor it holds, the device stores it as 32×32 tiles (with
+//! zero padding), and the transfer queue converts on the way in and out.
 
 use crate::memory::{BufferRole, DeviceAllocation, DeviceMemory, KindUsage, MemoryKind};
+use crate::tile_layout::tiled_byte_length;
 use halo_hal::allocator::import_by_copy;
 use halo_hal::host_memory::{HostAllocation, HOST_ALIGNMENT};
 use halo_hal::{
-    Allocator, AllocatorStatistics, Buffer, BufferParams, BufferUsage, Error, HostBytes, MemoryHeap, MemoryType, Result,
+    Allocator, AllocatorStatistics, Buffer, BufferParams, BufferUsage, ElementType, Error, HostBytes, MemoryHeap,
+    MemoryType, Result,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -25,6 +31,29 @@ pub const HOST_MEMORY: MemoryType = MemoryType::HOST_LOCAL.union(MemoryType::DEV
 pub struct TenstorrentAllocator {
     memory: Arc<DeviceMemory>,
     host: Arc<HostBytesInUse>,
+}
+
+/// The tensor a buffer in the tile layout holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TiledLayout {
+    /// Its shape; the last two dimensions are the tiled matrix.
+    pub shape: Vec<u64>,
+    /// Its element type (`f32`, `f16`, `bf16` or `i32`).
+    pub element_type: ElementType,
+}
+
+impl TiledLayout {
+    /// Bytes of the row-major form (saturating: a layout that was allocated never overflows).
+    pub fn row_major_bytes(&self) -> u64 {
+        let element = self.element_type.byte_size() as u64;
+        self.shape.iter().fold(element, |bytes, &dim| bytes.saturating_mul(dim))
+    }
+}
+
+/// What the device keeps about one of its buffers, dropped with the buffer's memory.
+struct DeviceStorage {
+    range: DeviceAllocation,
+    layout: Option<TiledLayout>,
 }
 
 /// Host bytes allocated through this allocator (device memory is counted by [`DeviceMemory`]),
@@ -66,7 +95,25 @@ impl TenstorrentAllocator {
         self.memory.statistics()
     }
 
-    fn allocate_device(&self, params: &BufferParams, size: u64) -> Result<Buffer> {
+    /// A device buffer holding a tensor of `shape` and `element_type` in the tile layout: the
+    /// host reads and writes it row-major (the buffer's length is the row-major size), the
+    /// device stores tiles, and transfers convert. Transfers must cover the whole buffer, and
+    /// the mock cores refuse to dispatch on it (their kernels are row-major).
+    ///
+    /// # Errors
+    /// `Unimplemented` for an element type tiles do not hold; as [`Allocator::allocate_buffer`].
+    pub fn allocate_tiled(&self, params: BufferParams, shape: &[u64], element_type: ElementType) -> Result<Buffer> {
+        let tiled = tiled_byte_length(shape, element_type)?;
+        let layout = TiledLayout {
+            shape: shape.to_vec(),
+            element_type,
+        };
+        let row_major = layout.row_major_bytes();
+        self.allocate_device(&params.canonicalize(), tiled, Some(layout))?
+            .subspan(0, row_major)
+    }
+
+    fn allocate_device(&self, params: &BufferParams, size: u64, layout: Option<TiledLayout>) -> Result<Buffer> {
         let role = if params.usage.intersects(BufferUsage::DISPATCH) {
             BufferRole::DispatchStorage
         } else {
@@ -75,7 +122,7 @@ impl TenstorrentAllocator {
         let range = self.memory.allocate(size, role)?;
         let storage = HostAllocation::new(size, DEVICE_MEMORY)
             .map_err(|error| error.context(format!("backing {size} bytes of mock {}", range.kind().name())))?
-            .with_tag(Box::new(range));
+            .with_tag(Box::new(DeviceStorage { range, layout }));
         self.record_peak();
         // Mapping bits are dropped: nothing on the host may map this memory.
         let usage = params.usage & !(BufferUsage::MAPPING | BufferUsage::MAPPING_PERSISTENT);
@@ -109,13 +156,19 @@ impl TenstorrentAllocator {
     }
 }
 
+fn device_storage(buffer: &Buffer) -> Option<&DeviceStorage> {
+    let storage = buffer.allocation().as_any().downcast_ref::<HostAllocation>()?;
+    storage.tag()?.downcast_ref::<DeviceStorage>()
+}
+
 /// The memory kind a device buffer lives in; `None` for host memory or another driver's buffer.
 pub fn memory_kind(buffer: &Buffer) -> Option<MemoryKind> {
-    let storage = buffer.allocation().as_any().downcast_ref::<HostAllocation>()?;
-    storage
-        .tag()?
-        .downcast_ref::<DeviceAllocation>()
-        .map(DeviceAllocation::kind)
+    device_storage(buffer).map(|storage| storage.range.kind())
+}
+
+/// The tensor a buffer in the tile layout holds; `None` for row-major buffers.
+pub fn tiled_layout(buffer: &Buffer) -> Option<&TiledLayout> {
+    device_storage(buffer)?.layout.as_ref()
 }
 
 /// Whether `buffer` is device memory (as opposed to host memory the device reaches).
@@ -153,7 +206,7 @@ impl Allocator for TenstorrentAllocator {
             .intersects(MemoryType::DEVICE_VISIBLE | MemoryType::OPTIMAL)
             || params.memory_type.is_empty()
         {
-            self.allocate_device(&params, size)
+            self.allocate_device(&params, size, None)
         } else {
             Err(Error::invalid_argument(format!(
                 "the tenstorrent device has no memory of type {:?}",

@@ -4,12 +4,12 @@ use crate::allocator::TenstorrentAllocator;
 use crate::driver::{MockConfig, DRIVER_NAME};
 use crate::memory::{DeviceMemory, KindUsage};
 use crate::mock_cores::{CoreGrid, Traffic};
-use crate::queue::{QueueKind, QueueStatistics, Queues};
+use crate::queue::{Activity, QueueKind, QueueStatistics, Queues};
 use halo_cpu_executable::executable::LocalExecutableCache;
 use halo_hal::device::{glob_match, query_common_i64};
 use halo_hal::{
-    Allocator, Binding, Buffer, BufferParams, CommandBuffer, CommandCategory, Device, DeviceInfo, ExecutableCache,
-    Fence, QueueAffinity, Result, Timeout,
+    Allocator, Binding, Buffer, BufferParams, CommandBuffer, CommandCategory, Device, DeviceInfo, ElementType,
+    ExecutableCache, Fence, QueueAffinity, Result, Timeout,
 };
 use std::any::Any;
 use std::sync::Arc;
@@ -50,6 +50,17 @@ impl TenstorrentDevice {
             )?),
             queues: Queues::start(DRIVER_NAME)?,
         })
+    }
+
+    /// A device buffer holding a `shape` tensor of `element_type` stored in the tile layout
+    /// (see [`TenstorrentAllocator::allocate_tiled`]).
+    pub fn allocate_tiled(&self, params: BufferParams, shape: &[u64], element_type: ElementType) -> Result<Buffer> {
+        self.allocator.allocate_tiled(params, shape, element_type)
+    }
+
+    /// When the latest queue operations ran, oldest first.
+    pub fn activity(&self) -> Vec<Activity> {
+        self.queues.activity()
     }
 
     /// Memory in use per kind, queue counts and host↔device traffic.
@@ -122,6 +133,24 @@ impl Device for TenstorrentDevice {
             signal,
             Box::new(move || grid.execute(&command_buffer, &table)),
         )
+    }
+
+    // Host bytes go to the device the way the card takes them, by a copy out of host memory:
+    // one transfer of any size (IREE's inline updates stop at 64 KiB), and whole, which a
+    // buffer in the tile layout needs.
+    fn queue_update(
+        &self,
+        queue_affinity: QueueAffinity,
+        wait: &Fence,
+        signal: &Fence,
+        data: &[u8],
+        target: &Buffer,
+        offset: u64,
+    ) -> Result<()> {
+        let length = data.len() as u64;
+        let staging = self.allocator.allocate_buffer(BufferParams::host_mappable(), length)?;
+        staging.map_write(0, data)?;
+        self.queue_copy(queue_affinity, wait, signal, &staging, 0, target, offset, length)
     }
 
     fn queue_alloca(

@@ -9,7 +9,10 @@
 //!   each other by device-side events;
 //! - [`mock_cores`]: command buffers run with each dispatch's workgroups shared over the
 //!   simulated core grid by host threads, on IREE's CPU executables (`halo-cpu-executable`);
-//! - [`tile_layout`]: Tensix cores compute on 32×32 tiles stored as four 16×16 faces;
+//! - [`tile_layout`]: Tensix cores compute on 32×32 tiles stored as four 16×16 faces; buffers
+//!   created with [`allocator::TenstorrentAllocator::allocate_tiled`] are stored that way and
+//!   converted by [`tiled_transfer`] on the transfer queue (the mock cores' kernels are
+//!   row-major, so dispatches refuse tiled buffers);
 //! - [`driver`]: `tenstorrent://mock` and its URI parameters; `tenstorrent://hardware` is the
 //!   seam for TT-Metal, not built here.
 #![warn(missing_docs)]
@@ -22,6 +25,7 @@ pub mod memory;
 pub mod mock_cores;
 pub mod queue;
 pub mod tile_layout;
+pub mod tiled_transfer;
 
 pub use device::{TenstorrentDevice, TenstorrentStatistics};
 pub use driver::TenstorrentDriver;

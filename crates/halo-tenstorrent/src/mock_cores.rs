@@ -9,10 +9,11 @@
 //! This is the seam for hardware mode: on a card, a dispatch would instead be a TT-Metal program
 //! enqueued on the device's command queue. That mode needs TT-Metal and is not built here.
 
-use crate::allocator::is_device_memory;
+use crate::allocator::{is_device_memory, tiled_layout};
+use crate::tiled_transfer;
 use halo_cpu_executable::dispatch::PreparedDispatch;
 use halo_cpu_executable::float_mode::FlushDenormals;
-use halo_hal::{host_transfer, Binding, Buffer, Command, CommandBuffer, Error, Result, ResultExt};
+use halo_hal::{host_transfer, Binding, Buffer, Command, CommandBuffer, DispatchCommand, Error, Result, ResultExt};
 use rayon::prelude::*;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -105,10 +106,16 @@ impl CoreGrid {
     fn execute_command(&self, command: &Command, table: &[Binding]) -> Result<()> {
         match command {
             Command::Barrier => Ok(()),
-            Command::Dispatch(dispatch) => self.dispatch(&PreparedDispatch::borrowing(dispatch, table)?),
+            Command::Dispatch(dispatch) => {
+                refuse_tiled_bindings(dispatch, table)?;
+                self.dispatch(&PreparedDispatch::borrowing(dispatch, table)?)
+            }
             Command::Fill { target, pattern } => {
                 let target = target.resolve(table)?;
-                host_transfer::fill(target.buffer, target.offset, target.length, pattern)
+                match tiled_layout(target.buffer) {
+                    Some(layout) => tiled_transfer::fill(&target, layout, pattern),
+                    None => host_transfer::fill(target.buffer, target.offset, target.length, pattern),
+                }
             }
             Command::Update { data, target } => {
                 let target = target.resolve(table)?;
@@ -117,12 +124,18 @@ impl CoreGrid {
                         .host_to_device
                         .fetch_add(data.len() as u64, Ordering::Relaxed);
                 }
-                host_transfer::update(data, target.buffer, target.offset)
+                match tiled_layout(target.buffer) {
+                    Some(layout) => tiled_transfer::write(data, &target, layout),
+                    None => host_transfer::update(data, target.buffer, target.offset),
+                }
             }
             Command::Copy { source, target } => {
                 let source = source.resolve(table)?;
                 let target = target.resolve(table)?;
                 self.count_copy(source.buffer, target.buffer, source.length);
+                if tiled_layout(source.buffer).is_some() || tiled_layout(target.buffer).is_some() {
+                    return tiled_transfer::copy(&source, &target);
+                }
                 host_transfer::copy(
                     source.buffer,
                     source.offset,
@@ -168,4 +181,19 @@ impl CoreGrid {
             })
         })
     }
+}
+
+/// Refuses a dispatch that binds a buffer in the tile layout: the mock cores run IREE's CPU
+/// kernels, which read row-major tensors, so tiles would be read as garbage.
+fn refuse_tiled_bindings(dispatch: &DispatchCommand, table: &[Binding]) -> Result<()> {
+    for (ordinal, reference) in dispatch.bindings.iter().enumerate() {
+        if let Some(layout) = tiled_layout(reference.resolve(table)?.buffer) {
+            return Err(Error::invalid_argument(format!(
+                "binding {ordinal} holds a {:?} tensor in the tile layout, which the mock cores' \
+                 row-major kernels cannot read; only transfers may use tiled buffers",
+                layout.shape
+            )));
+        }
+    }
+    Ok(())
 }

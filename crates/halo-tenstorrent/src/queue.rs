@@ -13,6 +13,7 @@
 //! dispatch that waits for it.
 
 use halo_hal::{Error, Fence, Result, Semaphore, StatusCode, Timeout};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
@@ -21,6 +22,9 @@ use std::time::{Duration, Instant};
 
 /// Work a queue runs once its waits are met.
 pub type Work = Box<dyn FnOnce() -> Result<()> + Send>;
+
+/// How many operations' run times each device remembers ([`Queues::activity`]).
+const ACTIVITY_KEPT: usize = 1024;
 
 /// How often a blocked queue thread checks whether the device is being destroyed.
 const SHUTDOWN_POLL: Duration = Duration::from_millis(50);
@@ -39,7 +43,8 @@ impl QueueKind {
         self as usize
     }
 
-    fn name(self) -> &'static str {
+    /// The queue's name.
+    pub fn name(self) -> &'static str {
         match self {
             QueueKind::Compute => "compute",
             QueueKind::Transfer => "transfer",
@@ -84,6 +89,22 @@ impl Progress {
         true
     }
 }
+
+/// When one operation ran: from the moment its waits were met to the end of its work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Activity {
+    /// The queue it ran on.
+    pub queue: QueueKind,
+    /// Its position in that queue (1 for the first operation).
+    pub sequence: u64,
+    /// When its work started.
+    pub started: Instant,
+    /// When its work ended.
+    pub finished: Instant,
+}
+
+/// The latest operations' run times, oldest first.
+type ActivityLog = Mutex<VecDeque<Activity>>;
 
 /// What an operation waits for before it runs.
 enum Wait {
@@ -137,6 +158,7 @@ pub struct Queues {
     progress: [Arc<Progress>; 2],
     senders: Mutex<Option<[Sender<Operation>; 2]>>,
     submitted: Mutex<Submitted>,
+    activity: Arc<ActivityLog>,
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
 }
@@ -146,17 +168,19 @@ impl Queues {
     pub fn start(device: &str) -> Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
         let progress = [Arc::new(Progress::default()), Arc::new(Progress::default())];
+        let activity: Arc<ActivityLog> = Arc::default();
         let mut senders = Vec::new();
         let mut threads = Vec::new();
         for kind in [QueueKind::Compute, QueueKind::Transfer] {
             let (sender, receiver) = channel::<Operation>();
             let progress = progress[kind.index()].clone();
             let stop = stop.clone();
+            let activity = activity.clone();
             let thread = std::thread::Builder::new()
                 .name(format!("{device}-{}", kind.name()))
                 .spawn(move || {
                     while let Ok(operation) = receiver.recv() {
-                        run(operation, &progress, &stop);
+                        run(kind, operation, &progress, &activity, &stop);
                     }
                 })
                 .map_err(|error| {
@@ -174,6 +198,7 @@ impl Queues {
                 pending: Vec::new(),
                 statistics: QueueStatistics::default(),
             }),
+            activity,
             stop,
             threads,
         })
@@ -250,6 +275,13 @@ impl Queues {
         self.submitted.lock().unwrap_or_else(PoisonError::into_inner).statistics
     }
 
+    /// When the latest operations (up to 1024) ran, oldest first: what shows transfers
+    /// overlapping compute.
+    pub fn activity(&self) -> Vec<Activity> {
+        let log = self.activity.lock().unwrap_or_else(PoisonError::into_inner);
+        log.iter().copied().collect()
+    }
+
     /// Blocks until every operation submitted so far has completed.
     ///
     /// # Errors
@@ -286,14 +318,25 @@ impl Drop for Queues {
 }
 
 /// Runs one operation on its queue's thread: waits, work, then signal or failure.
-fn run(operation: Operation, progress: &Progress, stop: &AtomicBool) {
-    let result = operation
-        .waits
-        .iter()
-        .try_for_each(|wait| wait_for(wait, stop))
-        .and_then(|()| run_work(operation.work));
+fn run(kind: QueueKind, operation: Operation, progress: &Progress, activity: &ActivityLog, stop: &AtomicBool) {
+    let waited = operation.waits.iter().try_for_each(|wait| wait_for(wait, stop));
+    let started = Instant::now();
+    let result = waited.and_then(|()| run_work(operation.work));
+    let finished = Instant::now();
     if let Err(error) = result.and_then(|()| operation.signal.signal()) {
         operation.signal.fail(&error);
+    }
+    {
+        let mut log = activity.lock().unwrap_or_else(PoisonError::into_inner);
+        if log.len() == ACTIVITY_KEPT {
+            log.pop_front();
+        }
+        log.push_back(Activity {
+            queue: kind,
+            sequence: operation.sequence,
+            started,
+            finished,
+        });
     }
     progress.complete(operation.sequence);
 }

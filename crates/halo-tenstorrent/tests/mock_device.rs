@@ -203,3 +203,183 @@ fn destroying_the_device_cancels_work_still_waiting() {
     let error = done.wait(1, Timeout::Infinite).unwrap_err();
     assert_eq!(error.code(), StatusCode::Cancelled, "{error}");
 }
+
+fn tiled(device: &Arc<dyn Device>, shape: &[u64], element_type: &str) -> Buffer {
+    let device = device.as_any().downcast_ref::<TenstorrentDevice>().unwrap();
+    let element_type = halo_hal::ElementType::parse(element_type).unwrap();
+    device
+        .allocate_tiled(BufferParams::default(), shape, element_type)
+        .unwrap()
+}
+
+/// The bytes the device really stores for `buffer`: its whole allocation, tiles and padding.
+fn stored(buffer: &Buffer) -> Vec<u8> {
+    let whole = Buffer::new(
+        buffer.allocation().clone(),
+        BufferUsage::TRANSFER,
+        halo_hal::MemoryAccess::ALL,
+    );
+    let mut bytes = vec![0; whole.byte_length() as usize];
+    halo_hal::host_transfer::copy_out(&whole, 0, &mut bytes).unwrap();
+    bytes
+}
+
+#[test]
+fn tiled_buffers_are_stored_as_tiles_and_seen_row_major() {
+    let device = mock(&[]);
+    for (shape, element_type) in [
+        (vec![3u64, 40, 50], "f32"),
+        (vec![2, 100, 300], "f32"),
+        (vec![33, 17], "f16"),
+        (vec![64, 32], "bf16"),
+        (vec![5], "i32"),
+    ] {
+        let element = halo_hal::ElementType::parse(element_type).unwrap();
+        let buffer = tiled(&device, &shape, element_type);
+        let length = shape.iter().product::<u64>() as usize * element.byte_size();
+        assert_eq!(buffer.byte_length() as usize, length);
+        let data: Vec<u8> = (0..length).map(|i| (i * 7 % 251) as u8 + 1).collect();
+        transfer::write(device.as_ref(), &buffer, 0, &data).unwrap();
+        let mut expected = vec![0; halo_tenstorrent::tile_layout::tiled_byte_length(&shape, element).unwrap() as usize];
+        halo_tenstorrent::tile_layout::tilize(&shape, element, &data, &mut expected).unwrap();
+        assert_eq!(stored(&buffer), expected, "{shape:?} {element_type}");
+        let mut back = vec![0; length];
+        transfer::read(device.as_ref(), &buffer, 0, &mut back).unwrap();
+        assert_eq!(back, data, "{shape:?} {element_type}");
+    }
+}
+
+#[test]
+fn tiled_buffers_convert_on_copies_and_fills_keep_the_padding_zero() {
+    let device = mock(&[]);
+    let (a, b) = (tiled(&device, &[40, 40], "i32"), tiled(&device, &[1600], "i32"));
+    let ones = 1i32.to_le_bytes();
+    let done = semaphore(&device);
+    device
+        .queue_fill(
+            QueueAffinity::ANY,
+            &Fence::default(),
+            &Fence::at(done.clone(), 1),
+            &a,
+            0,
+            6400,
+            &ones,
+        )
+        .unwrap();
+    done.wait(1, Timeout::Infinite).unwrap();
+    let tiles = stored(&a);
+    let nonzero = tiles.chunks(4).filter(|e| *e == ones).count();
+    assert_eq!((tiles.len(), nonzero), (64 * 64 * 4, 1600), "padding stays zero");
+    // Tiled 40×40 to tiled 1600 (one row): the same row-major bytes, other tiles.
+    device
+        .queue_copy(
+            QueueAffinity::ANY,
+            &Fence::default(),
+            &Fence::at(done.clone(), 2),
+            &a,
+            0,
+            &b,
+            0,
+            6400,
+        )
+        .unwrap();
+    done.wait(2, Timeout::Infinite).unwrap();
+    let mut back = vec![0; 6400];
+    transfer::read(device.as_ref(), &b, 0, &mut back).unwrap();
+    assert!(back.chunks(4).all(|e| e == ones));
+    assert_eq!(stored(&b).len(), 32 * 1600_u64.next_multiple_of(32) as usize * 4);
+}
+
+#[test]
+fn tiled_buffers_refuse_partial_transfers_naming_the_range() {
+    let device = mock(&[]);
+    let buffer = tiled(&device, &[8, 8], "f32");
+    let error = transfer::write(device.as_ref(), &buffer, 16, &[0; 32]).unwrap_err();
+    assert!(error.to_string().contains("bytes [16, 48)"), "{error}");
+    assert!(error.to_string().contains("transferred whole"), "{error}");
+    let element = halo_hal::ElementType::parse("i8").unwrap();
+    let tenstorrent = device.as_any().downcast_ref::<TenstorrentDevice>().unwrap();
+    let error = tenstorrent
+        .allocate_tiled(BufferParams::default(), &[4], element)
+        .unwrap_err();
+    assert_eq!(error.code(), StatusCode::Unimplemented, "{error}");
+}
+
+/// Work on the two queues runs at the same time when nothing orders it: measured from when each
+/// operation ran, as the queues recorded it. The copy waits (by a device event) for a first short
+/// compute operation, so it starts while the long one after it runs.
+#[test]
+fn transfers_overlap_compute_when_nothing_orders_them() {
+    use halo_hal::{BufferRef, CommandBufferMode, CommandCategory};
+    use halo_tenstorrent::queue::QueueKind;
+    let device = mock(&[]);
+    let big = storage(&device, 64 << 20).unwrap();
+    let fills = |count: u8| {
+        let command_buffer = device
+            .create_command_buffer(CommandBufferMode::ONE_SHOT, CommandCategory::ANY, QueueAffinity::ANY, 0)
+            .unwrap();
+        command_buffer.begin().unwrap();
+        for value in 1..=count {
+            command_buffer.fill_buffer(BufferRef::whole(&big), &[value]).unwrap();
+        }
+        command_buffer.end().unwrap();
+        command_buffer
+    };
+    // Nothing runs until everything is submitted: the host releases the first operation.
+    let (go, started, copied, done) = (
+        semaphore(&device),
+        semaphore(&device),
+        semaphore(&device),
+        semaphore(&device),
+    );
+    for (command_buffer, signal) in [(fills(1), &started), (fills(6), &done)] {
+        device
+            .queue_execute(
+                QueueAffinity::ANY,
+                &Fence::at(go.clone(), 1),
+                &Fence::at(signal.clone(), 1),
+                Some(&command_buffer),
+                &[],
+            )
+            .unwrap();
+    }
+    let (source, target) = (storage(&device, 16 << 20).unwrap(), storage(&device, 16 << 20).unwrap());
+    device
+        .queue_copy(
+            QueueAffinity::ANY,
+            &Fence::at(started, 1),
+            &Fence::at(copied, 1),
+            &source,
+            0,
+            &target,
+            0,
+            16 << 20,
+        )
+        .unwrap();
+    go.signal(1).unwrap();
+    device.wait_idle(Timeout::Infinite).unwrap();
+    done.query().unwrap();
+    let tenstorrent = device.as_any().downcast_ref::<TenstorrentDevice>().unwrap();
+    assert_eq!(tenstorrent.statistics().queues.cross_queue_events, 1);
+    let activity = tenstorrent.activity();
+    let find = |queue, sequence| {
+        *activity
+            .iter()
+            .find(|a| a.queue == queue && a.sequence == sequence)
+            .unwrap()
+    };
+    let (compute, copy) = (find(QueueKind::Compute, 2), find(QueueKind::Transfer, 1));
+    let overlap = compute
+        .finished
+        .min(copy.finished)
+        .saturating_duration_since(compute.started.max(copy.started));
+    println!(
+        "compute {:?}, transfer {:?}, overlapping {overlap:?}",
+        compute.finished - compute.started,
+        copy.finished - copy.started,
+    );
+    assert!(
+        copy.started < compute.finished && compute.started < copy.finished,
+        "the copy ran outside the compute work: {compute:?} {copy:?}"
+    );
+}
