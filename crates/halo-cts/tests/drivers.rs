@@ -7,7 +7,6 @@ use std::sync::Arc;
 fn create_device(uri: &str) -> Result<Arc<dyn Device>> {
     let mut registry = DriverRegistry::new();
     halo_local::register_drivers(&mut registry);
-    halo_tenstorrent::register_driver(&mut registry);
     registry.create_device(uri)
 }
 
@@ -45,15 +44,3 @@ static LOCAL_TASK_PARALLEL: Manifest = Manifest {
 };
 
 cts_suite!(local_task_parallel, LOCAL_TASK_PARALLEL, super::create_device);
-
-/// The Tenstorrent mock device: memory the host cannot map, a compute and a transfer queue.
-static TENSTORRENT_MOCK: Manifest = Manifest {
-    driver: "tenstorrent",
-    device_uri: "tenstorrent://mock?dram=256MiB",
-    executable_format: "embedded-elf-x86_64",
-    tags: &[Tag::AsyncQueue],
-    unsupported: &[],
-    expected_failures: &[],
-};
-
-cts_suite!(tenstorrent_mock, TENSTORRENT_MOCK, super::create_device);

@@ -1,9 +1,9 @@
 //! The mock Tenstorrent device: simulated memory, two queues, and mock cores.
 
 use crate::allocator::TenstorrentAllocator;
+use crate::command_buffer::{CoreGrid, Traffic};
 use crate::driver::{MockConfig, DRIVER_NAME};
 use crate::memory::{DeviceMemory, KindUsage};
-use crate::mock_cores::{CoreGrid, Traffic};
 use crate::queue::{Activity, QueueKind, QueueStatistics, Queues};
 use halo_cpu_executable::executable::LocalExecutableCache;
 use halo_hal::device::{glob_match, query_common_i64};

@@ -7,7 +7,7 @@
 //!   buffers there (not host-mappable) and staging buffers in host memory;
 //! - [`queue`]: a compute and a transfer queue, each in order on its own thread, ordered against
 //!   each other by device-side events;
-//! - [`mock_cores`]: command buffers run with each dispatch's workgroups shared over the
+//! - [`command_buffer`]: command buffers run with each dispatch's workgroups shared over the
 //!   simulated core grid by host threads, on IREE's CPU executables (`halo-cpu-executable`);
 //! - [`tile_layout`]: Tensix cores compute on 32×32 tiles stored as four 16×16 faces; buffers
 //!   created with [`allocator::TenstorrentAllocator::allocate_tiled`] are stored that way and
@@ -19,10 +19,10 @@
 #![forbid(unsafe_code)]
 
 pub mod allocator;
+pub mod command_buffer;
 pub mod device;
 pub mod driver;
 pub mod memory;
-pub mod mock_cores;
 pub mod queue;
 pub mod tile_layout;
 pub mod tiled_transfer;

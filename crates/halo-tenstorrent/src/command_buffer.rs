@@ -1,4 +1,4 @@
-//! Mock mode's Tensix cores: command buffers run on host threads standing in for the core grid.
+//! Command buffers on mock mode's Tensix cores: host threads stand in for the core grid.
 //!
 //! A dispatch's workgroups are cut into one contiguous share per simulated core (as the card's
 //! work distribution gives each core its part of the grid), and a pool of host threads runs the
