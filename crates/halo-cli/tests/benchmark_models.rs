@@ -1,5 +1,5 @@
 //! The benchmark model set at test scale (fixtures/benchmark-models): halo's answers are
-//! onnxruntime's, on both CPU drivers.
+//! onnxruntime's, on both CPU drivers and on the Tenstorrent mock device.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -35,8 +35,8 @@ fn run_against(device: &str, vmfb: &Path, model: &str, expected: &str) -> Output
 }
 
 #[test]
-fn every_model_gives_onnxruntimes_answers_on_both_cpu_drivers() {
-    for device in ["local-task", "local-sync"] {
+fn every_model_gives_onnxruntimes_answers_on_both_cpu_drivers_and_the_tenstorrent_mock() {
+    for device in ["local-task", "local-sync", "tenstorrent://mock"] {
         for model in MODELS {
             let output = run_against(device, &fixtures().join(format!("{model}.vmfb")), model, model);
             let stdout = String::from_utf8_lossy(&output.stdout);

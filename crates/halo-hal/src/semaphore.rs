@@ -62,6 +62,8 @@ pub struct TimelineSemaphore {
     changed: Condvar,
     /// The value (or [`FAILED`]) readable without the lock, so waiters can spin on it.
     published: AtomicU64,
+    /// How long a waiter spins before sleeping.
+    wait_spin: Duration,
 }
 
 /// `published` value meaning the semaphore failed.
@@ -100,6 +102,12 @@ impl TimelineState {
 impl TimelineSemaphore {
     /// A semaphore starting at `initial_value`.
     pub fn new(initial_value: u64) -> Arc<Self> {
+        Self::with_wait_spin(initial_value, WAIT_SPIN)
+    }
+
+    /// A semaphore whose waiters spin for `wait_spin` before sleeping: for devices whose work
+    /// is handed between threads, where the usual wait would often just miss the signal.
+    pub fn with_wait_spin(initial_value: u64, wait_spin: Duration) -> Arc<Self> {
         Arc::new(TimelineSemaphore {
             state: Mutex::new(TimelineState {
                 value: initial_value,
@@ -110,6 +118,7 @@ impl TimelineSemaphore {
             }),
             changed: Condvar::new(),
             published: AtomicU64::new(initial_value),
+            wait_spin,
         })
     }
 
@@ -124,8 +133,8 @@ impl TimelineSemaphore {
         let start = Instant::now();
         let limit = match timeout {
             Timeout::Immediate => return,
-            Timeout::Infinite => WAIT_SPIN,
-            Timeout::Deadline(deadline) => WAIT_SPIN.min(deadline.saturating_duration_since(start)),
+            Timeout::Infinite => self.wait_spin,
+            Timeout::Deadline(deadline) => self.wait_spin.min(deadline.saturating_duration_since(start)),
         };
         loop {
             if self.published.load(Ordering::Acquire) >= value || start.elapsed() >= limit {

@@ -30,6 +30,7 @@ fn mlp_on_the_mock_device_matches_the_cpu_through_queue_transfers() {
     assert_eq!(actual, expected);
     let device = session.device().as_any().downcast_ref::<TenstorrentDevice>().unwrap();
     let statistics = device.statistics();
+    println!("{statistics:#?}");
     let input_bytes = 2 * 8 * 4;
     let output_bytes: u64 = actual.iter().map(|t| t.bytes.len() as u64).sum();
     assert!(statistics.traffic.host_to_device_bytes >= input_bytes, "{statistics:?}");

@@ -9,10 +9,16 @@ use halo_cpu_executable::executable::LocalExecutableCache;
 use halo_hal::device::{glob_match, query_common_i64};
 use halo_hal::{
     Allocator, Binding, Buffer, BufferParams, CommandBuffer, CommandCategory, Device, DeviceInfo, ElementType,
-    ExecutableCache, Fence, QueueAffinity, Result, Timeout,
+    ExecutableCache, Fence, QueueAffinity, Result, Semaphore, TimelineSemaphore, Timeout,
 };
 use std::any::Any;
 use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a host thread waiting for the device spins before sleeping: a program's call hands
+/// work from the host to the queues and back several times, each hop a few tens of
+/// microseconds, and waking a sleeping thread costs about as much again.
+const HOST_WAIT_SPIN: Duration = Duration::from_micros(100);
 
 /// A simulated Tenstorrent chip whose memory the host reaches only through its queues.
 pub struct TenstorrentDevice {
@@ -121,7 +127,7 @@ impl Device for TenstorrentDevice {
     ) -> Result<()> {
         let kind = Self::queue_for(command_buffer);
         let Some(command_buffer) = command_buffer else {
-            return self.queues.submit(kind, wait, signal, Box::new(|| Ok(())));
+            return self.queues.barrier(kind, wait, signal);
         };
         command_buffer.validate_submission(binding_table)?;
         let command_buffer = command_buffer.clone();
@@ -153,6 +159,10 @@ impl Device for TenstorrentDevice {
         self.queue_copy(queue_affinity, wait, signal, &staging, 0, target, offset, length)
     }
 
+    fn create_semaphore(&self, initial_value: u64) -> Result<Arc<dyn Semaphore>> {
+        Ok(TimelineSemaphore::with_wait_spin(initial_value, HOST_WAIT_SPIN))
+    }
+
     fn queue_alloca(
         &self,
         _queue_affinity: QueueAffinity,
@@ -163,8 +173,7 @@ impl Device for TenstorrentDevice {
     ) -> Result<Buffer> {
         // The range is taken now; the transfer queue orders its first use after `wait`.
         let buffer = self.allocator.allocate_buffer(params, size)?;
-        self.queues
-            .submit(QueueKind::Transfer, wait, signal, Box::new(|| Ok(())))?;
+        self.queues.barrier(QueueKind::Transfer, wait, signal)?;
         Ok(buffer)
     }
 

@@ -100,7 +100,10 @@ impl MockConfig {
 
     fn describe(&self) -> Vec<(String, String)> {
         let memory = self.memory();
-        let mib = |bytes: u64| format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20));
+        let mib = |bytes: u64| match bytes {
+            0..0x100000 => format!("{} KiB", bytes >> 10),
+            _ => format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20)),
+        };
         vec![
             (
                 "mode".into(),
@@ -113,6 +116,22 @@ impl MockConfig {
             (
                 "L1 per core".into(),
                 format!("1.5 MiB, {} safe for data", mib(memory.l1_safe_per_core)),
+            ),
+            (
+                "L1 sharded".into(),
+                format!(
+                    "{} ({} per core)",
+                    mib(memory.sharded_per_core() * memory.cores),
+                    mib(memory.sharded_per_core())
+                ),
+            ),
+            (
+                "L1 interleaved".into(),
+                format!(
+                    "{} ({} per core)",
+                    mib(memory.l1_interleaved_per_core * memory.cores),
+                    mib(memory.l1_interleaved_per_core)
+                ),
             ),
             ("DRAM".into(), format!("{} (URI parameter dram=)", mib(self.dram_bytes))),
             (

@@ -68,7 +68,7 @@ pub struct MemoryConfig {
 
 impl MemoryConfig {
     /// L1 bytes per core for shards: the safe L1 less the interleaved part.
-    fn sharded_per_core(&self) -> u64 {
+    pub fn sharded_per_core(&self) -> u64 {
         self.l1_safe_per_core.saturating_sub(self.l1_interleaved_per_core)
     }
 }

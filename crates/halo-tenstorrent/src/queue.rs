@@ -14,8 +14,8 @@
 
 use halo_hal::{Error, Fence, Result, Semaphore, StatusCode, Timeout};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{channel, Sender};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -25,6 +25,11 @@ pub type Work = Box<dyn FnOnce() -> Result<()> + Send>;
 
 /// How many operations' run times each device remembers ([`Queues::activity`]).
 const ACTIVITY_KEPT: usize = 1024;
+
+/// How long an idle queue thread, or one waiting for the other queue, polls before it sleeps:
+/// waking a sleeping thread costs tens of microseconds (DESIGN.md), more than most operations
+/// of a small program, and a call hands work between the host and both queues several times.
+const SPIN: Duration = Duration::from_micros(50);
 
 /// How often a blocked queue thread checks whether the device is being destroyed.
 const SHUTDOWN_POLL: Duration = Duration::from_millis(50);
@@ -55,39 +60,57 @@ impl QueueKind {
 /// How many operations of one queue have completed, observable by the other.
 #[derive(Default)]
 struct Progress {
-    completed: Mutex<u64>,
+    /// Read without the lock by spinning waiters; written under it, so sleepers miss nothing.
+    completed: AtomicU64,
+    lock: Mutex<()>,
     changed: Condvar,
 }
 
 impl Progress {
     fn complete(&self, sequence: u64) {
-        *self.completed.lock().unwrap_or_else(PoisonError::into_inner) = sequence;
+        let _guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        self.completed.store(sequence, Ordering::Release);
         self.changed.notify_all();
     }
 
     fn completed(&self) -> u64 {
-        *self.completed.lock().unwrap_or_else(PoisonError::into_inner)
+        self.completed.load(Ordering::Acquire)
     }
 
     /// Blocks until operation `sequence` has completed, `deadline` passes (false) or `stop`
-    /// is raised (false).
+    /// is raised (false). Spins for [`SPIN`] first: the other queue is often about to finish.
     fn wait_for(&self, sequence: u64, deadline: Option<Instant>, stop: &AtomicBool) -> bool {
-        let mut completed = self.completed.lock().unwrap_or_else(PoisonError::into_inner);
-        while *completed < sequence {
+        if spin_until(|| self.completed() >= sequence) {
+            return true;
+        }
+        let mut guard = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        while self.completed() < sequence {
             if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
                 return false;
             }
             let poll = deadline.map_or(SHUTDOWN_POLL, |d| {
                 d.saturating_duration_since(Instant::now()).min(SHUTDOWN_POLL)
             });
-            completed = self
+            guard = self
                 .changed
-                .wait_timeout(completed, poll)
+                .wait_timeout(guard, poll)
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
         true
     }
+}
+
+/// Polls `done` for up to [`SPIN`]; true once it holds.
+fn spin_until(mut done: impl FnMut() -> bool) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < SPIN {
+        if done() {
+            return true;
+        }
+        std::hint::spin_loop();
+    }
+    done()
 }
 
 /// When one operation ran: from the moment its waits were met to the end of its work.
@@ -179,7 +202,7 @@ impl Queues {
             let thread = std::thread::Builder::new()
                 .name(format!("{device}-{}", kind.name()))
                 .spawn(move || {
-                    while let Ok(operation) = receiver.recv() {
+                    while let Some(operation) = next_operation(&receiver) {
                         run(kind, operation, &progress, &activity, &stop);
                     }
                 })
@@ -270,6 +293,20 @@ impl Queues {
         Ok(())
     }
 
+    /// Orders `signal` after `wait` with no work between: at once on the calling thread when
+    /// every wait is already met (operations are ordered only by their fences, so nothing else
+    /// has to come first), else as an empty operation on `kind`.
+    pub fn barrier(&self, kind: QueueKind, wait: &Fence, signal: &Fence) -> Result<()> {
+        match wait.query() {
+            Ok(true) => signal.signal(),
+            Ok(false) => self.submit(kind, wait, signal, Box::new(|| Ok(()))),
+            Err(error) => {
+                signal.fail(&error);
+                Ok(())
+            }
+        }
+    }
+
     /// How waits were resolved so far.
     pub fn statistics(&self) -> QueueStatistics {
         self.submitted.lock().unwrap_or_else(PoisonError::into_inner).statistics
@@ -314,6 +351,25 @@ impl Drop for Queues {
         for thread in self.threads.drain(..) {
             let _ = thread.join();
         }
+    }
+}
+
+/// The queue's next operation, polled for [`SPIN`] before sleeping; `None` once the device is
+/// gone.
+fn next_operation(receiver: &Receiver<Operation>) -> Option<Operation> {
+    let mut next = None;
+    let polled = spin_until(|| match receiver.try_recv() {
+        Ok(operation) => {
+            next = Some(operation);
+            true
+        }
+        Err(TryRecvError::Disconnected) => true,
+        Err(TryRecvError::Empty) => false,
+    });
+    if polled {
+        next
+    } else {
+        receiver.recv().ok()
     }
 }
 
