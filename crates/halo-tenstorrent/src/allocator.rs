@@ -85,11 +85,6 @@ impl TenstorrentAllocator {
         }
     }
 
-    /// The chip's memory, for statistics per kind.
-    pub fn memory(&self) -> &Arc<DeviceMemory> {
-        &self.memory
-    }
-
     /// Use of each memory kind now.
     pub fn usage(&self) -> Vec<KindUsage> {
         self.memory.statistics()
@@ -129,23 +124,6 @@ impl TenstorrentAllocator {
         Ok(Buffer::new(Arc::new(storage), usage, params.access))
     }
 
-    fn allocate_host(&self, params: &BufferParams, size: u64) -> Result<Buffer> {
-        let charge = HostCharge {
-            bytes: size,
-            count: self.host.clone(),
-        };
-        let storage = HostAllocation::new(size, HOST_MEMORY)?;
-        self.host.now.fetch_add(size, Ordering::Relaxed);
-        self.record_peak();
-        Ok(Buffer::new(
-            Arc::new(storage.with_tag(Box::new(charge))),
-            params.usage | BufferUsage::MAPPING,
-            params.access,
-        ))
-    }
-}
-
-impl TenstorrentAllocator {
     fn bytes_in_use(&self) -> u64 {
         let device: u64 = self.memory.statistics().iter().map(|u| u.in_use).sum();
         device + self.host.now.load(Ordering::Relaxed)
@@ -153,6 +131,21 @@ impl TenstorrentAllocator {
 
     fn record_peak(&self) {
         self.host.peak.fetch_max(self.bytes_in_use(), Ordering::Relaxed);
+    }
+
+    fn allocate_host(&self, params: &BufferParams, size: u64) -> Result<Buffer> {
+        let storage = HostAllocation::new(size, HOST_MEMORY)?;
+        self.host.now.fetch_add(size, Ordering::Relaxed);
+        let charge = HostCharge {
+            bytes: size,
+            count: self.host.clone(),
+        };
+        self.record_peak();
+        Ok(Buffer::new(
+            Arc::new(storage.with_tag(Box::new(charge))),
+            params.usage | BufferUsage::MAPPING,
+            params.access,
+        ))
     }
 }
 

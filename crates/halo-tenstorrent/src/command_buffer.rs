@@ -16,7 +16,13 @@ use halo_cpu_executable::float_mode::FlushDenormals;
 use halo_hal::{host_transfer, Binding, Buffer, Command, CommandBuffer, DispatchCommand, Error, Result, ResultExt};
 use rayon::prelude::*;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Instant;
+
+/// Dispatches estimated below this many nanoseconds run on the queue thread (local-task's default).
+const INLINE_NS: u64 = 20_000;
+/// Once a dispatch's cost is known, one run in this many is timed again.
+const TIMING_PERIOD: u32 = 32;
 
 /// Bytes moved between host memory and device memory by transfers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -39,6 +45,8 @@ pub struct CoreGrid {
     columns: u32,
     threads: rayon::ThreadPool,
     traffic: TrafficCounters,
+    /// Cheap dispatches run so far, to time one in [`TIMING_PERIOD`].
+    runs: AtomicU32,
 }
 
 thread_local! {
@@ -62,6 +70,7 @@ impl CoreGrid {
             columns,
             threads,
             traffic: TrafficCounters::default(),
+            runs: AtomicU32::new(0),
         })
     }
 
@@ -150,11 +159,21 @@ impl CoreGrid {
     /// Runs every workgroup of `dispatch`, one contiguous share per core.
     fn dispatch(&self, dispatch: &PreparedDispatch<'_>) -> Result<()> {
         let total = dispatch.workgroup_total();
+        let cores = self.cores().min(total);
+        if cores == 0 {
+            return Ok(());
+        }
+        // A dispatch known to be cheap runs on the queue thread: waking the pool costs more
+        // than it does. Its cost is learnt from timed runs of the workgroups alone, as
+        // local-task learns it; once known, one run in TIMING_PERIOD is timed again.
+        let estimate = dispatch.workgroup_ns().map(|ns| ns.saturating_mul(total));
+        let timed = estimate.is_none() || self.runs.fetch_add(1, Ordering::Relaxed).is_multiple_of(TIMING_PERIOD);
         let max_concurrency = self.host_threads().min(usize::from(u8::MAX)) as u8;
         let run_share = |first: u64, count: u64| {
             // Built per share: the ABI state holds raw pointers, so threads do not share one.
             let state = dispatch.state(max_concurrency);
             let processor_id = rayon::current_thread_index().unwrap_or(0) as u32;
+            let started = timed.then(Instant::now);
             SCRATCH.with(|scratch| {
                 let mut scratch = scratch.borrow_mut();
                 let bytes = dispatch.local_memory_size() as usize;
@@ -163,21 +182,37 @@ impl CoreGrid {
                 }
                 let _flush = FlushDenormals::enter();
                 dispatch.run_workgroups(&state, first, count, processor_id, &mut scratch[..bytes])
-            })
+            })?;
+            if let Some(started) = started {
+                dispatch.record_time(count, started.elapsed().as_nanos() as u64);
+            }
+            Ok(())
         };
-        let cores = self.cores().min(total);
-        if cores == 0 {
-            return Ok(());
+        if cores == 1 || estimate.is_some_and(|ns| ns < INLINE_NS) {
+            run_share(0, total)
+        } else {
+            self.spread(dispatch, cores, &run_share)
         }
-        if cores == 1 {
-            // A single workgroup: handing it to the pool would cost more than running it.
-            return run_share(0, total);
-        }
+    }
+
+    /// Runs `cores` shares of `dispatch`'s workgroups on the pool. Each host thread takes a
+    /// contiguous run of cores, whose shares are contiguous workgroups, in one call: preparing a
+    /// call costs more than a small workgroup.
+    fn spread(
+        &self,
+        dispatch: &PreparedDispatch<'_>,
+        cores: u64,
+        run_share: &(dyn Fn(u64, u64) -> Result<()> + Sync),
+    ) -> Result<()> {
+        let total = dispatch.workgroup_total();
+        // In u128: a grid's workgroup total times the core count can pass 2^64.
+        let first_workgroup = |core: u64| (u128::from(total) * u128::from(core) / u128::from(cores)) as u64;
+        let threads = cores.min(self.host_threads() as u64);
+        let first_core = |thread: u64| cores * thread / threads;
         self.threads.install(|| {
-            (0..cores).into_par_iter().try_for_each(|core| {
-                // In u128: a grid's workgroup total times the core count can pass 2^64.
-                let share = |core: u64| (u128::from(total) * u128::from(core) / u128::from(cores)) as u64;
-                run_share(share(core), share(core + 1) - share(core))
+            (0..threads).into_par_iter().try_for_each(|thread| {
+                let first = first_workgroup(first_core(thread));
+                run_share(first, first_workgroup(first_core(thread + 1)) - first)
             })
         })
     }

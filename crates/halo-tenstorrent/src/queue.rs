@@ -170,6 +170,8 @@ pub struct QueueStatistics {
 }
 
 struct Submitted {
+    /// The queue threads' inboxes; `None` once the device is being destroyed.
+    senders: Option<[Sender<Operation>; 2]>,
     /// Operations submitted to each queue.
     count: [u64; 2],
     pending: Vec<PendingSignal>,
@@ -179,7 +181,6 @@ struct Submitted {
 /// Both queues of one device.
 pub struct Queues {
     progress: [Arc<Progress>; 2],
-    senders: Mutex<Option<[Sender<Operation>; 2]>>,
     submitted: Mutex<Submitted>,
     activity: Arc<ActivityLog>,
     stop: Arc<AtomicBool>,
@@ -215,8 +216,8 @@ impl Queues {
         let senders: [Sender<Operation>; 2] = senders.try_into().unwrap_or_else(|_| unreachable!("two queues"));
         Ok(Queues {
             progress,
-            senders: Mutex::new(Some(senders)),
             submitted: Mutex::new(Submitted {
+                senders: Some(senders),
                 count: [0; 2],
                 pending: Vec::new(),
                 statistics: QueueStatistics::default(),
@@ -264,8 +265,8 @@ impl Queues {
             });
         }
         let sequence = submitted.count[kind.index()] + 1;
-        let senders = self.senders.lock().unwrap_or_else(PoisonError::into_inner);
-        let sender = senders
+        let sender = submitted
+            .senders
             .as_ref()
             .map(|s| &s[kind.index()])
             .ok_or_else(|| Error::cancelled("the device is being destroyed"))?;
@@ -347,7 +348,11 @@ impl Drop for Queues {
     fn drop(&mut self) {
         // Operations whose waits are met still run; those still waiting fail as cancelled.
         self.stop.store(true, Ordering::Relaxed);
-        self.senders.lock().unwrap_or_else(PoisonError::into_inner).take();
+        self.submitted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .senders
+            .take();
         for thread in self.threads.drain(..) {
             let _ = thread.join();
         }
