@@ -307,9 +307,34 @@ fn tiled_buffers_refuse_partial_transfers_naming_the_range() {
 
 /// Work on the two queues runs at the same time when nothing orders it: measured from when each
 /// operation ran, as the queues recorded it. The copy waits (by a device event) for a first short
-/// compute operation, so it starts while the long one after it runs.
+/// compute operation, so it starts while the long one after it runs. On a loaded machine the
+/// compute thread can be descheduled between its two operations for longer than the copy takes,
+/// so the scenario runs up to five times; queues that never overlap fail every time.
 #[test]
 fn transfers_overlap_compute_when_nothing_orders_them() {
+    let mut attempts = Vec::new();
+    for _ in 0..5 {
+        let (compute, copy) = compute_and_copy_activity();
+        let overlap = compute
+            .finished
+            .min(copy.finished)
+            .saturating_duration_since(compute.started.max(copy.started));
+        println!(
+            "compute {:?}, transfer {:?}, overlapping {overlap:?}",
+            compute.finished - compute.started,
+            copy.finished - copy.started,
+        );
+        if copy.started < compute.finished && compute.started < copy.finished {
+            return;
+        }
+        attempts.push((compute, copy));
+    }
+    panic!("the copy ran outside the compute work in every attempt: {attempts:?}");
+}
+
+/// Runs a long compute operation and a copy that waits only for a short compute operation before
+/// it; returns when each of the two ran.
+fn compute_and_copy_activity() -> (halo_tenstorrent::queue::Activity, halo_tenstorrent::queue::Activity) {
     use halo_hal::{BufferRef, CommandBufferMode, CommandCategory};
     use halo_tenstorrent::queue::QueueKind;
     let device = mock(&[]);
@@ -368,18 +393,5 @@ fn transfers_overlap_compute_when_nothing_orders_them() {
             .find(|a| a.queue == queue && a.sequence == sequence)
             .unwrap()
     };
-    let (compute, copy) = (find(QueueKind::Compute, 2), find(QueueKind::Transfer, 1));
-    let overlap = compute
-        .finished
-        .min(copy.finished)
-        .saturating_duration_since(compute.started.max(copy.started));
-    println!(
-        "compute {:?}, transfer {:?}, overlapping {overlap:?}",
-        compute.finished - compute.started,
-        copy.finished - copy.started,
-    );
-    assert!(
-        copy.started < compute.finished && compute.started < copy.finished,
-        "the copy ran outside the compute work: {compute:?} {copy:?}"
-    );
+    (find(QueueKind::Compute, 2), find(QueueKind::Transfer, 1))
 }
