@@ -1,0 +1,220 @@
+//! Translates the SPIR-V compute shaders `iree-compile` emits for Vulkan (`OpCapability Shader`,
+//! logical addressing, storage buffers, `GLCompute` entry points) into OpenCL C 1.2, so that the
+//! same `vulkan-spirv-fb` programs run on OpenCL devices, which cannot load shader SPIR-V.
+//!
+//! The crate has no OpenCL dependency: it turns words into source text and says what the kernels
+//! take. Who does what:
+//! - `module` indexes the module: types, constants, decorations, module-scope variables;
+//! - `types` names SPIR-V types in OpenCL C and checks that decorated layouts are OpenCL C's;
+//! - `kernel` writes each entry point as a `__kernel`: blocks as labels joined by `goto`, phis
+//!   as variables assigned on each incoming edge, storage buffers as `__global` pointers,
+//!   workgroup variables as `__local`, builtins as `get_group_id`/`get_local_id`/...;
+//! - `expression` writes each value-computing instruction (and GLSL.std.450) as an OpenCL C
+//!   expression with the same meaning, using the full-precision built-ins (never `native_*`).
+//!
+//! Kernel arguments are the module's storage buffers, one `__global uchar*` per (set, binding)
+//! in ascending order ([`Translation::bindings`]), then the push constant block by value when
+//! there is one ([`Translation::push_constant_bytes`]). An instruction, capability or type this
+//! translator does not handle fails the translation with `Unimplemented` naming it: never wrong
+//! code. Malformed SPIR-V fails with `InvalidArgument`.
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod expression;
+mod kernel;
+mod module;
+mod operands;
+mod types;
+
+use halo_hal::{Error, Result};
+use kernel::KernelWriter;
+use module::{Global, ModuleIndex};
+use operands::{id, literal, string};
+use rspirv::dr::{Module, Operand};
+use rspirv::spirv::{Capability, ExecutionMode, ExecutionModel, Op, Word};
+
+/// The first word of every SPIR-V module.
+const MAGIC: u32 = 0x0723_0203;
+/// Words in the module header before the first instruction.
+const HEADER_WORDS: usize = 5;
+
+/// What the target device supports, and the values of specialization constants.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The device has `cl_khr_fp16`: `Float16` arithmetic is written as `half`.
+    pub fp16: bool,
+    /// The device has `cl_khr_fp64`: `Float64` is written as `double`.
+    pub fp64: bool,
+    /// Values of specialization constants by `SpecId` (IREE's executable constants).
+    pub specialization: Vec<u32>,
+}
+
+/// One entry point as an OpenCL kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kernel {
+    /// The SPIR-V entry point's name.
+    pub entry_point: String,
+    /// The OpenCL kernel's name in [`Translation::source`].
+    pub name: String,
+    /// The workgroup size the kernel requires (`reqd_work_group_size`).
+    pub workgroup_size: [u32; 3],
+}
+
+/// A storage buffer binding: one kernel argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Binding {
+    /// The descriptor set.
+    pub set: u32,
+    /// The binding in the set.
+    pub binding: u32,
+}
+
+/// A module translated to OpenCL C.
+#[derive(Debug, Clone)]
+pub struct Translation {
+    /// The program's OpenCL C source.
+    pub source: String,
+    /// One kernel per entry point, in the module's order.
+    pub kernels: Vec<Kernel>,
+    /// The storage buffers every kernel takes, in argument order.
+    pub bindings: Vec<Binding>,
+    /// Bytes of the push constant block passed by value after the buffers, or 0 for none.
+    pub push_constant_bytes: u32,
+}
+
+/// Translates the SPIR-V module `words` into OpenCL C.
+///
+/// # Errors
+/// `InvalidArgument` for words that are not a well-formed SPIR-V module; `Unimplemented` naming
+/// the instruction, capability or type for what the translator does not handle, with the entry
+/// point in the context chain.
+pub fn translate(words: &[u32], options: &Options) -> Result<Translation> {
+    if words.first() != Some(&MAGIC) {
+        return Err(Error::invalid_argument("not a SPIR-V module (bad magic number)"));
+    }
+    check_instruction_lengths(words)?;
+    let module = rspirv::dr::load_words(words)
+        .map_err(|e| Error::invalid_argument(format!("SPIR-V module does not parse: {e}")))?;
+    let index = ModuleIndex::new(&module, options)?;
+    let mut source = extension_pragmas(&module);
+    source.push_str(&index.typedefs()?);
+    let mut kernels = Vec::new();
+    for (ordinal, entry) in module.entry_points.iter().enumerate() {
+        let name = string(entry, 2)?.to_string();
+        let kernel = Kernel {
+            workgroup_size: workgroup_size(&module, id(entry, 1)?)
+                .map_err(|e| e.context(format!("entry point {name:?}")))?,
+            entry_point: name,
+            name: format!("k{ordinal}"),
+        };
+        source.push_str(
+            &write_kernel(&module, &index, entry, &kernel)
+                .map_err(|e| e.context(format!("entry point {:?}", kernel.entry_point)))?,
+        );
+        kernels.push(kernel);
+    }
+    if kernels.is_empty() {
+        return Err(Error::invalid_argument("SPIR-V module has no entry point"));
+    }
+    Ok(Translation {
+        source,
+        kernels,
+        bindings: index
+            .bindings
+            .iter()
+            .map(|&(set, binding)| Binding { set, binding })
+            .collect(),
+        push_constant_bytes: push_constant_bytes(&index)?,
+    })
+}
+
+fn write_kernel(
+    module: &Module,
+    index: &ModuleIndex,
+    entry: &rspirv::dr::Instruction,
+    kernel: &Kernel,
+) -> Result<String> {
+    match entry.operands.first() {
+        Some(Operand::ExecutionModel(ExecutionModel::GLCompute)) => {}
+        other => {
+            return Err(Error::unimplemented(format!(
+                "execution model {other:?}; only GLCompute is"
+            )))
+        }
+    }
+    let function_id = id(entry, 1)?;
+    let function = module
+        .functions
+        .iter()
+        .find(|f| f.def.as_ref().and_then(|d| d.result_id) == Some(function_id))
+        .ok_or_else(|| Error::invalid_argument(format!("entry point function %{function_id} is not defined")))?;
+    KernelWriter::new(index, function)?.write(&kernel.name, &kernel.entry_point, kernel.workgroup_size)
+}
+
+/// Refuses a module whose instructions do not tile its words exactly: rspirv reads a literal
+/// string up to the instruction's stated end without checking it against the stream.
+fn check_instruction_lengths(words: &[u32]) -> Result<()> {
+    let mut at = HEADER_WORDS;
+    if words.len() < at {
+        return Err(Error::invalid_argument("SPIR-V module is shorter than its header"));
+    }
+    while let Some(&word) = words.get(at) {
+        let count = (word >> 16) as usize;
+        if count == 0 || at + count > words.len() {
+            return Err(Error::invalid_argument(format!(
+                "SPIR-V instruction at word {at} has length {count}, past the module's {} words",
+                words.len()
+            )));
+        }
+        at += count;
+    }
+    Ok(())
+}
+
+/// The `LocalSize` the module gives the entry point `function`.
+fn workgroup_size(module: &Module, function: Word) -> Result<[u32; 3]> {
+    for mode in module
+        .execution_modes
+        .iter()
+        .filter(|m| m.class.opcode == Op::ExecutionMode)
+    {
+        if id(mode, 0)? == function
+            && matches!(
+                mode.operands.get(1),
+                Some(Operand::ExecutionMode(ExecutionMode::LocalSize))
+            )
+        {
+            let size = [literal(mode, 2)?, literal(mode, 3)?, literal(mode, 4)?];
+            if size.contains(&0) {
+                return Err(Error::invalid_argument(format!("workgroup size {size:?} has a zero")));
+            }
+            return Ok(size);
+        }
+    }
+    Err(Error::unimplemented("entry points without a LocalSize execution mode"))
+}
+
+fn push_constant_bytes(index: &ModuleIndex) -> Result<u32> {
+    let Some(Global::PushConstants { pointee }) = index.push_constants.and_then(|v| index.globals.get(&v)) else {
+        return Ok(0);
+    };
+    u32::try_from(index.layout(*pointee)?.size)
+        .map_err(|_| Error::invalid_argument("push constant block larger than 4 GiB"))
+}
+
+/// The `#pragma`s enabling the extensions the module's capabilities need.
+fn extension_pragmas(module: &Module) -> String {
+    let mut out = String::new();
+    for instruction in &module.capabilities {
+        match instruction.operands.first() {
+            Some(Operand::Capability(Capability::Float16)) => {
+                out.push_str("#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n");
+            }
+            Some(Operand::Capability(Capability::Float64)) => {
+                out.push_str("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
+            }
+            _ => {}
+        }
+    }
+    out
+}

@@ -1,0 +1,171 @@
+//! A small OpenCL harness for the translator's tests: build a translation on the first OpenCL
+//! device and run one of its kernels over byte buffers. Without an OpenCL device the tests that
+//! need one say by name that they skipped.
+
+#![allow(dead_code, reason = "each test binary uses part of the harness")]
+
+use halo_spirv_opencl::{Options, Translation};
+use opencl3::command_queue::CommandQueue;
+use opencl3::context::Context;
+use opencl3::device::{Device, CL_DEVICE_TYPE_ALL};
+use opencl3::kernel::Kernel;
+use opencl3::memory::{Buffer, ClMem, CL_MEM_READ_WRITE};
+use opencl3::program::Program;
+use opencl3::types::CL_BLOCKING;
+use std::path::{Path, PathBuf};
+use std::ptr;
+
+/// The first OpenCL device, with a context and an in-order queue.
+pub struct OpenCl {
+    pub device: Device,
+    pub context: Context,
+    pub queue: CommandQueue,
+}
+
+impl OpenCl {
+    /// The first device of the first platform that has one, or `None` (printing that `test`
+    /// skipped) where OpenCL or a device is missing.
+    pub fn first(test: &str) -> Option<OpenCl> {
+        let device = opencl3::platform::get_platforms()
+            .ok()
+            .into_iter()
+            .flatten()
+            .find_map(|platform| platform.get_devices(CL_DEVICE_TYPE_ALL).ok()?.first().copied());
+        let Some(device) = device else {
+            println!("{test}: skipped: no OpenCL device (install pocl-opencl-icd)");
+            return None;
+        };
+        let device = Device::new(device);
+        let context = Context::from_device(&device).expect("OpenCL context");
+        #[allow(
+            deprecated,
+            reason = "clCreateCommandQueue is the OpenCL 1.2 entry point PoCL and others share"
+        )]
+        let queue = CommandQueue::create_default(&context, 0).expect("OpenCL queue");
+        Some(OpenCl { device, context, queue })
+    }
+
+    /// Translation options matching the device's extensions.
+    pub fn options(&self) -> Options {
+        let extensions = self.device.extensions().unwrap_or_default();
+        Options {
+            fp16: extensions.contains("cl_khr_fp16"),
+            fp64: extensions.contains("cl_khr_fp64"),
+            specialization: Vec::new(),
+        }
+    }
+
+    /// Builds `translation`'s source, returning the build log on failure.
+    pub fn build(&self, translation: &Translation) -> Result<Program, String> {
+        Program::create_and_build_from_source(&self.context, &translation.source, "-cl-std=CL1.2")
+    }
+
+    /// Runs kernel `ordinal` of `translation` over `workgroups`, one buffer per binding (read
+    /// back afterwards) and the push constants.
+    pub fn run(
+        &self,
+        translation: &Translation,
+        ordinal: usize,
+        buffers: &mut [Vec<u8>],
+        push_constants: &[u8],
+        workgroups: [usize; 3],
+    ) {
+        let program = self
+            .build(translation)
+            .unwrap_or_else(|log| panic!("build failed:\n{log}\n{}", translation.source));
+        let kernel_info = &translation.kernels[ordinal];
+        let kernel = Kernel::create(&program, &kernel_info.name).expect("kernel");
+        assert_eq!(buffers.len(), translation.bindings.len(), "one buffer per binding");
+        assert_eq!(push_constants.len(), translation.push_constant_bytes as usize);
+        let mut device_buffers = Vec::new();
+        for bytes in buffers.iter() {
+            // SAFETY: a plain read-write buffer of the given size with no host pointer.
+            let mut buffer =
+                unsafe { Buffer::<u8>::create(&self.context, CL_MEM_READ_WRITE, bytes.len().max(1), ptr::null_mut()) }
+                    .expect("buffer");
+            // SAFETY: `bytes` lives across the blocking write.
+            unsafe { self.queue.enqueue_write_buffer(&mut buffer, CL_BLOCKING, 0, bytes, &[]) }.expect("write");
+            device_buffers.push(buffer);
+        }
+        for (index, buffer) in device_buffers.iter().enumerate() {
+            // SAFETY: argument `index` is a `__global uchar*`, given a cl_mem.
+            unsafe { kernel.set_arg(index as u32, &buffer.get()) }.expect("buffer argument");
+        }
+        if !push_constants.is_empty() {
+            // SAFETY: the last argument is the push constant struct of exactly this many bytes.
+            unsafe {
+                opencl3::kernel::set_kernel_arg(
+                    kernel.get(),
+                    device_buffers.len() as u32,
+                    push_constants.len(),
+                    push_constants.as_ptr().cast(),
+                )
+            }
+            .expect("push constant argument");
+        }
+        let local = kernel_info.workgroup_size.map(|s| s as usize);
+        let global = [0, 1, 2].map(|d| workgroups[d] * local[d]);
+        // SAFETY: every argument is set; the sizes are the kernel's required workgroup size.
+        unsafe {
+            self.queue
+                .enqueue_nd_range_kernel(kernel.get(), 3, ptr::null(), global.as_ptr(), local.as_ptr(), &[])
+        }
+        .expect("enqueue");
+        for (bytes, buffer) in buffers.iter_mut().zip(&device_buffers) {
+            // SAFETY: `bytes` lives across the blocking read and has the buffer's size.
+            unsafe { self.queue.enqueue_read_buffer(buffer, CL_BLOCKING, 0, bytes, &[]) }.expect("read");
+        }
+    }
+}
+
+/// The repository's `fixtures` folder.
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+}
+
+/// Every SPIR-V module inside `bytes` (a `vulkan-spirv-fb` FlatBuffer or a `.vmfb` holding
+/// some): each is a FlatBuffer vector of words, its word count just before the magic number.
+pub fn spirv_modules(bytes: &[u8]) -> Vec<Vec<u32>> {
+    let magic = 0x0723_0203u32.to_le_bytes();
+    let mut modules = Vec::new();
+    for at in 4..bytes.len().saturating_sub(20) {
+        if bytes[at..at + 4] != magic {
+            continue;
+        }
+        let count = u32::from_le_bytes(bytes[at - 4..at].try_into().unwrap()) as usize;
+        let Some(words) = bytes.get(at..at + count * 4) else {
+            continue;
+        };
+        if count > 5 {
+            modules.push(
+                words
+                    .chunks_exact(4)
+                    .map(|w| u32::from_le_bytes(w.try_into().unwrap()))
+                    .collect(),
+            );
+        }
+    }
+    modules
+}
+
+/// The SPIR-V modules of every Vulkan fixture: (file name, module).
+pub fn fixture_modules() -> Vec<(String, Vec<u32>)> {
+    let mut files: Vec<PathBuf> = Vec::new();
+    for folder in ["models/vulkan", "executables"] {
+        let entries = std::fs::read_dir(fixtures().join(folder)).expect("fixtures folder");
+        files.extend(entries.map(|e| e.unwrap().path()).filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            name.ends_with(".vmfb") || name.ends_with(".vulkan-spirv-fb.fb")
+        }));
+    }
+    files.sort();
+    files
+        .iter()
+        .flat_map(|file| {
+            let name = file.file_name().unwrap().to_string_lossy().into_owned();
+            spirv_modules(&std::fs::read(file).unwrap())
+                .into_iter()
+                .map(move |m| (name.clone(), m))
+        })
+        .collect()
+}

@@ -1,0 +1,292 @@
+//! Hand-built SPIR-V (rspirv's builder) for shapes the fixtures may not reach: phis that swap,
+//! loops left early, switches, signed arithmetic; each kernel runs on OpenCL and its results are
+//! checked against the same computation in Rust.
+
+mod common;
+
+use common::OpenCl;
+use halo_hal::StatusCode;
+use halo_spirv_opencl::{translate, Options};
+use rspirv::binary::Assemble;
+use rspirv::dr::{Builder, Operand};
+use rspirv::spirv::{
+    AddressingModel, BuiltIn, Capability, Decoration, ExecutionMode, ExecutionModel, FunctionControl, LoopControl,
+    MemoryModel, SelectionControl, StorageClass, Word,
+};
+
+/// A compute shader of one invocation per element: `buffers` storage buffers of `uint`s at
+/// set 0, bindings 0.., and the invocation's global x id loaded in the entry block.
+struct Shader {
+    b: Builder,
+    uint: Word,
+    int: Word,
+    boolean: Word,
+    element_pointer: Word,
+    buffers: Vec<Word>,
+    function: Word,
+    gid: Word,
+    /// The global x id of the invocation.
+    x: Word,
+}
+
+impl Shader {
+    fn new(buffers: u32) -> Shader {
+        let mut b = Builder::new();
+        b.set_version(1, 3);
+        b.capability(Capability::Shader);
+        b.memory_model(AddressingModel::Logical, MemoryModel::GLSL450);
+        let void = b.type_void();
+        let uint = b.type_int(32, 0);
+        let int = b.type_int(32, 1);
+        let boolean = b.type_bool();
+        let v3uint = b.type_vector(uint, 3);
+        let input = b.type_pointer(None, StorageClass::Input, v3uint);
+        let gid = b.variable(input, None, StorageClass::Input, None);
+        b.decorate(
+            gid,
+            Decoration::BuiltIn,
+            [Operand::BuiltIn(BuiltIn::GlobalInvocationId)],
+        );
+        let array = b.type_runtime_array(uint);
+        b.decorate(array, Decoration::ArrayStride, [Operand::LiteralBit32(4)]);
+        let block = b.type_struct([array]);
+        b.member_decorate(block, 0, Decoration::Offset, [Operand::LiteralBit32(0)]);
+        b.decorate(block, Decoration::Block, []);
+        let block_pointer = b.type_pointer(None, StorageClass::StorageBuffer, block);
+        let element_pointer = b.type_pointer(None, StorageClass::StorageBuffer, uint);
+        let buffers = (0..buffers)
+            .map(|binding| {
+                let variable = b.variable(block_pointer, None, StorageClass::StorageBuffer, None);
+                b.decorate(variable, Decoration::DescriptorSet, [Operand::LiteralBit32(0)]);
+                b.decorate(variable, Decoration::Binding, [Operand::LiteralBit32(binding)]);
+                variable
+            })
+            .collect();
+        let function_type = b.type_function(void, []);
+        let function = b
+            .begin_function(void, None, FunctionControl::NONE, function_type)
+            .unwrap();
+        b.begin_block(None).unwrap();
+        let id = b.load(v3uint, None, gid, None, []).unwrap();
+        let x = b.composite_extract(uint, None, id, [0]).unwrap();
+        Shader {
+            b,
+            uint,
+            int,
+            boolean,
+            element_pointer,
+            buffers,
+            function,
+            gid,
+            x,
+        }
+    }
+
+    fn constant(&mut self, value: u32) -> Word {
+        self.b.constant_bit32(self.uint, value)
+    }
+
+    /// A pointer to element `index` of buffer `buffer`.
+    fn element(&mut self, buffer: usize, index: Word) -> Word {
+        let zero = self.constant(0);
+        self.b
+            .access_chain(self.element_pointer, None, self.buffers[buffer], [zero, index])
+            .unwrap()
+    }
+
+    fn finish(mut self) -> Vec<u32> {
+        self.b.ret().unwrap();
+        self.b.end_function().unwrap();
+        self.b
+            .entry_point(ExecutionModel::GLCompute, self.function, "main", [self.gid]);
+        self.b
+            .execution_mode(self.function, ExecutionMode::LocalSize, [1, 1, 1]);
+        self.b.module().assemble()
+    }
+}
+
+fn run(opencl: &OpenCl, words: &[u32], mut buffers: Vec<Vec<u32>>, invocations: usize) -> Vec<Vec<u32>> {
+    let translation = translate(words, &opencl.options()).unwrap();
+    let mut bytes: Vec<Vec<u8>> = buffers
+        .iter()
+        .map(|b| b.iter().flat_map(|x| x.to_le_bytes()).collect())
+        .collect();
+    opencl.run(&translation, 0, &mut bytes, &[], [invocations, 1, 1]);
+    for (buffer, bytes) in buffers.iter_mut().zip(bytes) {
+        *buffer = bytes
+            .chunks_exact(4)
+            .map(|w| u32::from_le_bytes(w.try_into().unwrap()))
+            .collect();
+    }
+    buffers
+}
+
+/// out[n] = after n turns of a loop whose phis swap (x, y) = (y, x), 100x + y; the loop is left
+/// early, with 777, on its turn 7.
+#[test]
+fn phis_that_swap_and_a_loop_left_early() {
+    let Some(opencl) = OpenCl::first("phis_that_swap_and_a_loop_left_early") else {
+        return;
+    };
+    let mut s = Shader::new(1);
+    let (entry, header, body, next, merge) = (s.b.selected_block().unwrap(), s.b.id(), s.b.id(), s.b.id(), s.b.id());
+    let entry = s.b.module_ref().functions[0].blocks[entry]
+        .label
+        .as_ref()
+        .unwrap()
+        .result_id
+        .unwrap();
+    let (three, five, zero, one, seven, hundred, early) = (
+        s.constant(3),
+        s.constant(5),
+        s.constant(0),
+        s.constant(1),
+        s.constant(7),
+        s.constant(100),
+        s.constant(777),
+    );
+    let n = s.x;
+    s.b.branch(header).unwrap();
+    s.b.begin_block(Some(header)).unwrap();
+    let (x, y, i, i_next) = (s.b.id(), s.b.id(), s.b.id(), s.b.id());
+    s.b.phi(s.uint, Some(x), [(three, entry), (y, next)]).unwrap();
+    s.b.phi(s.uint, Some(y), [(five, entry), (x, next)]).unwrap();
+    s.b.phi(s.uint, Some(i), [(zero, entry), (i_next, next)]).unwrap();
+    let scaled = s.b.i_mul(s.uint, None, x, hundred).unwrap();
+    let value = s.b.i_add(s.uint, None, scaled, y).unwrap();
+    let more = s.b.u_less_than(s.boolean, None, i, n).unwrap();
+    s.b.loop_merge(merge, next, LoopControl::NONE, []).unwrap();
+    s.b.branch_conditional(more, body, merge, []).unwrap();
+    s.b.begin_block(Some(body)).unwrap();
+    let seventh = s.b.i_equal(s.boolean, None, i, seven).unwrap();
+    s.b.branch_conditional(seventh, merge, next, []).unwrap();
+    s.b.begin_block(Some(next)).unwrap();
+    s.b.i_add(s.uint, Some(i_next), i, one).unwrap();
+    s.b.branch(header).unwrap();
+    s.b.begin_block(Some(merge)).unwrap();
+    let result = s.b.phi(s.uint, None, [(value, header), (early, body)]).unwrap();
+    let out = s.element(0, n);
+    s.b.store(out, result, None, []).unwrap();
+    let out = run(&opencl, &s.finish(), vec![vec![0; 16]], 16).remove(0);
+    let expected: Vec<u32> = (0..16)
+        .map(|n| {
+            if n > 7 {
+                777
+            } else if n % 2 == 0 {
+                305
+            } else {
+                503
+            }
+        })
+        .collect();
+    assert_eq!(out, expected);
+}
+
+/// out[n] = match n % 4 { 0 => 10, 1 => 20, 3 => 40, _ => 99 }, through OpSwitch and a phi.
+#[test]
+fn a_switch_with_a_default_joins_in_a_phi() {
+    let Some(opencl) = OpenCl::first("a_switch_with_a_default_joins_in_a_phi") else {
+        return;
+    };
+    let mut s = Shader::new(1);
+    let four = s.constant(4);
+    let values = [10, 20, 40, 99].map(|v| s.constant(v));
+    let selector = s.b.u_mod(s.uint, None, s.x, four).unwrap();
+    let (case0, case1, case3, default, merge) = (s.b.id(), s.b.id(), s.b.id(), s.b.id(), s.b.id());
+    s.b.selection_merge(merge, SelectionControl::NONE).unwrap();
+    s.b.switch(
+        selector,
+        default,
+        [
+            (Operand::LiteralBit32(0), case0),
+            (Operand::LiteralBit32(1), case1),
+            (Operand::LiteralBit32(3), case3),
+        ],
+    )
+    .unwrap();
+    for label in [case0, case1, case3, default] {
+        s.b.begin_block(Some(label)).unwrap();
+        s.b.branch(merge).unwrap();
+    }
+    s.b.begin_block(Some(merge)).unwrap();
+    let result =
+        s.b.phi(
+            s.uint,
+            None,
+            [
+                (values[0], case0),
+                (values[1], case1),
+                (values[2], case3),
+                (values[3], default),
+            ],
+        )
+        .unwrap();
+    let out = s.element(0, s.x);
+    s.b.store(out, result, None, []).unwrap();
+    let out = run(&opencl, &s.finish(), vec![vec![0; 12]], 12).remove(0);
+    let expected: Vec<u32> = (0..12).map(|n| [10, 20, 99, 40][n % 4]).collect();
+    assert_eq!(out, expected);
+}
+
+/// SDiv, SRem and SMod (the sign of the divisor), arithmetic shift right and signed compare on
+/// negative numbers: out[3n..3n+3] from a[n], b[n].
+#[test]
+fn signed_division_remainders_and_shifts_of_negative_numbers() {
+    let Some(opencl) = OpenCl::first("signed_division_remainders_and_shifts_of_negative_numbers") else {
+        return;
+    };
+    let mut s = Shader::new(3);
+    let x = s.x;
+    let (a_at, b_at) = (s.element(0, x), s.element(1, x));
+    let a = s.b.load(s.uint, None, a_at, None, []).unwrap();
+    let b = s.b.load(s.uint, None, b_at, None, []).unwrap();
+    let quotient = s.b.s_div(s.int, None, a, b).unwrap();
+    let remainder = s.b.s_rem(s.int, None, a, b).unwrap();
+    let modulo = s.b.s_mod(s.int, None, a, b).unwrap();
+    let three = s.constant(3);
+    let shifted = s.b.shift_right_arithmetic(s.uint, None, a, three).unwrap();
+    let less = s.b.s_less_than(s.boolean, None, a, b).unwrap();
+    let (one, zero) = (s.constant(1), s.constant(0));
+    let flag = s.b.select(s.uint, None, less, one, zero).unwrap();
+    let mixed = s.b.bitwise_xor(s.uint, None, shifted, flag).unwrap();
+    let results = [quotient, remainder, modulo, mixed];
+    let four = s.constant(4);
+    let base = s.b.i_mul(s.uint, None, x, four).unwrap();
+    for (k, value) in results.into_iter().enumerate() {
+        let offset = s.constant(k as u32);
+        let at = s.b.i_add(s.uint, None, base, offset).unwrap();
+        let out = s.element(2, at);
+        let value = s.b.bitcast(s.uint, None, value).unwrap();
+        s.b.store(out, value, None, []).unwrap();
+    }
+    let a: Vec<i32> = vec![7, -7, 7, -7, -100, 100, i32::MIN + 1, -1];
+    let b: Vec<i32> = vec![3, 3, -3, -3, 7, -7, 2, 5];
+    let buffers = vec![
+        a.iter().map(|v| *v as u32).collect(),
+        b.iter().map(|v| *v as u32).collect(),
+        vec![0; 4 * a.len()],
+    ];
+    let out = run(&opencl, &s.finish(), buffers, a.len()).remove(2);
+    for (n, (x, y)) in a.iter().zip(&b).enumerate() {
+        let modulo = ((x % y) + y) % y;
+        let mixed = ((x >> 3) as u32) ^ u32::from(x < y);
+        let expected = [(x / y) as u32, (x % y) as u32, modulo as u32, mixed];
+        assert_eq!(out[4 * n..4 * n + 4], expected, "a={x} b={y}");
+    }
+}
+
+/// Composite constants that nest a part twice at each level would be written in 2^levels bytes:
+/// refused past a size instead of exhausting memory.
+#[test]
+fn nested_composite_constants_are_refused_past_a_size() {
+    let mut s = Shader::new(1);
+    let mut constant = s.constant(1);
+    let mut ty = s.uint;
+    for _ in 0..40 {
+        ty = s.b.type_struct([ty, ty]);
+        constant = s.b.constant_composite(ty, [constant, constant]);
+    }
+    let error = translate(&s.finish(), &Options::default()).unwrap_err();
+    assert_eq!(error.code(), StatusCode::ResourceExhausted, "{error}");
+    assert!(error.message().contains("composite constant"), "{error}");
+}
