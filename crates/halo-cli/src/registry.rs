@@ -12,5 +12,6 @@ pub fn default_registry() -> DriverRegistry {
     halo_vulkan::register_driver(&mut registry);
     halo_cuda::register_drivers(&mut registry);
     halo_tenstorrent::register_driver(&mut registry);
+    halo_opencl::register_driver(&mut registry);
     registry
 }

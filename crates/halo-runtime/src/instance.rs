@@ -19,8 +19,8 @@ impl Default for Instance {
 impl Instance {
     /// An instance with every driver enabled in this build: `local-sync` and `local-task` (feature
     /// `local`), `vulkan` (feature `vulkan`, validation from `HALO_VULKAN_VALIDATION`) and `cuda` and `hip`
-    /// (feature `cuda`) and `tenstorrent` (feature `tenstorrent`, mock mode); all are default
-    /// features.
+    /// (feature `cuda`), `tenstorrent` (feature `tenstorrent`, mock mode) and `opencl` (feature
+    /// `opencl`); all are default features.
     pub fn new() -> Self {
         #[allow(unused_mut, reason = "unused when every driver feature is off")]
         let mut registry = DriverRegistry::new();
@@ -32,6 +32,8 @@ impl Instance {
         halo_cuda::register_drivers(&mut registry);
         #[cfg(feature = "tenstorrent")]
         halo_tenstorrent::register_driver(&mut registry);
+        #[cfg(feature = "opencl")]
+        halo_opencl::register_driver(&mut registry);
         Instance { registry }
     }
 

@@ -37,6 +37,8 @@ pub(crate) struct KernelWriter<'a> {
     /// Each block's phis, by the block's label.
     phis: HashMap<Word, Vec<Phi>>,
     labels: HashSet<Word>,
+    /// The module-scope variables the function names, in id order.
+    globals_used: Vec<Word>,
     /// The block being written.
     current: Word,
     body: String,
@@ -53,6 +55,7 @@ impl<'a> KernelWriter<'a> {
             builtin_pointers: HashMap::new(),
             phis: HashMap::new(),
             labels: HashSet::new(),
+            globals_used: Vec::new(),
             current: 0,
             body: String::new(),
         };
@@ -70,6 +73,19 @@ impl<'a> KernelWriter<'a> {
                 writer.record(label, instruction)?;
             }
         }
+        let mut used: Vec<Word> = function
+            .blocks
+            .iter()
+            .flat_map(|b| &b.instructions)
+            .flat_map(|i| &i.operands)
+            .filter_map(|o| match o {
+                Operand::IdRef(id) if index.globals.contains_key(id) => Some(*id),
+                _ => None,
+            })
+            .collect();
+        used.sort_unstable();
+        used.dedup();
+        writer.globals_used = used;
         Ok(writer)
     }
 
@@ -127,17 +143,38 @@ impl<'a> KernelWriter<'a> {
         Ok(out)
     }
 
+    /// The (set, binding) of every storage buffer the kernel uses, in order: its buffer
+    /// arguments.
+    pub(crate) fn bindings(&self) -> Vec<(u32, u32)> {
+        let mut bindings: Vec<(u32, u32)> = self
+            .globals_used
+            .iter()
+            .filter_map(|g| match self.index.globals.get(g) {
+                Some(Global::Buffer { set, binding, .. }) => Some((*set, *binding)),
+                _ => None,
+            })
+            .collect();
+        bindings.sort_unstable();
+        bindings.dedup();
+        bindings
+    }
+
+    /// The type of the push constant block the kernel reads, if it reads one.
+    pub(crate) fn push_constants(&self) -> Option<Word> {
+        self.globals_used.iter().find_map(|g| match self.index.globals.get(g) {
+            Some(Global::PushConstants { pointee }) => Some(*pointee),
+            _ => None,
+        })
+    }
+
     fn parameters(&self) -> Result<String> {
         let mut parameters: Vec<String> = self
-            .index
-            .bindings
+            .bindings()
             .iter()
-            .map(|(set, binding)| format!("__global uchar* b{set}_{binding}"))
+            .map(|(set, binding)| format!("__global uchar* b{set}_{binding}_base, ulong b{set}_{binding}_offset"))
             .collect();
-        if let Some(variable) = self.index.push_constants {
-            if let Some(Global::PushConstants { pointee }) = self.index.globals.get(&variable) {
-                parameters.push(format!("{} pc", self.index.type_name(*pointee)?));
-            }
+        if let Some(pointee) = self.push_constants() {
+            parameters.push(format!("{} pc", self.index.type_name(pointee)?));
         }
         Ok(parameters.join(", "))
     }
@@ -146,22 +183,14 @@ impl<'a> KernelWriter<'a> {
     /// and every value it defines.
     fn declarations(&self) -> Result<String> {
         let mut out = String::new();
-        let mut used: Vec<Word> = self
-            .function
-            .blocks
-            .iter()
-            .flat_map(|b| &b.instructions)
-            .flat_map(|i| &i.operands)
-            .filter_map(|o| match o {
-                Operand::IdRef(id) => Some(*id),
-                _ => None,
-            })
-            .filter(|id| self.index.globals.contains_key(id))
-            .collect();
-        used.sort_unstable();
-        used.dedup();
+        for (set, binding) in self.bindings() {
+            let _ = writeln!(
+                out,
+                "__global uchar* b{set}_{binding} = b{set}_{binding}_base + b{set}_{binding}_offset;"
+            );
+        }
         let mut initializers = String::new();
-        for variable in used {
+        for &variable in &self.globals_used {
             match self.index.globals.get(&variable) {
                 Some(Global::Workgroup { pointee }) => {
                     let _ = writeln!(out, "__local {} g{variable};", self.index.type_name(*pointee)?);

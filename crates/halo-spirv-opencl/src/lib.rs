@@ -12,9 +12,10 @@
 //! - `expression` writes each value-computing instruction (and GLSL.std.450) as an OpenCL C
 //!   expression with the same meaning, using the full-precision built-ins (never `native_*`).
 //!
-//! Kernel arguments are the module's storage buffers, one `__global uchar*` per (set, binding)
-//! in ascending order ([`Translation::bindings`]), then the push constant block by value when
-//! there is one ([`Translation::push_constant_bytes`]). An instruction, capability or type this
+//! A kernel's arguments are the storage buffers its entry point uses, in ascending (set, binding)
+//! order ([`Kernel::bindings`]), each as a `__global uchar*` and a `ulong` byte offset into it (so
+//! a binding may start anywhere in a buffer object, with no sub-buffer alignment rule), then the
+//! push constant block by value when it reads one ([`Kernel::push_constant_bytes`]). An instruction, capability or type this
 //! translator does not handle fails the translation with `Unimplemented` naming it: never wrong
 //! code. Malformed SPIR-V fails with `InvalidArgument`.
 #![warn(missing_docs)]
@@ -28,9 +29,9 @@ mod types;
 
 use halo_hal::{Error, Result};
 use kernel::KernelWriter;
-use module::{Global, ModuleIndex};
+use module::ModuleIndex;
 use operands::{id, literal, string};
-use rspirv::dr::{Module, Operand};
+use rspirv::dr::{Instruction, Module, Operand};
 use rspirv::spirv::{Capability, ExecutionMode, ExecutionModel, Op, Word};
 
 /// The first word of every SPIR-V module.
@@ -58,6 +59,10 @@ pub struct Kernel {
     pub name: String,
     /// The workgroup size the kernel requires (`reqd_work_group_size`).
     pub workgroup_size: [u32; 3],
+    /// The storage buffers the kernel takes, in argument order (each a pointer and an offset).
+    pub bindings: Vec<Binding>,
+    /// Bytes of the push constant block passed by value after the buffers, or 0 for none.
+    pub push_constant_bytes: u32,
 }
 
 /// A storage buffer binding: one kernel argument.
@@ -76,10 +81,6 @@ pub struct Translation {
     pub source: String,
     /// One kernel per entry point, in the module's order.
     pub kernels: Vec<Kernel>,
-    /// The storage buffers every kernel takes, in argument order.
-    pub bindings: Vec<Binding>,
-    /// Bytes of the push constant block passed by value after the buffers, or 0 for none.
-    pub push_constant_bytes: u32,
 }
 
 /// Translates the SPIR-V module `words` into OpenCL C.
@@ -100,40 +101,20 @@ pub fn translate(words: &[u32], options: &Options) -> Result<Translation> {
     source.push_str(&index.typedefs()?);
     let mut kernels = Vec::new();
     for (ordinal, entry) in module.entry_points.iter().enumerate() {
-        let name = string(entry, 2)?.to_string();
-        let kernel = Kernel {
-            workgroup_size: workgroup_size(&module, id(entry, 1)?)
-                .map_err(|e| e.context(format!("entry point {name:?}")))?,
-            entry_point: name,
-            name: format!("k{ordinal}"),
-        };
-        source.push_str(
-            &write_kernel(&module, &index, entry, &kernel)
-                .map_err(|e| e.context(format!("entry point {:?}", kernel.entry_point)))?,
-        );
+        let entry_point = string(entry, 2)?.to_string();
+        let (kernel, text) = write_kernel(&module, &index, entry, format!("k{ordinal}"))
+            .map_err(|e| e.context(format!("entry point {entry_point:?}")))?;
+        source.push_str(&text);
         kernels.push(kernel);
     }
     if kernels.is_empty() {
         return Err(Error::invalid_argument("SPIR-V module has no entry point"));
     }
-    Ok(Translation {
-        source,
-        kernels,
-        bindings: index
-            .bindings
-            .iter()
-            .map(|&(set, binding)| Binding { set, binding })
-            .collect(),
-        push_constant_bytes: push_constant_bytes(&index)?,
-    })
+    Ok(Translation { source, kernels })
 }
 
-fn write_kernel(
-    module: &Module,
-    index: &ModuleIndex,
-    entry: &rspirv::dr::Instruction,
-    kernel: &Kernel,
-) -> Result<String> {
+/// One entry point as a kernel named `name`, and its source.
+fn write_kernel(module: &Module, index: &ModuleIndex, entry: &Instruction, name: String) -> Result<(Kernel, String)> {
     match entry.operands.first() {
         Some(Operand::ExecutionModel(ExecutionModel::GLCompute)) => {}
         other => {
@@ -148,7 +129,25 @@ fn write_kernel(
         .iter()
         .find(|f| f.def.as_ref().and_then(|d| d.result_id) == Some(function_id))
         .ok_or_else(|| Error::invalid_argument(format!("entry point function %{function_id} is not defined")))?;
-    KernelWriter::new(index, function)?.write(&kernel.name, &kernel.entry_point, kernel.workgroup_size)
+    let writer = KernelWriter::new(index, function)?;
+    let push_constant_bytes = match writer.push_constants() {
+        Some(block) => u32::try_from(index.layout(block)?.size)
+            .map_err(|_| Error::invalid_argument("push constant block larger than 4 GiB"))?,
+        None => 0,
+    };
+    let kernel = Kernel {
+        entry_point: string(entry, 2)?.to_string(),
+        name,
+        workgroup_size: workgroup_size(module, function_id)?,
+        bindings: writer
+            .bindings()
+            .into_iter()
+            .map(|(set, binding)| Binding { set, binding })
+            .collect(),
+        push_constant_bytes,
+    };
+    let text = writer.write(&kernel.name, &kernel.entry_point, kernel.workgroup_size)?;
+    Ok((kernel, text))
 }
 
 /// Refuses a module whose instructions do not tile its words exactly: rspirv reads a literal
@@ -192,14 +191,6 @@ fn workgroup_size(module: &Module, function: Word) -> Result<[u32; 3]> {
         }
     }
     Err(Error::unimplemented("entry points without a LocalSize execution mode"))
-}
-
-fn push_constant_bytes(index: &ModuleIndex) -> Result<u32> {
-    let Some(Global::PushConstants { pointee }) = index.push_constants.and_then(|v| index.globals.get(&v)) else {
-        return Ok(0);
-    };
-    u32::try_from(index.layout(*pointee)?.size)
-        .map_err(|_| Error::invalid_argument("push constant block larger than 4 GiB"))
 }
 
 /// The `#pragma`s enabling the extensions the module's capabilities need.

@@ -9,7 +9,7 @@ use crate::Options;
 use halo_hal::{Error, Result};
 use rspirv::dr::{Instruction, Module, Operand};
 use rspirv::spirv::{BuiltIn, Capability, Decoration, Op, StorageClass, Word};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
 /// A constant's value.
@@ -67,10 +67,8 @@ pub(crate) struct ModuleIndex {
     glsl: HashSet<Word>,
     /// Struct and array types in definition order, each needing a typedef.
     aggregates: Vec<Word>,
-    /// Set and binding of every storage buffer: the kernels' buffer arguments, in order.
-    pub(crate) bindings: BTreeSet<(u32, u32)>,
     /// The push constant variable, if any.
-    pub(crate) push_constants: Option<Word>,
+    push_constants: Option<Word>,
 }
 
 impl ModuleIndex {
@@ -84,7 +82,6 @@ impl ModuleIndex {
             globals: HashMap::new(),
             glsl: HashSet::new(),
             aggregates: Vec::new(),
-            bindings: BTreeSet::new(),
             push_constants: None,
         };
         for import in &module.ext_inst_imports {
@@ -285,7 +282,6 @@ impl ModuleIndex {
                         "SPIR-V storage buffer %{this} has no descriptor set and binding"
                     )));
                 };
-                self.bindings.insert((set, binding));
                 Global::Buffer { set, binding, pointee }
             }
             StorageClass::PushConstant => {

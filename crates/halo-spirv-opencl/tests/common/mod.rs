@@ -26,6 +26,9 @@ impl OpenCl {
     /// The first device of the first platform that has one, or `None` (printing that `test`
     /// skipped) where OpenCL or a device is missing.
     pub fn first(test: &str) -> Option<OpenCl> {
+        // PoCL 3.1 crashes when two threads make its first discovery calls at once.
+        static DISCOVERY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _discovering = DISCOVERY.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let device = opencl3::platform::get_platforms()
             .ok()
             .into_iter()
@@ -75,8 +78,8 @@ impl OpenCl {
             .unwrap_or_else(|log| panic!("build failed:\n{log}\n{}", translation.source));
         let kernel_info = &translation.kernels[ordinal];
         let kernel = Kernel::create(&program, &kernel_info.name).expect("kernel");
-        assert_eq!(buffers.len(), translation.bindings.len(), "one buffer per binding");
-        assert_eq!(push_constants.len(), translation.push_constant_bytes as usize);
+        assert_eq!(buffers.len(), kernel_info.bindings.len(), "one buffer per binding");
+        assert_eq!(push_constants.len(), kernel_info.push_constant_bytes as usize);
         let mut device_buffers = Vec::new();
         for bytes in buffers.iter() {
             // SAFETY: a plain read-write buffer of the given size with no host pointer.
@@ -88,15 +91,18 @@ impl OpenCl {
             device_buffers.push(buffer);
         }
         for (index, buffer) in device_buffers.iter().enumerate() {
-            // SAFETY: argument `index` is a `__global uchar*`, given a cl_mem.
-            unsafe { kernel.set_arg(index as u32, &buffer.get()) }.expect("buffer argument");
+            let index = 2 * index as u32;
+            // SAFETY: argument `index` is a `__global uchar*` given a cl_mem, then its `ulong` offset.
+            unsafe { kernel.set_arg(index, &buffer.get()) }.expect("buffer argument");
+            // SAFETY: as above.
+            unsafe { kernel.set_arg(index + 1, &0u64) }.expect("offset argument");
         }
         if !push_constants.is_empty() {
             // SAFETY: the last argument is the push constant struct of exactly this many bytes.
             unsafe {
                 opencl3::kernel::set_kernel_arg(
                     kernel.get(),
-                    device_buffers.len() as u32,
+                    2 * device_buffers.len() as u32,
                     push_constants.len(),
                     push_constants.as_ptr().cast(),
                 )

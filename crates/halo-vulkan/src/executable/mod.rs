@@ -5,19 +5,17 @@
 //! set, bindings in the order listed, array elements in order); HAL constants are push constants
 //! from byte 0; executable-level constants are specialization constants 0, 1, ...
 
-mod schema;
 mod spirv;
 
 use crate::device::DeviceShared;
 use crate::status::VkResultExt;
 use ash::vk;
 use halo_hal::{Error, Executable, ExecutableCache, ExecutableParams, ExportInfo, Result};
-use schema::{ExecutableDef, VkDescriptorType};
+use halo_spirv_fb::schema::{self, ExecutableDef, VkDescriptorType};
 use std::any::Any;
 use std::sync::Arc;
 
-/// The format name `iree-compile` gives Vulkan executables with descriptor-set bindings.
-pub const FORMAT: &str = "vulkan-spirv-fb";
+pub use halo_spirv_fb::FORMAT;
 
 /// Where one HAL binding goes in the export's descriptor sets.
 #[derive(Debug, Clone, Copy)]
@@ -67,7 +65,7 @@ impl VulkanExecutable {
     }
 
     fn load(shared: Arc<DeviceShared>, data: &[u8], constants: &[u32]) -> Result<Self> {
-        let def = parse(data)?;
+        let def = halo_spirv_fb::parse(data)?;
         let mut executable = VulkanExecutable {
             shared,
             exports: Vec::new(),
@@ -378,13 +376,6 @@ fn descriptor_type(kind: VkDescriptorType) -> Result<vk::DescriptorType> {
             other.0
         ))),
     }
-}
-
-/// Checks the header and verifies the FlatBuffer.
-fn parse(data: &[u8]) -> Result<ExecutableDef<'_>> {
-    let body = halo_hal::executable::gpu_flatbuffer(data, "VKE1", "Vulkan executable")?;
-    schema::root_as_executable_def(body)
-        .map_err(|e| Error::invalid_argument(format!("malformed Vulkan executable FlatBuffer: {e}")))
 }
 
 /// Prepares `vulkan-spirv-fb` executables for one device.

@@ -1,0 +1,222 @@
+//! The only module that calls into OpenCL unsafely: buffers over host memory and a batch of queue
+//! commands whose borrowed inputs outlive the device's use of them.
+//!
+//! The ICD loader (`libOpenCL.so.1`) is opened at run time by `opencl3`'s dynamic loading, so
+//! the build needs no SDK and a machine without OpenCL reports the driver unavailable.
+
+use halo_hal::{Error, Result};
+use opencl3::command_queue::CommandQueue;
+use opencl3::context::Context;
+use opencl3::error_codes::ClError;
+use opencl3::event::Event;
+use opencl3::kernel::Kernel;
+use opencl3::memory::{Buffer, ClMem, CL_MEM_READ_WRITE, CL_MEM_USE_HOST_PTR};
+use opencl3::types::{cl_mem, CL_BLOCKING};
+use std::marker::PhantomData;
+use std::ptr::{self, NonNull};
+
+/// An OpenCL failure of `function` as a halo error: out-of-memory codes as `ResourceExhausted`,
+/// a missing loader as `Unavailable`, the rest as `Internal`.
+pub(crate) fn cl_error(function: &str, error: ClError) -> Error {
+    use opencl3::error_codes::*;
+    let message = format!("{function} failed: {error} ({})", error.0);
+    match error.0 {
+        CL_OUT_OF_RESOURCES | CL_OUT_OF_HOST_MEMORY | CL_MEM_OBJECT_ALLOCATION_FAILURE | CL_INVALID_BUFFER_SIZE => {
+            Error::resource_exhausted(message)
+        }
+        DLOPEN_RUNTIME_LOAD_FAILED | DLOPEN_FUNCTION_NOT_AVAILABLE => Error::unavailable(format!(
+            "{message}: the OpenCL ICD loader libOpenCL.so.1 is missing (Debian: ocl-icd-libopencl1 and a driver \
+             such as pocl-opencl-icd)"
+        )),
+        _ => Error::internal(message),
+    }
+}
+
+/// A buffer object over `size` bytes of host memory at `host` (`CL_MEM_USE_HOST_PTR`): on a
+/// device whose memory is the host's, kernels read and write those very bytes.
+///
+/// # Safety
+/// `host` must address `size` bytes that stay allocated, and are not moved, until the returned
+/// buffer is dropped.
+pub(crate) unsafe fn host_buffer(context: &Context, host: NonNull<u8>, size: u64) -> Result<Buffer<u8>> {
+    let size = usize::try_from(size.max(1))
+        .map_err(|_| Error::resource_exhausted(format!("a buffer of {size} bytes does not fit this host")))?;
+    // SAFETY: the caller keeps `host` valid for `size` bytes for the buffer's lifetime.
+    unsafe {
+        Buffer::<u8>::create(
+            context,
+            CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR,
+            size,
+            host.as_ptr().cast(),
+        )
+    }
+    .map_err(|e| cl_error("clCreateBuffer", e))
+}
+
+/// One kernel argument.
+pub(crate) enum Argument<'a> {
+    /// A buffer object.
+    Buffer(cl_mem),
+    /// A byte offset (`ulong`).
+    Offset(u64),
+    /// Bytes passed by value (the push constant struct).
+    Bytes(&'a [u8]),
+}
+
+/// Commands enqueued on an in-order queue, finished before the batch lets go of what they read:
+/// the bytes of updates and push constants are borrowed for `'a`, and dropping the batch waits
+/// for the queue, so they cannot be freed while the device may still read them.
+pub(crate) struct Batch<'a> {
+    queue: &'a CommandQueue,
+    finished: bool,
+    _borrows: PhantomData<&'a [u8]>,
+}
+
+impl<'a> Batch<'a> {
+    pub(crate) fn new(queue: &'a CommandQueue) -> Self {
+        Batch {
+            queue,
+            finished: false,
+            _borrows: PhantomData,
+        }
+    }
+
+    /// Repeats `pattern` over `[offset, offset + length)` of `buffer`.
+    pub(crate) fn fill(&mut self, buffer: cl_mem, pattern: &[u8], offset: u64, length: u64) -> Result<()> {
+        // SAFETY: the range was validated against the buffer; OpenCL copies the pattern at enqueue.
+        let event = unsafe {
+            opencl3::command_queue::enqueue_fill_buffer(
+                self.queue.get(),
+                buffer,
+                pattern.as_ptr().cast(),
+                pattern.len(),
+                offset as usize,
+                length as usize,
+                0,
+                ptr::null(),
+            )
+        }
+        .map_err(|e| cl_error("clEnqueueFillBuffer", ClError(e)))?;
+        drop(Event::new(event));
+        Ok(())
+    }
+
+    /// Writes `data` at `offset` of `buffer`.
+    pub(crate) fn write(&mut self, buffer: cl_mem, offset: u64, data: &'a [u8]) -> Result<()> {
+        // SAFETY: the range was validated; `data` is borrowed for the batch, which finishes the
+        // queue before it ends.
+        let event = unsafe {
+            opencl3::command_queue::enqueue_write_buffer(
+                self.queue.get(),
+                buffer,
+                0,
+                offset as usize,
+                data.len(),
+                data.as_ptr().cast(),
+                0,
+                ptr::null(),
+            )
+        }
+        .map_err(|e| cl_error("clEnqueueWriteBuffer", ClError(e)))?;
+        drop(Event::new(event));
+        Ok(())
+    }
+
+    /// Copies `length` bytes between two buffer ranges.
+    pub(crate) fn copy(&mut self, source: (cl_mem, u64), target: (cl_mem, u64), length: u64) -> Result<()> {
+        // SAFETY: both ranges were validated against their buffers.
+        let event = unsafe {
+            opencl3::command_queue::enqueue_copy_buffer(
+                self.queue.get(),
+                source.0,
+                target.0,
+                source.1 as usize,
+                target.1 as usize,
+                length as usize,
+                0,
+                ptr::null(),
+            )
+        }
+        .map_err(|e| cl_error("clEnqueueCopyBuffer", ClError(e)))?;
+        drop(Event::new(event));
+        Ok(())
+    }
+
+    /// Reads `target.len()` bytes at `offset` of `buffer`, waiting for them.
+    pub(crate) fn read_now(&mut self, buffer: cl_mem, offset: u64, target: &mut [u8]) -> Result<()> {
+        // SAFETY: the range was validated; the read is blocking, so `target` outlives it.
+        unsafe {
+            opencl3::command_queue::enqueue_read_buffer(
+                self.queue.get(),
+                buffer,
+                CL_BLOCKING,
+                offset as usize,
+                target.len(),
+                target.as_mut_ptr().cast(),
+                0,
+                ptr::null(),
+            )
+        }
+        .map(|event| drop(Event::new(event)))
+        .map_err(|e| cl_error("clEnqueueReadBuffer", ClError(e)))
+    }
+
+    /// Runs `kernel` over `workgroups` of `local` work-items with `arguments`.
+    ///
+    /// The kernel's arguments are set and the launch enqueued under one borrow of the kernel;
+    /// OpenCL captures argument values at enqueue.
+    pub(crate) fn dispatch(
+        &mut self,
+        kernel: &Kernel,
+        arguments: &[Argument<'_>],
+        workgroups: [u32; 3],
+        local: [u32; 3],
+    ) -> Result<()> {
+        for (index, argument) in arguments.iter().enumerate() {
+            let index = index as u32;
+            // SAFETY: the arguments follow the translator's kernel signature: a `__global uchar*`
+            // and a `ulong` offset per binding, then the push constant struct of exactly its size.
+            let set = unsafe {
+                match argument {
+                    Argument::Buffer(mem) => kernel.set_arg(index, mem),
+                    Argument::Offset(offset) => kernel.set_arg(index, offset),
+                    Argument::Bytes(bytes) => {
+                        opencl3::kernel::set_kernel_arg(kernel.get(), index, bytes.len(), bytes.as_ptr().cast())
+                            .map_err(ClError)
+                    }
+                }
+            };
+            set.map_err(|e| cl_error(&format!("clSetKernelArg (argument {index})"), e))?;
+        }
+        let local = local.map(|l| l as usize);
+        let global = [0, 1, 2].map(|d| workgroups[d] as usize * local[d]);
+        // SAFETY: every argument is set; `global`/`local` have three dimensions.
+        let event = unsafe {
+            self.queue
+                .enqueue_nd_range_kernel(kernel.get(), 3, ptr::null(), global.as_ptr(), local.as_ptr(), &[])
+        }
+        .map_err(|e| cl_error("clEnqueueNDRangeKernel", e))?;
+        drop(event);
+        Ok(())
+    }
+
+    /// Waits for everything enqueued.
+    pub(crate) fn finish(mut self) -> Result<()> {
+        self.finished = true;
+        self.queue.finish().map_err(|e| cl_error("clFinish", e))
+    }
+}
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        // An early return must not free what the device may still read.
+        if !self.finished {
+            let _ = self.queue.finish();
+        }
+    }
+}
+
+/// The `cl_mem` of a buffer object.
+pub(crate) fn mem_of(buffer: &Buffer<u8>) -> cl_mem {
+    buffer.get()
+}

@@ -1,0 +1,175 @@
+//! An OpenCL device: one context and one in-order command queue, the submission thread that
+//! feeds it, and the translator options the device's extensions allow.
+
+use crate::allocator::OpenClAllocator;
+use crate::api::cl_error;
+use crate::command_buffer;
+use crate::driver::DRIVER_NAME;
+use crate::executable::OpenClExecutableCache;
+use crate::queue::SubmissionQueue;
+use halo_hal::device::{glob_match, query_common_i64};
+use halo_hal::{
+    Allocator, AllocatorStatistics, Binding, Buffer, BufferParams, CommandBuffer, Device, DeviceInfo, Error,
+    ExecutableCache, Fence, QueueAffinity, Result, Timeout,
+};
+use halo_spirv_opencl::Options;
+use opencl3::command_queue::CommandQueue;
+use opencl3::context::Context;
+use std::any::Any;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// What the device's objects share.
+pub(crate) struct DeviceShared {
+    pub(crate) context: Context,
+    pub(crate) queue: CommandQueue,
+    /// Translator options from the device's extensions.
+    pub(crate) translation: Options,
+    pub(crate) max_workgroup_size: usize,
+    pub(crate) max_allocation: u64,
+    allocated: AtomicU64,
+    peak: AtomicU64,
+}
+
+impl DeviceShared {
+    pub(crate) fn count_allocated(&self, delta: i64) {
+        let now = self
+            .allocated
+            .fetch_add(delta as u64, Ordering::Relaxed)
+            .wrapping_add(delta as u64);
+        self.peak.fetch_max(now, Ordering::Relaxed);
+    }
+
+    pub(crate) fn statistics(&self) -> AllocatorStatistics {
+        AllocatorStatistics {
+            bytes_allocated: self.allocated.load(Ordering::Relaxed),
+            bytes_peak: self.peak.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// One OpenCL device.
+///
+/// Ownership: submissions keep their command buffers, tables and the device's shared state alive
+/// until they finish. Threading: any thread.
+pub struct OpenClDevice {
+    info: DeviceInfo,
+    shared: Arc<DeviceShared>,
+    allocator: OpenClAllocator,
+    queue: SubmissionQueue,
+}
+
+impl OpenClDevice {
+    pub(crate) fn new(info: DeviceInfo, device: opencl3::device::Device) -> Result<Self> {
+        let name = device.name().unwrap_or_default();
+        if !device
+            .host_unified_memory()
+            .map_err(|e| cl_error("clGetDeviceInfo", e))?
+        {
+            return Err(Error::unimplemented(format!(
+                "OpenCL device '{name}' has memory of its own; the opencl driver runs devices that share the \
+                 host's memory (CPUs, integrated GPUs) for now"
+            )));
+        }
+        let extensions = device.extensions().unwrap_or_default();
+        let translation = Options {
+            fp16: extensions.contains("cl_khr_fp16"),
+            fp64: extensions.contains("cl_khr_fp64"),
+            specialization: Vec::new(),
+        };
+        let context = Context::from_device(&device).map_err(|e| cl_error("clCreateContext", e))?;
+        #[allow(
+            deprecated,
+            reason = "clCreateCommandQueue is the OpenCL 1.2 entry point every platform has"
+        )]
+        let queue = CommandQueue::create_default(&context, 0).map_err(|e| cl_error("clCreateCommandQueue", e))?;
+        let shared = Arc::new(DeviceShared {
+            context,
+            queue,
+            translation,
+            max_workgroup_size: device
+                .max_work_group_size()
+                .map_err(|e| cl_error("clGetDeviceInfo", e))?,
+            max_allocation: device
+                .max_mem_alloc_size()
+                .map_err(|e| cl_error("clGetDeviceInfo", e))?,
+            allocated: AtomicU64::new(0),
+            peak: AtomicU64::new(0),
+        });
+        Ok(OpenClDevice {
+            info,
+            allocator: OpenClAllocator::new(shared.clone()),
+            shared,
+            queue: SubmissionQueue::start()?,
+        })
+    }
+}
+
+impl Device for OpenClDevice {
+    fn driver_name(&self) -> &str {
+        DRIVER_NAME
+    }
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+    fn allocator(&self) -> &dyn Allocator {
+        &self.allocator
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn query_i64(&self, category: &str, key: &str) -> Result<i64> {
+        // The device runs the Vulkan target's programs, which `iree-compile` marks as wanting a
+        // device whose id matches `vulkan*`: it answers to that too.
+        if category == "hal.device.id" && glob_match(key, "vulkan") {
+            return Ok(1);
+        }
+        query_common_i64(self, &OpenClExecutableCache::new(self.shared.clone()), category, key)
+    }
+
+    fn create_executable_cache(&self) -> Result<Arc<dyn ExecutableCache>> {
+        Ok(Arc::new(OpenClExecutableCache::new(self.shared.clone())))
+    }
+
+    fn queue_execute(
+        &self,
+        _queue_affinity: QueueAffinity,
+        wait: &Fence,
+        signal: &Fence,
+        command_buffer: Option<&Arc<CommandBuffer>>,
+        binding_table: &[Binding],
+    ) -> Result<()> {
+        let Some(command_buffer) = command_buffer else {
+            self.queue.submit(wait, signal, Box::new(|| Ok(())));
+            return Ok(());
+        };
+        command_buffer.validate_submission(binding_table)?;
+        let (command_buffer, shared) = (command_buffer.clone(), self.shared.clone());
+        let table: Vec<Binding<'static>> = binding_table.iter().map(Binding::to_static).collect();
+        self.queue.submit(
+            wait,
+            signal,
+            Box::new(move || command_buffer::execute(&shared, command_buffer.commands()?, &table)),
+        );
+        Ok(())
+    }
+
+    fn queue_alloca(
+        &self,
+        queue_affinity: QueueAffinity,
+        wait: &Fence,
+        signal: &Fence,
+        params: BufferParams,
+        size: u64,
+    ) -> Result<Buffer> {
+        // Memory is taken now; the barrier orders the buffer's first use after `wait`.
+        let buffer = self.allocator.allocate_buffer(params, size)?;
+        self.queue_barrier(queue_affinity, wait, signal)?;
+        Ok(buffer)
+    }
+
+    fn wait_idle(&self, timeout: Timeout) -> Result<()> {
+        self.queue.wait_idle(timeout)
+    }
+}

@@ -1,0 +1,124 @@
+//! The `opencl` driver: every device of every OpenCL platform the ICD loader finds.
+//!
+//! Devices are `opencl://` (the first), `opencl://N` (the N-th over all platforms) or
+//! `opencl://P/D` (device D of platform P). The driver has no URI parameters yet.
+
+use crate::api::cl_error;
+use crate::device::OpenClDevice;
+use halo_hal::driver::select_device;
+use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, Result};
+use opencl3::device::{Device as ClDevice, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_CPU, CL_DEVICE_TYPE_GPU};
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// Name under which the driver registers.
+pub const DRIVER_NAME: &str = "opencl";
+
+/// Extensions that change what the driver can run, shown by `halo devices`.
+const NOTABLE_EXTENSIONS: [&str; 5] = [
+    "cl_khr_fp16",
+    "cl_khr_fp64",
+    "cl_khr_subgroups",
+    "cl_khr_command_buffer",
+    "cl_khr_int64_base_atomics",
+];
+
+/// Creates `opencl` devices.
+#[derive(Default)]
+pub struct OpenClDriver;
+
+/// Held while platforms and devices are discovered: PoCL 3.1 sets its devices up on the first
+/// discovery calls and crashed (a device name read while another thread set it up) when two
+/// threads made them at once.
+static DISCOVERY: Mutex<()> = Mutex::new(());
+
+/// Every device: its info and handle.
+fn devices() -> Result<Vec<(DeviceInfo, ClDevice)>> {
+    let _discovering = DISCOVERY.lock().unwrap_or_else(PoisonError::into_inner);
+    let platforms = match opencl3::platform::get_platforms() {
+        Ok(platforms) => platforms,
+        // No ICD file names a platform: a machine without OpenCL drivers.
+        Err(error) if error.0 == opencl3::error_codes::CL_PLATFORM_NOT_FOUND_KHR => Vec::new(),
+        Err(error) => return Err(cl_error("clGetPlatformIDs", error)),
+    };
+    let mut found = Vec::new();
+    for (p, platform) in platforms.iter().enumerate() {
+        let platform_name = platform.name().unwrap_or_default();
+        for (d, id) in platform
+            .get_devices(CL_DEVICE_TYPE_ALL)
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+        {
+            let device = ClDevice::new(id);
+            let info = DeviceInfo {
+                id: ((p as u64) << 32) | d as u64,
+                path: format!("{p}/{d}"),
+                name: device.name().unwrap_or_default(),
+                details: describe(&device, &platform_name),
+            };
+            found.push((info, device));
+        }
+    }
+    Ok(found)
+}
+
+fn describe(device: &ClDevice, platform: &str) -> Vec<(String, String)> {
+    let kind = match device.dev_type().unwrap_or(0) {
+        t if t & CL_DEVICE_TYPE_GPU != 0 => "GPU",
+        t if t & CL_DEVICE_TYPE_CPU != 0 => "CPU",
+        _ => "accelerator",
+    };
+    let extensions = device.extensions().unwrap_or_default();
+    let notable: Vec<&str> = NOTABLE_EXTENSIONS
+        .into_iter()
+        .filter(|e| extensions.split_whitespace().any(|x| x == *e))
+        .collect();
+    vec![
+        ("platform".into(), platform.to_string()),
+        ("type".into(), kind.into()),
+        ("version".into(), device.version().unwrap_or_default()),
+        ("OpenCL C".into(), device.opencl_c_version().unwrap_or_default()),
+        (
+            "memory".into(),
+            format!(
+                "{} MiB global, {} KiB local, shared with the host: {}",
+                device.global_mem_size().unwrap_or(0) >> 20,
+                device.local_mem_size().unwrap_or(0) >> 10,
+                device.host_unified_memory().unwrap_or(false)
+            ),
+        ),
+        ("extensions".into(), notable.join(" ")),
+    ]
+}
+
+impl Driver for OpenClDriver {
+    fn name(&self) -> &str {
+        DRIVER_NAME
+    }
+
+    fn enumerate_devices(&self) -> Result<Vec<DeviceInfo>> {
+        Ok(devices()?.into_iter().map(|(info, _)| info).collect())
+    }
+
+    fn create_device(&self, path: &str, params: &DeviceParams) -> Result<Arc<dyn Device>> {
+        if let Some((key, _)) = params.iter().next() {
+            return Err(Error::invalid_argument(format!(
+                "opencl has no device parameter '{key}'"
+            )));
+        }
+        let all = devices()?;
+        if all.is_empty() {
+            return Err(Error::unavailable(
+                "no OpenCL device: the ICD loader found no platform with a device (Debian: pocl-opencl-icd)",
+            ));
+        }
+        let infos: Vec<DeviceInfo> = all.iter().map(|(info, _)| info.clone()).collect();
+        let info = select_device(DRIVER_NAME, &infos, path)?.clone();
+        let device = all
+            .into_iter()
+            .find(|(candidate, _)| candidate.id == info.id)
+            .map(|(_, device)| device)
+            .ok_or_else(|| Error::internal("selected OpenCL device vanished"))?;
+        Ok(Arc::new(OpenClDevice::new(info, device)?))
+    }
+}

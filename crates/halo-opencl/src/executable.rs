@@ -1,0 +1,187 @@
+//! Executables: `vulkan-spirv-fb` programs, their SPIR-V translated to OpenCL C
+//! (`halo-spirv-opencl`) and built for the device, one kernel per export.
+
+use crate::api::cl_error;
+use crate::device::DeviceShared;
+use halo_hal::{Error, Executable, ExecutableCache, ExecutableParams, ExportInfo, Result};
+use halo_spirv_fb::{SpirvExecutable, FORMAT};
+use halo_spirv_opencl::{translate, Binding, Options};
+use opencl3::kernel::Kernel;
+use opencl3::program::Program;
+use std::any::Any;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+/// One export: its kernel and what its arguments are.
+pub(crate) struct Export {
+    info: ExportInfo,
+    /// Set by the submission thread only; a lock keeps the kernel's arguments its own per launch.
+    kernel: Mutex<Kernel>,
+    /// For each kernel buffer argument, the HAL binding ordinal that fills it.
+    pub(crate) arguments: Vec<usize>,
+    /// Bytes of the push constant struct the kernel takes by value.
+    pub(crate) push_constant_bytes: usize,
+    pub(crate) workgroup_size: [u32; 3],
+}
+
+impl Export {
+    pub(crate) fn kernel(&self) -> MutexGuard<'_, Kernel> {
+        self.kernel.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A `vulkan-spirv-fb` executable built for one OpenCL device.
+///
+/// Ownership: keeps its device's context alive. Threading: any thread.
+pub struct OpenClExecutable {
+    shared: Arc<DeviceShared>,
+    exports: Vec<Export>,
+}
+
+impl OpenClExecutable {
+    /// Export `ordinal`, checking that the executable is on the device `shared`.
+    pub(crate) fn export(&self, ordinal: u32, shared: &Arc<DeviceShared>) -> Result<&Export> {
+        if !Arc::ptr_eq(&self.shared, shared) {
+            return Err(Error::invalid_argument(
+                "the executable belongs to another OpenCL device",
+            ));
+        }
+        self.exports.get(ordinal as usize).ok_or_else(|| {
+            Error::out_of_range(format!(
+                "export ordinal {ordinal} is out of range; the executable has {} exports",
+                self.exports.len()
+            ))
+        })
+    }
+
+    fn load(shared: Arc<DeviceShared>, data: &[u8], constants: &[u32]) -> Result<Self> {
+        let def = halo_spirv_fb::decode(data)?;
+        let options = Options {
+            specialization: constants.to_vec(),
+            ..shared.translation.clone()
+        };
+        let exports = def
+            .exports
+            .iter()
+            .enumerate()
+            .map(|(ordinal, _)| {
+                build_export(&shared, &def, ordinal, &options)
+                    .map_err(|e| e.context(format!("preparing export {ordinal} ('{}')", def.exports[ordinal].name)))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(OpenClExecutable { shared, exports })
+    }
+}
+
+fn build_export(shared: &DeviceShared, def: &SpirvExecutable, ordinal: usize, options: &Options) -> Result<Export> {
+    let export = &def.exports[ordinal];
+    if export.subgroup_size != 0 {
+        return Err(Error::unimplemented(format!(
+            "'{}' requires subgroup size {}; the opencl driver does not run subgroup operations yet",
+            export.entry_point, export.subgroup_size
+        )));
+    }
+    let translation = translate(&def.modules[export.module], options)?;
+    let kernel_info = translation
+        .kernels
+        .iter()
+        .find(|k| k.entry_point == export.entry_point)
+        .ok_or_else(|| Error::invalid_argument(format!("SPIR-V has no entry point '{}'", export.entry_point)))?;
+    let arguments = kernel_info
+        .bindings
+        .iter()
+        .map(|Binding { set, binding }| {
+            export
+                .bindings
+                .iter()
+                .position(|slot| slot.set == *set && slot.binding == *binding)
+                .ok_or_else(|| {
+                    Error::invalid_argument(format!(
+                        "SPIR-V uses set {set} binding {binding}, which the pipeline layout does not declare"
+                    ))
+                })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let push_constant_bytes = kernel_info.push_constant_bytes as usize;
+    if push_constant_bytes > 4 * export.constant_count as usize {
+        return Err(Error::invalid_argument(format!(
+            "SPIR-V push constants take {push_constant_bytes} bytes; the layout declares {} constants",
+            export.constant_count
+        )));
+    }
+    let program = Program::create_and_build_from_source(&shared.context, &translation.source, "-cl-std=CL1.2")
+        .map_err(|log| Error::internal(format!("clBuildProgram failed for the translated OpenCL C: {log}")))?;
+    let kernel = Kernel::create(&program, &kernel_info.name).map_err(|e| cl_error("clCreateKernel", e))?;
+    let [x, y, z] = kernel_info.workgroup_size;
+    if u64::from(x) * u64::from(y) * u64::from(z) > shared.max_workgroup_size as u64 {
+        return Err(Error::resource_exhausted(format!(
+            "'{}' has workgroups of {x}x{y}x{z}; the device runs at most {} work-items a group",
+            export.entry_point, shared.max_workgroup_size
+        )));
+    }
+    Ok(Export {
+        info: ExportInfo {
+            name: export.name.clone(),
+            constant_count: export.constant_count,
+            binding_count: export.bindings.len() as u32,
+            workgroup_size: kernel_info.workgroup_size,
+        },
+        kernel: Mutex::new(kernel),
+        arguments,
+        push_constant_bytes,
+        workgroup_size: kernel_info.workgroup_size,
+    })
+}
+
+impl Executable for OpenClExecutable {
+    fn format(&self) -> &str {
+        FORMAT
+    }
+
+    fn export_count(&self) -> u32 {
+        self.exports.len() as u32
+    }
+
+    fn export_info(&self, ordinal: u32) -> Result<ExportInfo> {
+        halo_hal::executable::check_export_ordinal(self, ordinal)?;
+        Ok(self.exports[ordinal as usize].info.clone())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// Prepares `vulkan-spirv-fb` executables for one OpenCL device.
+pub struct OpenClExecutableCache {
+    shared: Arc<DeviceShared>,
+}
+
+impl OpenClExecutableCache {
+    pub(crate) fn new(shared: Arc<DeviceShared>) -> Self {
+        OpenClExecutableCache { shared }
+    }
+}
+
+impl ExecutableCache for OpenClExecutableCache {
+    fn can_prepare_format(&self, format: &str) -> bool {
+        format == FORMAT
+    }
+
+    fn supported_formats(&self) -> Vec<String> {
+        vec![FORMAT.to_string()]
+    }
+
+    fn prepare_executable(&self, params: &ExecutableParams<'_>) -> Result<Arc<dyn Executable>> {
+        if !self.can_prepare_format(params.format) {
+            return Err(halo_hal::executable::unknown_format_error(
+                params.format,
+                &self.supported_formats(),
+            ));
+        }
+        Ok(Arc::new(OpenClExecutable::load(
+            self.shared.clone(),
+            params.data,
+            params.constants,
+        )?))
+    }
+}

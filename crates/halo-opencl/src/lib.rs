@@ -1,0 +1,51 @@
+//! The `opencl` driver: IREE's Vulkan programs (`vulkan-spirv-fb`) on OpenCL devices. No
+//! `iree-compile` target emits OpenCL kernels, and OpenCL cannot load the shader SPIR-V Vulkan
+//! programs carry, so each executable's SPIR-V is translated to OpenCL C (`halo-spirv-opencl`)
+//! and built by the device's compiler.
+//!
+//! How HAL concepts map onto OpenCL:
+//! - the ICD loader (`libOpenCL.so.1`) is opened at run time (`opencl3`'s dynamic loading, one
+//!   typed call per entry point, so no SDK at build time); without it, or without a platform,
+//!   there are no devices and creating one reports `Unavailable` ([`driver`]);
+//! - a device is an OpenCL device with one context and one in-order command queue
+//!   ([`device`]); devices whose memory is the host's (CPUs, integrated GPUs) for now;
+//! - buffers are host memory with a `CL_MEM_USE_HOST_PTR` buffer object over it: kernels use the
+//!   bytes the host maps in place ([`allocator`], [`buffer`]);
+//! - executables are `vulkan-spirv-fb` FlatBuffers (`halo-spirv-fb`) whose SPIR-V is translated
+//!   and built into one kernel per export ([`executable`]);
+//! - command buffers are halo-hal's validated command lists, issued at submit as buffer commands
+//!   and kernel launches (`command_buffer`);
+//! - semaphores are halo-hal's host timelines: a submission runs on the device's submission
+//!   thread once its waits are met, which waits for the queue and signals (`queue`).
+//!
+//! The only `unsafe` is in `api`.
+//!
+//! Not yet: subgroup operations and f16 without `cl_khr_fp16` (refused naming the op), devices
+//! with their own memory, reusable command buffers through `cl_khr_command_buffer`, a program
+//! cache on disk.
+#![warn(missing_docs)]
+#![deny(
+    unsafe_op_in_unsafe_fn,
+    clippy::undocumented_unsafe_blocks,
+    clippy::missing_safety_doc
+)]
+
+pub mod allocator;
+mod api;
+pub mod buffer;
+mod command_buffer;
+pub mod device;
+pub mod driver;
+pub mod executable;
+mod queue;
+
+pub use device::OpenClDevice;
+pub use driver::{OpenClDriver, DRIVER_NAME};
+
+use halo_hal::DriverRegistry;
+use std::sync::Arc;
+
+/// Registers the `opencl` driver.
+pub fn register_driver(registry: &mut DriverRegistry) {
+    registry.register(DRIVER_NAME, Box::new(|| Ok(Arc::new(OpenClDriver))));
+}

@@ -1,0 +1,23 @@
+//! The conformance suite on the first OpenCL device (PoCL in CI). Without an OpenCL device every
+//! case says it skipped.
+
+use halo_cts::{cts_suite, Manifest, Tag};
+use halo_hal::{Device, DriverRegistry, Result};
+use std::sync::Arc;
+
+fn create_device(uri: &str) -> Result<Arc<dyn Device>> {
+    let mut registry = DriverRegistry::new();
+    halo_opencl::register_driver(&mut registry);
+    registry.create_device(uri)
+}
+
+static OPENCL: Manifest = Manifest {
+    driver: "opencl",
+    device_uri: "opencl://",
+    executable_format: "vulkan-spirv-fb",
+    tags: &[Tag::AsyncQueue],
+    unsupported: &[],
+    expected_failures: &[],
+};
+
+cts_suite!(opencl, OPENCL, super::create_device);
