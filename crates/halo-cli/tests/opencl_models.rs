@@ -28,16 +28,9 @@ fn opencl_device_present() -> bool {
 /// with `UNIMPLEMENTED` naming it (never a wrong answer), and an entry whose cases pass fails the
 /// test, so the list stays true.
 const NOT_YET: &[(&str, &str)] = &[
-    ("cnn", "subgroup reduction (OpGroupNonUniformFAdd)"),
-    ("dynamic_shapes", "subgroup reduction (OpGroupNonUniformFAdd)"),
     ("float16", "f16 arithmetic on a device without cl_khr_fp16"),
-    ("large_constants", "subgroup reduction (OpGroupNonUniformFAdd)"),
-    ("layer_norm", "subgroup reduction (OpGroupNonUniformFAdd)"),
-    ("matmul", "subgroup reduction (OpGroupNonUniformFAdd)"),
     ("mlp", "vectors of booleans (OpIsNan on a vector)"),
-    ("multi_results", "subgroup reduction (OpGroupNonUniformIAdd)"),
     ("onnx_mlp", "vectors of booleans (OpFUnordGreaterThan on a vector)"),
-    ("reductions", "subgroup reduction (OpGroupNonUniformFAdd)"),
 ];
 
 #[test]

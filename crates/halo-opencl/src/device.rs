@@ -60,7 +60,7 @@ pub struct OpenClDevice {
 }
 
 impl OpenClDevice {
-    pub(crate) fn new(info: DeviceInfo, device: opencl3::device::Device) -> Result<Self> {
+    pub(crate) fn new(info: DeviceInfo, device: opencl3::device::Device, subgroup_size: u32) -> Result<Self> {
         let name = device.name().unwrap_or_default();
         if !device
             .host_unified_memory()
@@ -76,6 +76,7 @@ impl OpenClDevice {
             fp16: extensions.contains("cl_khr_fp16"),
             fp64: extensions.contains("cl_khr_fp64"),
             specialization: Vec::new(),
+            subgroup_size,
         };
         let context = Context::from_device(&device).map_err(|e| cl_error("clCreateContext", e))?;
         #[allow(

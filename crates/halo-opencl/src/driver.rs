@@ -1,7 +1,10 @@
 //! The `opencl` driver: every device of every OpenCL platform the ICD loader finds.
 //!
 //! Devices are `opencl://` (the first), `opencl://N` (the N-th over all platforms) or
-//! `opencl://P/D` (device D of platform P). The driver has no URI parameters yet.
+//! `opencl://P/D` (device D of platform P), with one URI parameter:
+//! - `subgroup_size`: the subgroup size the programs were compiled for (their Vulkan target's),
+//!   which the translated kernels emulate in workgroup memory; default 8, that of IREE's
+//!   `llvmpipe` target, the Vulkan target closest to an OpenCL CPU device.
 
 use crate::api::cl_error;
 use crate::device::OpenClDevice;
@@ -12,6 +15,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 /// Name under which the driver registers.
 pub const DRIVER_NAME: &str = "opencl";
+
+/// The subgroup size emulated unless the URI says otherwise: IREE's `llvmpipe` Vulkan target's.
+pub const DEFAULT_SUBGROUP_SIZE: u32 = 8;
 
 /// Extensions that change what the driver can run, shown by `halo devices`.
 const NOTABLE_EXTENSIONS: [&str; 5] = [
@@ -101,11 +107,7 @@ impl Driver for OpenClDriver {
     }
 
     fn create_device(&self, path: &str, params: &DeviceParams) -> Result<Arc<dyn Device>> {
-        if let Some((key, _)) = params.iter().next() {
-            return Err(Error::invalid_argument(format!(
-                "opencl has no device parameter '{key}'"
-            )));
-        }
+        let subgroup_size = subgroup_size(params)?;
         let all = devices()?;
         if all.is_empty() {
             return Err(Error::unavailable(
@@ -119,6 +121,28 @@ impl Driver for OpenClDriver {
             .find(|(candidate, _)| candidate.id == info.id)
             .map(|(_, device)| device)
             .ok_or_else(|| Error::internal("selected OpenCL device vanished"))?;
-        Ok(Arc::new(OpenClDevice::new(info, device)?))
+        Ok(Arc::new(OpenClDevice::new(info, device, subgroup_size)?))
     }
+}
+
+/// The emulated subgroup size the URI parameters ask for.
+fn subgroup_size(params: &DeviceParams) -> Result<u32> {
+    let mut subgroup_size = DEFAULT_SUBGROUP_SIZE;
+    for (key, value) in params {
+        if key != "subgroup_size" {
+            return Err(Error::invalid_argument(format!(
+                "opencl has no device parameter '{key}' (known: subgroup_size)"
+            )));
+        }
+        subgroup_size = value
+            .parse::<u32>()
+            .ok()
+            .filter(|n| n.is_power_of_two() && *n <= 128)
+            .ok_or_else(|| {
+                Error::invalid_argument(format!(
+                    "opencl device parameter subgroup_size={value}: expected a power of two from 1 to 128"
+                ))
+            })?;
+    }
+    Ok(subgroup_size)
 }

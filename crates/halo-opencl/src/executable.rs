@@ -74,10 +74,10 @@ impl OpenClExecutable {
 
 fn build_export(shared: &DeviceShared, def: &SpirvExecutable, ordinal: usize, options: &Options) -> Result<Export> {
     let export = &def.exports[ordinal];
-    if export.subgroup_size != 0 {
+    if export.subgroup_size != 0 && export.subgroup_size != options.subgroup_size {
         return Err(Error::unimplemented(format!(
-            "'{}' requires subgroup size {}; the opencl driver does not run subgroup operations yet",
-            export.entry_point, export.subgroup_size
+            "'{}' requires subgroup size {}; this device emulates {} (URI parameter subgroup_size)",
+            export.entry_point, export.subgroup_size, options.subgroup_size
         )));
     }
     let translation = translate(&def.modules[export.module], options)?;

@@ -112,6 +112,25 @@ impl KernelWriter<'_> {
             Op::VectorShuffle => self.shuffle(instruction)?,
             Op::Dot => self.call(instruction, "dot", 2)?,
             Op::ExtInst => self.glsl(instruction)?,
+            Op::GroupNonUniformShuffle
+            | Op::GroupNonUniformShuffleXor
+            | Op::GroupNonUniformShuffleUp
+            | Op::GroupNonUniformShuffleDown
+            | Op::GroupNonUniformBroadcast
+            | Op::GroupNonUniformBroadcastFirst
+            | Op::GroupNonUniformFAdd
+            | Op::GroupNonUniformIAdd
+            | Op::GroupNonUniformFMul
+            | Op::GroupNonUniformIMul
+            | Op::GroupNonUniformFMin
+            | Op::GroupNonUniformFMax
+            | Op::GroupNonUniformUMin
+            | Op::GroupNonUniformUMax
+            | Op::GroupNonUniformSMin
+            | Op::GroupNonUniformSMax
+            | Op::GroupNonUniformBitwiseAnd
+            | Op::GroupNonUniformBitwiseOr
+            | Op::GroupNonUniformBitwiseXor => return self.subgroup(instruction),
             _ => {
                 return Err(Error::unimplemented(format!(
                     "SPIR-V Op{} is not translated to OpenCL C",

@@ -41,12 +41,23 @@ pub(crate) struct KernelWriter<'a> {
     globals_used: Vec<Word>,
     /// The block being written.
     current: Word,
+    /// The workgroup size the kernel requires.
+    pub(crate) workgroup_size: [u32; 3],
+    /// The subgroup size emulated in workgroup memory, or 0 to refuse subgroup operations.
+    pub(crate) subgroup_size: u32,
+    /// Whether a subgroup operation needs the workgroup-memory scratch.
+    pub(crate) uses_subgroup_scratch: bool,
     body: String,
 }
 
 impl<'a> KernelWriter<'a> {
     /// Prepares to write `function`.
-    pub(crate) fn new(index: &'a ModuleIndex, function: &'a Function) -> Result<Self> {
+    pub(crate) fn new(
+        index: &'a ModuleIndex,
+        function: &'a Function,
+        workgroup_size: [u32; 3],
+        subgroup_size: u32,
+    ) -> Result<Self> {
         let mut writer = KernelWriter {
             index,
             function,
@@ -57,6 +68,9 @@ impl<'a> KernelWriter<'a> {
             labels: HashSet::new(),
             globals_used: Vec::new(),
             current: 0,
+            workgroup_size,
+            subgroup_size,
+            uses_subgroup_scratch: false,
             body: String::new(),
         };
         if !function.parameters.is_empty() {
@@ -115,7 +129,7 @@ impl<'a> KernelWriter<'a> {
     }
 
     /// The kernel's OpenCL C source: `__kernel void name(...) { ... }`.
-    pub(crate) fn write(mut self, name: &str, entry_point: &str, workgroup_size: [u32; 3]) -> Result<String> {
+    pub(crate) fn write(mut self, name: &str, entry_point: &str) -> Result<String> {
         for block in &self.function.blocks {
             self.current = block_label(block)?;
             let _ = writeln!(self.body, "L{}:;", self.current);
@@ -130,7 +144,7 @@ impl<'a> KernelWriter<'a> {
             }
         }
         let mut out = String::new();
-        let [x, y, z] = workgroup_size;
+        let [x, y, z] = self.workgroup_size;
         let _ = writeln!(out, "// entry point {entry_point:?}");
         let _ = writeln!(
             out,
@@ -183,6 +197,10 @@ impl<'a> KernelWriter<'a> {
     /// and every value it defines.
     fn declarations(&self) -> Result<String> {
         let mut out = String::new();
+        if let Some(scratch) = self.subgroup_scratch() {
+            out.push_str(&scratch);
+            out.push('\n');
+        }
         for (set, binding) in self.bindings() {
             let _ = writeln!(
                 out,
@@ -375,7 +393,7 @@ impl<'a> KernelWriter<'a> {
             _ => self.builtin_pointers.get(&pointer).copied(),
         };
         let expression = match builtin {
-            Some((builtin, component)) => builtin_expression(builtin, component)?,
+            Some((builtin, component)) => self.builtin_expression(builtin, component)?,
             None => format!("*{}", self.value(pointer)?),
         };
         self.assign(instruction, &expression)
@@ -537,25 +555,29 @@ fn block_label(block: &Block) -> Result<Word> {
 }
 
 /// The value of an input builtin (one component, or the whole `uint3`).
-fn builtin_expression(builtin: BuiltIn, component: Option<u32>) -> Result<String> {
-    let function = match builtin {
-        BuiltIn::WorkgroupId => "get_group_id",
-        BuiltIn::LocalInvocationId => "get_local_id",
-        BuiltIn::GlobalInvocationId => "get_global_id",
-        BuiltIn::NumWorkgroups => "get_num_groups",
-        BuiltIn::WorkgroupSize => "get_local_size",
-        BuiltIn::LocalInvocationIndex => {
-            return Ok(
-                "((uint)((get_local_id(2) * get_local_size(1) + get_local_id(1)) * get_local_size(0) \
-                 + get_local_id(0)))"
-                    .into(),
-            )
-        }
-        other => return Err(Error::unimplemented(format!("builtin {other:?}"))),
-    };
-    Ok(match component {
-        Some(c) if c < 3 => format!("((uint){function}({c}))"),
-        Some(c) => return Err(Error::invalid_argument(format!("component {c} of builtin {builtin:?}"))),
-        None => format!("((uint3)((uint){function}(0), (uint){function}(1), (uint){function}(2)))"),
-    })
+impl KernelWriter<'_> {
+    fn builtin_expression(&self, builtin: BuiltIn, component: Option<u32>) -> Result<String> {
+        let function = match builtin {
+            BuiltIn::WorkgroupId => "get_group_id",
+            BuiltIn::LocalInvocationId => "get_local_id",
+            BuiltIn::GlobalInvocationId => "get_global_id",
+            BuiltIn::NumWorkgroups => "get_num_groups",
+            BuiltIn::WorkgroupSize => "get_local_size",
+            BuiltIn::LocalInvocationIndex => return Ok(LOCAL_INDEX.into()),
+            BuiltIn::SubgroupSize
+            | BuiltIn::SubgroupLocalInvocationId
+            | BuiltIn::SubgroupId
+            | BuiltIn::NumSubgroups => return self.subgroup_builtin(builtin),
+            other => return Err(Error::unimplemented(format!("builtin {other:?}"))),
+        };
+        Ok(match component {
+            Some(c) if c < 3 => format!("((uint){function}({c}))"),
+            Some(c) => return Err(Error::invalid_argument(format!("component {c} of builtin {builtin:?}"))),
+            None => format!("((uint3)((uint){function}(0), (uint){function}(1), (uint){function}(2)))"),
+        })
+    }
 }
+
+/// The invocation's index in its workgroup (`LocalInvocationIndex`).
+pub(crate) const LOCAL_INDEX: &str =
+    "((uint)((get_local_id(2) * get_local_size(1) + get_local_id(1)) * get_local_size(0) + get_local_id(0)))";

@@ -10,7 +10,8 @@
 //!   as variables assigned on each incoming edge, storage buffers as `__global` pointers,
 //!   workgroup variables as `__local`, builtins as `get_group_id`/`get_local_id`/...;
 //! - `expression` writes each value-computing instruction (and GLSL.std.450) as an OpenCL C
-//!   expression with the same meaning, using the full-precision built-ins (never `native_*`).
+//!   expression with the same meaning, using the full-precision built-ins (never `native_*`);
+//! - `subgroup` emulates subgroup operations in workgroup memory (OpenCL C 1.2 has none).
 //!
 //! A kernel's arguments are the storage buffers its entry point uses, in ascending (set, binding)
 //! order ([`Kernel::bindings`]), each as a `__global uchar*` and a `ulong` byte offset into it (so
@@ -25,6 +26,7 @@ mod expression;
 mod kernel;
 mod module;
 mod operands;
+mod subgroup;
 mod types;
 
 use halo_hal::{Error, Result};
@@ -36,6 +38,9 @@ use rspirv::spirv::{Capability, ExecutionMode, ExecutionModel, Op, Word};
 
 /// The first word of every SPIR-V module.
 const MAGIC: u32 = 0x0723_0203;
+/// The most invocations a workgroup may have (far above any device's limit, which the device
+/// checks when it builds the kernel): kernels count them in 32 bits.
+const MAX_WORKGROUP_INVOCATIONS: u64 = 1 << 16;
 /// Words in the module header before the first instruction.
 const HEADER_WORDS: usize = 5;
 
@@ -48,6 +53,10 @@ pub struct Options {
     pub fp64: bool,
     /// Values of specialization constants by `SpecId` (IREE's executable constants).
     pub specialization: Vec<u32>,
+    /// The subgroup size the program was compiled for (its Vulkan target's), emulated in
+    /// workgroup memory; 0 refuses subgroup operations. The SPIR-V does not say it: IREE's code
+    /// divides invocation ids by it as a constant.
+    pub subgroup_size: u32,
 }
 
 /// One entry point as an OpenCL kernel.
@@ -102,7 +111,7 @@ pub fn translate(words: &[u32], options: &Options) -> Result<Translation> {
     let mut kernels = Vec::new();
     for (ordinal, entry) in module.entry_points.iter().enumerate() {
         let entry_point = string(entry, 2)?.to_string();
-        let (kernel, text) = write_kernel(&module, &index, entry, format!("k{ordinal}"))
+        let (kernel, text) = write_kernel(&module, &index, options, entry, format!("k{ordinal}"))
             .map_err(|e| e.context(format!("entry point {entry_point:?}")))?;
         source.push_str(&text);
         kernels.push(kernel);
@@ -114,7 +123,13 @@ pub fn translate(words: &[u32], options: &Options) -> Result<Translation> {
 }
 
 /// One entry point as a kernel named `name`, and its source.
-fn write_kernel(module: &Module, index: &ModuleIndex, entry: &Instruction, name: String) -> Result<(Kernel, String)> {
+fn write_kernel(
+    module: &Module,
+    index: &ModuleIndex,
+    options: &Options,
+    entry: &Instruction,
+    name: String,
+) -> Result<(Kernel, String)> {
     match entry.operands.first() {
         Some(Operand::ExecutionModel(ExecutionModel::GLCompute)) => {}
         other => {
@@ -129,7 +144,8 @@ fn write_kernel(module: &Module, index: &ModuleIndex, entry: &Instruction, name:
         .iter()
         .find(|f| f.def.as_ref().and_then(|d| d.result_id) == Some(function_id))
         .ok_or_else(|| Error::invalid_argument(format!("entry point function %{function_id} is not defined")))?;
-    let writer = KernelWriter::new(index, function)?;
+    let workgroup_size = workgroup_size(module, function_id)?;
+    let writer = KernelWriter::new(index, function, workgroup_size, options.subgroup_size)?;
     let push_constant_bytes = match writer.push_constants() {
         Some(block) => u32::try_from(index.layout(block)?.size)
             .map_err(|_| Error::invalid_argument("push constant block larger than 4 GiB"))?,
@@ -138,7 +154,7 @@ fn write_kernel(module: &Module, index: &ModuleIndex, entry: &Instruction, name:
     let kernel = Kernel {
         entry_point: string(entry, 2)?.to_string(),
         name,
-        workgroup_size: workgroup_size(module, function_id)?,
+        workgroup_size,
         bindings: writer
             .bindings()
             .into_iter()
@@ -146,7 +162,7 @@ fn write_kernel(module: &Module, index: &ModuleIndex, entry: &Instruction, name:
             .collect(),
         push_constant_bytes,
     };
-    let text = writer.write(&kernel.name, &kernel.entry_point, kernel.workgroup_size)?;
+    let text = writer.write(&kernel.name, &kernel.entry_point)?;
     Ok((kernel, text))
 }
 
@@ -184,8 +200,11 @@ fn workgroup_size(module: &Module, function: Word) -> Result<[u32; 3]> {
             )
         {
             let size = [literal(mode, 2)?, literal(mode, 3)?, literal(mode, 4)?];
-            if size.contains(&0) {
-                return Err(Error::invalid_argument(format!("workgroup size {size:?} has a zero")));
+            let invocations: u128 = size.iter().map(|&s| u128::from(s)).product();
+            if invocations == 0 || invocations > u128::from(MAX_WORKGROUP_INVOCATIONS) {
+                return Err(Error::invalid_argument(format!(
+                    "workgroup size {size:?} is not 1 to {MAX_WORKGROUP_INVOCATIONS} invocations"
+                )));
             }
             return Ok(size);
         }

@@ -10,8 +10,8 @@ use halo_spirv_opencl::{translate, Options};
 use rspirv::binary::Assemble;
 use rspirv::dr::{Builder, Operand};
 use rspirv::spirv::{
-    AddressingModel, BuiltIn, Capability, Decoration, ExecutionMode, ExecutionModel, FunctionControl, LoopControl,
-    MemoryModel, SelectionControl, StorageClass, Word,
+    AddressingModel, BuiltIn, Capability, Decoration, ExecutionMode, ExecutionModel, FunctionControl, GroupOperation,
+    LoopControl, MemoryModel, SelectionControl, StorageClass, Word,
 };
 
 /// A compute shader of one invocation per element: `buffers` storage buffers of `uint`s at
@@ -94,24 +94,39 @@ impl Shader {
             .unwrap()
     }
 
-    fn finish(mut self) -> Vec<u32> {
+    fn finish(self) -> Vec<u32> {
+        self.finish_with_workgroup(1)
+    }
+
+    /// The module, with workgroups of `invocations` along x.
+    fn finish_with_workgroup(mut self, invocations: u32) -> Vec<u32> {
         self.b.ret().unwrap();
         self.b.end_function().unwrap();
         self.b
             .entry_point(ExecutionModel::GLCompute, self.function, "main", [self.gid]);
         self.b
-            .execution_mode(self.function, ExecutionMode::LocalSize, [1, 1, 1]);
+            .execution_mode(self.function, ExecutionMode::LocalSize, [invocations, 1, 1]);
         self.b.module().assemble()
     }
 }
 
-fn run(opencl: &OpenCl, words: &[u32], mut buffers: Vec<Vec<u32>>, invocations: usize) -> Vec<Vec<u32>> {
-    let translation = translate(words, &opencl.options()).unwrap();
+fn run(opencl: &OpenCl, words: &[u32], buffers: Vec<Vec<u32>>, workgroups: usize) -> Vec<Vec<u32>> {
+    run_with(opencl, words, &opencl.options(), buffers, workgroups)
+}
+
+fn run_with(
+    opencl: &OpenCl,
+    words: &[u32],
+    options: &Options,
+    mut buffers: Vec<Vec<u32>>,
+    workgroups: usize,
+) -> Vec<Vec<u32>> {
+    let translation = translate(words, options).unwrap();
     let mut bytes: Vec<Vec<u8>> = buffers
         .iter()
         .map(|b| b.iter().flat_map(|x| x.to_le_bytes()).collect())
         .collect();
-    opencl.run(&translation, 0, &mut bytes, &[], [invocations, 1, 1]);
+    opencl.run(&translation, 0, &mut bytes, &[], [workgroups, 1, 1]);
     for (buffer, bytes) in buffers.iter_mut().zip(bytes) {
         *buffer = bytes
             .chunks_exact(4)
@@ -289,4 +304,56 @@ fn nested_composite_constants_are_refused_past_a_size() {
     let error = translate(&s.finish(), &Options::default()).unwrap_err();
     assert_eq!(error.code(), StatusCode::ResourceExhausted, "{error}");
     assert!(error.message().contains("composite constant"), "{error}");
+}
+
+/// Subgroup operations emulated in workgroup memory, with subgroups of 4 in workgroups of 8:
+/// out[4n..4n+4] = reduce-add, inclusive scan, exclusive scan and xor-1 shuffle of in[n].
+#[test]
+fn emulated_subgroup_reductions_scans_and_shuffles() {
+    let Some(opencl) = OpenCl::first("emulated_subgroup_reductions_scans_and_shuffles") else {
+        return;
+    };
+    let mut s = Shader::new(2);
+    s.b.capability(Capability::GroupNonUniform);
+    s.b.capability(Capability::GroupNonUniformArithmetic);
+    s.b.capability(Capability::GroupNonUniformShuffle);
+    let x = s.x;
+    let input = s.element(0, x);
+    let value = s.b.load(s.uint, None, input, None, []).unwrap();
+    let (scope, one) = (s.constant(3), s.constant(1));
+    let results = [
+        s.b.group_non_uniform_i_add(s.uint, None, scope, GroupOperation::Reduce, value, None),
+        s.b.group_non_uniform_i_add(s.uint, None, scope, GroupOperation::InclusiveScan, value, None),
+        s.b.group_non_uniform_i_add(s.uint, None, scope, GroupOperation::ExclusiveScan, value, None),
+        s.b.group_non_uniform_shuffle_xor(s.uint, None, scope, value, one),
+    ];
+    let four = s.constant(4);
+    let base = s.b.i_mul(s.uint, None, x, four).unwrap();
+    for (k, result) in results.into_iter().enumerate() {
+        let offset = s.constant(k as u32);
+        let at = s.b.i_add(s.uint, None, base, offset).unwrap();
+        let out = s.element(1, at);
+        s.b.store(out, result.unwrap(), None, []).unwrap();
+    }
+    let words = s.finish_with_workgroup(8);
+    let options = Options {
+        subgroup_size: 4,
+        ..opencl.options()
+    };
+    let input: Vec<u32> = (0..16).map(|i| i * i + 1).collect();
+    let out = run_with(&opencl, &words, &options, vec![input.clone(), vec![0; 64]], 2).remove(1);
+    for (n, chunk) in out.chunks(4).enumerate() {
+        let group = &input[n / 4 * 4..n / 4 * 4 + 4];
+        let lane = n % 4;
+        let expected = [
+            group.iter().sum::<u32>(),
+            group[..=lane].iter().sum(),
+            group[..lane].iter().sum(),
+            group[lane ^ 1],
+        ];
+        assert_eq!(chunk, expected, "invocation {n}");
+    }
+    let error = translate(&words, &Options::default()).unwrap_err();
+    assert_eq!(error.code(), StatusCode::Unimplemented, "{error}");
+    assert!(error.message().contains("subgroup size"), "{error}");
 }

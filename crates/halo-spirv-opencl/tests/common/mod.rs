@@ -55,6 +55,8 @@ impl OpenCl {
             fp16: extensions.contains("cl_khr_fp16"),
             fp64: extensions.contains("cl_khr_fp64"),
             specialization: Vec::new(),
+            // The fixtures were compiled for IREE's llvmpipe target, whose subgroups are 8 wide.
+            subgroup_size: 8,
         }
     }
 
