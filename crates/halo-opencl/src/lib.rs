@@ -23,9 +23,8 @@
 //! Subgroup operations are emulated in workgroup memory at the subgroup size the programs were
 //! compiled for (URI parameter `subgroup_size`, see [`driver`]).
 //!
-//! Not yet: f16 without `cl_khr_fp16` and vectors of booleans (refused naming the op), devices
-//! with their own memory, reusable command buffers through `cl_khr_command_buffer`, a program
-//! cache on disk.
+//! Not yet: devices with their own memory, reusable command buffers through
+//! `cl_khr_command_buffer`, a program cache on disk.
 #![warn(missing_docs)]
 #![deny(
     unsafe_op_in_unsafe_fn,

@@ -77,13 +77,9 @@ impl KernelWriter<'_> {
             Op::LogicalAnd => self.compare(instruction, "&&", None)?,
             Op::LogicalOr => self.compare(instruction, "||", None)?,
             Op::LogicalNot => self.boolean(instruction, format!("!{}", self.operand(instruction, 0)?))?,
-            Op::Select => {
-                if self.index.scalar_width(self.operand_type(instruction, 0)?)?.1 {
-                    return Err(Error::unimplemented("OpSelect on a vector of booleans"));
-                }
-                let [c, a, b] = [0, 1, 2].map(|k| self.operand(instruction, k));
-                format!("({} ? {} : {})", c?, a?, b?)
-            }
+            Op::Select => self.select(instruction)?,
+            Op::Any => format!("(any({}) != 0)", self.operand(instruction, 0)?),
+            Op::All => format!("(all({}) != 0)", self.operand(instruction, 0)?),
             Op::CopyObject => self.operand(instruction, 0)?,
             Op::ConvertFToU | Op::ConvertUToF | Op::FConvert | Op::UConvert => {
                 self.convert(instruction, Sign::Unsigned, Sign::Unsigned)?
@@ -95,6 +91,21 @@ impl KernelWriter<'_> {
                 let ty = result_type(instruction)?;
                 if matches!(self.index.ty(ty)?, Type::Pointer { .. }) {
                     return Err(Error::unimplemented("pointer bitcasts"));
+                }
+                let source = self.operand_type(instruction, 0)?;
+                match (self.index.emulated_half(ty)?, self.index.emulated_half(source)?) {
+                    (None, None) => {}
+                    (Some(1), None) => {
+                        return self.assign(
+                            instruction,
+                            &format!("f16_from_bits({})", self.operand(instruction, 0)?),
+                        )
+                    }
+                    (None, Some(1)) => {
+                        let bits = format!("f16_bits({})", self.operand(instruction, 0)?);
+                        return self.assign(instruction, &format!("as_{}({bits})", self.index.type_name(ty)?));
+                    }
+                    _ => return Err(Error::unimplemented("bitcasts of f16 vectors without cl_khr_fp16")),
                 }
                 format!("as_{}({})", self.index.type_name(ty)?, self.operand(instruction, 0)?)
             }
@@ -138,7 +149,35 @@ impl KernelWriter<'_> {
                 )))
             }
         };
+        let expression = self.rounded_to_half(instruction, expression)?;
         self.assign(instruction, &expression)
+    }
+
+    /// An arithmetic result of emulated f16, computed in float, rounded to f16 as the device would
+    /// have (float holds every product and sum of two f16 exactly enough to round once).
+    fn rounded_to_half(&self, instruction: &Instruction, expression: String) -> Result<String> {
+        let Some(count) = self.index.emulated_half(result_type(instruction)?)? else {
+            return Ok(expression);
+        };
+        let computes = matches!(
+            instruction.class.opcode,
+            Op::FAdd
+                | Op::FSub
+                | Op::FMul
+                | Op::FDiv
+                | Op::FRem
+                | Op::FMod
+                | Op::Dot
+                | Op::ExtInst
+                | Op::FConvert
+                | Op::ConvertSToF
+                | Op::ConvertUToF
+        );
+        Ok(match (computes, count) {
+            (false, _) => expression,
+            (true, 1) => format!("f16_round({expression})"),
+            (true, count) => format!("f16_round{count}({expression})"),
+        })
     }
 
     /// `expression`, reinterpreted as `sign` in the type `ty`.
@@ -233,15 +272,40 @@ impl KernelWriter<'_> {
         Ok(format!("{function}({})", arguments.join(", ")))
     }
 
-    /// `expression` as the scalar boolean result (vector results have no OpenCL C type here).
+    /// `expression` as the boolean result: a scalar `bool`, or an `int` vector of -1 and 0 (the
+    /// lanes of OpenCL C's vector comparisons are -1 and 0 already, as wide as their operands).
     fn boolean(&self, instruction: &Instruction, expression: String) -> Result<String> {
-        match self.index.ty(result_type(instruction)?)? {
+        let ty = result_type(instruction)?;
+        match self.index.ty(ty)? {
             Type::Bool => Ok(format!("({expression} != 0)")),
-            _ => Err(Error::unimplemented(format!(
-                "Op{} producing a vector of booleans",
+            Type::Vector { .. } if self.index.is_bool_vector(ty)? => {
+                Ok(format!("convert_{}({expression})", self.index.type_name(ty)?))
+            }
+            _ => Err(Error::invalid_argument(format!(
+                "Op{} must produce booleans",
                 op_name(instruction)
             ))),
         }
+    }
+
+    /// `OpSelect`: C's conditional for a scalar condition; `select` for a vector one, whose lanes
+    /// it tests by their top bit, in integers as wide as the values chosen.
+    fn select(&self, instruction: &Instruction) -> Result<String> {
+        let [c, a, b] = [0, 1, 2].map(|k| self.operand(instruction, k));
+        let (c, a, b) = (c?, a?, b?);
+        let condition = self.operand_type(instruction, 0)?;
+        if !self.index.is_bool_vector(condition)? {
+            return Ok(format!("({c} ? {a} : {b})"));
+        }
+        let ty = result_type(instruction)?;
+        let Type::Vector { count, .. } = self.index.ty(ty)? else {
+            return Err(Error::invalid_argument(
+                "OpSelect on a vector condition must choose vectors",
+            ));
+        };
+        let (width, _) = self.index.scalar_width(ty)?;
+        let lanes = format!("{}{count}", crate::types::signed_name(width)?);
+        Ok(format!("select({b}, {a}, convert_{lanes}({c}))"))
     }
 
     fn compare(&self, instruction: &Instruction, operator: &str, sign: Option<Sign>) -> Result<String> {

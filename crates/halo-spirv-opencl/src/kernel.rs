@@ -236,6 +236,13 @@ impl<'a> KernelWriter<'a> {
                         ..
                     }
             ) {
+                if matches!(self.index.ty(*ty)?, Type::Array { .. } | Type::Struct { .. })
+                    && self.index.holds_emulated_half(*ty)?
+                {
+                    return Err(Error::unimplemented(
+                        "aggregates holding f16 as values on a device without cl_khr_fp16",
+                    ));
+                }
                 let _ = writeln!(out, "{} v{value};", self.index.type_name(*ty)?);
             }
         }
@@ -343,8 +350,16 @@ impl<'a> KernelWriter<'a> {
                 if self.builtin_pointers.contains_key(&pointer) {
                     return Err(Error::invalid_argument("SPIR-V store into an input builtin"));
                 }
-                let pointer = self.value(pointer)?;
-                self.statement(&format!("*{pointer} = {value};"));
+                let statement = match self.stored_half(pointer)? {
+                    Some((space, suffix)) => {
+                        format!(
+                            "vstore_half{suffix}_rte({value}, 0, ({space}half*){});",
+                            self.value(pointer)?
+                        )
+                    }
+                    None => format!("*{} = {value};", self.value(pointer)?),
+                };
+                self.statement(&statement);
                 Ok(())
             }
             Op::CopyMemory => {
@@ -394,9 +409,26 @@ impl<'a> KernelWriter<'a> {
         };
         let expression = match builtin {
             Some((builtin, component)) => self.builtin_expression(builtin, component)?,
-            None => format!("*{}", self.value(pointer)?),
+            None => match self.stored_half(pointer)? {
+                Some((space, suffix)) => format!("vload_half{suffix}(0, ({space}half*){})", self.value(pointer)?),
+                None => format!("*{}", self.value(pointer)?),
+            },
         };
         self.assign(instruction, &expression)
+    }
+
+    /// For a pointer to emulated f16 in shared memory: its address space and the vector suffix of
+    /// `vload_half`/`vstore_half` (empty for a scalar).
+    fn stored_half(&self, pointer: Word) -> Result<Option<(&'static str, String)>> {
+        let (class, pointee) = self.pointee(pointer)?;
+        if !crate::module::is_memory(class) {
+            return Ok(None);
+        }
+        Ok(match self.index.emulated_half(pointee)? {
+            Some(1) => Some((address_space(class)?, String::new())),
+            Some(count) => Some((address_space(class)?, count.to_string())),
+            None => None,
+        })
     }
 
     /// `&(*base).member.a[index]...`, or a note of which builtin component a pointer selects.

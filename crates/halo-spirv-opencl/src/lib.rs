@@ -11,7 +11,9 @@
 //!   workgroup variables as `__local`, builtins as `get_group_id`/`get_local_id`/...;
 //! - `expression` writes each value-computing instruction (and GLSL.std.450) as an OpenCL C
 //!   expression with the same meaning, using the full-precision built-ins (never `native_*`);
-//! - `subgroup` emulates subgroup operations in workgroup memory (OpenCL C 1.2 has none).
+//! - `subgroup` emulates subgroup operations in workgroup memory (OpenCL C 1.2 has none);
+//! - without `cl_khr_fp16`, f16 values are floats rounded to f16 after each arithmetic operation
+//!   and f16 memory is `ushort` bit patterns read and written with `vload_half`/`vstore_half_rte`.
 //!
 //! A kernel's arguments are the storage buffers its entry point uses, in ascending (set, binding)
 //! order ([`Kernel::bindings`]), each as a `__global uchar*` and a `ulong` byte offset into it (so
@@ -47,7 +49,8 @@ const HEADER_WORDS: usize = 5;
 /// What the target device supports, and the values of specialization constants.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    /// The device has `cl_khr_fp16`: `Float16` arithmetic is written as `half`.
+    /// The device has `cl_khr_fp16`: `Float16` arithmetic is written as `half` (without it, as
+    /// floats rounded to f16).
     pub fp16: bool,
     /// The device has `cl_khr_fp64`: `Float64` is written as `double`.
     pub fp64: bool,
@@ -106,7 +109,10 @@ pub fn translate(words: &[u32], options: &Options) -> Result<Translation> {
     let module = rspirv::dr::load_words(words)
         .map_err(|e| Error::invalid_argument(format!("SPIR-V module does not parse: {e}")))?;
     let index = ModuleIndex::new(&module, options)?;
-    let mut source = extension_pragmas(&module);
+    let mut source = extension_pragmas(&module, options);
+    if index.emulate_f16 && declares(&module, Capability::Float16) {
+        source.push_str(F16_HELPERS);
+    }
     source.push_str(&index.typedefs()?);
     let mut kernels = Vec::new();
     for (ordinal, entry) in module.entry_points.iter().enumerate() {
@@ -212,19 +218,35 @@ fn workgroup_size(module: &Module, function: Word) -> Result<[u32; 3]> {
     Err(Error::unimplemented("entry points without a LocalSize execution mode"))
 }
 
+/// Whether the module declares `capability`.
+fn declares(module: &Module, capability: Capability) -> bool {
+    module
+        .capabilities
+        .iter()
+        .any(|i| matches!(i.operands.first(), Some(Operand::Capability(c)) if *c == capability))
+}
+
 /// The `#pragma`s enabling the extensions the module's capabilities need.
-fn extension_pragmas(module: &Module) -> String {
+fn extension_pragmas(module: &Module, options: &Options) -> String {
     let mut out = String::new();
-    for instruction in &module.capabilities {
-        match instruction.operands.first() {
-            Some(Operand::Capability(Capability::Float16)) => {
-                out.push_str("#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n");
-            }
-            Some(Operand::Capability(Capability::Float64)) => {
-                out.push_str("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
-            }
-            _ => {}
-        }
+    if options.fp16 && declares(module, Capability::Float16) {
+        out.push_str("#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n");
+    }
+    if declares(module, Capability::Float64) {
+        out.push_str("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
     }
     out
 }
+
+/// f16 without `cl_khr_fp16`: rounding a float to the nearest f16 (ties to even) and moving bit
+/// patterns, through the `vstore_half_rte`/`vload_half` every OpenCL C device has.
+const F16_HELPERS: &str = "\
+float f16_round(float x) { ushort h; vstore_half_rte(x, 0, (half*)&h); return vload_half(0, (half*)&h); }
+float2 f16_round2(float2 x) { ushort2 h; vstore_half2_rte(x, 0, (half*)&h); return vload_half2(0, (half*)&h); }
+float3 f16_round3(float3 x) { ushort3 h; vstore_half3_rte(x, 0, (half*)&h); return vload_half3(0, (half*)&h); }
+float4 f16_round4(float4 x) { ushort4 h; vstore_half4_rte(x, 0, (half*)&h); return vload_half4(0, (half*)&h); }
+float8 f16_round8(float8 x) { ushort8 h; vstore_half8_rte(x, 0, (half*)&h); return vload_half8(0, (half*)&h); }
+float16 f16_round16(float16 x) { ushort16 h; vstore_half16_rte(x, 0, (half*)&h); return vload_half16(0, (half*)&h); }
+ushort f16_bits(float x) { ushort h; vstore_half_rte(x, 0, (half*)&h); return h; }
+float f16_from_bits(ushort h) { return vload_half(0, (half*)&h); }
+";

@@ -69,6 +69,9 @@ pub(crate) struct ModuleIndex {
     aggregates: Vec<Word>,
     /// The push constant variable, if any.
     push_constants: Option<Word>,
+    /// f16 without `cl_khr_fp16`: values are `float`s rounded to f16 after each operation, memory
+    /// holds `ushort` bit patterns reached with `vload_half`/`vstore_half_rte`.
+    pub(crate) emulate_f16: bool,
 }
 
 impl ModuleIndex {
@@ -83,6 +86,7 @@ impl ModuleIndex {
             glsl: HashSet::new(),
             aggregates: Vec::new(),
             push_constants: None,
+            emulate_f16: !options.fp16,
         };
         for import in &module.ext_inst_imports {
             if string(import, 0)? == "GLSL.std.450" {
@@ -321,15 +325,69 @@ impl ModuleIndex {
             Type::Void => "void".into(),
             Type::Bool => "bool".into(),
             Type::Int(width) => unsigned_name(*width)?.into(),
+            Type::Float(16) if self.emulate_f16 => "float".into(),
             Type::Float(width) => float_name(*width)?.into(),
             Type::Vector { component, count } => self.vector_name(*component, *count, unsigned_name)?,
             Type::Array { .. } | Type::Struct { .. } => format!("t{ty}"),
-            Type::Pointer { class, pointee } => format!("{}{}*", address_space(*class)?, self.type_name(*pointee)?),
+            Type::Pointer { class, pointee } => {
+                let pointee = if is_memory(*class) {
+                    self.memory_type_name(*pointee)?
+                } else {
+                    self.type_name(*pointee)?
+                };
+                format!("{}{pointee}*", address_space(*class)?)
+            }
             Type::RuntimeArray { .. } | Type::Function => {
                 return Err(Error::unimplemented(format!(
                     "SPIR-V type %{ty} as a value is not translated to OpenCL C"
                 )))
             }
+        })
+    }
+
+    /// The OpenCL C name of `ty` as it is stored in buffers and workgroup memory: as
+    /// [`Self::type_name`], except that emulated f16 is stored as its `ushort` bit pattern.
+    pub(crate) fn memory_type_name(&self, ty: Word) -> Result<String> {
+        match self.emulated_half(ty)? {
+            Some(1) => Ok("ushort".into()),
+            Some(count) => Ok(format!("ushort{count}")),
+            None => self.type_name(ty),
+        }
+    }
+
+    /// The component count of `ty` when it is an emulated f16 scalar (1) or vector.
+    pub(crate) fn emulated_half(&self, ty: Word) -> Result<Option<u32>> {
+        if !self.emulate_f16 {
+            return Ok(None);
+        }
+        Ok(match self.ty(ty)? {
+            Type::Float(16) => Some(1),
+            Type::Vector { component, count } if matches!(self.ty(*component)?, Type::Float(16)) => Some(*count),
+            _ => None,
+        })
+    }
+
+    /// Whether the aggregate `ty` holds emulated f16 somewhere (it is then only memory, never a
+    /// value: its members are bit patterns).
+    pub(crate) fn holds_emulated_half(&self, ty: Word) -> Result<bool> {
+        Ok(match self.ty(ty)? {
+            Type::Array { element, .. } | Type::RuntimeArray { element, .. } => self.holds_emulated_half(*element)?,
+            Type::Struct { members, .. } => {
+                let mut any = false;
+                for member in members {
+                    any |= self.holds_emulated_half(*member)?;
+                }
+                any
+            }
+            _ => self.emulated_half(ty)?.is_some(),
+        })
+    }
+
+    /// Whether `ty` is a vector of booleans (held as an `int` vector of -1 and 0).
+    pub(crate) fn is_bool_vector(&self, ty: Word) -> Result<bool> {
+        Ok(match self.ty(ty)? {
+            Type::Vector { component, .. } => matches!(self.ty(*component)?, Type::Bool),
+            _ => false,
         })
     }
 
@@ -351,7 +409,8 @@ impl ModuleIndex {
         let scalar = match self.ty(component)? {
             Type::Int(width) => int_name(*width)?,
             Type::Float(width) => float_name(*width)?,
-            Type::Bool => return Err(Error::unimplemented("vectors of booleans")),
+            // OpenCL C's own convention for vector truth: all bits set (-1) or 0, in `int`s.
+            Type::Bool => "int",
             _ => {
                 return Err(Error::invalid_argument(format!(
                     "vector of non-scalar type %{component}"
@@ -461,15 +520,17 @@ impl ModuleIndex {
                     let _ = writeln!(
                         out,
                         "typedef struct {{ {} a[{length}]; }} t{ty};",
-                        self.type_name(*element)?
+                        self.memory_type_name(*element)?
                     );
                 }
                 Type::Struct { members, .. } => {
                     let mut fields = String::new();
                     for (index, member) in members.iter().enumerate() {
                         let field = match self.ty(*member)? {
-                            Type::RuntimeArray { element, .. } => format!("{} m{index}[0];", self.type_name(*element)?),
-                            _ => format!("{} m{index};", self.type_name(*member)?),
+                            Type::RuntimeArray { element, .. } => {
+                                format!("{} m{index}[0];", self.memory_type_name(*element)?)
+                            }
+                            _ => format!("{} m{index};", self.memory_type_name(*member)?),
                         };
                         let _ = write!(fields, " {field}");
                     }
@@ -521,6 +582,10 @@ impl ModuleIndex {
             }
             Type::Float(64) => format!("as_double({bits:#x}ul)"),
             Type::Float(32) => format!("as_float({:#x}u)", bits as u32),
+            // Every f16 is exactly a float: emulated f16 constants are written as that float.
+            Type::Float(16) if self.emulate_f16 => {
+                format!("as_float({:#x}u)", half::f16::from_bits(bits as u16).to_f32().to_bits())
+            }
             Type::Float(16) => format!("as_half((ushort){:#x})", bits as u16),
             _ => {
                 return Err(Error::invalid_argument(format!(
@@ -544,7 +609,16 @@ impl ModuleIndex {
     /// A value of the composite type `ty` built from `parts`.
     pub(crate) fn composite(&self, ty: Word, parts: &[String]) -> Result<String> {
         let name = self.type_name(ty)?;
-        let joined = parts.join(", ");
+        // A scalar `true` is 1; a vector's true lane is -1 (all bits, what `select` tests).
+        let joined = if self.is_bool_vector(ty)? {
+            parts
+                .iter()
+                .map(|p| format!("-(int)({p})"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        } else {
+            parts.join(", ")
+        };
         Ok(match self.ty(ty)? {
             Type::Vector { .. } => format!("(({name})({joined}))"),
             Type::Array { .. } => format!("(({name}){{{{{joined}}}}})"),
@@ -556,6 +630,12 @@ impl ModuleIndex {
 
 /// The longest OpenCL C text one constant may take.
 const MAX_CONSTANT_TEXT: usize = 1 << 20;
+
+/// Whether pointers into `class` address memory that other invocations or the host share (where
+/// emulated f16 is a bit pattern), rather than an invocation's own variables.
+pub(crate) fn is_memory(class: StorageClass) -> bool {
+    !matches!(class, StorageClass::Function | StorageClass::Private)
+}
 
 /// The types `ty` is made of.
 fn used_types(ty: &Type) -> Vec<Word> {
@@ -590,7 +670,7 @@ fn check_capabilities(module: &Module, options: &Options) -> Result<()> {
             | Capability::GroupNonUniform
             | Capability::GroupNonUniformArithmetic
             | Capability::GroupNonUniformShuffle => true,
-            Capability::Float16 => options.fp16,
+            Capability::Float16 => true,
             Capability::Float64 => options.fp64,
             _ => false,
         };

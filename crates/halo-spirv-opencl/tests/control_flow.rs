@@ -357,3 +357,86 @@ fn emulated_subgroup_reductions_scans_and_shuffles() {
     assert_eq!(error.code(), StatusCode::Unimplemented, "{error}");
     assert!(error.message().contains("subgroup size"), "{error}");
 }
+
+/// Vectors of booleans (held as `int` lanes of -1 and 0): IsNan and an ordered compare on a
+/// float4, LogicalOr, Select on the vector, Any, and a boolean vector built from scalars.
+/// out[5n..5n+5] = lanes of select(isnan(a) || a < 0, 0, a) chosen again by (true, false, true,
+/// false), then any(a < 0).
+#[test]
+fn vectors_of_booleans_choose_lanes() {
+    let Some(opencl) = OpenCl::first("vectors_of_booleans_choose_lanes") else {
+        return;
+    };
+    let mut s = Shader::new(2);
+    let float = s.b.type_float(32, None);
+    let float4 = s.b.type_vector(float, 4);
+    let bool4 = s.b.type_vector(s.boolean, 4);
+    let four = s.constant(4);
+    let base = s.b.i_mul(s.uint, None, s.x, four).unwrap();
+    let mut lanes = Vec::new();
+    for k in 0..4 {
+        let offset = s.constant(k);
+        let at = s.b.i_add(s.uint, None, base, offset).unwrap();
+        let pointer = s.element(0, at);
+        let bits = s.b.load(s.uint, None, pointer, None, []).unwrap();
+        lanes.push(s.b.bitcast(float, None, bits).unwrap());
+    }
+    let a = s.b.composite_construct(float4, None, lanes).unwrap();
+    let zero = s.b.constant_bit32(float, 0);
+    let zero4 = s.b.constant_composite(float4, [zero, zero, zero, zero]);
+    let nan = s.b.is_nan(bool4, None, a).unwrap();
+    let negative = s.b.f_ord_less_than(bool4, None, a, zero4).unwrap();
+    let either = s.b.logical_or(bool4, None, nan, negative).unwrap();
+    let cleaned = s.b.select(float4, None, either, zero4, a).unwrap();
+    let (yes, no) = (s.b.constant_true(s.boolean), s.b.constant_false(s.boolean));
+    let pattern = s.b.composite_construct(bool4, None, [yes, no, yes, no]).unwrap();
+    let chosen = s.b.select(float4, None, pattern, cleaned, a).unwrap();
+    let any = s.b.any(s.boolean, None, negative).unwrap();
+    let (one, zero_u) = (s.constant(1), s.constant(0));
+    let any = s.b.select(s.uint, None, any, one, zero_u).unwrap();
+    let five = s.constant(5);
+    let out_base = s.b.i_mul(s.uint, None, s.x, five).unwrap();
+    for k in 0..5u32 {
+        let value = if k < 4 {
+            let lane = s.b.composite_extract(float, None, chosen, [k]).unwrap();
+            s.b.bitcast(s.uint, None, lane).unwrap()
+        } else {
+            any
+        };
+        let offset = s.constant(k);
+        let at = s.b.i_add(s.uint, None, out_base, offset).unwrap();
+        let pointer = s.element(1, at);
+        s.b.store(pointer, value, None, []).unwrap();
+    }
+    let input = [
+        1.5f32,
+        -2.0,
+        f32::NAN,
+        3.0,
+        -0.5,
+        f32::NAN,
+        7.0,
+        -8.0,
+        0.0,
+        1.0,
+        2.0,
+        3.0,
+    ];
+    let bits: Vec<u32> = input.iter().map(|f| f.to_bits()).collect();
+    let out = run(&opencl, &s.finish(), vec![bits, vec![0; 15]], 3).remove(1);
+    for (n, group) in input.chunks(4).enumerate() {
+        let lanes: Vec<u32> = (0..4)
+            .map(|k| {
+                let cleaned = if group[k].is_nan() || group[k] < 0.0 {
+                    0.0
+                } else {
+                    group[k]
+                };
+                if k % 2 == 0 { cleaned } else { group[k] }.to_bits()
+            })
+            .collect();
+        let any = u32::from(group.iter().any(|v| *v < 0.0));
+        assert_eq!(out[5 * n..5 * n + 4], lanes[..], "group {n}: {group:?}");
+        assert_eq!(out[5 * n + 4], any, "group {n}: {group:?}");
+    }
+}
