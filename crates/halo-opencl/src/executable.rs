@@ -108,9 +108,6 @@ fn build_export(shared: &DeviceShared, def: &SpirvExecutable, ordinal: usize, op
             export.constant_count
         )));
     }
-    let program = Program::create_and_build_from_source(&shared.context, &translation.source, "-cl-std=CL1.2")
-        .map_err(|log| Error::internal(format!("clBuildProgram failed for the translated OpenCL C: {log}")))?;
-    let kernel = Kernel::create(&program, &kernel_info.name).map_err(|e| cl_error("clCreateKernel", e))?;
     let [x, y, z] = kernel_info.workgroup_size;
     if u64::from(x) * u64::from(y) * u64::from(z) > shared.max_workgroup_size as u64 {
         return Err(Error::resource_exhausted(format!(
@@ -118,6 +115,9 @@ fn build_export(shared: &DeviceShared, def: &SpirvExecutable, ordinal: usize, op
             export.entry_point, shared.max_workgroup_size
         )));
     }
+    let program = Program::create_and_build_from_source(&shared.context, &translation.source, "-cl-std=CL1.2")
+        .map_err(|log| Error::internal(format!("clBuildProgram failed for the translated OpenCL C: {log}")))?;
+    let kernel = Kernel::create(&program, &kernel_info.name).map_err(|e| cl_error("clCreateKernel", e))?;
     Ok(Export {
         info: ExportInfo {
             name: export.name.clone(),
