@@ -18,6 +18,7 @@ pub(crate) type Work = Box<dyn FnOnce() -> Result<()> + Send>;
 enum Message {
     Run {
         waited: Result<()>,
+        wait: Fence,
         signal: Fence,
         work: Work,
     },
@@ -32,6 +33,16 @@ struct Pending {
 }
 
 impl Pending {
+    /// Counts one submission if none is pending; whether it did.
+    fn claim_idle(&self) -> bool {
+        let mut count = self.count.lock().unwrap_or_else(PoisonError::into_inner);
+        let idle = *count == 0;
+        if idle {
+            *count = 1;
+        }
+        idle
+    }
+
     fn add(&self) {
         *self.count.lock().unwrap_or_else(PoisonError::into_inner) += 1;
     }
@@ -61,18 +72,19 @@ impl SubmissionQueue {
         let thread = std::thread::Builder::new()
             .name("halo-opencl-queue".into())
             .spawn(move || {
-                while let Ok(Message::Run { waited, signal, work }) = receiver.recv() {
-                    let outcome = waited.and_then(|()| {
-                        catch_unwind(AssertUnwindSafe(work))
-                            .unwrap_or_else(|_| Err(Error::internal("an OpenCL submission panicked")))
-                    });
-                    match outcome {
-                        Ok(()) => {
-                            // A timeline failed meanwhile keeps its failure; nothing more to say.
-                            let _ = signal.signal();
-                        }
-                        Err(error) => signal.fail(&error),
+                while let Ok(Message::Run {
+                    waited,
+                    wait,
+                    signal,
+                    work,
+                }) = receiver.recv()
+                {
+                    // A semaphore runs its callbacks before its waiters can see the new value: wait
+                    // for that, so no one sees this signal while a value it waited on is unseen.
+                    if waited.is_ok() {
+                        let _ = wait.wait(Timeout::Infinite);
                     }
+                    run(waited, &signal, work);
                     finished.done();
                 }
             })
@@ -87,10 +99,24 @@ impl SubmissionQueue {
     /// Runs `work` once `wait` is reached, then signals `signal` (or fails it with the wait's or
     /// the work's error).
     pub(crate) fn submit(&self, wait: &Fence, signal: &Fence, work: Work) {
+        // Waits already met and nothing else pending: the calling thread runs it, since handing
+        // it to the submission thread would cost that thread's wake-up and nothing would overlap.
+        if wait.query() == Ok(true) && self.pending.claim_idle() {
+            run(Ok(()), signal, work);
+            self.pending.done();
+            return;
+        }
         self.pending.add();
         let (sender, pending, signal) = (self.sender.clone(), self.pending.clone(), signal.clone());
+        let waits = wait.clone();
         wait.on_reached(move |waited| {
-            if let Err(unsent) = sender.send(Message::Run { waited, signal, work }) {
+            let message = Message::Run {
+                waited,
+                wait: waits,
+                signal,
+                work,
+            };
+            if let Err(unsent) = sender.send(message) {
                 if let Message::Run { signal, .. } = unsent.0 {
                     signal.fail(&Error::cancelled(
                         "the OpenCL device was destroyed before this submission's waits were met",
@@ -129,6 +155,20 @@ impl SubmissionQueue {
             };
         }
         Ok(())
+    }
+}
+
+/// Runs one submission whose waits ended in `waited`, then signals or fails `signal`.
+fn run(waited: Result<()>, signal: &Fence, work: Work) {
+    let outcome = waited.and_then(|()| {
+        catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|_| Err(Error::internal("an OpenCL submission panicked")))
+    });
+    match outcome {
+        // A timeline failed meanwhile keeps its failure; nothing more to say.
+        Ok(()) => {
+            let _ = signal.signal();
+        }
+        Err(error) => signal.fail(&error),
     }
 }
 
