@@ -1,6 +1,8 @@
 //! The device's queue: each submission waits for its fence on the host timelines (a callback,
 //! never a blocked thread), then runs on the device's submission thread, which issues its
-//! commands onto the in-order OpenCL command queue, waits for them and signals.
+//! commands onto the in-order OpenCL command queue, waits for them and signals. A submission
+//! whose waits are met when it is made, with nothing else pending, runs on the calling thread
+//! instead: handing it over would only add the submission thread's wake-up.
 //!
 //! Submissions run in the order their waits are met, so one that waits for a later one is no
 //! deadlock.

@@ -544,8 +544,8 @@ impl<'a> KernelWriter<'a> {
         Ok(())
     }
 
-    /// Operand `index` as an extract/insert path of literals, applied to `expression` of type
-    /// `ty`: the C accessor path and the type reached.
+    /// The literal operands from `from` on, as a path into a composite of type `ty`: the C
+    /// accessors (`.s1`, `.m0`, `.a[2]`) and the type reached.
     pub(crate) fn composite_path(
         &self,
         instruction: &Instruction,
