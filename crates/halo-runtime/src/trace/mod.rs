@@ -8,27 +8,72 @@
 //! The spans come from the `tracing` crate throughout halo. Until a trace starts no subscriber
 //! listens, so each span costs one check of a global level; a trace installs a process-wide
 //! subscriber the first time, and later traces reuse it.
+//!
+//! One Chrome layer serves every trace of the process, each trace a new file of its writer
+//! (`FlushGuard::start_new`): tracing-chrome keeps each thread's track id and channel in
+//! thread-locals for the life of the thread, so a second layer would count track ids from 0
+//! again while threads traced before kept theirs, and two threads' spans would share a track.
 
 mod queue_tracks;
 
 use halo_hal::{Error, Result};
 use queue_tracks::{QueueTracks, Slices};
 use std::fs::File;
-use std::io::BufWriter;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
-use std::time::Instant;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+use tracing::span;
+use tracing::{Event, Subscriber};
 use tracing_chrome::{ChromeLayer, ChromeLayerBuilder, FlushGuard};
-use tracing_subscriber::layer::{Layered, SubscriberExt};
-use tracing_subscriber::{reload, Layer as _, Registry};
+use tracing_subscriber::layer::{Context, Layered, SubscriberExt};
+use tracing_subscriber::{reload, Layer, Registry};
 
-type Layer = Option<Layered<QueueTracks, ChromeLayer<Registry>, Registry>>;
+type Slot = Option<Layered<QueueTracks, SharedChrome, Registry>>;
 
-/// The process's trace subscriber: a slot the running trace's layer is put into.
+/// The process's one Chrome layer, shared into the subscriber's slot while a trace runs.
+#[derive(Clone)]
+struct SharedChrome(Arc<ChromeLayer<Registry>>);
+
+impl<S: Subscriber> Layer<S> for SharedChrome
+where
+    ChromeLayer<Registry>: Layer<S>,
+{
+    fn on_new_span(&self, attrs: &span::Attributes<'_>, id: &span::Id, ctx: Context<'_, S>) {
+        self.0.on_new_span(attrs, id, ctx)
+    }
+    fn on_record(&self, id: &span::Id, values: &span::Record<'_>, ctx: Context<'_, S>) {
+        self.0.on_record(id, values, ctx)
+    }
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+        self.0.on_event(event, ctx)
+    }
+    fn on_enter(&self, id: &span::Id, ctx: Context<'_, S>) {
+        self.0.on_enter(id, ctx)
+    }
+    fn on_exit(&self, id: &span::Id, ctx: Context<'_, S>) {
+        self.0.on_exit(id, ctx)
+    }
+    fn on_close(&self, id: span::Id, ctx: Context<'_, S>) {
+        self.0.on_close(id, ctx)
+    }
+}
+
+/// The Chrome layer, its writer thread, and when its clock started.
+struct Chrome {
+    layer: SharedChrome,
+    guard: FlushGuard,
+    origin: Instant,
+}
+
+/// The process's trace subscriber: a slot the running trace's layers are put into.
 struct Installed {
-    handle: reload::Handle<Layer, Registry>,
+    handle: reload::Handle<Slot, Registry>,
     /// The path of the trace being written, if one is.
     running: Mutex<Option<PathBuf>>,
+    /// Made by the first trace.
+    chrome: Mutex<Option<Chrome>>,
 }
 
 fn installed() -> Result<&'static Installed> {
@@ -41,15 +86,42 @@ fn installed() -> Result<&'static Installed> {
             Ok(Installed {
                 handle,
                 running: Mutex::new(None),
+                chrome: Mutex::new(None),
             })
         })
         .as_ref()
         .map_err(|why| Error::failed_precondition(why.clone()))
 }
 
+/// A trace file that says when the writer thread has let go of it (the file is then complete).
+struct TraceFile {
+    file: BufWriter<File>,
+    closed: Sender<()>,
+}
+
+impl Write for TraceFile {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.file.write(bytes)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+impl Drop for TraceFile {
+    fn drop(&mut self) {
+        let _ = self.file.flush();
+        let _ = self.closed.send(());
+    }
+}
+
+/// How long finishing a trace waits for the writer thread to complete the file.
+const FINISH_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// A trace being written; dropping it (or [`Trace::finish`]) completes the file.
 pub struct Trace {
-    guard: Option<FlushGuard>,
+    /// Says when the file is complete; `None` once finished.
+    closed: Option<Receiver<()>>,
     queue_slices: Slices,
     path: PathBuf,
 }
@@ -71,20 +143,36 @@ impl Trace {
         }
         let file = File::create(path)
             .map_err(|e| Error::invalid_argument(format!("cannot create trace file '{}': {e}", path.display())))?;
-        let (layer, guard) = ChromeLayerBuilder::new()
-            .writer(BufWriter::new(file))
-            .include_args(true)
-            .build();
-        // The writer counts time from its creation, just now.
-        let queues = QueueTracks::new(Instant::now());
+        let (closed_tx, closed) = channel();
+        let file = TraceFile {
+            file: BufWriter::new(file),
+            closed: closed_tx,
+        };
+        let mut chrome = installed.chrome.lock().unwrap_or_else(|p| p.into_inner());
+        let chrome = match chrome.as_mut() {
+            Some(chrome) => {
+                chrome.guard.start_new(Some(Box::new(file)));
+                chrome
+            }
+            None => {
+                let (layer, guard) = ChromeLayerBuilder::new().writer(file).include_args(true).build();
+                // The writer counts time from its creation, just now.
+                chrome.insert(Chrome {
+                    layer: SharedChrome(Arc::new(layer)),
+                    guard,
+                    origin: Instant::now(),
+                })
+            }
+        };
+        let queues = QueueTracks::new(chrome.origin);
         let queue_slices = queues.slices();
         installed
             .handle
-            .reload(Some(layer.and_then(queues)))
+            .reload(Some(chrome.layer.clone().and_then(queues)))
             .map_err(|e| Error::internal(format!("starting the trace: {e}")))?;
         *running = Some(path.to_path_buf());
         Ok(Trace {
-            guard: Some(guard),
+            closed: Some(closed),
             queue_slices,
             path: path.to_path_buf(),
         })
@@ -104,12 +192,22 @@ impl Trace {
     }
 
     fn stop(&mut self) -> Result<()> {
-        let Some(guard) = self.guard.take() else { return Ok(()) };
+        let Some(closed) = self.closed.take() else {
+            return Ok(());
+        };
         let installed = installed()?;
-        // Spans end and the writer thread finishes the JSON when the layer and guard go.
+        // Nothing more reaches the file; the writer thread completes it when given the next one.
         let _ = installed.handle.reload(None);
-        drop(guard);
-        let appended = queue_tracks::append(&self.path, &self.queue_slices);
+        if let Some(chrome) = installed.chrome.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            chrome.guard.start_new(Some(Box::new(std::io::sink())));
+        }
+        let completed = closed.recv_timeout(FINISH_TIMEOUT).map_err(|_| {
+            Error::data_loss(format!(
+                "the trace writer did not complete '{}' within {FINISH_TIMEOUT:?}",
+                self.path.display()
+            ))
+        });
+        let appended = completed.and_then(|()| queue_tracks::append(&self.path, &self.queue_slices));
         *installed.running.lock().unwrap_or_else(|p| p.into_inner()) = None;
         appended
     }
