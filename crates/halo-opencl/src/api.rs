@@ -10,7 +10,7 @@ use opencl3::context::Context;
 use opencl3::error_codes::ClError;
 use opencl3::event::Event;
 use opencl3::kernel::Kernel;
-use opencl3::memory::{Buffer, ClMem, CL_MEM_READ_WRITE, CL_MEM_USE_HOST_PTR};
+use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, CL_MEM_USE_HOST_PTR};
 use opencl3::types::{cl_mem, CL_BLOCKING};
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
@@ -214,9 +214,4 @@ impl Drop for Batch<'_> {
             let _ = self.queue.finish();
         }
     }
-}
-
-/// The `cl_mem` of a buffer object.
-pub(crate) fn mem_of(buffer: &Buffer<u8>) -> cl_mem {
-    buffer.get()
 }

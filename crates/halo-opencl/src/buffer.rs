@@ -2,11 +2,11 @@
 //! driver runs devices whose memory is the host's, where kernels then read and write the very
 //! bytes the host maps, with no copies.
 
-use crate::api::{self, mem_of};
+use crate::api;
 use crate::device::DeviceShared;
 use halo_hal::host_memory::HostAllocation;
 use halo_hal::{Allocation, Error, MemoryType, Result};
-use opencl3::memory::Buffer;
+use opencl3::memory::{Buffer, ClMem};
 use opencl3::types::cl_mem;
 use std::any::Any;
 use std::ptr::NonNull;
@@ -43,7 +43,7 @@ impl ClAllocation {
     /// The buffer object, checking that it belongs to the device `shared`.
     pub(crate) fn mem_on(&self, shared: &Arc<DeviceShared>) -> Result<cl_mem> {
         if Arc::ptr_eq(&self.shared, shared) {
-            Ok(mem_of(&self.mem))
+            Ok(self.mem.get())
         } else {
             Err(Error::invalid_argument("the buffer belongs to another OpenCL device"))
         }

@@ -84,7 +84,7 @@ fn run_dispatch(
     if workgroups.contains(&0) {
         return Ok(());
     }
-    check_grid(workgroups, export.workgroup_size)?;
+    check_grid(workgroups, export.info.workgroup_size)?;
     let mut buffers = Vec::with_capacity(export.arguments.len());
     for &ordinal in &export.arguments {
         let reference = dispatch.bindings.get(ordinal).ok_or_else(|| {
@@ -107,7 +107,7 @@ fn run_dispatch(
     if !push.is_empty() {
         arguments.push(Argument::Bytes(&push));
     }
-    batch.dispatch(&export.kernel(), &arguments, workgroups, export.workgroup_size)
+    batch.dispatch(&export.kernel(), &arguments, workgroups, export.info.workgroup_size)
 }
 
 /// Refuses a grid the kernels cannot index: translated kernels read their ids as 32-bit signed

@@ -5,7 +5,7 @@ use crate::api::cl_error;
 use crate::device::DeviceShared;
 use halo_hal::{Error, Executable, ExecutableCache, ExecutableParams, ExportInfo, Result};
 use halo_spirv_fb::{SpirvExecutable, FORMAT};
-use halo_spirv_opencl::{translate, Binding, Options};
+use halo_spirv_opencl::{translate, Binding, Options, Translation};
 use opencl3::kernel::Kernel;
 use opencl3::program::Program;
 use std::any::Any;
@@ -13,14 +13,13 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// One export: its kernel and what its arguments are.
 pub(crate) struct Export {
-    info: ExportInfo,
+    pub(crate) info: ExportInfo,
     /// Set by the submission thread only; a lock keeps the kernel's arguments its own per launch.
     kernel: Mutex<Kernel>,
     /// For each kernel buffer argument, the HAL binding ordinal that fills it.
     pub(crate) arguments: Vec<usize>,
     /// Bytes of the push constant struct the kernel takes by value.
     pub(crate) push_constant_bytes: usize,
-    pub(crate) workgroup_size: [u32; 3],
 }
 
 impl Export {
@@ -59,12 +58,11 @@ impl OpenClExecutable {
             specialization: constants.to_vec(),
             ..shared.translation.clone()
         };
-        let exports = def
-            .exports
-            .iter()
-            .enumerate()
-            .map(|(ordinal, _)| {
-                build_export(&shared, &def, ordinal, &options)
+        // One translation and one program per SPIR-V module, however many exports it holds.
+        let mut modules: Vec<Option<Module>> = def.modules.iter().map(|_| None).collect();
+        let exports = (0..def.exports.len())
+            .map(|ordinal| {
+                build_export(&shared, &def, ordinal, &options, &mut modules)
                     .map_err(|e| e.context(format!("preparing export {ordinal} ('{}')", def.exports[ordinal].name)))
             })
             .collect::<Result<Vec<_>>>()?;
@@ -72,7 +70,19 @@ impl OpenClExecutable {
     }
 }
 
-fn build_export(shared: &DeviceShared, def: &SpirvExecutable, ordinal: usize, options: &Options) -> Result<Export> {
+/// A SPIR-V module translated, and built once an export of it is.
+struct Module {
+    translation: Translation,
+    program: Option<Program>,
+}
+
+fn build_export(
+    shared: &DeviceShared,
+    def: &SpirvExecutable,
+    ordinal: usize,
+    options: &Options,
+    modules: &mut [Option<Module>],
+) -> Result<Export> {
     let export = &def.exports[ordinal];
     if export.subgroup_size != 0 && export.subgroup_size != options.subgroup_size {
         return Err(Error::unimplemented(format!(
@@ -80,8 +90,15 @@ fn build_export(shared: &DeviceShared, def: &SpirvExecutable, ordinal: usize, op
             export.entry_point, export.subgroup_size, options.subgroup_size
         )));
     }
-    let translation = translate(&def.modules[export.module], options)?;
-    let kernel_info = translation
+    let module = match &mut modules[export.module] {
+        Some(module) => module,
+        empty => empty.insert(Module {
+            translation: translate(&def.modules[export.module], options)?,
+            program: None,
+        }),
+    };
+    let kernel_info = module
+        .translation
         .kernels
         .iter()
         .find(|k| k.entry_point == export.entry_point)
@@ -115,9 +132,14 @@ fn build_export(shared: &DeviceShared, def: &SpirvExecutable, ordinal: usize, op
             export.entry_point, shared.max_workgroup_size
         )));
     }
-    let program = Program::create_and_build_from_source(&shared.context, &translation.source, "-cl-std=CL1.2")
-        .map_err(|log| Error::internal(format!("clBuildProgram failed for the translated OpenCL C: {log}")))?;
-    let kernel = Kernel::create(&program, &kernel_info.name).map_err(|e| cl_error("clCreateKernel", e))?;
+    let program = match &mut module.program {
+        Some(program) => program,
+        empty => empty.insert(
+            Program::create_and_build_from_source(&shared.context, &module.translation.source, "-cl-std=CL1.2")
+                .map_err(|log| Error::internal(format!("clBuildProgram failed for the translated OpenCL C: {log}")))?,
+        ),
+    };
+    let kernel = Kernel::create(program, &kernel_info.name).map_err(|e| cl_error("clCreateKernel", e))?;
     Ok(Export {
         info: ExportInfo {
             name: export.name.clone(),
@@ -128,7 +150,6 @@ fn build_export(shared: &DeviceShared, def: &SpirvExecutable, ordinal: usize, op
         kernel: Mutex::new(kernel),
         arguments,
         push_constant_bytes,
-        workgroup_size: kernel_info.workgroup_size,
     })
 }
 
