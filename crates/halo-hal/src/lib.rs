@@ -22,6 +22,7 @@ pub mod buffer_view;
 pub mod buffer_view_text;
 pub mod command_buffer;
 pub mod device;
+pub mod disk_cache;
 pub mod driver;
 pub mod element_text;
 pub mod element_type;

@@ -4,8 +4,9 @@
 use crate::allocator::OpenClAllocator;
 use crate::api::cl_error;
 use crate::command_buffer;
-use crate::driver::DRIVER_NAME;
+use crate::driver::{DeviceOptions, DRIVER_NAME};
 use crate::executable::OpenClExecutableCache;
+use crate::program_cache::ProgramCache;
 use crate::queue::SubmissionQueue;
 use halo_hal::device::{glob_match, query_common_i64};
 use halo_hal::{
@@ -25,6 +26,7 @@ pub(crate) struct DeviceShared {
     pub(crate) queue: CommandQueue,
     /// Translator options from the device's extensions.
     pub(crate) translation: Options,
+    pub(crate) programs: ProgramCache,
     pub(crate) max_workgroup_size: usize,
     pub(crate) max_allocation: u64,
     allocated: AtomicU64,
@@ -60,7 +62,7 @@ pub struct OpenClDevice {
 }
 
 impl OpenClDevice {
-    pub(crate) fn new(info: DeviceInfo, device: opencl3::device::Device, subgroup_size: u32) -> Result<Self> {
+    pub(crate) fn new(info: DeviceInfo, device: opencl3::device::Device, options: DeviceOptions) -> Result<Self> {
         let name = device.name().unwrap_or_default();
         if !device
             .host_unified_memory()
@@ -76,7 +78,7 @@ impl OpenClDevice {
             fp16: extensions.contains("cl_khr_fp16"),
             fp64: extensions.contains("cl_khr_fp64"),
             specialization: Vec::new(),
-            subgroup_size,
+            subgroup_size: options.subgroup_size,
         };
         let context = Context::from_device(&device).map_err(|e| cl_error("clCreateContext", e))?;
         #[allow(
@@ -88,6 +90,7 @@ impl OpenClDevice {
             context,
             queue,
             translation,
+            programs: ProgramCache::new(&options.program_cache, &device),
             max_workgroup_size: device
                 .max_work_group_size()
                 .map_err(|e| cl_error("clGetDeviceInfo", e))?,
@@ -125,6 +128,9 @@ impl Device for OpenClDevice {
         // device whose id matches `vulkan*`: it answers to that too.
         if category == "hal.device.id" && glob_match(key, "vulkan") {
             return Ok(1);
+        }
+        if category == "opencl.program_cache" {
+            return halo_hal::disk_cache::query_counter(self.shared.programs.disk.as_ref(), category, key);
         }
         query_common_i64(self, &OpenClExecutableCache::new(self.shared.clone()), category, key)
     }

@@ -1,13 +1,16 @@
 //! The `opencl` driver: every device of every OpenCL platform the ICD loader finds.
 //!
 //! Devices are `opencl://` (the first), `opencl://N` (the N-th over all platforms) or
-//! `opencl://P/D` (device D of platform P), with one URI parameter:
+//! `opencl://P/D` (device D of platform P), with URI parameters:
 //! - `subgroup_size`: the subgroup size the programs were compiled for (their Vulkan target's),
 //!   which the translated kernels emulate in workgroup memory; default 8, that of IREE's
-//!   `llvmpipe` target, the Vulkan target closest to an OpenCL CPU device.
+//!   `llvmpipe` target, the Vulkan target closest to an OpenCL CPU device;
+//! - `program_cache`: the folder built programs are kept in between processes, or `off`; default
+//!   `HALO_OPENCL_PROGRAM_CACHE`, else `$XDG_CACHE_HOME/halo/opencl-programs` (or `~/.cache/...`).
 
 use crate::api::cl_error;
 use crate::device::OpenClDevice;
+use halo_hal::disk_cache::CacheDir;
 use halo_hal::driver::select_device;
 use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, Result};
 use opencl3::device::{Device as ClDevice, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_CPU, CL_DEVICE_TYPE_GPU};
@@ -107,7 +110,7 @@ impl Driver for OpenClDriver {
     }
 
     fn create_device(&self, path: &str, params: &DeviceParams) -> Result<Arc<dyn Device>> {
-        let subgroup_size = subgroup_size(params)?;
+        let options = DeviceOptions::parse(params)?;
         let all = devices()?;
         if all.is_empty() {
             return Err(Error::unavailable(
@@ -121,28 +124,54 @@ impl Driver for OpenClDriver {
             .find(|(candidate, _)| candidate.id == info.id)
             .map(|(_, device)| device)
             .ok_or_else(|| Error::internal("selected OpenCL device vanished"))?;
-        Ok(Arc::new(OpenClDevice::new(info, device, subgroup_size)?))
+        Ok(Arc::new(OpenClDevice::new(info, device, options)?))
     }
 }
 
-/// The emulated subgroup size the URI parameters ask for.
-fn subgroup_size(params: &DeviceParams) -> Result<u32> {
-    let mut subgroup_size = DEFAULT_SUBGROUP_SIZE;
-    for (key, value) in params {
-        if key != "subgroup_size" {
-            return Err(Error::invalid_argument(format!(
-                "opencl has no device parameter '{key}' (known: subgroup_size)"
-            )));
+/// What a device's URI parameters ask for.
+#[derive(Clone, Debug)]
+pub struct DeviceOptions {
+    /// The subgroup size the translated kernels emulate.
+    pub subgroup_size: u32,
+    /// Where built programs are kept between processes.
+    pub program_cache: CacheDir,
+}
+
+impl DeviceOptions {
+    /// The options `params` ask for, the rest their defaults.
+    pub fn parse(params: &DeviceParams) -> Result<Self> {
+        let mut options = DeviceOptions {
+            subgroup_size: DEFAULT_SUBGROUP_SIZE,
+            program_cache: crate::program_cache::cache_dir_from_env(),
+        };
+        for (key, value) in params {
+            match key.as_str() {
+                "subgroup_size" => options.subgroup_size = parse_subgroup_size(value)?,
+                "program_cache" if !value.is_empty() => options.program_cache = CacheDir::parse(value),
+                "program_cache" => {
+                    return Err(Error::invalid_argument(
+                        "opencl device parameter program_cache: expected a folder or off",
+                    ))
+                }
+                _ => {
+                    return Err(Error::invalid_argument(format!(
+                        "opencl has no device parameter '{key}' (known: subgroup_size, program_cache)"
+                    )))
+                }
+            }
         }
-        subgroup_size = value
-            .parse::<u32>()
-            .ok()
-            .filter(|n| n.is_power_of_two() && *n <= 128)
-            .ok_or_else(|| {
-                Error::invalid_argument(format!(
-                    "opencl device parameter subgroup_size={value}: expected a power of two from 1 to 128"
-                ))
-            })?;
+        Ok(options)
     }
-    Ok(subgroup_size)
+}
+
+fn parse_subgroup_size(value: &str) -> Result<u32> {
+    value
+        .parse::<u32>()
+        .ok()
+        .filter(|n| n.is_power_of_two() && *n <= 128)
+        .ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "opencl device parameter subgroup_size={value}: expected a power of two from 1 to 128"
+            ))
+        })
 }

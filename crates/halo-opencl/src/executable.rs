@@ -34,6 +34,8 @@ impl Export {
 pub struct OpenClExecutable {
     shared: Arc<DeviceShared>,
     exports: Vec<Export>,
+    /// Held so that the device's program cache hands them to later loads of the same code.
+    _programs: Vec<Arc<Program>>,
 }
 
 impl OpenClExecutable {
@@ -66,14 +68,19 @@ impl OpenClExecutable {
                     .map_err(|e| e.context(format!("preparing export {ordinal} ('{}')", def.exports[ordinal].name)))
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(OpenClExecutable { shared, exports })
+        let programs = modules.into_iter().flatten().filter_map(|m| m.program).collect();
+        Ok(OpenClExecutable {
+            shared,
+            exports,
+            _programs: programs,
+        })
     }
 }
 
 /// A SPIR-V module translated, and built once an export of it is.
 struct Module {
     translation: Translation,
-    program: Option<Program>,
+    program: Option<Arc<Program>>,
 }
 
 fn build_export(
@@ -134,10 +141,7 @@ fn build_export(
     }
     let program = match &mut module.program {
         Some(program) => program,
-        empty => empty.insert(
-            Program::create_and_build_from_source(&shared.context, &module.translation.source, "-cl-std=CL1.2")
-                .map_err(|log| Error::internal(format!("clBuildProgram failed for the translated OpenCL C: {log}")))?,
-        ),
+        empty => empty.insert(shared.programs.build(&shared.context, &module.translation.source)?),
     };
     let kernel = Kernel::create(program, &kernel_info.name).map_err(|e| cl_error("clCreateKernel", e))?;
     Ok(Export {

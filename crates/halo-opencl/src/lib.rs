@@ -12,7 +12,8 @@
 //! - buffers are host memory with a `CL_MEM_USE_HOST_PTR` buffer object over it: kernels use the
 //!   bytes the host maps in place ([`allocator`], [`buffer`]);
 //! - executables are `vulkan-spirv-fb` FlatBuffers (`halo-spirv-fb`) whose SPIR-V is translated
-//!   and built into one kernel per export ([`executable`]);
+//!   and built into one kernel per export ([`executable`]); built programs are kept while used
+//!   and on disk between processes ([`program_cache`]);
 //! - command buffers are halo-hal's validated command lists, issued at submit as buffer commands
 //!   and kernel launches (`command_buffer`);
 //! - semaphores are halo-hal's host timelines: a submission runs on the device's submission
@@ -24,7 +25,7 @@
 //! compiled for (URI parameter `subgroup_size`, see [`driver`]).
 //!
 //! Not yet: devices with their own memory, reusable command buffers through
-//! `cl_khr_command_buffer`, a program cache on disk.
+//! `cl_khr_command_buffer`.
 #![warn(missing_docs)]
 #![deny(
     unsafe_op_in_unsafe_fn,
@@ -39,6 +40,7 @@ mod command_buffer;
 pub mod device;
 pub mod driver;
 pub mod executable;
+pub mod program_cache;
 mod queue;
 
 pub use device::OpenClDevice;

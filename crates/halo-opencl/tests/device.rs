@@ -16,6 +16,7 @@ fn bad_uri_parameters_are_refused_naming_them() {
         ("opencl://?subgroup_size=256", "subgroup_size=256"),
         ("opencl://?subgroup_size=", "subgroup_size="),
         ("opencl://?workers=2", "'workers'"),
+        ("opencl://?program_cache=", "program_cache"),
     ] {
         let error = create(uri).err().unwrap_or_else(|| panic!("{uri} was accepted"));
         assert_eq!(error.code(), StatusCode::InvalidArgument, "{uri}: {error}");
@@ -98,4 +99,90 @@ fn a_workgroup_past_the_device_limit_is_refused_and_the_device_keeps_working() {
     assert_eq!(error.code(), StatusCode::InvalidArgument, "{error}");
     let executable = prepare(&fixture("elementwise_i32.vulkan-spirv-fb.fb")).unwrap();
     assert_eq!(executable.export_info(0).unwrap().workgroup_size, [1, 1, 1]);
+}
+
+static OPENCL: halo_cts::Manifest = halo_cts::Manifest {
+    driver: "opencl",
+    device_uri: "opencl://",
+    executable_format: "vulkan-spirv-fb",
+    tags: &[],
+    unsupported: &[],
+    expected_failures: &[],
+};
+
+/// The program cache's counters, in `CacheCounters::KEYS` order.
+fn cache_counts(device: &Arc<dyn Device>) -> [i64; 4] {
+    ["hits", "misses", "rejected", "write_failures"].map(|key| device.query_i64("opencl.program_cache", key).unwrap())
+}
+
+/// A fresh device on `dir` runs a dispatch (checking its output) and reports its cache counters.
+fn dispatch_with_cache(dir: &std::path::Path) -> [i64; 4] {
+    let device = create(&format!("opencl://?program_cache={}", dir.display())).unwrap();
+    let context = halo_cts::CtsDevice::new(device.clone(), &OPENCL, halo_cts::Recording::Direct, create);
+    halo_cts::cases::dispatch::dispatch_writes_output(&context);
+    cache_counts(&device)
+}
+
+/// A second device builds from the binary the first one stored; a corrupt entry is rebuilt from
+/// source and replaced, and the program runs right every time.
+#[test]
+fn built_programs_are_kept_on_disk_and_corrupt_entries_rebuilt() {
+    if let Err(error) = create("opencl://") {
+        println!("built_programs_are_kept_on_disk_and_corrupt_entries_rebuilt: skipped: {error}");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("halo-opencl-program-cache-{}", std::process::id()));
+    assert_eq!(
+        dispatch_with_cache(&dir),
+        [0, 1, 0, 0],
+        "cold: one program built and stored"
+    );
+    assert_eq!(
+        dispatch_with_cache(&dir),
+        [1, 0, 0, 0],
+        "warm: built from the stored binary"
+    );
+    let entries: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flat_map(|folder| std::fs::read_dir(folder.unwrap().path()).unwrap())
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let mut bytes = std::fs::read(&entries[0]).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x5a;
+    std::fs::write(&entries[0], &bytes).unwrap();
+    assert_eq!(dispatch_with_cache(&dir), [0, 1, 1, 0], "corrupt: rejected and rebuilt");
+    assert_eq!(dispatch_with_cache(&dir), [1, 0, 0, 0], "the rebuilt entry replaced it");
+    let off = create("opencl://?program_cache=off").unwrap();
+    let error = off.query_i64("opencl.program_cache", "hits").unwrap_err();
+    assert!(error.to_string().contains("off"), "{error}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// An executable loaded twice while the first is alive shares its program: no second lookup.
+#[test]
+fn a_program_in_use_is_shared_by_later_loads() {
+    let dir = std::env::temp_dir().join(format!("halo-opencl-program-share-{}", std::process::id()));
+    let device = match create(&format!("opencl://?program_cache={}", dir.display())) {
+        Ok(device) => device,
+        Err(error) => {
+            println!("a_program_in_use_is_shared_by_later_loads: skipped: {error}");
+            return;
+        }
+    };
+    let cache = device.create_executable_cache().unwrap();
+    let data = fixture("multi_export.vulkan-spirv-fb.fb");
+    let params = halo_hal::ExecutableParams {
+        format: "vulkan-spirv-fb",
+        data: &data,
+        constants: &[],
+    };
+    let first = cache.prepare_executable(&params).unwrap();
+    let _second = cache.prepare_executable(&params).unwrap();
+    assert_eq!(cache_counts(&device), [0, 1, 0, 0]);
+    drop((first, _second));
+    let _third = cache.prepare_executable(&params).unwrap();
+    assert_eq!(cache_counts(&device), [1, 1, 0, 0], "released, then loaded from disk");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

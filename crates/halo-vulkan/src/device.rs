@@ -6,13 +6,14 @@ use crate::driver::DeviceOptions;
 use crate::executable::VulkanExecutableCache;
 use crate::indirect_guard::GuardPipeline;
 use crate::instance::Instance;
-use crate::pipeline_cache::{CacheCounters, PipelineCacheDir, PipelineStore};
+use crate::pipeline_cache::PipelineStore;
 use crate::semaphore::VulkanSemaphore;
 use crate::status::{vk_error, VkResultExt};
 use crate::submit::{submit, Work};
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, Allocator as MemoryAllocator, AllocatorCreateDesc};
 use halo_hal::device::query_common_i64;
+use halo_hal::disk_cache::CacheDir;
 use halo_hal::{
     Allocator, AllocatorStatistics, Binding, Buffer, BufferParams, CommandBuffer, Device, DeviceInfo, Error,
     ExecutableCache, Fence, QueueAffinity, Result, Semaphore, Timeout, WaitMode,
@@ -419,8 +420,8 @@ impl VulkanDevice {
             queue_family: setup.queue_family,
             pipeline_cache,
             pipeline_store: match &options.pipeline_cache {
-                PipelineCacheDir::Off => None,
-                PipelineCacheDir::At(root) => Some(PipelineStore::new(root.as_ref(), &setup.properties)),
+                CacheDir::Off => None,
+                CacheDir::At(root) => Some(PipelineStore::new(root.as_ref(), &setup.properties)),
             },
             waiter,
             progress,
@@ -481,14 +482,7 @@ impl Device for VulkanDevice {
     fn query_i64(&self, category: &str, key: &str) -> Result<i64> {
         if category == "vulkan.pipeline_cache" {
             let store = self.shared.pipeline_store.as_ref();
-            return match store.map(|s| s.counters.get(key)) {
-                Some(Some(value)) => Ok(value as i64),
-                Some(None) => Err(Error::not_found(format!(
-                    "unknown vulkan.pipeline_cache key '{key}' (known: {})",
-                    CacheCounters::KEYS.join(", ")
-                ))),
-                None => Err(Error::not_found("the pipeline cache of this device is off")),
-            };
+            return halo_hal::disk_cache::query_counter(store.map(|s| &s.cache), category, key);
         }
         let cache = VulkanExecutableCache::new(self.shared.clone());
         query_common_i64(self, &cache, category, key)

@@ -2,9 +2,9 @@
 
 use crate::device::VulkanDevice;
 use crate::instance::{Instance, Validation};
-use crate::pipeline_cache::PipelineCacheDir;
 use crate::status::VkResultExt;
 use ash::vk;
+use halo_hal::disk_cache::CacheDir;
 use halo_hal::driver::select_device;
 use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, Result};
 use std::sync::Arc;
@@ -164,8 +164,8 @@ pub struct DeviceOptions {
     /// (`poll_us`; see [`crate::completion`]).
     pub poll: Duration,
     /// Where compiled pipelines are kept between processes (`pipeline_cache=DIR|off`; default
-    /// from [`PipelineCacheDir::from_env`]).
-    pub pipeline_cache: PipelineCacheDir,
+    /// from [`crate::pipeline_cache::cache_dir_from_env`]).
+    pub pipeline_cache: CacheDir,
 }
 
 impl Default for DeviceOptions {
@@ -174,7 +174,7 @@ impl Default for DeviceOptions {
             device_local_mappable: true,
             spin: Duration::from_micros(DEFAULT_SPIN_US),
             poll: Duration::from_micros(DEFAULT_POLL_US),
-            pipeline_cache: PipelineCacheDir::from_env(),
+            pipeline_cache: crate::pipeline_cache::cache_dir_from_env(),
         }
     }
 }
@@ -202,7 +202,7 @@ impl DeviceOptions {
                 }
                 "spin_us" => options.spin = Duration::from_micros(value.parse().map_err(|_| invalid("microseconds"))?),
                 "poll_us" => options.poll = Duration::from_micros(value.parse().map_err(|_| invalid("microseconds"))?),
-                "pipeline_cache" if !value.is_empty() => options.pipeline_cache = PipelineCacheDir::parse(value),
+                "pipeline_cache" if !value.is_empty() => options.pipeline_cache = CacheDir::parse(value),
                 "pipeline_cache" => return Err(invalid("a folder or off")),
                 _ => {
                     return Err(Error::invalid_argument(format!(

@@ -40,7 +40,6 @@ mod submit;
 
 pub use driver::{DeviceOptions, VulkanDriver, DRIVER_NAME};
 pub use instance::Validation;
-pub use pipeline_cache::PipelineCacheDir;
 
 use halo_hal::DriverRegistry;
 use std::sync::Arc;
