@@ -9,7 +9,10 @@
 //! push constants from byte 0; executable-level constants are specialization constants 0, 1, ...
 #![warn(missing_docs)]
 
+mod encode;
 pub mod schema;
+
+pub use encode::encode;
 
 use halo_hal::{Error, Result};
 use schema::{DispatchAbi, ExecutableDef};

@@ -22,4 +22,5 @@
 #[rustfmt::skip]
 mod generated;
 
+pub use generated::iree::hal::debug;
 pub use generated::iree::hal::vulkan::*;

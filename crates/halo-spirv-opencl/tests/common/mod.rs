@@ -4,6 +4,8 @@
 
 #![allow(dead_code, reason = "each test binary uses part of the harness")]
 
+pub mod shader;
+
 use halo_spirv_opencl::{Options, Translation};
 use opencl3::command_queue::CommandQueue;
 use opencl3::context::Context;
@@ -63,6 +65,31 @@ impl OpenCl {
     /// Builds `translation`'s source, returning the build log on failure.
     pub fn build(&self, translation: &Translation) -> Result<Program, String> {
         Program::create_and_build_from_source(&self.context, &translation.source, "-cl-std=CL1.2")
+    }
+
+    /// Translates `words` with `options` and runs its first kernel over `workgroups` along x,
+    /// one buffer of `u32`s per binding, returning the buffers as they are afterwards.
+    pub fn run_words(
+        &self,
+        words: &[u32],
+        options: &Options,
+        buffers: Vec<Vec<u32>>,
+        workgroups: usize,
+    ) -> Vec<Vec<u32>> {
+        let translation = halo_spirv_opencl::translate(words, options).unwrap();
+        let mut bytes: Vec<Vec<u8>> = buffers
+            .iter()
+            .map(|b| b.iter().flat_map(|x| x.to_le_bytes()).collect())
+            .collect();
+        self.run(&translation, 0, &mut bytes, &[], [workgroups, 1, 1]);
+        bytes
+            .iter()
+            .map(|b| {
+                b.chunks_exact(4)
+                    .map(|w| u32::from_le_bytes(w.try_into().unwrap()))
+                    .collect()
+            })
+            .collect()
     }
 
     /// Runs kernel `ordinal` of `translation` over `workgroups`, one buffer per binding (read
