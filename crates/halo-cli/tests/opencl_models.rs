@@ -18,8 +18,22 @@ fn vulkan_modules() -> PathBuf {
 
 #[test]
 fn every_vulkan_model_fixture_runs_on_opencl() {
+    check_every_case("every_vulkan_model_fixture_runs_on_opencl", "--device=opencl");
+}
+
+/// The same with device-local memory the host cannot map, as on a discrete GPU: inputs, outputs
+/// and the values programs read back all go through copies on the queue.
+#[test]
+fn every_vulkan_model_fixture_runs_on_opencl_with_unmapped_device_memory() {
+    check_every_case(
+        "every_vulkan_model_fixture_runs_on_opencl_with_unmapped_device_memory",
+        "--device=opencl://?device_local_mappable=false",
+    );
+}
+
+fn check_every_case(test: &str, device_flag: &str) {
     if !common::device_present("opencl") {
-        println!("SKIPPED every_vulkan_model_fixture_runs_on_opencl: no OpenCL device");
+        println!("SKIPPED {test}: no OpenCL device");
         return;
     }
     let cases: Vec<PathBuf> = common::cases(&fixtures())
@@ -34,7 +48,7 @@ fn every_vulkan_model_fixture_runs_on_opencl() {
                 &fixtures(),
                 &vulkan_modules(),
                 flags,
-                &["--device=opencl"],
+                &[device_flag],
                 &[],
                 common::close_enough,
             )
@@ -42,7 +56,7 @@ fn every_vulkan_model_fixture_runs_on_opencl() {
         .collect();
     assert!(
         failures.is_empty(),
-        "{} of {} cases failed on opencl:\n{}",
+        "{} of {} cases failed with {device_flag}:\n{}",
         failures.len(),
         cases.len(),
         failures.join("\n---\n")

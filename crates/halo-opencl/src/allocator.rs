@@ -1,5 +1,8 @@
-//! The allocator: every buffer is host memory the device addresses in place (see `buffer`), so
-//! every buffer is mappable and device-visible, as on `local-task`.
+//! The allocator. On a device sharing the host's memory every buffer is host memory the device
+//! addresses in place (see `buffer`), so every buffer is mappable and device-visible, as on
+//! `local-task`. Where device-local memory is not to be mapped (a device with memory of its own,
+//! or `device_local_mappable=false`), buffers asking for device-local memory without host
+//! visibility get the device's own memory, and the rest host memory, as Vulkan's allocator does.
 
 use crate::buffer::ClAllocation;
 use crate::device::DeviceShared;
@@ -21,21 +24,54 @@ impl OpenClAllocator {
         OpenClAllocator { shared }
     }
 
-    /// What every buffer is: host memory the device sees.
-    const MEMORY_TYPE: MemoryType = MemoryType::HOST_LOCAL
+    /// Host memory the device sees.
+    const HOST_MEMORY: MemoryType = MemoryType::HOST_LOCAL
         .union(MemoryType::DEVICE_VISIBLE)
         .union(MemoryType::HOST_VISIBLE)
         .union(MemoryType::HOST_COHERENT);
+
+    /// The device's own memory, which the host cannot map.
+    const DEVICE_MEMORY: MemoryType = MemoryType::DEVICE_LOCAL.union(MemoryType::DEVICE_VISIBLE);
+
+    fn heap(&self, memory_type: MemoryType, allowed_usage: BufferUsage) -> MemoryHeap {
+        MemoryHeap {
+            memory_type,
+            allowed_usage,
+            max_allocation_size: self.shared.max_allocation,
+            min_alignment: MIN_ALIGNMENT,
+        }
+    }
+
+    /// Whether a buffer of `params` gets the device's own memory.
+    fn on_device(&self, params: &BufferParams) -> Result<bool> {
+        let wanted = params.memory_type.contains(MemoryType::DEVICE_LOCAL)
+            && !params.memory_type.contains(MemoryType::HOST_VISIBLE);
+        if self.shared.device_local_mappable || !wanted {
+            return Ok(false);
+        }
+        let mapping = params
+            .usage
+            .intersects(BufferUsage::MAPPING_SCOPED | BufferUsage::MAPPING_PERSISTENT);
+        if mapping && !params.usage.contains(BufferUsage::MAPPING_OPTIONAL) {
+            return Err(Error::invalid_argument(format!(
+                "a mappable buffer needs host-visible memory; {:?} was asked for",
+                params.memory_type
+            )));
+        }
+        Ok(true)
+    }
 }
 
 impl Allocator for OpenClAllocator {
     fn memory_heaps(&self) -> Vec<MemoryHeap> {
-        vec![MemoryHeap {
-            memory_type: Self::MEMORY_TYPE | MemoryType::DEVICE_LOCAL,
-            allowed_usage: BufferUsage::all(),
-            max_allocation_size: self.shared.max_allocation,
-            min_alignment: MIN_ALIGNMENT,
-        }]
+        if self.shared.device_local_mappable {
+            return vec![self.heap(Self::HOST_MEMORY | MemoryType::DEVICE_LOCAL, BufferUsage::all())];
+        }
+        let unmapped = BufferUsage::all() - BufferUsage::MAPPING_SCOPED - BufferUsage::MAPPING_PERSISTENT;
+        vec![
+            self.heap(Self::DEVICE_MEMORY, unmapped),
+            self.heap(Self::HOST_MEMORY, BufferUsage::all()),
+        ]
     }
 
     fn allocate_buffer(&self, params: BufferParams, size: u64) -> Result<Buffer> {
@@ -52,14 +88,16 @@ impl Allocator for OpenClAllocator {
                 self.shared.max_allocation
             )));
         }
-        let memory_type = Self::MEMORY_TYPE | (params.memory_type & MemoryType::DEVICE_LOCAL);
-        let allocation = ClAllocation::new(&self.shared, size, memory_type)
-            .map_err(|e| e.context(format!("allocating an OpenCL buffer of {size} bytes")))?;
-        Ok(Buffer::new(
-            Arc::new(allocation),
-            params.usage | BufferUsage::MAPPING,
-            params.access,
-        ))
+        let (allocation, usage) = if self.on_device(&params)? {
+            let usage = params.usage - BufferUsage::MAPPING_SCOPED - BufferUsage::MAPPING_PERSISTENT;
+            (ClAllocation::on_device(&self.shared, size, Self::DEVICE_MEMORY), usage)
+        } else {
+            let memory_type = Self::HOST_MEMORY | (params.memory_type & MemoryType::DEVICE_LOCAL);
+            let allocation = ClAllocation::on_host(&self.shared, size, memory_type);
+            (allocation, params.usage | BufferUsage::MAPPING)
+        };
+        let allocation = allocation.map_err(|e| e.context(format!("allocating an OpenCL buffer of {size} bytes")))?;
+        Ok(Buffer::new(Arc::new(allocation), usage, params.access))
     }
 
     fn import_host(&self, params: BufferParams, bytes: Box<dyn HostBytes>) -> Result<Buffer> {

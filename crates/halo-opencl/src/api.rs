@@ -1,5 +1,5 @@
-//! The only module that calls into OpenCL unsafely: buffers over host memory and a batch of queue
-//! commands whose borrowed inputs outlive the device's use of them.
+//! The only module that calls into OpenCL unsafely: buffers over host memory or of the device's
+//! own, and a batch of queue commands whose borrowed inputs outlive the device's use of them.
 //!
 //! The ICD loader (`libOpenCL.so.1`) is opened at run time by `opencl3`'s dynamic loading, so
 //! the build needs no SDK and a machine without OpenCL reports the driver unavailable.
@@ -10,7 +10,7 @@ use opencl3::context::Context;
 use opencl3::error_codes::ClError;
 use opencl3::event::Event;
 use opencl3::kernel::Kernel;
-use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, CL_MEM_USE_HOST_PTR};
+use opencl3::memory::{Buffer, ClMem, CL_MEM_READ_WRITE, CL_MEM_USE_HOST_PTR};
 use opencl3::types::{cl_mem, CL_BLOCKING};
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
@@ -51,6 +51,34 @@ pub(crate) unsafe fn host_buffer(context: &Context, host: NonNull<u8>, size: u64
         )
     }
     .map_err(|e| cl_error("clCreateBuffer", e))
+}
+
+/// A buffer object of `size` bytes of the device's own memory, zeroed by a fill enqueued on
+/// `queue` ahead of anything that can use it (every use of the buffer goes through that
+/// in-order queue; the host cannot map it).
+pub(crate) fn device_buffer(context: &Context, queue: &CommandQueue, size: u64) -> Result<Buffer<u8>> {
+    let size = usize::try_from(size.max(1))
+        .map_err(|_| Error::resource_exhausted(format!("a buffer of {size} bytes does not fit this host")))?;
+    // SAFETY: no host pointer is given, so OpenCL allocates the memory itself.
+    let buffer = unsafe { Buffer::<u8>::create(context, CL_MEM_READ_WRITE, size, ptr::null_mut()) }
+        .map_err(|e| cl_error("clCreateBuffer", e))?;
+    let zero = 0u8;
+    // SAFETY: the range is the whole buffer; OpenCL copies the one-byte pattern at enqueue.
+    let event = unsafe {
+        opencl3::command_queue::enqueue_fill_buffer(
+            queue.get(),
+            buffer.get(),
+            ptr::from_ref(&zero).cast(),
+            1,
+            0,
+            size,
+            0,
+            ptr::null(),
+        )
+    }
+    .map_err(|e| cl_error("clEnqueueFillBuffer", ClError(e)))?;
+    drop(Event::new(event));
+    Ok(buffer)
 }
 
 /// One kernel argument.

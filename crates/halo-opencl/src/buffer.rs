@@ -1,6 +1,7 @@
-//! An allocation: host memory with an OpenCL buffer object over it (`CL_MEM_USE_HOST_PTR`). The
-//! driver runs devices whose memory is the host's, where kernels then read and write the very
-//! bytes the host maps, with no copies.
+//! An allocation: host memory with an OpenCL buffer object over it (`CL_MEM_USE_HOST_PTR`), which
+//! kernels of a device sharing the host's memory read and write in place and the host maps with
+//! no copies; or a buffer object of the device's own memory, which the host cannot map (what
+//! device-local memory is on a discrete GPU: the runtime reaches it through queue copies).
 
 use crate::api;
 use crate::device::DeviceShared;
@@ -12,19 +13,27 @@ use std::any::Any;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-/// Host memory and the buffer object over it.
+/// Where an allocation's bytes are.
+enum Memory {
+    /// Host memory, kept alive as long as the buffer object over it.
+    Host(HostAllocation),
+    /// The device's own memory, of this many bytes and this memory type.
+    Device(u64, MemoryType),
+}
+
+/// A buffer object, over host memory or of the device's own.
 ///
 /// Ownership: keeps its device's context alive; the buffer object is released before the memory
 /// it wraps is freed (field order). Threading: any thread.
 pub struct ClAllocation {
     mem: Buffer<u8>,
-    host: HostAllocation,
+    memory: Memory,
     shared: Arc<DeviceShared>,
 }
 
 impl ClAllocation {
     /// `size` zeroed bytes of host memory of `memory_type`, with a buffer object over them.
-    pub(crate) fn new(shared: &Arc<DeviceShared>, size: u64, memory_type: MemoryType) -> Result<Self> {
+    pub(crate) fn on_host(shared: &Arc<DeviceShared>, size: u64, memory_type: MemoryType) -> Result<Self> {
         let host = HostAllocation::new(size, memory_type)?;
         let pointer = host
             .host_ptr()
@@ -32,12 +41,23 @@ impl ClAllocation {
         // SAFETY: `host` holds `size` bytes (at least one) at `pointer`; it lives in the same
         // struct as the buffer object and is dropped after it.
         let mem = unsafe { api::host_buffer(&shared.context, pointer, size) }?;
-        shared.count_allocated(size as i64);
-        Ok(ClAllocation {
+        Ok(Self::counted(shared, mem, Memory::Host(host)))
+    }
+
+    /// `size` zeroed bytes of the device's own memory, of `memory_type` (not host-visible).
+    pub(crate) fn on_device(shared: &Arc<DeviceShared>, size: u64, memory_type: MemoryType) -> Result<Self> {
+        let mem = api::device_buffer(&shared.context, &shared.queue, size)?;
+        Ok(Self::counted(shared, mem, Memory::Device(size, memory_type)))
+    }
+
+    fn counted(shared: &Arc<DeviceShared>, mem: Buffer<u8>, memory: Memory) -> Self {
+        let allocation = ClAllocation {
             mem,
-            host,
+            memory,
             shared: shared.clone(),
-        })
+        };
+        shared.count_allocated(allocation.size() as i64);
+        allocation
     }
 
     /// The buffer object, checking that it belongs to the device `shared`.
@@ -52,21 +72,30 @@ impl ClAllocation {
 
 impl Drop for ClAllocation {
     fn drop(&mut self) {
-        self.shared.count_allocated(-(self.host.size() as i64));
+        self.shared.count_allocated(-(self.size() as i64));
     }
 }
 
-// SAFETY: forwards to the host allocation, which owns its bytes until it drops and never moves
-// them; the buffer object only aliases them for the device.
+// SAFETY: host memory is the host allocation's, which owns its bytes until it drops and never
+// moves them (the buffer object only aliases them for the device); device memory has no pointer.
 unsafe impl Allocation for ClAllocation {
     fn size(&self) -> u64 {
-        self.host.size()
+        match &self.memory {
+            Memory::Host(host) => host.size(),
+            Memory::Device(size, _) => *size,
+        }
     }
     fn memory_type(&self) -> MemoryType {
-        self.host.memory_type()
+        match &self.memory {
+            Memory::Host(host) => host.memory_type(),
+            Memory::Device(_, memory_type) => *memory_type,
+        }
     }
     fn host_ptr(&self) -> Option<NonNull<u8>> {
-        self.host.host_ptr()
+        match &self.memory {
+            Memory::Host(host) => host.host_ptr(),
+            Memory::Device(..) => None,
+        }
     }
     fn as_any(&self) -> &dyn Any {
         self

@@ -10,8 +10,8 @@ use crate::program_cache::ProgramCache;
 use crate::queue::SubmissionQueue;
 use halo_hal::device::{glob_match, query_common_i64};
 use halo_hal::{
-    Allocator, AllocatorStatistics, Binding, Buffer, BufferParams, CommandBuffer, Device, DeviceInfo, Error,
-    ExecutableCache, Fence, QueueAffinity, Result, Timeout,
+    Allocator, AllocatorStatistics, Binding, Buffer, BufferParams, CommandBuffer, Device, DeviceInfo, ExecutableCache,
+    Fence, QueueAffinity, Result, Timeout,
 };
 use halo_spirv_opencl::Options;
 use opencl3::command_queue::CommandQueue;
@@ -28,6 +28,8 @@ pub(crate) struct DeviceShared {
     pub(crate) translation: Options,
     pub(crate) programs: ProgramCache,
     pub(crate) max_workgroup_size: usize,
+    /// Whether device-local buffers are host memory the host maps (see [`DeviceOptions`]).
+    pub(crate) device_local_mappable: bool,
     pub(crate) max_allocation: u64,
     allocated: AtomicU64,
     peak: AtomicU64,
@@ -63,16 +65,9 @@ pub struct OpenClDevice {
 
 impl OpenClDevice {
     pub(crate) fn new(info: DeviceInfo, device: opencl3::device::Device, options: DeviceOptions) -> Result<Self> {
-        let name = device.name().unwrap_or_default();
-        if !device
+        let shares_host_memory = device
             .host_unified_memory()
-            .map_err(|e| cl_error("clGetDeviceInfo", e))?
-        {
-            return Err(Error::unimplemented(format!(
-                "OpenCL device '{name}' has memory of its own; the opencl driver runs devices that share the \
-                 host's memory (CPUs, integrated GPUs) for now"
-            )));
-        }
+            .map_err(|e| cl_error("clGetDeviceInfo", e))?;
         let extensions = device.extensions().unwrap_or_default();
         let translation = Options {
             fp16: extensions.contains("cl_khr_fp16"),
@@ -91,6 +86,7 @@ impl OpenClDevice {
             queue,
             translation,
             programs: ProgramCache::new(&options.program_cache, &device),
+            device_local_mappable: options.device_local_mappable.unwrap_or(shares_host_memory),
             max_workgroup_size: device
                 .max_work_group_size()
                 .map_err(|e| cl_error("clGetDeviceInfo", e))?,

@@ -6,7 +6,11 @@
 //!   which the translated kernels emulate in workgroup memory; default 8, that of IREE's
 //!   `llvmpipe` target, the Vulkan target closest to an OpenCL CPU device;
 //! - `program_cache`: the folder built programs are kept in between processes, or `off`; default
-//!   `HALO_OPENCL_PROGRAM_CACHE`, else `$XDG_CACHE_HOME/halo/opencl-programs` (or `~/.cache/...`).
+//!   `HALO_OPENCL_PROGRAM_CACHE`, else `$XDG_CACHE_HOME/halo/opencl-programs` (or `~/.cache/...`);
+//! - `device_local_mappable`: `false` gives device-local buffers the device's own memory, which
+//!   the host cannot map (inputs and results then travel through queue copies), `true` host
+//!   memory the device reads in place; default `true` on devices that share the host's memory
+//!   (CPUs, integrated GPUs) and `false` on the others.
 
 use crate::api::cl_error;
 use crate::device::OpenClDevice;
@@ -135,6 +139,9 @@ pub struct DeviceOptions {
     pub subgroup_size: u32,
     /// Where built programs are kept between processes.
     pub program_cache: CacheDir,
+    /// Whether device-local buffers are host memory the host maps; `None`: whether the device
+    /// shares the host's memory.
+    pub device_local_mappable: Option<bool>,
 }
 
 impl DeviceOptions {
@@ -143,11 +150,19 @@ impl DeviceOptions {
         let mut options = DeviceOptions {
             subgroup_size: DEFAULT_SUBGROUP_SIZE,
             program_cache: crate::program_cache::cache_dir_from_env(),
+            device_local_mappable: None,
         };
         for (key, value) in params {
             match key.as_str() {
                 "subgroup_size" => options.subgroup_size = parse_subgroup_size(value)?,
                 "program_cache" if !value.is_empty() => options.program_cache = CacheDir::parse(value),
+                "device_local_mappable" => {
+                    options.device_local_mappable = Some(value.parse().map_err(|_| {
+                        Error::invalid_argument(format!(
+                            "opencl device parameter device_local_mappable={value}: expected true or false"
+                        ))
+                    })?)
+                }
                 "program_cache" => {
                     return Err(Error::invalid_argument(
                         "opencl device parameter program_cache: expected a folder or off",
@@ -155,7 +170,7 @@ impl DeviceOptions {
                 }
                 _ => {
                     return Err(Error::invalid_argument(format!(
-                        "opencl has no device parameter '{key}' (known: subgroup_size, program_cache)"
+                        "opencl has no device parameter '{key}' (known: subgroup_size, program_cache, device_local_mappable)"
                     )))
                 }
             }

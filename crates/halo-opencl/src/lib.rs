@@ -7,10 +7,11 @@
 //! - the ICD loader (`libOpenCL.so.1`) is opened at run time (`opencl3`'s dynamic loading, one
 //!   typed call per entry point, so no SDK at build time); without it, or without a platform,
 //!   there are no devices and creating one reports `Unavailable` ([`driver`]);
-//! - a device is an OpenCL device with one context and one in-order command queue
-//!   ([`device`]); devices whose memory is the host's (CPUs, integrated GPUs) for now;
-//! - buffers are host memory with a `CL_MEM_USE_HOST_PTR` buffer object over it: kernels use the
-//!   bytes the host maps in place ([`allocator`], [`buffer`]);
+//! - a device is an OpenCL device with one context and one in-order command queue ([`device`]);
+//! - buffers are host memory with a `CL_MEM_USE_HOST_PTR` buffer object over it, whose bytes
+//!   kernels use in place where the device shares the host's memory; device-local buffers of a
+//!   device with memory of its own (or `device_local_mappable=false`) are buffer objects of that
+//!   memory, which the host reaches through queue copies ([`allocator`], [`buffer`]);
 //! - executables are `vulkan-spirv-fb` FlatBuffers (`halo-spirv-fb`) whose SPIR-V is translated
 //!   and built into one kernel per export ([`executable`]); built programs are kept while used
 //!   and on disk between processes ([`program_cache`]);
@@ -24,8 +25,7 @@
 //! Subgroup operations are emulated in workgroup memory at the subgroup size the programs were
 //! compiled for (URI parameter `subgroup_size`, see [`driver`]).
 //!
-//! Not yet: devices with their own memory, reusable command buffers through
-//! `cl_khr_command_buffer`.
+//! Not yet: reusable command buffers recorded once through `cl_khr_command_buffer`.
 #![warn(missing_docs)]
 #![deny(
     unsafe_op_in_unsafe_fn,

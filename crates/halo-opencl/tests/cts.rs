@@ -1,5 +1,6 @@
-//! The conformance suite on the first OpenCL device (PoCL in CI). Without an OpenCL device every
-//! case says it skipped.
+//! The conformance suite on the first OpenCL device (PoCL in CI), as it comes and with device-local
+//! memory the host cannot map (`device_local_mappable=false`, what a discrete GPU has). Without an
+//! OpenCL device every case says it skipped.
 
 use halo_cts::{cts_suite, Manifest, Tag};
 use halo_hal::{Device, DriverRegistry, Result};
@@ -21,3 +22,14 @@ static OPENCL: Manifest = Manifest {
 };
 
 cts_suite!(opencl, OPENCL, super::create_device);
+
+static OPENCL_UNMAPPED: Manifest = Manifest {
+    driver: "opencl",
+    device_uri: "opencl://?device_local_mappable=false",
+    executable_format: "vulkan-spirv-fb",
+    tags: &[Tag::AsyncQueue],
+    unsupported: &[],
+    expected_failures: &[],
+};
+
+cts_suite!(opencl_unmapped, OPENCL_UNMAPPED, super::create_device);

@@ -17,6 +17,7 @@ fn bad_uri_parameters_are_refused_naming_them() {
         ("opencl://?subgroup_size=", "subgroup_size="),
         ("opencl://?workers=2", "'workers'"),
         ("opencl://?program_cache=", "program_cache"),
+        ("opencl://?device_local_mappable=maybe", "device_local_mappable=maybe"),
     ] {
         let error = create(uri).err().unwrap_or_else(|| panic!("{uri} was accepted"));
         assert_eq!(error.code(), StatusCode::InvalidArgument, "{uri}: {error}");
@@ -185,4 +186,53 @@ fn a_program_in_use_is_shared_by_later_loads() {
     let _third = cache.prepare_executable(&params).unwrap();
     assert_eq!(cache_counts(&device), [1, 1, 0, 0], "released, then loaded from disk");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// With `device_local_mappable=false` device-local buffers are the device's own memory: not
+/// host-visible, not mappable, zeroed, and reached through queue copies (`halo_hal::transfer`);
+/// host-visible buffers stay mappable.
+#[test]
+fn unmapped_device_memory_is_reached_through_the_queue() {
+    let device = match create("opencl://?device_local_mappable=false") {
+        Ok(device) => device,
+        Err(error) => {
+            println!("unmapped_device_memory_is_reached_through_the_queue: skipped: {error}");
+            return;
+        }
+    };
+    use halo_hal::{transfer, BufferParams, MemoryType};
+    let heaps = device.allocator().memory_heaps();
+    assert_eq!(heaps.len(), 2, "{heaps:?}");
+    let buffer = device
+        .allocator()
+        .allocate_buffer(BufferParams::device_local(), 13)
+        .unwrap();
+    assert!(!buffer.memory_type().contains(MemoryType::HOST_VISIBLE));
+    assert!(!transfer::host_mappable(&buffer));
+    let error = buffer.map_read(0, &mut [0u8; 4]).unwrap_err();
+    assert!(error.message().contains("HOST_VISIBLE"), "{error}");
+    let mut bytes = [0xAAu8; 13];
+    transfer::read(device.as_ref(), &buffer, 0, &mut bytes).unwrap();
+    assert_eq!(bytes, [0; 13], "new device memory is zeroed");
+    transfer::write(device.as_ref(), &buffer, 3, &[1, 2, 3, 4, 5, 6, 7]).unwrap();
+    let mut middle = [0u8; 9];
+    transfer::read(device.as_ref(), &buffer, 2, &mut middle).unwrap();
+    assert_eq!(middle, [0, 1, 2, 3, 4, 5, 6, 7, 0]);
+    let error = transfer::read(device.as_ref(), &buffer, 10, &mut [0u8; 4]).unwrap_err();
+    assert!(error.message().contains("[10, 14)"), "{error}");
+    let mappable = device
+        .allocator()
+        .allocate_buffer(BufferParams::host_mappable(), 8)
+        .unwrap();
+    assert!(transfer::host_mappable(&mappable));
+    let statistics = device.allocator().statistics();
+    assert_eq!(statistics.bytes_allocated, 21, "{statistics:?}");
+    // The default on PoCL, a CPU device: one heap of host memory, device-local buffers mappable.
+    let shared = create("opencl://").unwrap();
+    assert_eq!(shared.allocator().memory_heaps().len(), 1);
+    let local = shared
+        .allocator()
+        .allocate_buffer(BufferParams::device_local(), 4)
+        .unwrap();
+    assert!(transfer::host_mappable(&local));
 }
