@@ -24,11 +24,17 @@ impl OpenClAllocator {
         OpenClAllocator { shared }
     }
 
-    /// Host memory the device sees.
-    const HOST_MEMORY: MemoryType = MemoryType::HOST_LOCAL
-        .union(MemoryType::DEVICE_VISIBLE)
-        .union(MemoryType::HOST_VISIBLE)
-        .union(MemoryType::HOST_COHERENT);
+    /// Host memory as this device has it: host-local (which includes coherent) where the device
+    /// uses it in place, else only host-visible and synced through the queue when mapped (see
+    /// `buffer`).
+    fn host_memory(&self) -> MemoryType {
+        let coherence = if self.shared.host_coherent {
+            MemoryType::HOST_LOCAL
+        } else {
+            MemoryType::HOST_VISIBLE
+        };
+        coherence | MemoryType::DEVICE_VISIBLE
+    }
 
     /// The device's own memory, which the host cannot map.
     const DEVICE_MEMORY: MemoryType = MemoryType::DEVICE_LOCAL.union(MemoryType::DEVICE_VISIBLE);
@@ -65,12 +71,12 @@ impl OpenClAllocator {
 impl Allocator for OpenClAllocator {
     fn memory_heaps(&self) -> Vec<MemoryHeap> {
         if self.shared.device_local_mappable {
-            return vec![self.heap(Self::HOST_MEMORY | MemoryType::DEVICE_LOCAL, BufferUsage::all())];
+            return vec![self.heap(self.host_memory() | MemoryType::DEVICE_LOCAL, BufferUsage::all())];
         }
         let unmapped = BufferUsage::all() - BufferUsage::MAPPING_SCOPED - BufferUsage::MAPPING_PERSISTENT;
         vec![
             self.heap(Self::DEVICE_MEMORY, unmapped),
-            self.heap(Self::HOST_MEMORY, BufferUsage::all()),
+            self.heap(self.host_memory(), BufferUsage::all()),
         ]
     }
 
@@ -92,7 +98,7 @@ impl Allocator for OpenClAllocator {
             let usage = params.usage - BufferUsage::MAPPING_SCOPED - BufferUsage::MAPPING_PERSISTENT;
             (ClAllocation::on_device(&self.shared, size, Self::DEVICE_MEMORY), usage)
         } else {
-            let memory_type = Self::HOST_MEMORY | (params.memory_type & MemoryType::DEVICE_LOCAL);
+            let memory_type = self.host_memory() | (params.memory_type & MemoryType::DEVICE_LOCAL);
             let allocation = ClAllocation::on_host(&self.shared, size, memory_type);
             (allocation, params.usage | BufferUsage::MAPPING)
         };

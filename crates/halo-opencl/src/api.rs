@@ -81,6 +81,68 @@ pub(crate) fn device_buffer(context: &Context, queue: &CommandQueue, size: u64) 
     Ok(buffer)
 }
 
+/// Which way [`sync_host_range`] copies.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SyncDirection {
+    /// The host's bytes to the device's copy (after host writes).
+    ToDevice,
+    /// The device's copy to the host's bytes (before host reads).
+    ToHost,
+}
+
+/// Brings the device's copy of `[offset, offset + length)` of a `CL_MEM_USE_HOST_PTR` buffer and
+/// the host memory under it (`host` is the buffer's host pointer) into agreement, blocking: a
+/// device with memory of its own may keep such a buffer's bytes in its memory between commands.
+/// OpenCL defines a blocking read or write between a `CL_MEM_USE_HOST_PTR` buffer and its own
+/// host pointer when no command uses the buffer meanwhile, which the in-order queue ensures.
+///
+/// # Safety
+/// `host` must be the host pointer `mem` was created over, with `offset + length` within it.
+pub(crate) unsafe fn sync_host_range(
+    queue: &CommandQueue,
+    mem: cl_mem,
+    host: NonNull<u8>,
+    offset: u64,
+    length: u64,
+    direction: SyncDirection,
+) -> Result<()> {
+    // SAFETY: the caller guarantees the range lies within the buffer's host memory.
+    let pointer = unsafe { host.as_ptr().add(offset as usize) }.cast();
+    let (offset, length) = (offset as usize, length as usize);
+    // SAFETY: blocking calls over the validated range; see above for the aliasing OpenCL allows.
+    let event = unsafe {
+        match direction {
+            SyncDirection::ToDevice => opencl3::command_queue::enqueue_write_buffer(
+                queue.get(),
+                mem,
+                CL_BLOCKING,
+                offset,
+                length,
+                pointer,
+                0,
+                ptr::null(),
+            ),
+            SyncDirection::ToHost => opencl3::command_queue::enqueue_read_buffer(
+                queue.get(),
+                mem,
+                CL_BLOCKING,
+                offset,
+                length,
+                pointer,
+                0,
+                ptr::null(),
+            ),
+        }
+    };
+    let function = match direction {
+        SyncDirection::ToDevice => "clEnqueueWriteBuffer",
+        SyncDirection::ToHost => "clEnqueueReadBuffer",
+    };
+    event
+        .map(|event| drop(Event::new(event)))
+        .map_err(|e| cl_error(function, ClError(e)))
+}
+
 /// One kernel argument.
 pub(crate) enum Argument<'a> {
     /// A buffer object.

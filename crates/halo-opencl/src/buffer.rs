@@ -2,6 +2,10 @@
 //! kernels of a device sharing the host's memory read and write in place and the host maps with
 //! no copies; or a buffer object of the device's own memory, which the host cannot map (what
 //! device-local memory is on a discrete GPU: the runtime reaches it through queue copies).
+//!
+//! Host memory of a device with memory of its own is not coherent: the device may keep the
+//! buffer's bytes in its memory between commands, so mappings flush and invalidate their range
+//! through the queue.
 
 use crate::api;
 use crate::device::DeviceShared;
@@ -97,7 +101,37 @@ unsafe impl Allocation for ClAllocation {
             Memory::Device(..) => None,
         }
     }
+    fn flush(&self, offset: u64, length: u64) -> Result<()> {
+        self.sync(offset, length, api::SyncDirection::ToDevice)
+    }
+    fn invalidate(&self, offset: u64, length: u64) -> Result<()> {
+        self.sync(offset, length, api::SyncDirection::ToHost)
+    }
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+impl ClAllocation {
+    /// Syncs host memory that is not coherent with the device's copy of it.
+    fn sync(&self, offset: u64, length: u64, direction: api::SyncDirection) -> Result<()> {
+        let Memory::Host(host) = &self.memory else {
+            return Ok(());
+        };
+        if length == 0 || host.memory_type().contains(MemoryType::HOST_COHERENT) {
+            return Ok(());
+        }
+        if offset.checked_add(length).is_none_or(|end| end > host.size()) {
+            return Err(Error::out_of_range(format!(
+                "syncing [{offset}, {}) of an allocation of {} bytes",
+                offset.saturating_add(length),
+                host.size()
+            )));
+        }
+        let pointer = host
+            .host_ptr()
+            .ok_or_else(|| Error::internal("host allocation without a pointer"))?;
+        // SAFETY: `mem` was created over `pointer`, and the range was checked against its size.
+        unsafe { api::sync_host_range(&self.shared.queue, self.mem.get(), pointer, offset, length, direction) }
     }
 }

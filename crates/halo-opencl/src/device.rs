@@ -30,6 +30,9 @@ pub(crate) struct DeviceShared {
     pub(crate) max_workgroup_size: usize,
     /// Whether device-local buffers are host memory the host maps (see [`DeviceOptions`]).
     pub(crate) device_local_mappable: bool,
+    /// Whether kernels use host memory in place, so that mappings need no syncing: on a device
+    /// that shares the host's memory, unless it is made to act as one that does not.
+    pub(crate) host_coherent: bool,
     pub(crate) max_allocation: u64,
     allocated: AtomicU64,
     peak: AtomicU64,
@@ -68,6 +71,7 @@ impl OpenClDevice {
         let shares_host_memory = device
             .host_unified_memory()
             .map_err(|e| cl_error("clGetDeviceInfo", e))?;
+        let device_local_mappable = options.device_local_mappable.unwrap_or(shares_host_memory);
         let extensions = device.extensions().unwrap_or_default();
         let translation = Options {
             fp16: extensions.contains("cl_khr_fp16"),
@@ -86,7 +90,8 @@ impl OpenClDevice {
             queue,
             translation,
             programs: ProgramCache::new(&options.program_cache, &device),
-            device_local_mappable: options.device_local_mappable.unwrap_or(shares_host_memory),
+            device_local_mappable,
+            host_coherent: shares_host_memory && device_local_mappable,
             max_workgroup_size: device
                 .max_work_group_size()
                 .map_err(|e| cl_error("clGetDeviceInfo", e))?,

@@ -225,6 +225,13 @@ fn unmapped_device_memory_is_reached_through_the_queue() {
         .allocate_buffer(BufferParams::host_mappable(), 8)
         .unwrap();
     assert!(transfer::host_mappable(&mappable));
+    // Host memory a device with memory of its own may cache: mappings sync it through the queue.
+    assert!(!mappable.memory_type().contains(MemoryType::HOST_COHERENT));
+    mappable.map_write(0, &[9, 8, 7, 6, 5, 4, 3, 2]).unwrap();
+    transfer::write(device.as_ref(), &buffer, 0, &mappable.read_all().unwrap()).unwrap();
+    let mut back = [0u8; 8];
+    transfer::read(device.as_ref(), &buffer, 0, &mut back).unwrap();
+    assert_eq!(back, [9, 8, 7, 6, 5, 4, 3, 2]);
     let statistics = device.allocator().statistics();
     assert_eq!(statistics.bytes_allocated, 21, "{statistics:?}");
     // The default on PoCL, a CPU device: one heap of host memory, device-local buffers mappable.
@@ -235,4 +242,5 @@ fn unmapped_device_memory_is_reached_through_the_queue() {
         .allocate_buffer(BufferParams::device_local(), 4)
         .unwrap();
     assert!(transfer::host_mappable(&local));
+    assert!(local.memory_type().contains(MemoryType::HOST_COHERENT));
 }
