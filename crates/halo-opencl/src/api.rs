@@ -1,5 +1,6 @@
-//! The only module that calls into OpenCL unsafely: buffers over host memory or of the device's
-//! own, and a batch of queue commands whose borrowed inputs outlive the device's use of them.
+//! The module that calls into OpenCL unsafely (with `khr_command_buffer` for that extension):
+//! buffers over host memory or of the device's own, and a batch of queue commands whose borrowed
+//! inputs outlive the device's use of them.
 //!
 //! The ICD loader (`libOpenCL.so.1`) is opened at run time by `opencl3`'s dynamic loading, so
 //! the build needs no SDK and a machine without OpenCL reports the driver unavailable.
@@ -153,6 +154,27 @@ pub(crate) enum Argument<'a> {
     Bytes(&'a [u8]),
 }
 
+/// Sets `kernel`'s arguments, which OpenCL captures when a launch is enqueued or recorded.
+pub(crate) fn set_arguments(kernel: &Kernel, arguments: &[Argument<'_>]) -> Result<()> {
+    for (index, argument) in arguments.iter().enumerate() {
+        let index = index as u32;
+        // SAFETY: the arguments follow the translator's kernel signature: a `__global uchar*`
+        // and a `ulong` offset per binding, then the push constant struct of exactly its size.
+        let set = unsafe {
+            match argument {
+                Argument::Buffer(mem) => kernel.set_arg(index, mem),
+                Argument::Offset(offset) => kernel.set_arg(index, offset),
+                Argument::Bytes(bytes) => {
+                    opencl3::kernel::set_kernel_arg(kernel.get(), index, bytes.len(), bytes.as_ptr().cast())
+                        .map_err(ClError)
+                }
+            }
+        };
+        set.map_err(|e| cl_error(&format!("clSetKernelArg (argument {index})"), e))?;
+    }
+    Ok(())
+}
+
 /// Commands enqueued on an in-order queue, finished before the batch lets go of what they read:
 /// the bytes of updates and push constants are borrowed for `'a`, and dropping the batch waits
 /// for the queue, so they cannot be freed while the device may still read them.
@@ -262,22 +284,7 @@ impl<'a> Batch<'a> {
         workgroups: [u32; 3],
         local: [u32; 3],
     ) -> Result<()> {
-        for (index, argument) in arguments.iter().enumerate() {
-            let index = index as u32;
-            // SAFETY: the arguments follow the translator's kernel signature: a `__global uchar*`
-            // and a `ulong` offset per binding, then the push constant struct of exactly its size.
-            let set = unsafe {
-                match argument {
-                    Argument::Buffer(mem) => kernel.set_arg(index, mem),
-                    Argument::Offset(offset) => kernel.set_arg(index, offset),
-                    Argument::Bytes(bytes) => {
-                        opencl3::kernel::set_kernel_arg(kernel.get(), index, bytes.len(), bytes.as_ptr().cast())
-                            .map_err(ClError)
-                    }
-                }
-            };
-            set.map_err(|e| cl_error(&format!("clSetKernelArg (argument {index})"), e))?;
-        }
+        set_arguments(kernel, arguments)?;
         let local = local.map(|l| l as usize);
         let global = [0, 1, 2].map(|d| workgroups[d] as usize * local[d]);
         // SAFETY: every argument is set; `global`/`local` have three dimensions.

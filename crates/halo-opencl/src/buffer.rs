@@ -65,8 +65,8 @@ impl ClAllocation {
     }
 
     /// The buffer object, checking that it belongs to the device `shared`.
-    pub(crate) fn mem_on(&self, shared: &Arc<DeviceShared>) -> Result<cl_mem> {
-        if Arc::ptr_eq(&self.shared, shared) {
+    pub(crate) fn mem_on(&self, shared: &DeviceShared) -> Result<cl_mem> {
+        if std::ptr::eq(&*self.shared, shared) {
             Ok(self.mem.get())
         } else {
             Err(Error::invalid_argument("the buffer belongs to another OpenCL device"))

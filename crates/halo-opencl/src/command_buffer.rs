@@ -1,27 +1,88 @@
 //! Running a recorded command list (halo-hal's `CommandBuffer`, validated at record and submit)
 //! on the device's in-order OpenCL queue: fills, updates and copies as buffer commands,
-//! dispatches as kernel launches; the list's barriers are the queue's order.
+//! dispatches as kernel launches; the list's barriers are the queue's order. Reusable command
+//! buffers may instead run from a `cl_khr_command_buffer` recording of the same commands
+//! (`replay`).
 
-use crate::api::{Argument, Batch};
+use crate::api::{cl_error, Argument, Batch};
 use crate::buffer::ClAllocation;
 use crate::device::DeviceShared;
 use crate::executable::OpenClExecutable;
-use halo_hal::{downcast, Binding, BufferRef, Command, DispatchCommand, Error, Result, WorkgroupCount};
+use halo_hal::{downcast, Binding, BufferRef, Command, CommandBuffer, DispatchCommand, Error, Result, WorkgroupCount};
+use opencl3::kernel::Kernel;
 use opencl3::types::cl_mem;
-use std::sync::Arc;
 
-/// Runs `commands` with `table` for their slots and waits for them.
-pub(crate) fn execute(shared: &Arc<DeviceShared>, commands: &[Command], table: &[Binding<'_>]) -> Result<()> {
-    let mut batch = Batch::new(&shared.queue);
-    for (index, command) in commands.iter().enumerate() {
-        run(shared, &mut batch, command, table).map_err(|e| e.context(format!("running command {index}")))?;
+/// Where a command list's commands go: onto the queue now ([`Batch`]) or into a recording.
+pub(crate) trait Sink<'a> {
+    /// Repeats `pattern` over `[offset, offset + length)` of `buffer`.
+    fn fill(&mut self, buffer: cl_mem, pattern: &'a [u8], offset: u64, length: u64) -> Result<()>;
+    /// Writes `data` at `offset` of `buffer`.
+    fn write(&mut self, buffer: cl_mem, offset: u64, data: &'a [u8]) -> Result<()>;
+    /// Copies `length` bytes between two buffer ranges.
+    fn copy(&mut self, source: (cl_mem, u64), target: (cl_mem, u64), length: u64) -> Result<()>;
+    /// Runs `kernel` over `workgroups` of `local` work-items with `arguments`.
+    fn dispatch(
+        &mut self,
+        kernel: &Kernel,
+        arguments: &[Argument<'_>],
+        workgroups: [u32; 3],
+        local: [u32; 3],
+    ) -> Result<()>;
+    /// Reads `target.len()` bytes at `offset` of `buffer` now (indirect workgroup counts).
+    fn read_now(&mut self, buffer: cl_mem, offset: u64, target: &mut [u8]) -> Result<()>;
+}
+
+impl<'a> Sink<'a> for Batch<'a> {
+    fn fill(&mut self, buffer: cl_mem, pattern: &'a [u8], offset: u64, length: u64) -> Result<()> {
+        Batch::fill(self, buffer, pattern, offset, length)
     }
+    fn write(&mut self, buffer: cl_mem, offset: u64, data: &'a [u8]) -> Result<()> {
+        Batch::write(self, buffer, offset, data)
+    }
+    fn copy(&mut self, source: (cl_mem, u64), target: (cl_mem, u64), length: u64) -> Result<()> {
+        Batch::copy(self, source, target, length)
+    }
+    fn dispatch(
+        &mut self,
+        kernel: &Kernel,
+        arguments: &[Argument<'_>],
+        workgroups: [u32; 3],
+        local: [u32; 3],
+    ) -> Result<()> {
+        Batch::dispatch(self, kernel, arguments, workgroups, local)
+    }
+    fn read_now(&mut self, buffer: cl_mem, offset: u64, target: &mut [u8]) -> Result<()> {
+        Batch::read_now(self, buffer, offset, target)
+    }
+}
+
+/// Runs `command_buffer` with `table` for its slots and waits for it.
+pub(crate) fn execute(shared: &DeviceShared, command_buffer: &CommandBuffer, table: &[Binding<'_>]) -> Result<()> {
+    if let Some(recorded) = crate::replay::recording_for(shared, command_buffer, table)? {
+        recorded.enqueue(&shared.queue)?;
+        return shared.queue.finish().map_err(|e| cl_error("clFinish", e));
+    }
+    let mut batch = Batch::new(&shared.queue);
+    issue(shared, &mut batch, command_buffer.commands()?, table)?;
     batch.finish()
 }
 
+/// Sends `commands`, with `table` for their slots, to `sink`.
+pub(crate) fn issue<'a>(
+    shared: &DeviceShared,
+    sink: &mut impl Sink<'a>,
+    commands: &'a [Command],
+    table: &[Binding<'_>],
+) -> Result<()> {
+    for (index, command) in commands.iter().enumerate() {
+        run(shared, sink, command, table).map_err(|e| e.context(format!("running command {index}")))?;
+    }
+    Ok(())
+}
+
 fn run<'a>(
-    shared: &Arc<DeviceShared>,
-    batch: &mut Batch<'a>,
+    shared: &DeviceShared,
+    batch: &mut impl Sink<'a>,
     command: &'a Command,
     table: &[Binding<'_>],
 ) -> Result<()> {
@@ -54,7 +115,7 @@ fn run<'a>(
 }
 
 /// The buffer object, byte offset in it and length of a reference.
-fn resolve(shared: &Arc<DeviceShared>, reference: &BufferRef, table: &[Binding<'_>]) -> Result<(cl_mem, u64, u64)> {
+fn resolve(shared: &DeviceShared, reference: &BufferRef, table: &[Binding<'_>]) -> Result<(cl_mem, u64, u64)> {
     let resolved = reference.resolve(table)?;
     let allocation: &ClAllocation = downcast(resolved.buffer.allocation().as_any(), "an OpenCL buffer")?;
     Ok((
@@ -64,9 +125,9 @@ fn resolve(shared: &Arc<DeviceShared>, reference: &BufferRef, table: &[Binding<'
     ))
 }
 
-fn run_dispatch(
-    shared: &Arc<DeviceShared>,
-    batch: &mut Batch<'_>,
+fn run_dispatch<'a>(
+    shared: &DeviceShared,
+    batch: &mut impl Sink<'a>,
     dispatch: &DispatchCommand,
     table: &[Binding<'_>],
 ) -> Result<()> {

@@ -6,12 +6,14 @@ use crate::api::cl_error;
 use crate::command_buffer;
 use crate::driver::{DeviceOptions, DRIVER_NAME};
 use crate::executable::OpenClExecutableCache;
+use crate::khr_command_buffer::KhrCommandBuffers;
 use crate::program_cache::ProgramCache;
 use crate::queue::SubmissionQueue;
+use crate::replay::Replays;
 use halo_hal::device::{glob_match, query_common_i64};
 use halo_hal::{
-    Allocator, AllocatorStatistics, Binding, Buffer, BufferParams, CommandBuffer, Device, DeviceInfo, ExecutableCache,
-    Fence, QueueAffinity, Result, Timeout,
+    Allocator, AllocatorStatistics, Binding, Buffer, BufferParams, CommandBuffer, Device, DeviceInfo, Error,
+    ExecutableCache, Fence, QueueAffinity, Result, Timeout,
 };
 use halo_spirv_opencl::Options;
 use opencl3::command_queue::CommandQueue;
@@ -33,6 +35,8 @@ pub(crate) struct DeviceShared {
     /// Whether kernels use host memory in place, so that mappings need no syncing: on a device
     /// that shares the host's memory, unless it is made to act as one that does not.
     pub(crate) host_coherent: bool,
+    /// Recordings of reusable command buffers, where the device has `cl_khr_command_buffer`.
+    pub(crate) replays: Option<Replays>,
     pub(crate) max_allocation: u64,
     allocated: AtomicU64,
     peak: AtomicU64,
@@ -92,6 +96,11 @@ impl OpenClDevice {
             programs: ProgramCache::new(&options.program_cache, &device),
             device_local_mappable,
             host_coherent: shares_host_memory && device_local_mappable,
+            replays: options
+                .khr_command_buffer
+                .then(|| KhrCommandBuffers::load(&device))
+                .flatten()
+                .map(Replays::new),
             max_workgroup_size: device
                 .max_work_group_size()
                 .map_err(|e| cl_error("clGetDeviceInfo", e))?,
@@ -130,6 +139,19 @@ impl Device for OpenClDevice {
         if category == "hal.device.id" && glob_match(key, "vulkan") {
             return Ok(1);
         }
+        if category == "opencl.command_buffers" {
+            return match &self.shared.replays {
+                None if key == "recording" => Ok(0),
+                Some(_) if key == "recording" => Ok(1),
+                Some(replays) => replays.counter(key).map(|n| n as i64).ok_or(()),
+                None => ["recorded", "replayed"].contains(&key).then_some(0).ok_or(()),
+            }
+            .map_err(|()| {
+                Error::not_found(format!(
+                    "unknown opencl.command_buffers key '{key}' (known: recording, recorded, replayed)"
+                ))
+            });
+        }
         if category == "opencl.program_cache" {
             return halo_hal::disk_cache::query_counter(self.shared.programs.disk.as_ref(), category, key);
         }
@@ -158,7 +180,7 @@ impl Device for OpenClDevice {
         self.queue.submit(
             wait,
             signal,
-            Box::new(move || command_buffer::execute(&shared, command_buffer.commands()?, &table)),
+            Box::new(move || command_buffer::execute(&shared, &command_buffer, &table)),
         );
         Ok(())
     }

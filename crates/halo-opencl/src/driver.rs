@@ -10,7 +10,9 @@
 //! - `device_local_mappable`: `false` gives device-local buffers the device's own memory, which
 //!   the host cannot map (inputs and results then travel through queue copies), `true` host
 //!   memory the device reads in place; default `true` on devices that share the host's memory
-//!   (CPUs, integrated GPUs) and `false` on the others.
+//!   (CPUs, integrated GPUs) and `false` on the others;
+//! - `khr_command_buffer`: `false` runs reusable command buffers as one-shot ones, `true` (the
+//!   default) records them through `cl_khr_command_buffer` where the device has it.
 
 use crate::api::cl_error;
 use crate::device::OpenClDevice;
@@ -142,6 +144,9 @@ pub struct DeviceOptions {
     /// Whether device-local buffers are host memory the host maps; `None`: whether the device
     /// shares the host's memory.
     pub device_local_mappable: Option<bool>,
+    /// Whether reusable command buffers are recorded through `cl_khr_command_buffer` where the
+    /// device has it.
+    pub khr_command_buffer: bool,
 }
 
 impl DeviceOptions {
@@ -151,6 +156,7 @@ impl DeviceOptions {
             subgroup_size: DEFAULT_SUBGROUP_SIZE,
             program_cache: crate::program_cache::cache_dir_from_env(),
             device_local_mappable: None,
+            khr_command_buffer: true,
         };
         for (key, value) in params {
             match key.as_str() {
@@ -163,6 +169,13 @@ impl DeviceOptions {
                         ))
                     })?)
                 }
+                "khr_command_buffer" => {
+                    options.khr_command_buffer = value.parse().map_err(|_| {
+                        Error::invalid_argument(format!(
+                            "opencl device parameter khr_command_buffer={value}: expected true or false"
+                        ))
+                    })?
+                }
                 "program_cache" => {
                     return Err(Error::invalid_argument(
                         "opencl device parameter program_cache: expected a folder or off",
@@ -170,7 +183,7 @@ impl DeviceOptions {
                 }
                 _ => {
                     return Err(Error::invalid_argument(format!(
-                        "opencl has no device parameter '{key}' (known: subgroup_size, program_cache, device_local_mappable)"
+                        "opencl has no device parameter '{key}' (known: subgroup_size, program_cache, device_local_mappable, khr_command_buffer)"
                     )))
                 }
             }

@@ -40,8 +40,8 @@ pub struct OpenClExecutable {
 
 impl OpenClExecutable {
     /// Export `ordinal`, checking that the executable is on the device `shared`.
-    pub(crate) fn export(&self, ordinal: u32, shared: &Arc<DeviceShared>) -> Result<&Export> {
-        if !Arc::ptr_eq(&self.shared, shared) {
+    pub(crate) fn export(&self, ordinal: u32, shared: &DeviceShared) -> Result<&Export> {
+        if !std::ptr::eq(&*self.shared, shared) {
             return Err(Error::invalid_argument(
                 "the executable belongs to another OpenCL device",
             ));

@@ -16,16 +16,16 @@
 //!   and built into one kernel per export ([`executable`]); built programs are kept while used
 //!   and on disk between processes ([`program_cache`]);
 //! - command buffers are halo-hal's validated command lists, issued at submit as buffer commands
-//!   and kernel launches (`command_buffer`);
+//!   and kernel launches (`command_buffer`); reusable ones are recorded once through
+//!   `cl_khr_command_buffer` where the device has it and enqueued whole (`replay`);
 //! - semaphores are halo-hal's host timelines: a submission runs on the device's submission
 //!   thread once its waits are met, which waits for the queue and signals (`queue`).
 //!
-//! The only `unsafe` is in `api`.
+//! The only `unsafe` is in `api` and `khr_command_buffer`.
 //!
 //! Subgroup operations are emulated in workgroup memory at the subgroup size the programs were
 //! compiled for (URI parameter `subgroup_size`, see [`driver`]).
 //!
-//! Not yet: reusable command buffers recorded once through `cl_khr_command_buffer`.
 #![warn(missing_docs)]
 #![deny(
     unsafe_op_in_unsafe_fn,
@@ -40,8 +40,10 @@ mod command_buffer;
 pub mod device;
 pub mod driver;
 pub mod executable;
+mod khr_command_buffer;
 pub mod program_cache;
 mod queue;
+mod replay;
 
 pub use device::OpenClDevice;
 pub use driver::{OpenClDriver, DRIVER_NAME};

@@ -17,6 +17,7 @@ fn bad_uri_parameters_are_refused_naming_them() {
         ("opencl://?subgroup_size=", "subgroup_size="),
         ("opencl://?workers=2", "'workers'"),
         ("opencl://?program_cache=", "program_cache"),
+        ("opencl://?khr_command_buffer=yes", "khr_command_buffer=yes"),
         ("opencl://?device_local_mappable=maybe", "device_local_mappable=maybe"),
     ] {
         let error = create(uri).err().unwrap_or_else(|| panic!("{uri} was accepted"));
@@ -243,4 +244,114 @@ fn unmapped_device_memory_is_reached_through_the_queue() {
         .unwrap();
     assert!(transfer::host_mappable(&local));
     assert!(local.memory_type().contains(MemoryType::HOST_COHERENT));
+}
+
+/// The command buffers' counters, `recorded` and `replayed`.
+fn replay_counts(device: &Arc<dyn Device>) -> [i64; 2] {
+    ["recorded", "replayed"].map(|key| device.query_i64("opencl.command_buffers", key).unwrap())
+}
+
+/// A reusable command buffer that writes `a` (an update), negates it into `out` and fills the
+/// last 8 bytes of `out` with 0x7f: through slots 0 and 1 when `slots`, else naming the buffers.
+fn negate_program(
+    context: &halo_cts::CtsDevice,
+    a: &halo_hal::Buffer,
+    out: &halo_hal::Buffer,
+    slots: bool,
+) -> Arc<halo_hal::CommandBuffer> {
+    use halo_hal::{BufferRef, CommandBufferMode, CommandCategory, DispatchCommand, QueueAffinity, WorkgroupCount};
+    let reference = |slot: u32, buffer: &halo_hal::Buffer, offset: u64, length: u64| {
+        if slots {
+            BufferRef::slot(slot, offset, length)
+        } else {
+            BufferRef::direct(buffer, offset, length)
+        }
+    };
+    let command_buffer = context
+        .device
+        .create_command_buffer(CommandBufferMode::empty(), CommandCategory::ANY, QueueAffinity::ANY, 2)
+        .unwrap();
+    command_buffer.begin().unwrap();
+    let values: Vec<u8> = (1..=8).flat_map(|v| (v as f32).to_le_bytes()).collect();
+    command_buffer.update_buffer(&values, reference(0, a, 0, 32)).unwrap();
+    command_buffer.execution_barrier().unwrap();
+    command_buffer
+        .dispatch(DispatchCommand {
+            executable: context.executable("multi_export"),
+            export: 0,
+            workgroup_count: WorkgroupCount::Static([1, 1, 1]),
+            constants: Vec::new(),
+            bindings: vec![reference(0, a, 0, 32), reference(1, out, 0, 32)],
+        })
+        .unwrap();
+    command_buffer.execution_barrier().unwrap();
+    command_buffer.fill_buffer(reference(1, out, 24, 8), &[0x7f]).unwrap();
+    command_buffer.end().unwrap();
+    command_buffer
+}
+
+/// Submits `command_buffer` with `table` after zeroing `out`, and checks what it wrote.
+fn submit_and_check(
+    context: &halo_cts::CtsDevice,
+    command_buffer: &Arc<halo_hal::CommandBuffer>,
+    table: &[halo_hal::Binding],
+    out: &halo_hal::Buffer,
+) {
+    out.map_write(0, &[0; 32]).unwrap();
+    context.submit_and_wait(command_buffer, table).unwrap();
+    let bytes = out.read_all().unwrap();
+    let negated: Vec<f32> = bytes[..24]
+        .chunks_exact(4)
+        .map(|w| f32::from_le_bytes(w.try_into().unwrap()))
+        .collect();
+    assert_eq!(negated, [-1.0, -2.0, -3.0, -4.0, -5.0, -6.0]);
+    assert_eq!(bytes[24..], [0x7f; 8]);
+}
+
+/// Reusable command buffers are recorded through cl_khr_command_buffer: one naming its buffers at
+/// its first submission, one with slots when a table comes back; each later submission enqueues
+/// the recording, with the same results as issuing the commands. `khr_command_buffer=false`
+/// never records.
+#[test]
+fn reusable_command_buffers_are_recorded_once_and_replayed() {
+    let test = "reusable_command_buffers_are_recorded_once_and_replayed";
+    let device = match create("opencl://") {
+        Ok(device) => device,
+        Err(error) => {
+            println!("{test}: skipped: {error}");
+            return;
+        }
+    };
+    if device.query_i64("opencl.command_buffers", "recording").unwrap() == 0 {
+        println!("{test}: skipped: the device has no cl_khr_command_buffer 0.9.0");
+        return;
+    }
+    let context = halo_cts::CtsDevice::new(device.clone(), &OPENCL, halo_cts::Recording::Direct, create);
+    let (a, out) = (context.buffer(32), context.buffer(32));
+    let direct = negate_program(&context, &a, &out, false);
+    for _ in 0..3 {
+        submit_and_check(&context, &direct, &[], &out);
+    }
+    assert_eq!(replay_counts(&device), [1, 3], "recorded at once, then replayed");
+
+    let with_slots = negate_program(&context, &a, &out, true);
+    let table = [halo_hal::Binding::whole(&a), halo_hal::Binding::whole(&out)];
+    for _ in 0..3 {
+        submit_and_check(&context, &with_slots, &table, &out);
+    }
+    assert_eq!(replay_counts(&device), [2, 5], "recorded when its table came back");
+    let other = context.buffer(32);
+    let table = [halo_hal::Binding::whole(&a), halo_hal::Binding::whole(&other)];
+    submit_and_check(&context, &with_slots, &table, &other);
+    assert_eq!(replay_counts(&device), [2, 5], "a new table runs directly");
+
+    let off = create("opencl://?khr_command_buffer=false").unwrap();
+    assert_eq!(off.query_i64("opencl.command_buffers", "recording").unwrap(), 0);
+    let context = halo_cts::CtsDevice::new(off.clone(), &OPENCL, halo_cts::Recording::Direct, create);
+    let (a, out) = (context.buffer(32), context.buffer(32));
+    let direct = negate_program(&context, &a, &out, false);
+    for _ in 0..2 {
+        submit_and_check(&context, &direct, &[], &out);
+    }
+    assert_eq!(replay_counts(&off), [0, 0]);
 }
