@@ -527,8 +527,13 @@ impl ModuleIndex {
                     let mut fields = String::new();
                     for (index, member) in members.iter().enumerate() {
                         let field = match self.ty(*member)? {
+                            // A flexible array member, as C99 spells it; alone in its struct, where
+                            // C forbids that (PoCL's compiler refuses it while Intel's refuses
+                            // the `[0]` extension instead), a one-element array, which compilers
+                            // treat as flexible too when it is the struct's last member.
                             Type::RuntimeArray { element, .. } => {
-                                format!("{} m{index}[0];", self.memory_type_name(*element)?)
+                                let length = if members.len() == 1 { "1" } else { "" };
+                                format!("{} m{index}[{length}];", self.memory_type_name(*element)?)
                             }
                             _ => format!("{} m{index};", self.memory_type_name(*member)?),
                         };

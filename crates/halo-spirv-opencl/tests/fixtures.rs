@@ -25,6 +25,15 @@ fn every_fixture_shader_translates_and_builds_or_names_what_it_lacks() {
         match translate(words, &options) {
             Ok(translation) => {
                 translated += 1;
+                // Zero-length arrays are a GNU extension some OpenCL compilers refuse (Intel's).
+                assert!(
+                    !translation
+                        .source
+                        .lines()
+                        .any(|line| line.starts_with("typedef") && line.contains("[0];")),
+                    "{file}: the translation declares a zero-length array:\n{}",
+                    translation.source
+                );
                 if let Some(opencl) = &opencl {
                     if let Err(log) = opencl.build(&translation) {
                         panic!("{file}: the translation does not build:\n{log}\n{}", translation.source);
