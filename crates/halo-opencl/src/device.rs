@@ -15,7 +15,7 @@ use halo_hal::{
     Allocator, AllocatorStatistics, Binding, Buffer, BufferParams, CommandBuffer, Device, DeviceInfo, Error,
     ExecutableCache, Fence, QueueAffinity, Result, Timeout,
 };
-use halo_spirv_opencl::Options;
+use halo_spirv_opencl::{Options, Subgroups, NATIVE_SUBGROUP_EXTENSIONS};
 use opencl3::command_queue::CommandQueue;
 use opencl3::context::Context;
 use std::any::Any;
@@ -59,6 +59,24 @@ impl DeviceShared {
     }
 }
 
+/// `CL_DEVICE_SUB_GROUP_SIZES_INTEL`: the subgroup sizes a kernel may require.
+const CL_DEVICE_SUB_GROUP_SIZES_INTEL: u32 = 0x4108;
+
+/// Whether `device` has the subgroup built-ins [`Subgroups::Native`] writes and can make its
+/// subgroups `size` wide.
+fn native_subgroups_possible(device: &opencl3::device::Device, size: u32) -> bool {
+    let extensions = device.extensions().unwrap_or_default();
+    let has_all = NATIVE_SUBGROUP_EXTENSIONS
+        .iter()
+        .all(|e| extensions.split_whitespace().any(|x| x == *e));
+    let sizes = device.get_data(CL_DEVICE_SUB_GROUP_SIZES_INTEL).unwrap_or_default();
+    has_all
+        && sizes
+            .chunks_exact(std::mem::size_of::<usize>())
+            .filter_map(|bytes| bytes.try_into().ok().map(usize::from_ne_bytes))
+            .any(|s| s == size as usize)
+}
+
 /// One OpenCL device.
 ///
 /// Ownership: submissions keep their command buffers, tables and the device's shared state alive
@@ -77,11 +95,27 @@ impl OpenClDevice {
             .map_err(|e| cl_error("clGetDeviceInfo", e))?;
         let device_local_mappable = options.device_local_mappable.unwrap_or(shares_host_memory);
         let extensions = device.extensions().unwrap_or_default();
+        let has = |extension: &str| extensions.split_whitespace().any(|e| e == extension);
+        let native = native_subgroups_possible(&device, options.subgroup_size);
+        let subgroups = match options.subgroups {
+            None if native => Subgroups::Native,
+            None => Subgroups::Emulated,
+            Some(Subgroups::Native) if !native => {
+                return Err(Error::unimplemented(format!(
+                    "opencl device parameter subgroups=native: this device cannot make its subgroups {} wide with \
+                     the built-ins the translation uses ({} and CL_DEVICE_SUB_GROUP_SIZES_INTEL)",
+                    options.subgroup_size,
+                    NATIVE_SUBGROUP_EXTENSIONS.join(", ")
+                )))
+            }
+            Some(chosen) => chosen,
+        };
         let translation = Options {
-            fp16: extensions.contains("cl_khr_fp16"),
-            fp64: extensions.contains("cl_khr_fp64"),
+            fp16: has("cl_khr_fp16"),
+            fp64: has("cl_khr_fp64"),
             specialization: Vec::new(),
             subgroup_size: options.subgroup_size,
+            subgroups,
         };
         let context = Context::from_device(&device).map_err(|e| cl_error("clCreateContext", e))?;
         #[allow(

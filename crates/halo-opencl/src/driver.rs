@@ -11,6 +11,9 @@
 //!   the host cannot map (inputs and results then travel through queue copies), `true` host
 //!   memory the device reads in place; default `true` on devices that share the host's memory
 //!   (CPUs, integrated GPUs) and `false` on the others;
+//! - `subgroups`: `native` writes subgroup operations as OpenCL's subgroup built-ins with the
+//!   kernels' subgroups made `subgroup_size` wide (`cl_intel_required_subgroup_size`), `emulated`
+//!   in workgroup memory; default native where the device can, else emulated;
 //! - `khr_command_buffer`: `false` runs reusable command buffers as one-shot ones, `true` (the
 //!   default) records them through `cl_khr_command_buffer` where the device has it.
 
@@ -19,6 +22,7 @@ use crate::device::OpenClDevice;
 use halo_hal::disk_cache::CacheDir;
 use halo_hal::driver::select_device;
 use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, Result};
+use halo_spirv_opencl::Subgroups;
 use opencl3::device::{Device as ClDevice, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_CPU, CL_DEVICE_TYPE_GPU};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -147,6 +151,9 @@ pub struct DeviceOptions {
     /// Whether reusable command buffers are recorded through `cl_khr_command_buffer` where the
     /// device has it.
     pub khr_command_buffer: bool,
+    /// How subgroup operations are written; `None`: as built-ins where the device can make its
+    /// subgroups `subgroup_size` wide, else emulated.
+    pub subgroups: Option<Subgroups>,
 }
 
 impl DeviceOptions {
@@ -157,6 +164,7 @@ impl DeviceOptions {
             program_cache: crate::program_cache::cache_dir_from_env(),
             device_local_mappable: None,
             khr_command_buffer: true,
+            subgroups: None,
         };
         for (key, value) in params {
             match key.as_str() {
@@ -176,6 +184,17 @@ impl DeviceOptions {
                         ))
                     })?
                 }
+                "subgroups" => {
+                    options.subgroups = Some(match value.as_str() {
+                        "native" => Subgroups::Native,
+                        "emulated" => Subgroups::Emulated,
+                        _ => {
+                            return Err(Error::invalid_argument(format!(
+                                "opencl device parameter subgroups={value}: expected native or emulated"
+                            )))
+                        }
+                    })
+                }
                 "program_cache" => {
                     return Err(Error::invalid_argument(
                         "opencl device parameter program_cache: expected a folder or off",
@@ -183,7 +202,7 @@ impl DeviceOptions {
                 }
                 _ => {
                     return Err(Error::invalid_argument(format!(
-                        "opencl has no device parameter '{key}' (known: subgroup_size, program_cache, device_local_mappable, khr_command_buffer)"
+                        "opencl has no device parameter '{key}' (known: subgroup_size, subgroups, program_cache, device_local_mappable, khr_command_buffer)"
                     )))
                 }
             }

@@ -141,7 +141,11 @@ fn build_export(
     }
     let program = match &mut module.program {
         Some(program) => program,
-        empty => empty.insert(shared.programs.build(&shared.context, &module.translation.source)?),
+        empty => empty.insert(shared.programs.build(
+            &shared.context,
+            &module.translation.source,
+            module.translation.build_options,
+        )?),
     };
     let kernel = Kernel::create(program, &kernel_info.name).map_err(|e| cl_error("clCreateKernel", e))?;
     Ok(Export {

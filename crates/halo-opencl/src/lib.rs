@@ -23,8 +23,10 @@
 //!
 //! The only `unsafe` is in `api` and `khr_command_buffer`.
 //!
-//! Subgroup operations are emulated in workgroup memory at the subgroup size the programs were
-//! compiled for (URI parameter `subgroup_size`, see [`driver`]).
+//! Subgroup operations run at the subgroup size the programs were compiled for (URI parameter
+//! `subgroup_size`, see [`driver`]): as OpenCL's subgroup built-ins where the device can make its
+//! subgroups that wide (`cl_intel_required_subgroup_size`; Intel's runtimes), else emulated in
+//! workgroup memory.
 //!
 #![warn(missing_docs)]
 #![deny(

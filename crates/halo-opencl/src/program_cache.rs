@@ -2,7 +2,7 @@
 //! (`CL_PROGRAM_BINARIES`, through `halo_hal::disk_cache`), so that a second load or a second
 //! run does not compile the translated OpenCL C again.
 //!
-//! An entry is named by a SHA-256 of the OpenCL C source and the build options, in a folder
+//! An entry is named by a SHA-256 of the OpenCL C source and its build options, in a folder
 //! named by the platform, device and driver versions, so another driver build never sees it. A
 //! corrupt entry, or one the driver refuses to build, is warned about and rebuilt from source.
 
@@ -18,9 +18,6 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 /// The first bytes of every entry.
 const MAGIC: [u8; 8] = *b"HALOCLPB";
-
-/// The options every translated program is built with.
-const BUILD_OPTIONS: &str = "-cl-std=CL1.2";
 
 /// Environment variable naming the cache folder, or `off`.
 pub const CACHE_DIR_ENV: &str = "HALO_OPENCL_PROGRAM_CACHE";
@@ -52,29 +49,29 @@ impl ProgramCache {
 
     /// `source` built for `context`'s device: a program an executable holds already, else the
     /// disk entry's binary, else a build from source (whose binary becomes the entry).
-    pub(crate) fn build(&self, context: &Context, source: &str) -> Result<Arc<Program>> {
-        let key = digest_hex(&[source.as_bytes(), BUILD_OPTIONS.as_bytes()]);
+    pub(crate) fn build(&self, context: &Context, source: &str, options: &str) -> Result<Arc<Program>> {
+        let key = digest_hex(&[source.as_bytes(), options.as_bytes()]);
         let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(program) = live.get(&key).and_then(Weak::upgrade) {
             return Ok(program);
         }
-        let program = Arc::new(self.load_or_build(context, source, &key)?);
+        let program = Arc::new(self.load_or_build(context, source, options, &key)?);
         live.retain(|_, program| program.strong_count() > 0);
         live.insert(key, Arc::downgrade(&program));
         Ok(program)
     }
 
-    fn load_or_build(&self, context: &Context, source: &str, key: &str) -> Result<Program> {
+    fn load_or_build(&self, context: &Context, source: &str, options: &str, key: &str) -> Result<Program> {
         let Some(disk) = &self.disk else {
-            return build_from_source(context, source);
+            return build_from_source(context, source, options);
         };
         if let Some(binary) = disk.load(key) {
-            match Program::create_and_build_from_binary(context, &[&binary], BUILD_OPTIONS) {
+            match Program::create_and_build_from_binary(context, &[&binary], options) {
                 Ok(program) => return Ok(program),
                 Err(e) => disk.refuse(key, &format!("the driver refused its binary ({e})")),
             }
         }
-        let program = build_from_source(context, source)?;
+        let program = build_from_source(context, source, options)?;
         match program.get_binaries() {
             Ok(binaries) if binaries.len() == 1 && !binaries[0].is_empty() => disk.store(key, &binaries[0]),
             _ => {
@@ -86,11 +83,11 @@ impl ProgramCache {
     }
 }
 
-/// `source` compiled by the device's compiler; a failure carries the build log.
-pub(crate) fn build_from_source(context: &Context, source: &str) -> Result<Program> {
+/// `source` compiled by the device's compiler with `options`; a failure carries the build log.
+pub(crate) fn build_from_source(context: &Context, source: &str, options: &str) -> Result<Program> {
     let mut program =
         Program::create_from_source(context, source).map_err(|e| cl_error("clCreateProgramWithSource", e))?;
-    if let Err(e) = program.build(context.devices(), BUILD_OPTIONS) {
+    if let Err(e) = program.build(context.devices(), options) {
         let log = context
             .devices()
             .first()
@@ -147,11 +144,15 @@ mod tests {
         let Some(context) = context("a_program_the_compiler_refuses_fails_with_its_build_log") else {
             return;
         };
-        let error = build_from_source(&context, "__kernel void k(__global int* p) { p[0] = not_declared; }")
-            .expect_err("a kernel using an undeclared name built");
+        let error = build_from_source(
+            &context,
+            "__kernel void k(__global int* p) { p[0] = not_declared; }",
+            "",
+        )
+        .expect_err("a kernel using an undeclared name built");
         assert_eq!(error.code(), halo_hal::StatusCode::Internal, "{error}");
         assert!(error.to_string().contains("build log"), "{error}");
         assert!(error.to_string().contains("not_declared"), "{error}");
-        build_from_source(&context, "__kernel void k(__global int* p) { p[0] = 1; }").expect("a good kernel after");
+        build_from_source(&context, "__kernel void k(__global int* p) { p[0] = 1; }", "").expect("a good kernel after");
     }
 }

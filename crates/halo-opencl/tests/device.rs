@@ -17,6 +17,7 @@ fn bad_uri_parameters_are_refused_naming_them() {
         ("opencl://?subgroup_size=", "subgroup_size="),
         ("opencl://?workers=2", "'workers'"),
         ("opencl://?program_cache=", "program_cache"),
+        ("opencl://?subgroups=fast", "subgroups=fast"),
         ("opencl://?khr_command_buffer=yes", "khr_command_buffer=yes"),
         ("opencl://?device_local_mappable=maybe", "device_local_mappable=maybe"),
     ] {
@@ -354,4 +355,33 @@ fn reusable_command_buffers_are_recorded_once_and_replayed() {
         submit_and_check(&context, &direct, &[], &out);
     }
     assert_eq!(replay_counts(&off), [0, 0]);
+}
+
+/// `subgroups=native` is refused, naming what is missing, by a device that cannot make its
+/// subgroups the program's width (PoCL); where one can (Intel's CPU runtime) it runs a model's
+/// reductions with the built-ins. `subgroups=emulated` works everywhere.
+#[test]
+fn native_subgroups_are_used_where_the_device_has_them() {
+    let test = "native_subgroups_are_used_where_the_device_has_them";
+    if let Err(error) = create("opencl://") {
+        println!("{test}: skipped: {error}");
+        return;
+    }
+    create("opencl://?subgroups=emulated").unwrap();
+    match create("opencl://?subgroups=native") {
+        Ok(device) => {
+            let cache = device.create_executable_cache().unwrap();
+            let data = fixture("reduction_f32.vulkan-spirv-fb.fb");
+            let executable = cache.prepare_executable(&halo_hal::ExecutableParams {
+                format: "vulkan-spirv-fb",
+                data: &data,
+                constants: &[],
+            });
+            assert!(executable.is_ok(), "{:?}", executable.err());
+        }
+        Err(error) => {
+            assert_eq!(error.code(), StatusCode::Unimplemented, "{error}");
+            assert!(error.to_string().contains("cl_intel_required_subgroup_size"), "{error}");
+        }
+    }
 }

@@ -11,6 +11,7 @@
 use crate::module::{Global, ModuleIndex};
 use crate::operands::{id, literal, op_name, result_id, result_type};
 use crate::types::{address_space, component, Type};
+use crate::Subgroups;
 use halo_hal::{Error, Result};
 use rspirv::dr::{Block, Function, Instruction, Operand};
 use rspirv::spirv::{BuiltIn, Op, StorageClass, Word};
@@ -45,8 +46,12 @@ pub(crate) struct KernelWriter<'a> {
     pub(crate) workgroup_size: [u32; 3],
     /// The subgroup size emulated in workgroup memory, or 0 to refuse subgroup operations.
     pub(crate) subgroup_size: u32,
+    /// How subgroup operations are written.
+    pub(crate) subgroups: Subgroups,
     /// Whether a subgroup operation needs the workgroup-memory scratch.
     pub(crate) uses_subgroup_scratch: bool,
+    /// Whether a subgroup built-in is used, so the kernel must require its subgroup size.
+    pub(crate) uses_native_subgroups: std::cell::Cell<bool>,
     body: String,
 }
 
@@ -57,6 +62,7 @@ impl<'a> KernelWriter<'a> {
         function: &'a Function,
         workgroup_size: [u32; 3],
         subgroup_size: u32,
+        subgroups: Subgroups,
     ) -> Result<Self> {
         let mut writer = KernelWriter {
             index,
@@ -70,7 +76,9 @@ impl<'a> KernelWriter<'a> {
             current: 0,
             workgroup_size,
             subgroup_size,
+            subgroups,
             uses_subgroup_scratch: false,
+            uses_native_subgroups: std::cell::Cell::new(false),
             body: String::new(),
         };
         if !function.parameters.is_empty() {
@@ -146,9 +154,14 @@ impl<'a> KernelWriter<'a> {
         let mut out = String::new();
         let [x, y, z] = self.workgroup_size;
         let _ = writeln!(out, "// entry point {entry_point:?}");
+        let subgroup_size = if self.uses_native_subgroups.get() {
+            format!(" __attribute__((intel_reqd_sub_group_size({})))", self.subgroup_size)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "__kernel __attribute__((reqd_work_group_size({x}, {y}, {z}))) void {name}({}) {{",
+            "__kernel __attribute__((reqd_work_group_size({x}, {y}, {z}))){subgroup_size} void {name}({}) {{",
             self.parameters()?
         );
         out.push_str(&self.declarations()?);

@@ -56,10 +56,37 @@ pub struct Options {
     pub fp64: bool,
     /// Values of specialization constants by `SpecId` (IREE's executable constants).
     pub specialization: Vec<u32>,
-    /// The subgroup size the program was compiled for (its Vulkan target's), emulated in
-    /// workgroup memory; 0 refuses subgroup operations. The SPIR-V does not say it: IREE's code
-    /// divides invocation ids by it as a constant.
+    /// The subgroup size the program was compiled for (its Vulkan target's); 0 refuses
+    /// subgroup operations. The SPIR-V does not say it: IREE's code divides invocation ids by it
+    /// as a constant.
     pub subgroup_size: u32,
+    /// How subgroup operations are written.
+    pub subgroups: Subgroups,
+}
+
+/// The extensions [`Subgroups::Native`] needs, besides the subgroup size among those
+/// `CL_DEVICE_SUB_GROUP_SIZES_INTEL` lists.
+pub const NATIVE_SUBGROUP_EXTENSIONS: [&str; 5] = [
+    "cl_intel_required_subgroup_size",
+    "cl_khr_subgroup_shuffle",
+    "cl_khr_subgroup_shuffle_relative",
+    "cl_khr_subgroup_ballot",
+    "cl_khr_subgroup_non_uniform_arithmetic",
+];
+
+/// How subgroup operations are written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Subgroups {
+    /// In workgroup memory, for any device: a subgroup is a run of `subgroup_size` consecutive
+    /// invocations, and each operation a store, a barrier and reads.
+    #[default]
+    Emulated,
+    /// As OpenCL C 3.0 subgroup built-ins, on a device with `cl_intel_required_subgroup_size`
+    /// (which makes the device's subgroups `subgroup_size` wide), `cl_khr_subgroup_shuffle`,
+    /// `cl_khr_subgroup_shuffle_relative`, `cl_khr_subgroup_ballot` and
+    /// `cl_khr_subgroup_non_uniform_arithmetic`. A module with a subgroup operation the
+    /// built-ins do not cover is written with the emulation instead.
+    Native,
 }
 
 /// One entry point as an OpenCL kernel.
@@ -91,6 +118,8 @@ pub struct Binding {
 pub struct Translation {
     /// The program's OpenCL C source.
     pub source: String,
+    /// The options to build it with (`-cl-std=...`).
+    pub build_options: &'static str,
     /// One kernel per entry point, in the module's order.
     pub kernels: Vec<Kernel>,
 }
@@ -102,6 +131,23 @@ pub struct Translation {
 /// the instruction, capability or type for what the translator does not handle, with the entry
 /// point in the context chain.
 pub fn translate(words: &[u32], options: &Options) -> Result<Translation> {
+    match translate_with(words, options) {
+        Err(error) if options.subgroups == Subgroups::Native && error.message().contains(NOT_NATIVE) => {
+            let emulated = Options {
+                subgroups: Subgroups::Emulated,
+                ..options.clone()
+            };
+            translate_with(words, &emulated)
+        }
+        other => other,
+    }
+}
+
+/// Marks the refusals of native subgroup operations, after which a module is written with the
+/// emulation.
+pub(crate) const NOT_NATIVE: &str = "has no OpenCL subgroup built-in";
+
+fn translate_with(words: &[u32], options: &Options) -> Result<Translation> {
     if words.first() != Some(&MAGIC) {
         return Err(Error::invalid_argument("not a SPIR-V module (bad magic number)"));
     }
@@ -125,7 +171,15 @@ pub fn translate(words: &[u32], options: &Options) -> Result<Translation> {
     if kernels.is_empty() {
         return Err(Error::invalid_argument("SPIR-V module has no entry point"));
     }
-    Ok(Translation { source, kernels })
+    let build_options = match options.subgroups {
+        Subgroups::Emulated => "-cl-std=CL1.2",
+        Subgroups::Native => "-cl-std=CL3.0",
+    };
+    Ok(Translation {
+        source,
+        build_options,
+        kernels,
+    })
 }
 
 /// One entry point as a kernel named `name`, and its source.
@@ -151,7 +205,13 @@ fn write_kernel(
         .find(|f| f.def.as_ref().and_then(|d| d.result_id) == Some(function_id))
         .ok_or_else(|| Error::invalid_argument(format!("entry point function %{function_id} is not defined")))?;
     let workgroup_size = workgroup_size(module, function_id)?;
-    let writer = KernelWriter::new(index, function, workgroup_size, options.subgroup_size)?;
+    let writer = KernelWriter::new(
+        index,
+        function,
+        workgroup_size,
+        options.subgroup_size,
+        options.subgroups,
+    )?;
     let push_constant_bytes = match writer.push_constants() {
         Some(block) => u32::try_from(index.layout(block)?.size)
             .map_err(|_| Error::invalid_argument("push constant block larger than 4 GiB"))?,

@@ -1,6 +1,8 @@
-//! Subgroup operations on devices without subgroups: a subgroup is a run of `subgroup_size`
-//! consecutive invocations of the workgroup, and each operation goes through workgroup memory:
-//! every invocation stores its value, a barrier, then each reads what its operation needs.
+//! Subgroup operations. On devices without subgroups they are emulated: a subgroup is a run of
+//! `subgroup_size` consecutive invocations of the workgroup, and each operation goes through
+//! workgroup memory: every invocation stores its value, a barrier, then each reads what its
+//! operation needs. On devices whose subgroups can be made `subgroup_size` wide
+//! ([`Subgroups::Native`]) they are OpenCL's subgroup built-ins, one per component of a vector.
 //!
 //! The barriers make every invocation of the workgroup take part, so the emulation holds where
 //! IREE puts subgroup operations: in control flow that the whole workgroup runs (reductions and
@@ -10,6 +12,7 @@
 use crate::kernel::{KernelWriter, LOCAL_INDEX};
 use crate::operands::{id, op_name, result_id, result_type};
 use crate::types::Type;
+use crate::{Subgroups, NOT_NATIVE};
 use halo_hal::{Error, Result};
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::{BuiltIn, GroupOperation, Op};
@@ -24,6 +27,15 @@ impl KernelWriter<'_> {
     pub(crate) fn subgroup_builtin(&self, builtin: BuiltIn) -> Result<String> {
         let size = self.checked_subgroup_size()?;
         let invocations: u32 = self.workgroup_size.iter().product();
+        if self.subgroups == Subgroups::Native {
+            self.uses_native_subgroups.set(true);
+            return Ok(match builtin {
+                BuiltIn::SubgroupSize => format!("{size}u"),
+                BuiltIn::SubgroupLocalInvocationId => "get_sub_group_local_id()".into(),
+                BuiltIn::SubgroupId => "get_sub_group_id()".into(),
+                _ => "get_num_sub_groups()".into(),
+            });
+        }
         Ok(match builtin {
             BuiltIn::SubgroupSize => format!("{size}u"),
             BuiltIn::SubgroupLocalInvocationId => format!("({LOCAL_INDEX} % {size}u)"),
@@ -65,6 +77,12 @@ impl KernelWriter<'_> {
             return Err(Error::unimplemented(format!("subgroup operations on {name}")));
         }
         let result = result_id(instruction)?;
+        if self.subgroups == Subgroups::Native {
+            let value = self.native_subgroup(instruction, &name)?;
+            self.uses_native_subgroups.set(true);
+            self.statement(&format!("v{result} = {value};"));
+            return Ok(());
+        }
         let lane = format!("({LOCAL_INDEX} % {size}u)");
         let (value, read) = match instruction.class.opcode {
             Op::GroupNonUniformShuffle | Op::GroupNonUniformBroadcast => (
@@ -170,6 +188,93 @@ impl KernelWriter<'_> {
         Ok(())
     }
 
+    /// A subgroup operation as OpenCL built-ins: one call, or one per component of a vector.
+    fn native_subgroup(&self, instruction: &Instruction, name: &str) -> Result<String> {
+        let ty = result_type(instruction)?;
+        let refuse = || Error::unimplemented(format!("Op{} on {name} {NOT_NATIVE}", op_name(instruction)));
+        let (components, scalar) = match self.index.ty(ty)? {
+            Type::Vector { component, count } => (Some(*count), *component),
+            _ => (None, ty),
+        };
+        let signed = match self.index.ty(scalar)? {
+            Type::Float(_) => false,
+            Type::Int { .. } => matches!(
+                instruction.class.opcode,
+                Op::GroupNonUniformSMin | Op::GroupNonUniformSMax
+            ),
+            _ => return Err(refuse()),
+        };
+        let scalar_name = self.index.type_name(scalar)?;
+        let signed_name = if signed {
+            self.index.signed_type_name(scalar)?
+        } else {
+            String::new()
+        };
+        let function = |value: &str| -> Result<String> {
+            let value = if signed {
+                format!("as_{signed_name}({value})")
+            } else {
+                value.to_string()
+            };
+            let call = match instruction.class.opcode {
+                Op::GroupNonUniformShuffle => format!("sub_group_shuffle({value}, {})", self.operand(instruction, 2)?),
+                Op::GroupNonUniformBroadcast => {
+                    format!("sub_group_broadcast({value}, {})", self.operand(instruction, 2)?)
+                }
+                Op::GroupNonUniformShuffleXor => {
+                    format!("sub_group_shuffle_xor({value}, {})", self.operand(instruction, 2)?)
+                }
+                Op::GroupNonUniformShuffleUp => {
+                    format!("sub_group_shuffle_up({value}, {})", self.operand(instruction, 2)?)
+                }
+                Op::GroupNonUniformShuffleDown => {
+                    format!("sub_group_shuffle_down({value}, {})", self.operand(instruction, 2)?)
+                }
+                Op::GroupNonUniformBroadcastFirst => format!("sub_group_broadcast_first({value})"),
+                _ => self.native_arithmetic(instruction, &value).ok_or_else(refuse)?,
+            };
+            Ok(if signed {
+                format!("as_{scalar_name}({call})")
+            } else {
+                call
+            })
+        };
+        let value = self.operand(instruction, if is_shuffle(instruction) { 1 } else { 2 })?;
+        match components {
+            None => function(&value),
+            Some(count) => {
+                let parts = (0..count)
+                    .map(|k| function(&format!("({value}).s{k:x}")))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(format!("(({name})({}))", parts.join(", ")))
+            }
+        }
+    }
+
+    /// A reduction or scan as `sub_group_non_uniform_<operation>_<op>(value)`, where one exists.
+    fn native_arithmetic(&self, instruction: &Instruction, value: &str) -> Option<String> {
+        if instruction.operands.len() != 3 {
+            return None;
+        }
+        let operation = match instruction.operands.get(1) {
+            Some(Operand::GroupOperation(GroupOperation::Reduce)) => "reduce",
+            Some(Operand::GroupOperation(GroupOperation::InclusiveScan)) => "scan_inclusive",
+            Some(Operand::GroupOperation(GroupOperation::ExclusiveScan)) => "scan_exclusive",
+            _ => return None,
+        };
+        let op = match instruction.class.opcode {
+            Op::GroupNonUniformFAdd | Op::GroupNonUniformIAdd => "add",
+            Op::GroupNonUniformFMul | Op::GroupNonUniformIMul => "mul",
+            Op::GroupNonUniformFMin | Op::GroupNonUniformUMin | Op::GroupNonUniformSMin => "min",
+            Op::GroupNonUniformFMax | Op::GroupNonUniformUMax | Op::GroupNonUniformSMax => "max",
+            Op::GroupNonUniformBitwiseAnd => "and",
+            Op::GroupNonUniformBitwiseOr => "or",
+            Op::GroupNonUniformBitwiseXor => "xor",
+            _ => return None,
+        };
+        Some(format!("sub_group_non_uniform_{operation}_{op}({value})"))
+    }
+
     /// The scratch's declaration, when a subgroup operation needs it.
     pub(crate) fn subgroup_scratch(&self) -> Option<String> {
         self.uses_subgroup_scratch.then(|| {
@@ -190,4 +295,17 @@ fn exchange(name: &str, value: &str) -> String {
 /// The first scratch slot of this invocation's subgroup.
 fn base(name: &str, size: u32) -> String {
     format!("((__local {name}*)sg + {LOCAL_INDEX} / {size}u * {size}u)")
+}
+
+/// Whether `instruction` moves a value between lanes (its value is operand 1, not 2).
+fn is_shuffle(instruction: &Instruction) -> bool {
+    matches!(
+        instruction.class.opcode,
+        Op::GroupNonUniformShuffle
+            | Op::GroupNonUniformBroadcast
+            | Op::GroupNonUniformShuffleXor
+            | Op::GroupNonUniformShuffleUp
+            | Op::GroupNonUniformShuffleDown
+            | Op::GroupNonUniformBroadcastFirst
+    )
 }

@@ -185,11 +185,12 @@ fn nested_composite_constants_are_refused_past_a_size() {
     assert!(error.message().contains("composite constant"), "{error}");
 }
 
-/// Subgroup operations emulated in workgroup memory, with subgroups of 4 in workgroups of 8:
-/// out[4n..4n+4] = reduce-add, inclusive scan, exclusive scan and xor-1 shuffle of in[n].
+/// Subgroup operations, with subgroups of 4 in workgroups of 8, emulated in workgroup memory or
+/// as built-ins where the device has them (Intel's CPU runtime): out[4n..4n+4] = reduce-add,
+/// inclusive scan, exclusive scan and xor-1 shuffle of in[n].
 #[test]
-fn emulated_subgroup_reductions_scans_and_shuffles() {
-    let Some(opencl) = OpenCl::first("emulated_subgroup_reductions_scans_and_shuffles") else {
+fn subgroup_reductions_scans_and_shuffles() {
+    let Some(opencl) = OpenCl::first("subgroup_reductions_scans_and_shuffles") else {
         return;
     };
     let mut s = Shader::new(2);
@@ -215,10 +216,7 @@ fn emulated_subgroup_reductions_scans_and_shuffles() {
         s.b.store(out, result.unwrap(), None, []).unwrap();
     }
     let words = s.finish_with_workgroup(8);
-    let options = Options {
-        subgroup_size: 4,
-        ..opencl.options()
-    };
+    let options = opencl.options_for_subgroups(4);
     let input: Vec<u32> = (0..16).map(|i| i * i + 1).collect();
     let out = opencl
         .run_words(&words, &options, vec![input.clone(), vec![0; 64]], 2)

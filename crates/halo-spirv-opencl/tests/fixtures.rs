@@ -20,11 +20,13 @@ fn every_fixture_shader_translates_and_builds_or_names_what_it_lacks() {
         modules.len()
     );
     let mut translated = 0;
+    let mut with_builtins = 0;
     let mut refused: BTreeMap<String, usize> = BTreeMap::new();
     for (file, words) in &modules {
         match translate(words, &options) {
             Ok(translation) => {
                 translated += 1;
+                with_builtins += usize::from(translation.source.contains("intel_reqd_sub_group_size"));
                 // Zero-length arrays are a GNU extension some OpenCL compilers refuse (Intel's).
                 assert!(
                     !translation
@@ -47,9 +49,16 @@ fn every_fixture_shader_translates_and_builds_or_names_what_it_lacks() {
         }
     }
     println!(
-        "translated {translated} of {} fixture modules; refused: {refused:#?}",
+        "translated {translated} of {} fixture modules ({with_builtins} with subgroup built-ins); refused: \
+         {refused:#?}",
         modules.len()
     );
+    // The fixtures' reductions use subgroups: where the device has the built-ins, they are used.
+    if options.subgroups == halo_spirv_opencl::Subgroups::Native {
+        assert!(with_builtins > 0, "no translation used the subgroup built-ins");
+    } else {
+        assert_eq!(with_builtins, 0);
+    }
     assert!(refused.is_empty(), "refused: {refused:#?}");
     assert_eq!(translated, modules.len());
 }

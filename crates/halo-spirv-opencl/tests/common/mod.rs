@@ -50,21 +50,29 @@ impl OpenCl {
         Some(OpenCl { device, context, queue })
     }
 
-    /// Translation options matching the device's extensions.
+    /// Translation options matching the device's extensions, for the fixtures: they were
+    /// compiled for IREE's llvmpipe target, whose subgroups are 8 wide.
     pub fn options(&self) -> Options {
+        self.options_for_subgroups(8)
+    }
+
+    /// Translation options matching the device's extensions, for subgroups of `size`: built-ins
+    /// where the device can make its subgroups that wide, as the driver decides, else emulated.
+    pub fn options_for_subgroups(&self, size: u32) -> Options {
         let extensions = self.device.extensions().unwrap_or_default();
+        let has = |extension: &str| extensions.split_whitespace().any(|e| e == extension);
         Options {
-            fp16: extensions.contains("cl_khr_fp16"),
-            fp64: extensions.contains("cl_khr_fp64"),
+            fp16: has("cl_khr_fp16"),
+            fp64: has("cl_khr_fp64"),
             specialization: Vec::new(),
-            // The fixtures were compiled for IREE's llvmpipe target, whose subgroups are 8 wide.
-            subgroup_size: 8,
+            subgroup_size: size,
+            subgroups: native_subgroups(&self.device, size as usize),
         }
     }
 
     /// Builds `translation`'s source, returning the build log on failure.
     pub fn build(&self, translation: &Translation) -> Result<Program, String> {
-        Program::create_and_build_from_source(&self.context, &translation.source, "-cl-std=CL1.2")
+        Program::create_and_build_from_source(&self.context, &translation.source, translation.build_options)
     }
 
     /// Translates `words` with `options` and runs its first kernel over `workgroups` along x,
@@ -152,6 +160,27 @@ impl OpenCl {
         }
     }
 }
+
+/// Subgroup built-ins where the device can make its subgroups `size` wide, as the driver decides.
+fn native_subgroups(device: &Device, size: usize) -> halo_spirv_opencl::Subgroups {
+    let extensions = device.extensions().unwrap_or_default();
+    let sizes = device.get_data(CL_DEVICE_SUB_GROUP_SIZES_INTEL).unwrap_or_default();
+    let supported = sizes
+        .chunks_exact(std::mem::size_of::<usize>())
+        .any(|s| usize::from_ne_bytes(s.try_into().unwrap()) == size);
+    if supported
+        && halo_spirv_opencl::NATIVE_SUBGROUP_EXTENSIONS
+            .iter()
+            .all(|e| extensions.split_whitespace().any(|x| x == *e))
+    {
+        halo_spirv_opencl::Subgroups::Native
+    } else {
+        halo_spirv_opencl::Subgroups::Emulated
+    }
+}
+
+/// `CL_DEVICE_SUB_GROUP_SIZES_INTEL`: the subgroup sizes a kernel may require.
+const CL_DEVICE_SUB_GROUP_SIZES_INTEL: u32 = 0x4108;
 
 /// The repository's `fixtures` folder.
 pub fn fixtures() -> PathBuf {
