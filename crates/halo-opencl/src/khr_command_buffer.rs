@@ -2,10 +2,11 @@
 //! recorded once and enqueued whole, as the GPU drivers' graphs are.
 //!
 //! The ICD loader does not export the extension's entry points, so they are looked up per
-//! platform (`clGetExtensionFunctionAddressForPlatform`). The extension is provisional and its
-//! entry points changed shape between versions (later ones take a properties list in every
-//! recording call), so only the version whose signatures are written here, 0.9.0 (PoCL 3.1's),
-//! is used; a device with another version runs reusable command buffers as one-shot ones.
+//! platform (`clGetExtensionFunctionAddressForPlatform`). Its entry points changed shape while
+//! it was provisional: the final version, 1.0.0 (Intel's CPU runtime 2026), takes a properties
+//! list in the copy and fill recording calls that 0.9.0 (PoCL 3.1's) does not. Those two
+//! versions, whose signatures are written here, are used; a device with another runs reusable
+//! command buffers as one-shot ones.
 
 use crate::api::{cl_error, Argument};
 use halo_hal::{Error, Result};
@@ -20,8 +21,10 @@ use std::ffi::{c_char, c_void};
 use std::ptr;
 use std::sync::Arc;
 
-/// The extension version (`CL_MAKE_VERSION(0, 9, 0)`) whose signatures this module calls.
-const SUPPORTED_VERSION: cl_uint = 9 << 12;
+/// `CL_MAKE_VERSION(0, 9, 0)`, PoCL 3.1's provisional version.
+const PROVISIONAL_0_9_0: cl_uint = 9 << 12;
+/// `CL_MAKE_VERSION(1, 0, 0)`, the final version.
+const FINAL_1_0_0: cl_uint = 1 << 22;
 
 type RawCommandBuffer = *mut c_void;
 type SyncPoint = cl_uint;
@@ -42,6 +45,34 @@ type CopyFn = unsafe extern "C" fn(
     cl_command_queue,
     cl_mem,
     cl_mem,
+    usize,
+    usize,
+    usize,
+    cl_uint,
+    *const SyncPoint,
+    *mut SyncPoint,
+    *mut c_void,
+) -> cl_int;
+type CopyFnWithProperties = unsafe extern "C" fn(
+    RawCommandBuffer,
+    cl_command_queue,
+    *const u64,
+    cl_mem,
+    cl_mem,
+    usize,
+    usize,
+    usize,
+    cl_uint,
+    *const SyncPoint,
+    *mut SyncPoint,
+    *mut c_void,
+) -> cl_int;
+type FillFnWithProperties = unsafe extern "C" fn(
+    RawCommandBuffer,
+    cl_command_queue,
+    *const u64,
+    cl_mem,
+    *const c_void,
     usize,
     usize,
     usize,
@@ -78,14 +109,28 @@ type NdRangeFn = unsafe extern "C" fn(
     *mut c_void,
 ) -> cl_int;
 
+/// The copy recording call, as the device's version spells it.
+#[derive(Clone, Copy)]
+enum Copy {
+    Provisional(CopyFn),
+    Final(CopyFnWithProperties),
+}
+
+/// The fill recording call, as the device's version spells it.
+#[derive(Clone, Copy)]
+enum Fill {
+    Provisional(FillFn),
+    Final(FillFnWithProperties),
+}
+
 /// The extension's entry points on one platform.
 pub(crate) struct KhrCommandBuffers {
     create: CreateFn,
     finalize: FinalizeFn,
     release: ReleaseFn,
     enqueue: EnqueueFn,
-    copy: CopyFn,
-    fill: FillFn,
+    copy: Copy,
+    fill: Fill,
     nd_range: NdRangeFn,
 }
 
@@ -99,7 +144,7 @@ impl KhrCommandBuffers {
             .into_iter()
             .find(|e| name_of(&e.name) == "cl_khr_command_buffer")?
             .version;
-        if version != SUPPORTED_VERSION {
+        if version != PROVISIONAL_0_9_0 && version != FINAL_1_0_0 {
             return None;
         }
         let platform = device.platform().ok()?;
@@ -110,15 +155,25 @@ impl KhrCommandBuffers {
             (!address.is_null()).then_some(address)
         };
         // SAFETY: each address is the platform's entry point of that name, whose C signature is
-        // the function type it becomes (the 0.9.0 signatures, the version checked above).
+        // the function type it becomes for the version checked above.
         unsafe {
             Some(KhrCommandBuffers {
                 create: std::mem::transmute::<*mut c_void, CreateFn>(lookup(b"clCreateCommandBufferKHR\0")?),
                 finalize: std::mem::transmute::<*mut c_void, FinalizeFn>(lookup(b"clFinalizeCommandBufferKHR\0")?),
                 release: std::mem::transmute::<*mut c_void, ReleaseFn>(lookup(b"clReleaseCommandBufferKHR\0")?),
                 enqueue: std::mem::transmute::<*mut c_void, EnqueueFn>(lookup(b"clEnqueueCommandBufferKHR\0")?),
-                copy: std::mem::transmute::<*mut c_void, CopyFn>(lookup(b"clCommandCopyBufferKHR\0")?),
-                fill: std::mem::transmute::<*mut c_void, FillFn>(lookup(b"clCommandFillBufferKHR\0")?),
+                copy: match lookup(b"clCommandCopyBufferKHR\0")? {
+                    f if version == FINAL_1_0_0 => {
+                        Copy::Final(std::mem::transmute::<*mut c_void, CopyFnWithProperties>(f))
+                    }
+                    f => Copy::Provisional(std::mem::transmute::<*mut c_void, CopyFn>(f)),
+                },
+                fill: match lookup(b"clCommandFillBufferKHR\0")? {
+                    f if version == FINAL_1_0_0 => {
+                        Fill::Final(std::mem::transmute::<*mut c_void, FillFnWithProperties>(f))
+                    }
+                    f => Fill::Provisional(std::mem::transmute::<*mut c_void, FillFn>(f)),
+                },
                 nd_range: std::mem::transmute::<*mut c_void, NdRangeFn>(lookup(b"clCommandNDRangeKernelKHR\0")?),
             })
         }
@@ -168,21 +223,39 @@ impl Recorder {
     /// Records a fill of `[offset, offset + length)` of `buffer` with `pattern`.
     pub(crate) fn fill(&mut self, buffer: cl_mem, pattern: &[u8], offset: u64, length: u64) -> Result<()> {
         let api = &self.recorded.api;
+        let (raw, pattern_bytes) = (self.recorded.raw, pattern.as_ptr().cast());
+        let (offset, length) = (offset as usize, length as usize);
         // SAFETY: the range was validated against the buffer; the pattern is copied at recording.
         let status = unsafe {
-            (api.fill)(
-                self.recorded.raw,
-                ptr::null_mut(),
-                buffer,
-                pattern.as_ptr().cast(),
-                pattern.len(),
-                offset as usize,
-                length as usize,
-                0,
-                ptr::null(),
-                ptr::null_mut(),
-                ptr::null_mut(),
-            )
+            match api.fill {
+                Fill::Provisional(fill) => fill(
+                    raw,
+                    ptr::null_mut(),
+                    buffer,
+                    pattern_bytes,
+                    pattern.len(),
+                    offset,
+                    length,
+                    0,
+                    ptr::null(),
+                    ptr::null_mut(),
+                    ptr::null_mut(),
+                ),
+                Fill::Final(fill) => fill(
+                    raw,
+                    ptr::null_mut(),
+                    ptr::null(),
+                    buffer,
+                    pattern_bytes,
+                    pattern.len(),
+                    offset,
+                    length,
+                    0,
+                    ptr::null(),
+                    ptr::null_mut(),
+                    ptr::null_mut(),
+                ),
+            }
         };
         check("clCommandFillBufferKHR", status)
     }
@@ -190,21 +263,39 @@ impl Recorder {
     /// Records a copy of `length` bytes between two buffer ranges.
     pub(crate) fn copy(&mut self, source: (cl_mem, u64), target: (cl_mem, u64), length: u64) -> Result<()> {
         let api = &self.recorded.api;
+        let raw = self.recorded.raw;
+        let (from, to, length) = (source.1 as usize, target.1 as usize, length as usize);
         // SAFETY: both ranges were validated against their buffers.
         let status = unsafe {
-            (api.copy)(
-                self.recorded.raw,
-                ptr::null_mut(),
-                source.0,
-                target.0,
-                source.1 as usize,
-                target.1 as usize,
-                length as usize,
-                0,
-                ptr::null(),
-                ptr::null_mut(),
-                ptr::null_mut(),
-            )
+            match api.copy {
+                Copy::Provisional(copy) => copy(
+                    raw,
+                    ptr::null_mut(),
+                    source.0,
+                    target.0,
+                    from,
+                    to,
+                    length,
+                    0,
+                    ptr::null(),
+                    ptr::null_mut(),
+                    ptr::null_mut(),
+                ),
+                Copy::Final(copy) => copy(
+                    raw,
+                    ptr::null_mut(),
+                    ptr::null(),
+                    source.0,
+                    target.0,
+                    from,
+                    to,
+                    length,
+                    0,
+                    ptr::null(),
+                    ptr::null_mut(),
+                    ptr::null_mut(),
+                ),
+            }
         };
         check("clCommandCopyBufferKHR", status)
     }
