@@ -8,14 +8,18 @@
 //! submission, one with slots only when a table comes back (the last few tables are remembered,
 //! and their buffers kept alive so that a table's identity cannot pass to new buffers); the rest
 //! run as one-shot command buffers do. Command lists with indirect dispatches, whose workgroup
-//! counts are read when they run, are never recorded.
+//! counts are read when they run, are never recorded, and one the extension fails to record is
+//! issued directly from then on.
 
+use crate::api::Argument;
 use crate::command_buffer::{issue, Sink};
 use crate::device::DeviceShared;
 use crate::khr_command_buffer::{KhrCommandBuffers, Recorded, Recorder};
-use halo_hal::{Binding, Command, CommandBuffer, CommandBufferMode, Result, WorkgroupCount};
+use halo_hal::{Binding, Command, CommandBuffer, CommandBufferMode, Error, Result, WorkgroupCount};
+use opencl3::kernel::Kernel;
+use opencl3::types::cl_mem;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// Binding tables remembered per command buffer.
@@ -52,7 +56,8 @@ impl Replays {
 /// Field order matters: recordings are released before the commands (whose executables and
 /// buffers they name) and the tables' buffers.
 struct Recordings {
-    recordable: bool,
+    /// False for lists with indirect dispatches, and after a recording failed.
+    recordable: AtomicBool,
     tables: Mutex<VecDeque<Table>>,
     _commands: Arc<[Command]>,
 }
@@ -80,14 +85,14 @@ pub(crate) fn recording_for(
     let commands = command_buffer.commands()?.clone();
     let recordings = command_buffer.driver_cache(|_| {
         Ok(Recordings {
-            recordable: commands.iter().all(|command| {
+            recordable: AtomicBool::new(commands.iter().all(|command| {
                 !matches!(command, Command::Dispatch(d) if matches!(d.workgroup_count, WorkgroupCount::Indirect(_)))
-            }),
+            })),
             tables: Mutex::new(VecDeque::new()),
             _commands: commands,
         })
     })?;
-    if !recordings.recordable {
+    if !recordings.recordable.load(Ordering::Relaxed) {
         return Ok(None);
     }
     let key = key_of(table);
@@ -107,11 +112,18 @@ pub(crate) fn recording_for(
     let entry = &mut tables[seen.unwrap_or(0)];
     let recorded = match &entry.recorded {
         Some(recorded) => recorded.clone(),
-        None => {
-            let recorded = Arc::new(record(shared, &replays.api, command_buffer.commands()?, table)?);
-            replays.recorded.fetch_add(1, Ordering::Relaxed);
-            entry.recorded.insert(recorded).clone()
-        }
+        None => match record(shared, &replays.api, command_buffer.commands()?, table) {
+            Ok(recorded) => {
+                replays.recorded.fetch_add(1, Ordering::Relaxed);
+                entry.recorded.insert(Arc::new(recorded)).clone()
+            }
+            // What the extension could not record still runs, issued directly from now on.
+            Err(error) => {
+                tracing::warn!("issuing a reusable command buffer directly: {error}");
+                recordings.recordable.store(false, Ordering::Relaxed);
+                return Ok(None);
+            }
+        },
     };
     replays.replayed.fetch_add(1, Ordering::Relaxed);
     Ok(Some(recorded))
@@ -150,31 +162,26 @@ struct Recording<'s> {
 }
 
 impl Sink<'_> for Recording<'_> {
-    fn fill(&mut self, buffer: opencl3::types::cl_mem, pattern: &[u8], offset: u64, length: u64) -> Result<()> {
+    fn fill(&mut self, buffer: cl_mem, pattern: &[u8], offset: u64, length: u64) -> Result<()> {
         self.recorder.fill(buffer, pattern, offset, length)
     }
-    fn write(&mut self, buffer: opencl3::types::cl_mem, offset: u64, data: &[u8]) -> Result<()> {
+    fn write(&mut self, buffer: cl_mem, offset: u64, data: &[u8]) -> Result<()> {
         self.recorder.write(&self.shared.context, buffer, offset, data)
     }
-    fn copy(
-        &mut self,
-        source: (opencl3::types::cl_mem, u64),
-        target: (opencl3::types::cl_mem, u64),
-        length: u64,
-    ) -> Result<()> {
+    fn copy(&mut self, source: (cl_mem, u64), target: (cl_mem, u64), length: u64) -> Result<()> {
         self.recorder.copy(source, target, length)
     }
     fn dispatch(
         &mut self,
-        kernel: &opencl3::kernel::Kernel,
-        arguments: &[crate::api::Argument<'_>],
+        kernel: &Kernel,
+        arguments: &[Argument<'_>],
         workgroups: [u32; 3],
         local: [u32; 3],
     ) -> Result<()> {
         self.recorder.dispatch(kernel, arguments, workgroups, local)
     }
-    fn read_now(&mut self, _buffer: opencl3::types::cl_mem, _offset: u64, _target: &mut [u8]) -> Result<()> {
-        Err(halo_hal::Error::internal(
+    fn read_now(&mut self, _buffer: cl_mem, _offset: u64, _target: &mut [u8]) -> Result<()> {
+        Err(Error::internal(
             "an indirect dispatch was recorded; command lists with them are issued directly",
         ))
     }
