@@ -13,6 +13,7 @@ use opencl3::event::Event;
 use opencl3::kernel::Kernel;
 use opencl3::memory::{Buffer, ClMem, CL_MEM_READ_WRITE, CL_MEM_USE_HOST_PTR};
 use opencl3::types::{cl_mem, CL_BLOCKING};
+use std::any::Any;
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
 
@@ -175,12 +176,14 @@ pub(crate) fn set_arguments(kernel: &Kernel, arguments: &[Argument<'_>]) -> Resu
     Ok(())
 }
 
-/// Commands enqueued on an in-order queue, finished before the batch lets go of what they read:
-/// the bytes of updates and push constants are borrowed for `'a`, and dropping the batch waits
-/// for the queue, so they cannot be freed while the device may still read them.
+/// Commands enqueued on an in-order queue. The bytes of updates are copied into the batch and
+/// kept until the commands have finished: dropping an unfinished batch waits for the queue, and
+/// [`Batch::finish_later`] hands them, with what the caller keeps alive, to an [`InFlight`].
 pub(crate) struct Batch<'a> {
     queue: &'a CommandQueue,
     finished: bool,
+    /// The bytes of updates, read by the device until the commands finish.
+    written: Vec<Box<[u8]>>,
     _borrows: PhantomData<&'a [u8]>,
 }
 
@@ -189,6 +192,7 @@ impl<'a> Batch<'a> {
         Batch {
             queue,
             finished: false,
+            written: Vec::new(),
             _borrows: PhantomData,
         }
     }
@@ -215,8 +219,9 @@ impl<'a> Batch<'a> {
 
     /// Writes `data` at `offset` of `buffer`.
     pub(crate) fn write(&mut self, buffer: cl_mem, offset: u64, data: &'a [u8]) -> Result<()> {
-        // SAFETY: the range was validated; `data` is borrowed for the batch, which finishes the
-        // queue before it ends.
+        let data: Box<[u8]> = data.into();
+        // SAFETY: the range was validated; the bytes are the batch's own, kept until the queue
+        // has run the write (the batch finishes it, or an `InFlight` keeps them).
         let event = unsafe {
             opencl3::command_queue::enqueue_write_buffer(
                 self.queue.get(),
@@ -231,6 +236,7 @@ impl<'a> Batch<'a> {
         }
         .map_err(|e| cl_error("clEnqueueWriteBuffer", ClError(e)))?;
         drop(Event::new(event));
+        self.written.push(data);
         Ok(())
     }
 
@@ -297,10 +303,49 @@ impl<'a> Batch<'a> {
         Ok(())
     }
 
-    /// Waits for everything enqueued.
-    pub(crate) fn finish(mut self) -> Result<()> {
+    /// Lets the commands run on without waiting: a marker after them, sent to the device, and
+    /// the batch's bytes with `keep` (what the commands use: their buffers) held until it is
+    /// reached.
+    pub(crate) fn finish_later(mut self, keep: Box<dyn Any + Send>) -> Result<InFlight> {
+        // SAFETY: no wait list; the marker completes once every command before it has.
+        let marker = unsafe { self.queue.enqueue_marker_with_wait_list(&[]) }
+            .map_err(|e| cl_error("clEnqueueMarkerWithWaitList", e))?;
+        self.queue.flush().map_err(|e| cl_error("clFlush", e))?;
         self.finished = true;
-        self.queue.finish().map_err(|e| cl_error("clFinish", e))
+        Ok(InFlight {
+            marker: Some(marker),
+            _keep: (std::mem::take(&mut self.written), keep),
+        })
+    }
+}
+
+/// Commands the device is still running, and what they use, kept until they have finished.
+///
+/// Ownership: dropping it waits for the commands, so nothing they use is freed under them.
+pub(crate) struct InFlight {
+    marker: Option<Event>,
+    _keep: (Vec<Box<[u8]>>, Box<dyn Any + Send>),
+}
+
+impl InFlight {
+    /// Waits for the commands; an error if one of them failed.
+    pub(crate) fn wait(mut self) -> Result<()> {
+        let Some(marker) = self.marker.take() else {
+            return Ok(());
+        };
+        marker.wait().map_err(|e| cl_error("clWaitForEvents", e))?;
+        match marker.command_execution_status() {
+            Ok(status) if status.0 < 0 => Err(cl_error("a queued command", ClError(status.0))),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if let Some(marker) = self.marker.take() {
+            let _ = marker.wait();
+        }
     }
 }
 

@@ -4,13 +4,14 @@
 //! buffers may instead run from a `cl_khr_command_buffer` recording of the same commands
 //! (`replay`).
 
-use crate::api::{cl_error, Argument, Batch};
+use crate::api::{cl_error, Argument, Batch, InFlight};
 use crate::buffer::ClAllocation;
 use crate::device::DeviceShared;
 use crate::executable::OpenClExecutable;
 use halo_hal::{downcast, Binding, BufferRef, Command, CommandBuffer, DispatchCommand, Error, Result, WorkgroupCount};
 use opencl3::kernel::Kernel;
 use opencl3::types::cl_mem;
+use std::sync::Arc;
 
 /// Where a command list's commands go: onto the queue now ([`Batch`]) or into a recording.
 pub(crate) trait Sink<'a> {
@@ -56,15 +57,26 @@ impl<'a> Sink<'a> for Batch<'a> {
     }
 }
 
-/// Runs `command_buffer` with `table` for its slots and waits for it.
-pub(crate) fn execute(shared: &DeviceShared, command_buffer: &CommandBuffer, table: &[Binding<'_>]) -> Result<()> {
-    if let Some(recorded) = crate::replay::recording_for(shared, command_buffer, table)? {
-        recorded.enqueue(&shared.queue)?;
-        return shared.queue.finish().map_err(|e| cl_error("clFinish", e));
-    }
+/// Issues `command_buffer` with `table` for its slots onto the queue; what it uses is kept until
+/// its commands have run.
+pub(crate) fn execute(
+    shared: &DeviceShared,
+    command_buffer: &Arc<CommandBuffer>,
+    table: Vec<Binding<'static>>,
+) -> Result<InFlight> {
     let mut batch = Batch::new(&shared.queue);
-    issue(shared, &mut batch, command_buffer.commands()?, table)?;
-    batch.finish()
+    match crate::replay::recording_for(shared, command_buffer, &table)? {
+        Some(recorded) => {
+            if recorded.enqueue(&shared.queue).is_err() {
+                // The recording may still be running for the previous submission, and devices
+                // without simultaneous use refuse to queue it again until it has finished.
+                shared.queue.finish().map_err(|e| cl_error("clFinish", e))?;
+                recorded.enqueue(&shared.queue)?;
+            }
+        }
+        None => issue(shared, &mut batch, command_buffer.commands()?, &table)?,
+    }
+    batch.finish_later(Box::new((command_buffer.clone(), table)))
 }
 
 /// Sends `commands`, with `table` for their slots, to `sink`.

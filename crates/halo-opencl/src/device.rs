@@ -173,6 +173,9 @@ impl Device for OpenClDevice {
         if category == "hal.device.id" && glob_match(key, "vulkan") {
             return Ok(1);
         }
+        if category == "opencl.queue" && key == "device_waits" {
+            return Ok(self.queue.device_waits.load(std::sync::atomic::Ordering::Relaxed) as i64);
+        }
         if category == "opencl.command_buffers" {
             return match &self.shared.replays {
                 None if key == "recording" => Ok(0),
@@ -205,7 +208,7 @@ impl Device for OpenClDevice {
         binding_table: &[Binding],
     ) -> Result<()> {
         let Some(command_buffer) = command_buffer else {
-            self.queue.submit(wait, signal, Box::new(|| Ok(())));
+            self.queue.submit(wait, signal, Box::new(|| Ok(None)));
             return Ok(());
         };
         command_buffer.validate_submission(binding_table)?;
@@ -214,7 +217,7 @@ impl Device for OpenClDevice {
         self.queue.submit(
             wait,
             signal,
-            Box::new(move || command_buffer::execute(&shared, &command_buffer, &table)),
+            Box::new(move || command_buffer::execute(&shared, &command_buffer, table).map(Some)),
         );
         Ok(())
     }

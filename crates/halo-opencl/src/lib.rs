@@ -18,8 +18,9 @@
 //! - command buffers are halo-hal's validated command lists, issued at submit as buffer commands
 //!   and kernel launches (`command_buffer`); reusable ones are recorded once through
 //!   `cl_khr_command_buffer` where the device has it and enqueued whole (`replay`);
-//! - semaphores are halo-hal's host timelines: a submission runs on the device's submission
-//!   thread once its waits are met, which waits for the queue and signals (`queue`).
+//! - semaphores are halo-hal's host timelines, reached through OpenCL events: a submission is
+//!   issued once its waits are met on the host, or on the device when a submission already
+//!   queued will signal them, and its marker event's completion signals it (`queue`).
 //!
 //! The only `unsafe` is in `api` and `khr_command_buffer`.
 //!

@@ -1,30 +1,97 @@
-//! The device's queue: each submission waits for its fence on the host timelines (a callback,
-//! never a blocked thread), then runs on the device's submission thread, which issues its
-//! commands onto the in-order OpenCL command queue, waits for them and signals. A submission
-//! whose waits are met when it is made, with nothing else pending, runs on the calling thread
-//! instead: handing it over would only add the submission thread's wake-up.
+//! The device's queue, with timelines built on host timepoints and OpenCL events as the GPU
+//! driver design does.
 //!
+//! A submission runs on the device's submission thread once its waits are met, which issues its
+//! commands onto the in-order OpenCL command queue, ends them with a marker event and goes on to
+//! the next; the completion thread waits for each marker in turn and then signals the
+//! submission's semaphores. A wait is met on the host (the semaphore has the value: a callback,
+//! never a blocked thread) or on the device: a timepoint that a submission already on the queue
+//! will signal is reached before anything queued after it runs, so a submission that waits only
+//! on such timepoints (and reached ones) is issued at once, with no round trip through the host.
+//! Its signal then fails if a semaphore it waited on failed.
+//!
+//! A submission whose waits are met when it is made, with nothing else pending, is issued and
+//! waited for on the calling thread instead: handing it over would only add the threads'
+//! wake-ups, and nothing could overlap with it.
 //! Submissions run in the order their waits are met, so one that waits for a later one is no
 //! deadlock.
 
-use halo_hal::{Error, Fence, Result, Timeout};
+use crate::api::InFlight;
+use halo_hal::{Error, Fence, Result, Timeout, Timepoint};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::mpsc::{channel, Sender};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-/// What a submission does once its waits are met.
-pub(crate) type Work = Box<dyn FnOnce() -> Result<()> + Send>;
+/// What a submission does once its waits are met: issue its commands (`None`: it has none).
+pub(crate) type Work = Box<dyn FnOnce() -> Result<Option<InFlight>> + Send>;
 
 enum Message {
     Run {
         waited: Result<()>,
+        /// Met on the device (promised by submissions already queued), not on the host.
+        on_device: bool,
         wait: Fence,
         signal: Fence,
         work: Work,
     },
     Stop,
+}
+
+/// A submission issued: its commands on the queue, to signal once they have run.
+struct Completion {
+    issued: Result<Option<InFlight>>,
+    wait: Fence,
+    signal: Fence,
+}
+
+/// Timepoints that submissions handed to the submission thread will signal. A submission is
+/// promised when it is handed over, under the lock, so anything that counts on the promise is
+/// handed over after it and issued after it on the in-order queue.
+struct Promises {
+    timepoints: Mutex<Vec<Timepoint>>,
+}
+
+impl Promises {
+    /// Hands `message` to the submission thread through `sender`, promising its signal.
+    fn hand_over(&self, sender: &Sender<Message>, message: Message) -> std::result::Result<(), Message> {
+        let mut timepoints = self.timepoints.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Message::Run {
+            signal, waited: Ok(()), ..
+        } = &message
+        {
+            timepoints.extend(signal.timepoints().iter().cloned());
+        }
+        sender.send(message).map_err(|unsent| unsent.0)
+    }
+
+    /// Forgets the promise of `signal`, which has been kept (or failed).
+    fn kept(&self, signal: &Fence) {
+        let mut timepoints = self.timepoints.lock().unwrap_or_else(PoisonError::into_inner);
+        timepoints.retain(|(semaphore, value)| {
+            !signal
+                .timepoints()
+                .iter()
+                .any(|(s, v)| Arc::ptr_eq(s, semaphore) && v == value)
+        });
+    }
+
+    /// Whether every timepoint of `wait` is reached or promised by a submission on the queue:
+    /// `Some(true)` when one is only promised, `None` when one is neither.
+    fn cover(&self, wait: &Fence) -> Option<bool> {
+        let timepoints = self.timepoints.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut promised = false;
+        for (semaphore, value) in wait.timepoints() {
+            match semaphore.query() {
+                Ok(now) if now >= *value => {}
+                Ok(_) if timepoints.iter().any(|(s, v)| Arc::ptr_eq(s, semaphore) && v >= value) => promised = true,
+                _ => return None,
+            }
+        }
+        Some(promised)
+    }
 }
 
 /// Submissions not finished yet (waiting or running).
@@ -45,6 +112,11 @@ impl Pending {
         idle
     }
 
+    /// Whether the one pending submission is the caller's.
+    fn only_this(&self) -> bool {
+        *self.count.lock().unwrap_or_else(PoisonError::into_inner) == 1
+    }
+
     fn add(&self) {
         *self.count.lock().unwrap_or_else(PoisonError::into_inner) += 1;
     }
@@ -58,24 +130,39 @@ impl Pending {
     }
 }
 
-/// One device's submission thread.
+/// One device's submission and completion threads.
 pub(crate) struct SubmissionQueue {
     sender: Sender<Message>,
     pending: Arc<Pending>,
+    promises: Arc<Promises>,
+    /// Submissions whose waits were met on the device, for the `opencl.queue` query.
+    pub(crate) device_waits: AtomicU64,
     thread: Option<JoinHandle<()>>,
+    completions: Option<JoinHandle<()>>,
 }
 
 impl SubmissionQueue {
-    /// Starts the submission thread.
+    /// Starts the submission and completion threads.
     pub(crate) fn start() -> Result<Self> {
         let (sender, receiver) = channel::<Message>();
+        let (completion_sender, completion_receiver) = channel::<Completion>();
         let pending = Arc::new(Pending::default());
-        let finished = pending.clone();
+        let promises = Arc::new(Promises {
+            timepoints: Mutex::new(Vec::new()),
+        });
+        let spawn_error = |e| Error::resource_exhausted(format!("starting an OpenCL queue thread: {e}"));
+        let (finished, kept) = (pending.clone(), promises.clone());
+        let (running, finishing) = (pending.clone(), promises.clone());
+        let completions = std::thread::Builder::new()
+            .name("halo-opencl-done".into())
+            .spawn(move || complete(completion_receiver, &kept, &finished))
+            .map_err(spawn_error)?;
         let thread = std::thread::Builder::new()
             .name("halo-opencl-queue".into())
             .spawn(move || {
                 while let Ok(Message::Run {
                     waited,
+                    on_device,
                     wait,
                     signal,
                     work,
@@ -83,48 +170,82 @@ impl SubmissionQueue {
                 {
                     // A semaphore runs its callbacks before its waiters can see the new value: wait
                     // for that, so no one sees this signal while a value it waited on is unseen.
-                    if waited.is_ok() {
+                    if waited.is_ok() && !on_device {
                         let _ = wait.wait(Timeout::Infinite);
                     }
-                    run(waited, &signal, work);
-                    finished.done();
+                    let completion = Completion {
+                        issued: run_work(waited, work),
+                        wait,
+                        signal,
+                    };
+                    // With nothing else pending there is nothing to overlap: finishing here
+                    // saves the completion thread's wake-up.
+                    if running.only_this() {
+                        finish(completion, &finishing, &running);
+                    } else {
+                        let _ = completion_sender.send(completion);
+                    }
                 }
             })
-            .map_err(|e| Error::resource_exhausted(format!("starting the OpenCL submission thread: {e}")))?;
+            .map_err(spawn_error)?;
         Ok(SubmissionQueue {
             sender,
             pending,
+            promises,
+            device_waits: AtomicU64::new(0),
             thread: Some(thread),
+            completions: Some(completions),
         })
     }
 
-    /// Runs `work` once `wait` is reached, then signals `signal` (or fails it with the wait's or
-    /// the work's error).
+    /// Issues `work` once `wait` is reached (on the host or on the device), then signals
+    /// `signal` once its commands have run (or fails it with the wait's or the work's error).
     pub(crate) fn submit(&self, wait: &Fence, signal: &Fence, work: Work) {
-        // Waits already met and nothing else pending: the calling thread runs it, since handing
-        // it to the submission thread would cost that thread's wake-up and nothing would overlap.
+        // Waits already met and nothing else pending: the calling thread issues it and waits
+        // for it, since handing it to the queue's threads would cost their wake-ups and nothing
+        // else could overlap with it.
         if wait.query() == Ok(true) && self.pending.claim_idle() {
-            run(Ok(()), signal, work);
-            self.pending.done();
+            let issued = run_work(Ok(()), work);
+            finish(
+                Completion {
+                    issued,
+                    wait: wait.clone(),
+                    signal: signal.clone(),
+                },
+                &self.promises,
+                &self.pending,
+            );
             return;
         }
         self.pending.add();
-        let (sender, pending, signal) = (self.sender.clone(), self.pending.clone(), signal.clone());
-        let waits = wait.clone();
+        if let Some(promised) = self.promises.cover(wait) {
+            if promised {
+                self.device_waits.fetch_add(1, Ordering::Relaxed);
+            }
+            let message = Message::Run {
+                waited: Ok(()),
+                on_device: true,
+                wait: wait.clone(),
+                signal: signal.clone(),
+                work,
+            };
+            if let Err(unsent) = self.promises.hand_over(&self.sender, message) {
+                cancel(unsent, &self.pending);
+            }
+            return;
+        }
+        let (sender, pending, promises) = (self.sender.clone(), self.pending.clone(), self.promises.clone());
+        let (waits, signal) = (wait.clone(), signal.clone());
         wait.on_reached(move |waited| {
             let message = Message::Run {
                 waited,
+                on_device: false,
                 wait: waits,
                 signal,
                 work,
             };
-            if let Err(unsent) = sender.send(message) {
-                if let Message::Run { signal, .. } = unsent.0 {
-                    signal.fail(&Error::cancelled(
-                        "the OpenCL device was destroyed before this submission's waits were met",
-                    ));
-                }
-                pending.done();
+            if let Err(unsent) = promises.hand_over(&sender, message) {
+                cancel(unsent, &pending);
             }
         });
     }
@@ -160,11 +281,36 @@ impl SubmissionQueue {
     }
 }
 
-/// Runs one submission whose waits ended in `waited`, then signals or fails `signal`.
-fn run(waited: Result<()>, signal: &Fence, work: Work) {
-    let outcome = waited.and_then(|()| {
+/// Fails the signal of a submission the destroyed device can no longer run.
+fn cancel(message: Message, pending: &Pending) {
+    if let Message::Run { signal, .. } = message {
+        signal.fail(&Error::cancelled(
+            "the OpenCL device was destroyed before this submission's waits were met",
+        ));
+    }
+    pending.done();
+}
+
+/// Runs `work` once its waits ended in `waited`.
+fn run_work(waited: Result<()>, work: Work) -> Result<Option<InFlight>> {
+    waited.and_then(|()| {
         catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|_| Err(Error::internal("an OpenCL submission panicked")))
-    });
+    })
+}
+
+/// The completion thread: finishes each issued submission in turn.
+fn complete(completions: Receiver<Completion>, promises: &Promises, pending: &Pending) {
+    while let Ok(completion) = completions.recv() {
+        finish(completion, promises, pending);
+    }
+}
+
+/// Waits for a submission's commands, then signals (or fails) it and forgets its promise.
+fn finish(Completion { issued, wait, signal }: Completion, promises: &Promises, pending: &Pending) {
+    let outcome = issued
+        .and_then(|in_flight| in_flight.map_or(Ok(()), InFlight::wait))
+        // A wait met on the device: a semaphore it waited on may have failed meanwhile.
+        .and_then(|()| wait.wait(Timeout::Infinite));
     match outcome {
         // A timeline failed meanwhile keeps its failure; nothing more to say.
         Ok(()) => {
@@ -172,6 +318,8 @@ fn run(waited: Result<()>, signal: &Fence, work: Work) {
         }
         Err(error) => signal.fail(&error),
     }
+    promises.kept(&signal);
+    pending.done();
 }
 
 impl Drop for SubmissionQueue {
@@ -179,6 +327,10 @@ impl Drop for SubmissionQueue {
         // Submissions already running finish; those whose waits are met later are cancelled.
         let _ = self.sender.send(Message::Stop);
         if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        // The completion thread ends with the submission thread, which held its channel.
+        if let Some(thread) = self.completions.take() {
             let _ = thread.join();
         }
     }

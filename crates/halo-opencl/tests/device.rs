@@ -385,3 +385,72 @@ fn native_subgroups_are_used_where_the_device_has_them() {
         }
     }
 }
+
+/// A submission that waits on a timepoint a submission already on the queue will signal is
+/// issued at once, its wait met on the device (the in-order queue runs it after the first), and
+/// sees what the first wrote. (A submission held back by a host gate keeps the queue from being
+/// idle, so the first is queued rather than run to completion on the calling thread.)
+#[test]
+fn a_wait_on_queued_work_is_met_on_the_device() {
+    use halo_hal::{BufferRef, CommandBufferMode, CommandCategory, Fence, QueueAffinity, Timeout};
+    let test = "a_wait_on_queued_work_is_met_on_the_device";
+    let device = match create("opencl://") {
+        Ok(device) => device,
+        Err(error) => {
+            println!("{test}: skipped: {error}");
+            return;
+        }
+    };
+    let context = halo_cts::CtsDevice::new(device.clone(), &OPENCL, halo_cts::Recording::Direct, create);
+    const SIZE: u64 = 64 << 20;
+    let (big, small) = (context.buffer(SIZE), context.buffer(16));
+    let record = |build: &dyn Fn(&halo_hal::CommandBuffer)| {
+        let command_buffer = device
+            .create_command_buffer(CommandBufferMode::ONE_SHOT, CommandCategory::ANY, QueueAffinity::ANY, 0)
+            .unwrap();
+        command_buffer.begin().unwrap();
+        build(&command_buffer);
+        command_buffer.end().unwrap();
+        command_buffer
+    };
+    let fill = || record(&|cb| cb.fill_buffer(BufferRef::direct(&big, 0, SIZE), &[7]).unwrap());
+    let copy = || {
+        record(&|cb| {
+            let source = BufferRef::direct(&big, SIZE - 16, 16);
+            cb.copy_buffer(source, BufferRef::direct(&small, 0, 16)).unwrap()
+        })
+    };
+    // The second is met on the device only while the first is still running: a 64 MiB fill
+    // outlasts a submission by far, but a descheduled test thread could miss it, so up to 5 tries.
+    for attempt in 1..=5 {
+        big.map_write(SIZE - 16, &[0; 16]).unwrap();
+        let (first, second) = (device.create_semaphore(0).unwrap(), device.create_semaphore(0).unwrap());
+        let (filled, copied) = (Fence::at(first, 1), Fence::at(second, 1));
+        let gate = device.create_semaphore(0).unwrap();
+        device
+            .queue_execute(
+                QueueAffinity::ANY,
+                &Fence::at(gate.clone(), 1),
+                &Fence::new(),
+                None,
+                &[],
+            )
+            .unwrap();
+        device
+            .queue_execute(QueueAffinity::ANY, &Fence::new(), &filled, Some(&fill()), &[])
+            .unwrap();
+        device
+            .queue_execute(QueueAffinity::ANY, &filled, &copied, Some(&copy()), &[])
+            .unwrap();
+        copied.wait(Timeout::from(std::time::Duration::from_secs(60))).unwrap();
+        gate.signal(1).unwrap();
+        device
+            .wait_idle(Timeout::from(std::time::Duration::from_secs(60)))
+            .unwrap();
+        assert_eq!(small.read_all().unwrap(), [7; 16], "attempt {attempt}");
+        if device.query_i64("opencl.queue", "device_waits").unwrap() > 0 {
+            return;
+        }
+    }
+    panic!("no wait was met on the device in 5 tries");
+}
