@@ -168,13 +168,19 @@ impl DiskCache {
         );
     }
 
+    /// Records that the driver had nothing to store for `key` (`why`): counted as a write
+    /// failure, with a warning.
+    pub fn nothing_to_store(&self, key: &str, why: &str) {
+        self.counters.write_failures.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!("could not write the cache entry {}: {why}", self.path(key).display());
+    }
+
     /// Writes entry `key`; a failure is counted and warned about, never an error, since the
     /// program runs either way.
     pub fn store(&self, key: &str, data: &[u8]) {
         let path = self.path(key);
         if let Err(e) = write_atomically(&path, &pack(&self.magic, data)) {
-            self.counters.write_failures.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!("could not write the cache entry {}: {e}", path.display());
+            self.nothing_to_store(key, &e.to_string());
         }
     }
 }

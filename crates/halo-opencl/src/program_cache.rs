@@ -74,10 +74,7 @@ impl ProgramCache {
         let program = build_from_source(context, source, options)?;
         match program.get_binaries() {
             Ok(binaries) if binaries.len() == 1 && !binaries[0].is_empty() => disk.store(key, &binaries[0]),
-            _ => {
-                let failures = &disk.counters.write_failures;
-                failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            }
+            _ => disk.nothing_to_store(key, "the driver gave no program binary"),
         }
         Ok(program)
     }

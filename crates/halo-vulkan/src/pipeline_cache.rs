@@ -63,10 +63,9 @@ impl PipelineStore {
             // SAFETY: the cache is alive and used by no other thread.
             match unsafe { device.get_pipeline_cache_data(cache.raw) } {
                 Ok(data) => self.cache.store(&cache.key, &data),
-                Err(_) => {
-                    let failures = &self.cache.counters.write_failures;
-                    failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                }
+                Err(e) => self
+                    .cache
+                    .nothing_to_store(&cache.key, &format!("vkGetPipelineCacheData: {e}")),
             }
         }
         // SAFETY: the pipelines created with it exist already; nothing else uses the cache.
