@@ -14,7 +14,6 @@ use opencl3::kernel::Kernel;
 use opencl3::memory::{Buffer, ClMem, CL_MEM_READ_WRITE, CL_MEM_USE_HOST_PTR};
 use opencl3::types::{cl_mem, CL_BLOCKING};
 use std::any::Any;
-use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
 
 /// An OpenCL failure of `function` as a halo error: out-of-memory codes as `ResourceExhausted`,
@@ -179,21 +178,19 @@ pub(crate) fn set_arguments(kernel: &Kernel, arguments: &[Argument<'_>]) -> Resu
 /// Commands enqueued on an in-order queue. The bytes of updates are copied into the batch and
 /// kept until the commands have finished: dropping an unfinished batch waits for the queue, and
 /// [`Batch::finish_later`] hands them, with what the caller keeps alive, to an [`InFlight`].
-pub(crate) struct Batch<'a> {
-    queue: &'a CommandQueue,
+pub(crate) struct Batch<'q> {
+    queue: &'q CommandQueue,
     finished: bool,
     /// The bytes of updates, read by the device until the commands finish.
     written: Vec<Box<[u8]>>,
-    _borrows: PhantomData<&'a [u8]>,
 }
 
-impl<'a> Batch<'a> {
-    pub(crate) fn new(queue: &'a CommandQueue) -> Self {
+impl<'q> Batch<'q> {
+    pub(crate) fn new(queue: &'q CommandQueue) -> Self {
         Batch {
             queue,
             finished: false,
             written: Vec::new(),
-            _borrows: PhantomData,
         }
     }
 
@@ -218,7 +215,7 @@ impl<'a> Batch<'a> {
     }
 
     /// Writes `data` at `offset` of `buffer`.
-    pub(crate) fn write(&mut self, buffer: cl_mem, offset: u64, data: &'a [u8]) -> Result<()> {
+    pub(crate) fn write(&mut self, buffer: cl_mem, offset: u64, data: &[u8]) -> Result<()> {
         let data: Box<[u8]> = data.into();
         // SAFETY: the range was validated; the bytes are the batch's own, kept until the queue
         // has run the write (the batch finishes it, or an `InFlight` keeps them).

@@ -14,11 +14,11 @@ use opencl3::types::cl_mem;
 use std::sync::Arc;
 
 /// Where a command list's commands go: onto the queue now ([`Batch`]) or into a recording.
-pub(crate) trait Sink<'a> {
+pub(crate) trait Sink {
     /// Repeats `pattern` over `[offset, offset + length)` of `buffer`.
-    fn fill(&mut self, buffer: cl_mem, pattern: &'a [u8], offset: u64, length: u64) -> Result<()>;
+    fn fill(&mut self, buffer: cl_mem, pattern: &[u8], offset: u64, length: u64) -> Result<()>;
     /// Writes `data` at `offset` of `buffer`.
-    fn write(&mut self, buffer: cl_mem, offset: u64, data: &'a [u8]) -> Result<()>;
+    fn write(&mut self, buffer: cl_mem, offset: u64, data: &[u8]) -> Result<()>;
     /// Copies `length` bytes between two buffer ranges.
     fn copy(&mut self, source: (cl_mem, u64), target: (cl_mem, u64), length: u64) -> Result<()>;
     /// Runs `kernel` over `workgroups` of `local` work-items with `arguments`.
@@ -33,11 +33,11 @@ pub(crate) trait Sink<'a> {
     fn read_now(&mut self, buffer: cl_mem, offset: u64, target: &mut [u8]) -> Result<()>;
 }
 
-impl<'a> Sink<'a> for Batch<'a> {
-    fn fill(&mut self, buffer: cl_mem, pattern: &'a [u8], offset: u64, length: u64) -> Result<()> {
+impl Sink for Batch<'_> {
+    fn fill(&mut self, buffer: cl_mem, pattern: &[u8], offset: u64, length: u64) -> Result<()> {
         Batch::fill(self, buffer, pattern, offset, length)
     }
-    fn write(&mut self, buffer: cl_mem, offset: u64, data: &'a [u8]) -> Result<()> {
+    fn write(&mut self, buffer: cl_mem, offset: u64, data: &[u8]) -> Result<()> {
         Batch::write(self, buffer, offset, data)
     }
     fn copy(&mut self, source: (cl_mem, u64), target: (cl_mem, u64), length: u64) -> Result<()> {
@@ -80,10 +80,10 @@ pub(crate) fn execute(
 }
 
 /// Sends `commands`, with `table` for their slots, to `sink`.
-pub(crate) fn issue<'a>(
+pub(crate) fn issue(
     shared: &DeviceShared,
-    sink: &mut impl Sink<'a>,
-    commands: &'a [Command],
+    sink: &mut impl Sink,
+    commands: &[Command],
     table: &[Binding<'_>],
 ) -> Result<()> {
     for (index, command) in commands.iter().enumerate() {
@@ -92,12 +92,7 @@ pub(crate) fn issue<'a>(
     Ok(())
 }
 
-fn run<'a>(
-    shared: &DeviceShared,
-    batch: &mut impl Sink<'a>,
-    command: &'a Command,
-    table: &[Binding<'_>],
-) -> Result<()> {
+fn run(shared: &DeviceShared, batch: &mut impl Sink, command: &Command, table: &[Binding<'_>]) -> Result<()> {
     match command {
         Command::Barrier => Ok(()),
         Command::Fill { target, pattern } => {
@@ -137,9 +132,9 @@ fn resolve(shared: &DeviceShared, reference: &BufferRef, table: &[Binding<'_>]) 
     ))
 }
 
-fn run_dispatch<'a>(
+fn run_dispatch(
     shared: &DeviceShared,
-    batch: &mut impl Sink<'a>,
+    batch: &mut impl Sink,
     dispatch: &DispatchCommand,
     table: &[Binding<'_>],
 ) -> Result<()> {

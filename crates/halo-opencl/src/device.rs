@@ -177,13 +177,13 @@ impl Device for OpenClDevice {
             return Ok(self.queue.device_waits.load(std::sync::atomic::Ordering::Relaxed) as i64);
         }
         if category == "opencl.command_buffers" {
-            return match &self.shared.replays {
-                None if key == "recording" => Ok(0),
-                Some(_) if key == "recording" => Ok(1),
-                Some(replays) => replays.counter(key).map(|n| n as i64).ok_or(()),
-                None => ["recorded", "replayed"].contains(&key).then_some(0).ok_or(()),
-            }
-            .map_err(|()| {
+            let replays = self.shared.replays.as_ref();
+            let value = match key {
+                "recording" => Some(u64::from(replays.is_some())),
+                "recorded" | "replayed" => Some(replays.and_then(|r| r.counter(key)).unwrap_or(0)),
+                _ => None,
+            };
+            return value.map(|n| n as i64).ok_or_else(|| {
                 Error::not_found(format!(
                     "unknown opencl.command_buffers key '{key}' (known: recording, recorded, replayed)"
                 ))

@@ -82,8 +82,8 @@ pub(crate) fn recording_for(
     if command_buffer.mode().contains(CommandBufferMode::ONE_SHOT) {
         return Ok(None);
     }
-    let commands = command_buffer.commands()?.clone();
     let recordings = command_buffer.driver_cache(|_| {
+        let commands = command_buffer.commands()?.clone();
         Ok(Recordings {
             recordable: AtomicBool::new(commands.iter().all(|command| {
                 !matches!(command, Command::Dispatch(d) if matches!(d.workgroup_count, WorkgroupCount::Indirect(_)))
@@ -161,7 +161,7 @@ struct Recording<'s> {
     shared: &'s DeviceShared,
 }
 
-impl Sink<'_> for Recording<'_> {
+impl Sink for Recording<'_> {
     fn fill(&mut self, buffer: cl_mem, pattern: &[u8], offset: u64, length: u64) -> Result<()> {
         self.recorder.fill(buffer, pattern, offset, length)
     }
