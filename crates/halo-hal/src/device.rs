@@ -77,6 +77,8 @@ pub trait Device: Send + Sync + 'static {
     ) -> Result<()>;
 
     /// Allocates a buffer that is usable once `signal` is reached (stream-ordered allocation).
+    /// Unlike [`Allocator::allocate_buffer`]'s, its bytes are undefined: a pooled block holds
+    /// what its last user left.
     fn queue_alloca(
         &self,
         queue_affinity: QueueAffinity,
@@ -174,6 +176,11 @@ pub trait Device: Send + Sync + 'static {
 
     /// Blocks until all work submitted so far has completed.
     fn wait_idle(&self, timeout: Timeout) -> Result<()>;
+
+    /// Gives memory the device keeps for reuse (pooled blocks, caches) back to the system.
+    fn trim(&self) -> Result<()> {
+        Ok(())
+    }
 
     /// A one-shot transfer command buffer, begun, for the queue transfer helpers.
     fn transfer_command_buffer(&self, queue_affinity: QueueAffinity) -> Result<Arc<CommandBuffer>> {

@@ -36,6 +36,7 @@ pub mod mlir_text;
 pub mod semaphore;
 pub mod trace;
 pub mod transfer;
+pub mod transient_pool;
 
 pub use allocator::{Allocator, AllocatorStatistics, HeapAllocator, MemoryHeap};
 pub use buffer::{host_transfer, Allocation, Buffer, Mapping, Overlap, WHOLE_BUFFER};

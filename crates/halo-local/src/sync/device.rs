@@ -6,6 +6,7 @@ use halo_cpu_executable::executable::LocalExecutableCache;
 use halo_cpu_executable::library::HostImport;
 use halo_hal::device::query_common_i64;
 use halo_hal::trace::QueueTrack;
+use halo_hal::transient_pool::{TransientPool, TransientPoolOptions};
 use halo_hal::{
     check_direct_copy, check_direct_fill, host_transfer, Allocator, Binding, Buffer, BufferParams, CommandBuffer,
     Device, DeviceInfo, ExecutableCache, Fence, HeapAllocator, QueueAffinity, Result, Timeout,
@@ -18,16 +19,19 @@ pub struct SyncDevice {
     info: DeviceInfo,
     allocator: HeapAllocator,
     executables: LocalExecutableCache,
+    transient: TransientPool,
     track: QueueTrack,
 }
 
 impl SyncDevice {
-    /// A device with identity `info` whose executables may import the host functions `imports`.
-    pub fn new(info: DeviceInfo, imports: Arc<[HostImport]>) -> Self {
+    /// A device with identity `info` whose executables may import the host functions `imports`,
+    /// serving queue allocations from a pool bounded by `transient`.
+    pub fn new(info: DeviceInfo, imports: Arc<[HostImport]>, transient: TransientPoolOptions) -> Self {
         SyncDevice {
             info,
             allocator: HeapAllocator::new(),
             executables: LocalExecutableCache::new(imports),
+            transient: TransientPool::new(transient),
             track: QueueTrack::new(DRIVER_NAME),
         }
     }
@@ -62,7 +66,15 @@ impl Device for SyncDevice {
     }
 
     fn query_i64(&self, category: &str, key: &str) -> Result<i64> {
-        query_common_i64(self, &self.executables, category, key)
+        match category {
+            TransientPool::QUERY_CATEGORY => self.transient.query_i64(key),
+            _ => query_common_i64(self, &self.executables, category, key),
+        }
+    }
+
+    fn trim(&self) -> Result<()> {
+        self.transient.trim();
+        Ok(())
     }
 
     fn create_executable_cache(&self) -> Result<Arc<dyn ExecutableCache>> {
@@ -131,7 +143,7 @@ impl Device for SyncDevice {
         params: BufferParams,
         size: u64,
     ) -> Result<Buffer> {
-        let buffer = self.allocator.allocate_buffer(params, size)?;
+        let buffer = self.transient.allocate(&self.allocator, params, size)?;
         self.run_ordered(wait, signal, || Ok(()))?;
         Ok(buffer)
     }

@@ -2,6 +2,7 @@
 
 use super::device::SyncDevice;
 use halo_hal::driver::select_device;
+use halo_hal::transient_pool::TransientPoolOptions;
 use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, Result};
 use std::sync::Arc;
 
@@ -33,12 +34,15 @@ impl Driver for SyncDriver {
     }
 
     fn create_device(&self, path: &str, params: &DeviceParams) -> Result<Arc<dyn Device>> {
+        let mut params = params.clone();
+        let transient = TransientPoolOptions::take_from(&mut params)?;
         if let Some(key) = params.keys().next() {
             return Err(Error::invalid_argument(format!(
-                "local-sync takes no device parameter '{key}'"
+                "unknown local-sync parameter '{key}' (known: {})",
+                TransientPoolOptions::PARAMETERS.join(", ")
             )));
         }
         let info = select_device(DRIVER_NAME, &Self::devices(), path)?.clone();
-        Ok(Arc::new(SyncDevice::new(info, Arc::from([]))))
+        Ok(Arc::new(SyncDevice::new(info, Arc::from([]), transient)))
     }
 }

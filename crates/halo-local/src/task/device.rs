@@ -6,6 +6,7 @@ use super::submission::{Queue, Work};
 use halo_cpu_executable::executable::LocalExecutableCache;
 use halo_hal::device::query_common_i64;
 use halo_hal::trace::QueueTrack;
+use halo_hal::transient_pool::TransientPool;
 use halo_hal::{
     Allocator, Binding, Buffer, BufferParams, CommandBuffer, Device, DeviceInfo, ExecutableCache, Fence, HeapAllocator,
     QueueAffinity, Result, Timeout,
@@ -21,6 +22,7 @@ pub struct TaskDevice {
     info: DeviceInfo,
     allocator: HeapAllocator,
     executables: LocalExecutableCache,
+    transient: TransientPool,
     queue: Arc<Queue>,
 }
 
@@ -32,6 +34,7 @@ impl TaskDevice {
             info,
             allocator: HeapAllocator::new(),
             executables: LocalExecutableCache::new(options.imports.clone()),
+            transient: TransientPool::new(options.transient),
             queue: Queue::new(executor, options.scheduling.clone(), QueueTrack::new(DRIVER_NAME)),
         })
     }
@@ -67,7 +70,15 @@ impl Device for TaskDevice {
     }
 
     fn query_i64(&self, category: &str, key: &str) -> Result<i64> {
-        query_common_i64(self, &self.executables, category, key)
+        match category {
+            TransientPool::QUERY_CATEGORY => self.transient.query_i64(key),
+            _ => query_common_i64(self, &self.executables, category, key),
+        }
+    }
+
+    fn trim(&self) -> Result<()> {
+        self.transient.trim();
+        Ok(())
     }
 
     fn create_executable_cache(&self) -> Result<Arc<dyn ExecutableCache>> {
@@ -106,7 +117,7 @@ impl Device for TaskDevice {
         params: BufferParams,
         size: u64,
     ) -> Result<Buffer> {
-        let buffer = self.allocator.allocate_buffer(params, size)?;
+        let buffer = self.transient.allocate(&self.allocator, params, size)?;
         self.queue.submit(wait, signal.clone(), Work::Barrier);
         Ok(buffer)
     }

@@ -5,6 +5,7 @@ use super::executor::ExecutorOptions;
 use super::submission::SchedulingOptions;
 use halo_cpu_executable::library::HostImport;
 use halo_hal::driver::select_device;
+use halo_hal::transient_pool::TransientPoolOptions;
 use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, Result};
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,13 +27,19 @@ pub struct TaskDeviceOptions {
     pub scheduling: SchedulingOptions,
     /// Host functions executables may import.
     pub imports: Arc<[HostImport]>,
+    /// Bounds of the pool serving queue allocations.
+    pub transient: TransientPoolOptions,
 }
 
 impl TaskDeviceOptions {
     /// Reads the URI parameters; unknown keys and bad values are errors naming them.
     pub fn from_params(params: &DeviceParams) -> Result<Self> {
-        let mut options = TaskDeviceOptions::default();
-        for (key, value) in params {
+        let mut params = params.clone();
+        let mut options = TaskDeviceOptions {
+            transient: TransientPoolOptions::take_from(&mut params)?,
+            ..TaskDeviceOptions::default()
+        };
+        for (key, value) in &params {
             let number = || {
                 value
                     .parse::<u64>()
@@ -45,7 +52,8 @@ impl TaskDeviceOptions {
                 "inline_ns" => options.scheduling.inline_ns = number()?,
                 _ => {
                     return Err(Error::invalid_argument(format!(
-                        "unknown local-task parameter '{key}' (known: workers, pin, spin_us, inline_ns)"
+                        "unknown local-task parameter '{key}' (known: workers, pin, spin_us, inline_ns, {})",
+                        TransientPoolOptions::PARAMETERS.join(", ")
                     )))
                 }
             }
