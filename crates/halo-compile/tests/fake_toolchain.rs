@@ -278,6 +278,17 @@ fn tuning_reports_each_failure_keeps_a_measured_variant_and_caches_it() {
     assert_eq!(report.chosen_result().unwrap().status, VariantStatus::Measured);
     // Every variant is compiled once and timed (or skipped) in each of three rounds.
     assert_eq!(events.lock().unwrap().len(), 1 + 4 * report.variants.len());
+    // Variants take turns call by call, so every measured one made the same number of calls.
+    let calls: Vec<_> = report
+        .variants
+        .iter()
+        .filter(|v| v.status == VariantStatus::Measured)
+        .map(|v| v.calls.unwrap())
+        .collect();
+    assert!(
+        calls.len() >= 2 && calls.iter().all(|&c| c == calls[0] && c >= 9),
+        "{calls:?}"
+    );
     let baseline = report.baseline_result().unwrap();
     assert_eq!(baseline.per_call_ms_rounds.len(), 3);
     let mut rounds = baseline.per_call_ms_rounds.clone();

@@ -1,8 +1,9 @@
 //! Running one compiled variant on a device: its per-call time and its outputs.
 
 use halo_hal::buffer_view_text::parse_shape_and_type;
+use halo_hal::Device;
 use halo_hal::{Error, HostTensor, NumericalType, Result, ResultExt};
-use halo_runtime::{tensor, Instance, LoadMode, Session, Value};
+use halo_runtime::{tensor, Function, LoadMode, Session, Value};
 use halo_vm::BytecodeModule;
 use std::path::Path;
 use std::sync::Arc;
@@ -16,21 +17,9 @@ pub struct Workload {
     pub function: Option<String>,
     /// The inputs; empty means inputs generated from the function's declaration.
     pub inputs: Vec<HostTensor>,
-    /// How long each variant's calls are timed in all (after a warm-up call per round).
+    /// How long each variant's calls are timed in all (after one untimed call), its calls taking
+    /// turns with the other variants'.
     pub min_time: Duration,
-}
-
-/// One variant's figures.
-#[derive(Debug, Clone)]
-pub struct Measurement {
-    /// The function that was timed.
-    pub function: String,
-    /// Median wall time of one call.
-    pub per_call: Duration,
-    /// Calls timed.
-    pub calls: usize,
-    /// The results of the last call, read back to the host.
-    pub outputs: Vec<Output>,
 }
 
 /// A result read back: a tensor, or a scalar as `iree-run-module` prints it.
@@ -42,55 +31,80 @@ pub enum Output {
     Scalar(String),
 }
 
-/// Calls are timed at least this many times, however slow.
-const MIN_CALLS: usize = 3;
+/// One variant loaded on the device with its inputs, called once, ready to be timed call by call
+/// in turn with the others (so that every variant sees the same disturbances of the machine).
+pub struct LoadedVariant {
+    session: Session,
+    function: Function,
+    name: String,
+    inputs: Vec<Value>,
+    results: Vec<Value>,
+}
 
-/// Loads `vmfb` on the workload's device and times calls of its function for `min_time`.
-///
-/// # Errors
-/// Loading, input and call failures, naming the file and the function.
-pub fn measure(instance: &Instance, vmfb: &Path, workload: &Workload, min_time: Duration) -> Result<Measurement> {
-    let mut session = Session::new(instance, &[workload.device.as_str()])?;
-    let module =
-        BytecodeModule::open(vmfb, LoadMode::Preload).with_context(|| format!("loading '{}'", vmfb.display()))?;
-    let name = match &workload.function {
-        Some(name) => name.clone(),
-        None => only_public_function(&module, vmfb)?,
-    };
-    session.load_module(Arc::new(module))?;
-    let function = session.function(&name)?;
-    let hosts = if workload.inputs.is_empty() {
-        generated_inputs(&function.declared_inputs(), function.argument_kinds().len(), &name)?
-    } else {
-        workload.inputs.clone()
-    };
-    let inputs = hosts
-        .iter()
-        .map(|host| session.tensor_input(host))
-        .collect::<Result<Vec<Value>>>()?;
-    let mut results = session.call(&function, &inputs)?;
-    let mut times = Vec::new();
-    let started = Instant::now();
-    while times.len() < MIN_CALLS || started.elapsed() < min_time {
-        let call = Instant::now();
-        results = session.call(&function, &inputs)?;
-        times.push(call.elapsed());
-    }
-    times.sort();
-    let device = session.device().as_ref();
-    let outputs = results
-        .iter()
-        .map(|value| match value {
-            Value::Ref(Some(_)) => tensor::to_host(device, value).map(Output::Tensor),
-            scalar => tensor::format_output(device, scalar, 0).map(Output::Scalar),
+impl LoadedVariant {
+    /// Loads `vmfb` in a session on `device` and makes a first, untimed call of the workload's
+    /// function (which also warms caches and pools).
+    ///
+    /// # Errors
+    /// Loading, input and call failures, naming the file and the function.
+    pub fn load(device: &Arc<dyn Device>, vmfb: &Path, workload: &Workload) -> Result<Self> {
+        let mut session = Session::with_devices(vec![device.clone()])?;
+        let module =
+            BytecodeModule::open(vmfb, LoadMode::Preload).with_context(|| format!("loading '{}'", vmfb.display()))?;
+        let name = match &workload.function {
+            Some(name) => name.clone(),
+            None => only_public_function(&module, vmfb)?,
+        };
+        session.load_module(Arc::new(module))?;
+        let function = session.function(&name)?;
+        let hosts = if workload.inputs.is_empty() {
+            generated_inputs(&function.declared_inputs(), function.argument_kinds().len(), &name)?
+        } else {
+            workload.inputs.clone()
+        };
+        let inputs = hosts
+            .iter()
+            .map(|host| session.tensor_input(host))
+            .collect::<Result<Vec<Value>>>()?;
+        let results = session.call(&function, &inputs)?;
+        Ok(LoadedVariant {
+            session,
+            function,
+            name,
+            inputs,
+            results,
         })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(Measurement {
-        function: name,
-        per_call: times[times.len() / 2],
-        calls: times.len(),
-        outputs,
-    })
+    }
+
+    /// The function being timed.
+    pub fn function_name(&self) -> &str {
+        &self.name
+    }
+
+    /// Wall time of one call.
+    ///
+    /// # Errors
+    /// The call's failure.
+    pub fn time_call(&mut self) -> Result<Duration> {
+        let started = Instant::now();
+        self.results = self.session.call(&self.function, &self.inputs)?;
+        Ok(started.elapsed())
+    }
+
+    /// The last call's results, read back to the host.
+    ///
+    /// # Errors
+    /// A result that cannot be read back.
+    pub fn outputs(&self) -> Result<Vec<Output>> {
+        let device = self.session.device().as_ref();
+        self.results
+            .iter()
+            .map(|value| match value {
+                Value::Ref(Some(_)) => tensor::to_host(device, value).map(Output::Tensor),
+                scalar => tensor::format_output(device, scalar, 0).map(Output::Scalar),
+            })
+            .collect()
+    }
 }
 
 fn only_public_function(module: &BytecodeModule, vmfb: &Path) -> Result<String> {

@@ -18,7 +18,7 @@ use crate::toolchain::Toolchain;
 use cache::{Lookup, TuneCache};
 use halo_hal::{Error, Result};
 use halo_runtime::Instance;
-use measure::{Measurement, Workload};
+use measure::Workload;
 use report::{TuneReport, VariantResult, VariantStatus};
 use space::Variant;
 use std::path::{Path, PathBuf};
@@ -175,7 +175,7 @@ pub fn tune(
         })
         .collect();
     let baseline = measure_all(request, &variants, &compiled, &mut results, progress);
-    let Some((baseline_name, baseline_run)) = baseline else {
+    let Some((baseline_name, baseline_function)) = baseline else {
         return Err(nothing_ran(&request.model, &results));
     };
     if let Some(first) = results.iter_mut().find(|r| r.name == baseline_name) {
@@ -196,7 +196,7 @@ pub fn tune(
         cpu,
         compiler_version: toolchain.version().to_string(),
         space_version: space::SPACE_VERSION,
-        function: baseline_run.function,
+        function: baseline_function,
         inputs: request.inputs_origin.clone(),
         tolerance: request.tolerance,
         baseline: baseline_name,
@@ -219,46 +219,127 @@ pub fn tune(
     })
 }
 
-/// Every variant within tolerance is timed this many times, in turn, and its median taken, so
-/// a passing disturbance of the machine spoils one round rather than one variant.
+/// The timing is split into this many rounds, each giving every variant a median, and the
+/// variant's time is the median of those: a disturbance of the machine spoils one round at most.
 const ROUNDS: u32 = 3;
 
-/// Times every compiled variant in [`ROUNDS`] rounds, checking each against the baseline (the
-/// first that runs) in the first; returns the baseline's name and run.
+/// In a round every variant is called at least this many times, however slow.
+const MIN_CALLS_PER_ROUND: usize = 3;
+
+/// Loads every compiled variant on one device, checks each one's outputs against the baseline
+/// (the first that runs), then times them call by call in turn for the workload's time, so that
+/// every variant sees the same disturbances (a machine whose speed drifts by more than the
+/// variants differ would otherwise decide the choice). All variants stay loaded meanwhile.
+/// Returns the baseline's name and function.
 fn measure_all(
     request: &TuneRequest,
     variants: &[Variant],
     compiled: &[(PathBuf, CompileResult)],
     results: &mut [VariantResult],
     progress: &(dyn Fn(TuneEvent) + Sync),
-) -> Option<(String, Measurement)> {
-    let instance = Instance::new();
-    let mut baseline: Option<(String, Measurement)> = None;
-    let round_time = request.workload.min_time / ROUNDS;
-    for round in 0..ROUNDS {
-        for ((variant, (vmfb, _)), result) in variants.iter().zip(compiled).zip(results.iter_mut()) {
-            if result.status == VariantStatus::Measured {
-                match measure::measure(&instance, vmfb, &request.workload, round_time) {
-                    Err(error) => {
-                        result.status = VariantStatus::RunFailed;
-                        result.error = Some(error.to_string());
-                    }
-                    Ok(measured) => {
-                        result.per_call_ms_rounds.push(measured.per_call.as_secs_f64() * 1e3);
-                        result.calls = Some(result.calls.unwrap_or(0) + measured.calls);
-                        if round == 0 {
-                            check_against_baseline(result, measured, &mut baseline, request.tolerance);
-                        }
-                    }
+) -> Option<(String, String)> {
+    let device = match Instance::new().create_device(&request.workload.device) {
+        Ok(device) => device,
+        Err(error) => {
+            for result in results.iter_mut().filter(|r| r.status == VariantStatus::Measured) {
+                result.status = VariantStatus::RunFailed;
+                result.error = Some(error.to_string());
+            }
+            return None;
+        }
+    };
+    let mut baseline: Option<(String, String, Vec<measure::Output>)> = None;
+    let mut running = Vec::new();
+    for (index, (vmfb, _)) in compiled.iter().enumerate() {
+        let result = &mut results[index];
+        if result.status != VariantStatus::Measured {
+            continue;
+        }
+        let loaded = measure::LoadedVariant::load(&device, vmfb, &request.workload)
+            .and_then(|loaded| loaded.outputs().map(|outputs| (loaded, outputs)));
+        match loaded {
+            Err(error) => fail(result, &error),
+            Ok((loaded, outputs)) => {
+                if check_against_baseline(
+                    result,
+                    loaded.function_name(),
+                    outputs,
+                    &mut baseline,
+                    request.tolerance,
+                ) {
+                    running.push((index, loaded));
                 }
             }
+        }
+    }
+    // Each variant gets the workload's time in all, whatever the number of variants.
+    let round_time = request.workload.min_time * running.len() as u32 / ROUNDS;
+    for _ in 0..ROUNDS {
+        let times = time_round(&mut running, results, round_time);
+        for ((index, _), times) in running.iter().zip(times) {
+            let result = &mut results[*index];
+            if result.status == VariantStatus::Measured {
+                result
+                    .per_call_ms_rounds
+                    .push(median_duration(times).as_secs_f64() * 1e3);
+            }
+        }
+        running.retain(|(index, _)| results[*index].status == VariantStatus::Measured);
+        for variant in variants {
             progress(TuneEvent::Measured { variant: variant.name });
         }
     }
     for result in results.iter_mut() {
         result.per_call_ms = median(&result.per_call_ms_rounds);
     }
-    baseline
+    baseline.map(|(name, function, _)| (name, function))
+}
+
+/// One round: every running variant is called in turn (starting one further each cycle, so no
+/// variant always follows the same one) until `round_time` has passed; returns each variant's
+/// call times. A variant whose call fails is marked and left out of later cycles.
+fn time_round(
+    running: &mut [(usize, measure::LoadedVariant)],
+    results: &mut [VariantResult],
+    round_time: Duration,
+) -> Vec<Vec<Duration>> {
+    let mut times = vec![Vec::new(); running.len()];
+    let started = Instant::now();
+    let mut cycle = 0;
+    while cycle < MIN_CALLS_PER_ROUND || started.elapsed() < round_time {
+        let mut called = false;
+        for turn in 0..running.len() {
+            let slot = (turn + cycle) % running.len();
+            let (index, loaded) = &mut running[slot];
+            let result = &mut results[*index];
+            if result.status != VariantStatus::Measured {
+                continue;
+            }
+            match loaded.time_call() {
+                Ok(time) => {
+                    times[slot].push(time);
+                    result.calls = Some(result.calls.unwrap_or(0) + 1);
+                    called = true;
+                }
+                Err(error) => fail(result, &error),
+            }
+        }
+        if !called {
+            break;
+        }
+        cycle += 1;
+    }
+    times
+}
+
+fn fail(result: &mut VariantResult, error: &Error) {
+    result.status = VariantStatus::RunFailed;
+    result.error = Some(error.to_string());
+}
+
+fn median_duration(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times.get(times.len() / 2).copied().unwrap_or_default()
 }
 
 /// A variant replaces the default choice only when it is at least this much faster: smaller
@@ -288,24 +369,28 @@ fn choose(results: &[VariantResult]) -> Option<&VariantResult> {
 }
 
 /// The first variant that runs becomes the baseline; any other is checked against its outputs.
+/// Returns whether the variant is within tolerance (and so is timed).
 fn check_against_baseline(
     result: &mut VariantResult,
-    measured: Measurement,
-    baseline: &mut Option<(String, Measurement)>,
+    function: &str,
+    outputs: Vec<measure::Output>,
+    baseline: &mut Option<(String, String, Vec<measure::Output>)>,
     tolerance: f64,
-) {
-    let Some((_, reference)) = baseline else {
-        *baseline = Some((result.name.clone(), measured));
-        return;
+) -> bool {
+    let Some((_, _, reference)) = baseline else {
+        *baseline = Some((result.name.clone(), function.to_string(), outputs));
+        return true;
     };
-    let deviation = measure::deviation(&measured.outputs, &reference.outputs);
+    let deviation = measure::deviation(&outputs, reference);
     result.deviation = deviation.is_finite().then_some(deviation);
     if deviation > tolerance {
         result.status = VariantStatus::Deviates;
         result.error = Some(format!(
             "outputs deviate from the baseline's by {deviation:.3e} (tolerance {tolerance:.1e})"
         ));
+        return false;
     }
+    true
 }
 
 fn median(values: &[f64]) -> Option<f64> {

@@ -23,8 +23,9 @@
 use crate::flag_set::{CPU_FAST, O3};
 use crate::target::{Target, TargetKind};
 
-/// Changing the space changes what a tuning result means, so cached results carry it.
-pub const SPACE_VERSION: u32 = 1;
+/// Changing the space (or how variants are timed) changes what a tuning result means, so cached
+/// results carry it. 2: variants take turns call by call instead of being timed one after another.
+pub const SPACE_VERSION: u32 = 2;
 
 /// One point of the space: a name and the optimisation flags it adds to the target's.
 #[derive(Debug, Clone, PartialEq, Eq)]
