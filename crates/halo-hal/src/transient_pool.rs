@@ -155,13 +155,9 @@ impl TransientPool {
         }
     }
 
-    /// The pool's bounds.
-    pub fn options(&self) -> TransientPoolOptions {
-        self.shared.options
-    }
-
     /// A buffer of `size` bytes as `params` asks, from a kept block of the same kind when one
-    /// fits it (the smallest such, most recently released first), else fresh from `allocator`. A reused block's bytes are whatever its last user left.
+    /// fits it (the smallest such, most recently released first), else fresh from `allocator`.
+    /// A reused block's bytes are whatever its last user left.
     ///
     /// # Errors
     /// `ResourceExhausted` past the pool's byte limit, naming the size, the bytes in use and the
@@ -219,7 +215,11 @@ impl TransientPool {
         size: u64,
     ) -> Result<Block> {
         let buffer = allocator.allocate_buffer(params, size)?;
-        self.shared.lock().stats.fresh_blocks += 1;
+        let mut state = self.shared.lock();
+        state.stats.fresh_blocks += 1;
+        // An allocator may round the size up: the block's own size is what it gives back.
+        state.stats.live_bytes = state.stats.live_bytes - size + buffer.allocation().size();
+        drop(state);
         Ok(Block {
             allocation: buffer.allocation().clone(),
             kind,
@@ -688,6 +688,40 @@ mod tests {
         assert_eq!(heap.statistics().bytes_allocated, 512);
         drop(buffer);
         assert_eq!(heap.statistics().bytes_allocated, 0);
+    }
+
+    /// An allocator that rounds every size up to a page, as device allocators do.
+    struct PageAllocator(HeapAllocator);
+
+    impl Allocator for PageAllocator {
+        fn memory_heaps(&self) -> Vec<crate::MemoryHeap> {
+            self.0.memory_heaps()
+        }
+        fn allocate_buffer(&self, params: BufferParams, size: u64) -> Result<Buffer> {
+            self.0.allocate_buffer(params, size.next_multiple_of(4096))
+        }
+        fn import_host(&self, params: BufferParams, bytes: Box<dyn crate::HostBytes>) -> Result<Buffer> {
+            self.0.import_host(params, bytes)
+        }
+        fn statistics(&self) -> crate::AllocatorStatistics {
+            self.0.statistics()
+        }
+    }
+
+    #[test]
+    fn blocks_an_allocator_rounded_up_are_counted_at_their_own_size() {
+        let (pages, pool) = (
+            PageAllocator(HeapAllocator::new()),
+            TransientPool::new(TransientPoolOptions::default()),
+        );
+        let buffer = pool.allocate(&pages, host(), 1000).unwrap();
+        assert_eq!(buffer.byte_length(), 1000);
+        assert_eq!(pool.statistics().live_bytes, 4096);
+        drop(buffer);
+        let stats = pool.statistics();
+        assert_eq!((stats.live_bytes, stats.retained_bytes), (0, 4096));
+        drop(pool.allocate(&pages, host(), 3000).unwrap());
+        assert_eq!(pool.statistics().reused_blocks, 1);
     }
 
     #[test]
