@@ -6,7 +6,8 @@
 //!   system loader);
 //! - a dispatch calls the library's function once per workgroup (`halo_cpu_executable::dispatch`),
 //!   the workgroups spread over threads by [`region`];
-//! - buffers are host memory from halo-hal's heap allocator; semaphores are host timelines;
+//! - buffers are host memory from halo-hal's heap allocator, queue allocations reused through
+//!   halo-hal's transient pool; semaphores are host timelines;
 //! - command buffers are halo-hal's validated command lists, executed by [`command_buffer`].
 #![warn(missing_docs)]
 #![deny(
@@ -21,11 +22,28 @@ pub mod sync;
 pub mod task;
 pub mod tile;
 
-use halo_hal::DriverRegistry;
+use halo_cpu_executable::executable::LocalExecutableCache;
+use halo_hal::device::query_common_i64;
+use halo_hal::transient_pool::TransientPool;
+use halo_hal::{Device, DriverRegistry, Result};
 use std::sync::Arc;
 
 /// Registers the CPU drivers (`local-sync`, `local-task`) with `registry`.
 pub fn register_drivers(registry: &mut DriverRegistry) {
     registry.register(sync::driver::DRIVER_NAME, Box::new(|| Ok(Arc::new(sync::SyncDriver))));
     registry.register(task::driver::DRIVER_NAME, Box::new(|| Ok(Arc::new(task::TaskDriver))));
+}
+
+/// The device queries both CPU devices answer: their transient pool's, then the common ones.
+fn query_i64(
+    device: &dyn Device,
+    executables: &LocalExecutableCache,
+    transient: &TransientPool,
+    category: &str,
+    key: &str,
+) -> Result<i64> {
+    match category {
+        TransientPool::QUERY_CATEGORY => transient.query_i64(key),
+        _ => query_common_i64(device, executables, category, key),
+    }
 }

@@ -278,10 +278,8 @@ fn measure_all(
         let times = time_round(&mut running, results, round_time);
         for ((index, _), times) in running.iter().zip(times) {
             let result = &mut results[*index];
-            if result.status == VariantStatus::Measured {
-                result
-                    .per_call_ms_rounds
-                    .push(median_duration(times).as_secs_f64() * 1e3);
+            if let (VariantStatus::Measured, Some(ms)) = (result.status, median(&times)) {
+                result.per_call_ms_rounds.push(ms);
             }
         }
         running.retain(|(index, _)| results[*index].status == VariantStatus::Measured);
@@ -297,12 +295,12 @@ fn measure_all(
 
 /// One round: every running variant is called in turn (starting one further each cycle, so no
 /// variant always follows the same one) until `round_time` has passed; returns each variant's
-/// call times. A variant whose call fails is marked and left out of later cycles.
+/// call times in ms. A variant whose call fails is marked and left out of later cycles.
 fn time_round(
     running: &mut [(usize, measure::LoadedVariant)],
     results: &mut [VariantResult],
     round_time: Duration,
-) -> Vec<Vec<Duration>> {
+) -> Vec<Vec<f64>> {
     let mut times = vec![Vec::new(); running.len()];
     let started = Instant::now();
     let mut cycle = 0;
@@ -317,7 +315,7 @@ fn time_round(
             }
             match loaded.time_call() {
                 Ok(time) => {
-                    times[slot].push(time);
+                    times[slot].push(time.as_secs_f64() * 1e3);
                     result.calls = Some(result.calls.unwrap_or(0) + 1);
                     called = true;
                 }
@@ -335,11 +333,6 @@ fn time_round(
 fn fail(result: &mut VariantResult, error: &Error) {
     result.status = VariantStatus::RunFailed;
     result.error = Some(error.to_string());
-}
-
-fn median_duration(mut times: Vec<Duration>) -> Duration {
-    times.sort();
-    times.get(times.len() / 2).copied().unwrap_or_default()
 }
 
 /// A variant replaces the default choice only when it is at least this much faster: smaller

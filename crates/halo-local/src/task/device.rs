@@ -4,7 +4,6 @@ use super::driver::{TaskDeviceOptions, DRIVER_NAME};
 use super::executor::{on_worker_thread, Executor};
 use super::submission::{Queue, Work};
 use halo_cpu_executable::executable::LocalExecutableCache;
-use halo_hal::device::query_common_i64;
 use halo_hal::trace::QueueTrack;
 use halo_hal::transient_pool::TransientPool;
 use halo_hal::{
@@ -70,10 +69,7 @@ impl Device for TaskDevice {
     }
 
     fn query_i64(&self, category: &str, key: &str) -> Result<i64> {
-        match category {
-            TransientPool::QUERY_CATEGORY => self.transient.query_i64(key),
-            _ => query_common_i64(self, &self.executables, category, key),
-        }
+        crate::query_i64(self, &self.executables, &self.transient, category, key)
     }
 
     fn trim(&self) -> Result<()> {
