@@ -108,6 +108,13 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         report.compiler_version,
         report.compile_time.as_secs_f64()
     )?;
+    if report.rewritten_nodes > 0 {
+        outln!(
+            "graph rewrite '{}': {} node(s) replaced before import",
+            report.graph_rewrite.name(),
+            report.rewritten_nodes
+        )?;
+    }
     outln!("flags: {}", report.flags.join(" "))
 }
 
@@ -221,5 +228,6 @@ fn run_tune(args: &CompileArgs, target: Target) -> Result<()> {
         args.output.display(),
         request.report.display()
     )?;
-    outln!("flags: {}", report.chosen_flags.join(" "))
+    outln!("flags: {}", report.chosen_flags.join(" "))?;
+    outln!("graph rewrite: {}", report.chosen_graph_rewrite)
 }

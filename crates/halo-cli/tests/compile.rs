@@ -109,7 +109,9 @@ fn tuning_keeps_a_variant_that_gives_the_recorded_answers_and_caches_it() {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.path().join("onnx_mlp.tune.json")).unwrap()).unwrap();
     let variants = report["variants"].as_array().unwrap();
+    // The model has no depthwise convolution, so `o3-keep-depthwise` would repeat `fast-o3`.
     assert_eq!(variants.len(), 10, "{report:#}");
+    assert!(variants.iter().all(|v| v["graph_rewrite"] == "none"), "{report:#}");
     assert_eq!(report["baseline"], "iree-default");
     assert_eq!(variants[0]["deviation"], 0.0);
     // iree-compile 3.13 rejects this model at O3 (see flag_set.rs): the report says so and why.
@@ -266,14 +268,23 @@ fn compiled_benchmark_models_give_onnxruntimes_answers() {
     };
     let out = tempfile::tempdir().unwrap();
     let fixtures = repo().join("fixtures/benchmark-models");
-    for (model, declaration) in [
+    // ShuffleNet's stride-1 depthwise convolutions are rewritten before import; the others have
+    // none to rewrite.
+    for (model, declaration, rewritten) in [
         (
             "squeezenet",
             "sync func @squeezenet(%input: tensor<1x3x64x64xf32>) -> (%flatten_117: tensor<1x10xf32>)",
+            None,
         ),
         (
             "encoder",
             "sync func @encoder(%tokens: tensor<1x16xi64>) -> (%layernormalization_123: tensor<1x16x32xf32>)",
+            None,
+        ),
+        (
+            "shufflenet_v2",
+            "sync func @shufflenet_v2(%input: tensor<1x3x64x64xf32>) -> (%gemm_333: tensor<1x10xf32>)",
+            Some("graph rewrite 'depthwise-as-shifts': 13 node(s) replaced before import"),
         ),
     ] {
         let vmfb = out.path().join(format!("{model}.vmfb"));
@@ -287,6 +298,11 @@ fn compiled_benchmark_models_give_onnxruntimes_answers() {
             "{model}: {}",
             String::from_utf8_lossy(&output.stderr)
         );
+        let compiled = String::from_utf8_lossy(&output.stdout);
+        match rewritten {
+            Some(line) => assert!(compiled.contains(line), "{model}: {compiled}"),
+            None => assert!(!compiled.contains("graph rewrite"), "{model}: {compiled}"),
+        }
         let input = format!("--input=@{}", fixtures.join(format!("{model}.input.npy")).display());
         let expected = format!(
             "--expected_output=@{}",

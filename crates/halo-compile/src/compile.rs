@@ -2,6 +2,7 @@
 
 use crate::declaration::{declare_functions, GraphNames};
 use crate::flag_set::FlagSet;
+use crate::graph_rewrite::{self, GraphRewrite};
 use crate::model::ModelFormat;
 use crate::target::Target;
 use crate::toolchain::Toolchain;
@@ -42,13 +43,18 @@ pub struct CompileReport {
     pub output: PathBuf,
     /// The set that compiled.
     pub flag_set: FlagSet,
+    /// The change made to the ONNX graph before import ([`GraphRewrite::None`] when the set's
+    /// rewrite found nothing to change).
+    pub graph_rewrite: GraphRewrite,
+    /// How many nodes that rewrite replaced.
+    pub rewritten_nodes: usize,
     /// Every flag given to `iree-compile` besides the input and output.
     pub flags: Vec<String>,
     /// Sets tried first and rejected, best first.
     pub rejected: Vec<RejectedCandidate>,
     /// The compiler's version.
     pub compiler_version: String,
-    /// Time spent importing an ONNX model.
+    /// Time spent rewriting and importing an ONNX model.
     pub import_time: Option<Duration>,
     /// Time spent in `iree-compile`, over every candidate tried.
     pub compile_time: Duration,
@@ -64,25 +70,37 @@ pub struct CompileReport {
 /// messages when every candidate flag set is rejected.
 pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<CompileReport> {
     let model = &request.model;
-    let prepared = PreparedModel::new(toolchain, model, &request.output)?;
-    let staged = prepared.scratch().join("compiled.vmfb");
+    // One import per graph rewrite the candidates ask for, made when the first of them is tried.
+    let mut imports: Vec<(GraphRewrite, PreparedModel)> = Vec::new();
     let started = Instant::now();
     let mut rejected = Vec::new();
     let candidates = request.flag_set.candidates(&request.target);
     for (index, set) in candidates.iter().copied().enumerate() {
+        let rewrite = set.graph_rewrite(&request.target);
+        let prepared = match imports.iter().position(|(done, _)| *done == rewrite) {
+            Some(found) => &imports[found].1,
+            None => {
+                imports.push((rewrite, PreparedModel::new(toolchain, model, &request.output, rewrite)?));
+                &imports[imports.len() - 1].1
+            }
+        };
+        let staged = prepared.scratch().join("compiled.vmfb");
         let mut flags = request.target.flags();
         flags.extend(set.optimisation_flags(&request.target));
         flags.extend(request.extra_flags.iter().cloned());
         match prepared.compile(toolchain, &flags, &staged, None) {
             Ok(()) => {
                 publish(&staged, &request.output)?;
+                let import_time = imports.iter().filter_map(|(_, p)| p.import_time).reduce(|a, b| a + b);
                 return Ok(CompileReport {
                     output: request.output.clone(),
                     flag_set: set,
                     flags,
+                    graph_rewrite: prepared.rewrite,
+                    rewritten_nodes: prepared.rewritten_nodes,
                     rejected,
                     compiler_version: toolchain.version().to_string(),
-                    import_time: prepared.import_time,
+                    import_time,
                     compile_time: started.elapsed(),
                 });
             }
@@ -113,37 +131,64 @@ pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<Compil
     Err(Error::internal("flag set with no candidates"))
 }
 
-/// A model ready for `iree-compile` (imported and declared when it was ONNX), with a scratch
-/// folder next to the output for what the compiles write; the folder goes when this drops.
+/// A model ready for `iree-compile` (rewritten, imported and declared when it was ONNX), with a
+/// scratch folder next to the output for what the compiles write; the folder goes when this drops.
 pub(crate) struct PreparedModel {
     model: PathBuf,
     input: PathBuf,
     work: tempfile::TempDir,
-    /// Time spent importing an ONNX model.
+    /// Time spent rewriting and importing an ONNX model.
     pub import_time: Option<Duration>,
+    /// The rewrite that changed the graph: [`GraphRewrite::None`] when the one asked for found
+    /// nothing to change, or the model is not ONNX.
+    pub rewrite: GraphRewrite,
+    /// How many nodes the rewrite replaced.
+    pub rewritten_nodes: usize,
 }
 
 impl PreparedModel {
-    /// Imports `model` when it is ONNX, in a scratch folder beside `output`.
-    pub fn new(toolchain: &Toolchain, model: &Path, output: &Path) -> Result<PreparedModel> {
+    /// Rewrites `model` with `rewrite` and imports it when it is ONNX, in a scratch folder
+    /// beside `output`.
+    pub fn new(toolchain: &Toolchain, model: &Path, output: &Path, rewrite: GraphRewrite) -> Result<PreparedModel> {
         let format = ModelFormat::of_file(model)?;
         let work = scratch_folder(output)?;
-        let (input, import_time) = match format {
-            ModelFormat::Onnx => {
-                let started = Instant::now();
-                let mlir = work.path().join("imported.mlir");
-                import_onnx(toolchain, model, &mlir)?;
-                declare_imported(model, &mlir)?;
-                (mlir, Some(started.elapsed()))
-            }
-            ModelFormat::MlirText | ModelFormat::MlirBytecode => (model.to_path_buf(), None),
-        };
-        Ok(PreparedModel {
+        let mut prepared = PreparedModel {
             model: model.to_path_buf(),
-            input,
+            input: model.to_path_buf(),
             work,
-            import_time,
-        })
+            import_time: None,
+            rewrite: GraphRewrite::None,
+            rewritten_nodes: 0,
+        };
+        if format == ModelFormat::Onnx {
+            let started = Instant::now();
+            let source = prepared.rewritten(rewrite)?;
+            let mlir = prepared.work.path().join("imported.mlir");
+            import_onnx(toolchain, model, &source, &mlir)?;
+            declare_imported(model, &mlir)?;
+            prepared.input = mlir;
+            prepared.import_time = Some(started.elapsed());
+        }
+        Ok(prepared)
+    }
+
+    /// The ONNX file to import: a rewritten copy in the scratch folder when `rewrite` changes
+    /// the graph, else the model itself.
+    fn rewritten(&mut self, rewrite: GraphRewrite) -> Result<PathBuf> {
+        if rewrite == GraphRewrite::None {
+            return Ok(self.model.clone());
+        }
+        let bytes = std::fs::read(&self.model)
+            .map_err(|error| Error::not_found(format!("cannot read model '{}': {error}", self.model.display())))?;
+        let Some(rewritten) = graph_rewrite::rewrite(&bytes, rewrite) else {
+            return Ok(self.model.clone());
+        };
+        let path = self.work.path().join("rewritten.onnx");
+        std::fs::write(&path, &rewritten.bytes)
+            .map_err(|error| graph_rewrite::unwritable(&self.model, &path, &error))?;
+        self.rewrite = rewrite;
+        self.rewritten_nodes = rewritten.nodes;
+        Ok(path)
     }
 
     /// The scratch folder, on the output's file system so a finished file moves by a rename.
@@ -182,10 +227,11 @@ fn scratch_folder(output: &Path) -> Result<tempfile::TempDir> {
         })
 }
 
-fn import_onnx(toolchain: &Toolchain, model: &Path, mlir: &Path) -> Result<()> {
+/// Imports ONNX file `source` (`model` itself, or its rewritten copy) into `mlir`.
+fn import_onnx(toolchain: &Toolchain, model: &Path, source: &Path, mlir: &Path) -> Result<()> {
     let importer = toolchain.onnx_importer()?;
     let mut command = Command::new(&importer);
-    command.arg(model).arg("--opset-version").arg("17").arg("-o").arg(mlir);
+    command.arg(source).arg("--opset-version").arg("17").arg("-o").arg(mlir);
     run(command, "iree-import-onnx", None).map_err(|failure| {
         Error::invalid_argument(format!(
             "iree-import-onnx rejected model '{}' ({}): {}",

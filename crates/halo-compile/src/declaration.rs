@@ -8,6 +8,7 @@
 //! (`sync func @f(%input: tensor<1x3xf32>) -> (%output0: tensor<1x10xf32>)`), with the ONNX
 //! graph's own input and output names where they are plain identifiers.
 
+use crate::onnx::ModelProto;
 use halo_hal::mlir_text::{parenthesized, top_level_end, top_level_items};
 use std::path::Path;
 
@@ -20,50 +21,21 @@ pub(crate) struct GraphNames {
     pub outputs: Vec<String>,
 }
 
-/// The fields of ONNX's `ModelProto` that carry the graph's names; the rest is skipped.
-#[derive(Clone, PartialEq, prost::Message)]
-struct OnnxModel {
-    #[prost(message, optional, tag = "7")]
-    graph: Option<OnnxGraph>,
-}
-
-#[derive(Clone, PartialEq, prost::Message)]
-struct OnnxGraph {
-    #[prost(message, repeated, tag = "5")]
-    initializer: Vec<OnnxTensorName>,
-    #[prost(message, repeated, tag = "11")]
-    input: Vec<OnnxValueName>,
-    #[prost(message, repeated, tag = "12")]
-    output: Vec<OnnxValueName>,
-}
-
-#[derive(Clone, PartialEq, prost::Message)]
-struct OnnxValueName {
-    #[prost(string, tag = "1")]
-    name: String,
-}
-
-#[derive(Clone, PartialEq, prost::Message)]
-struct OnnxTensorName {
-    #[prost(string, tag = "8")]
-    name: String,
-}
-
 impl GraphNames {
     /// The names in ONNX model `bytes`; none when it does not decode (the importer reports why).
     pub fn of_onnx(bytes: &[u8]) -> GraphNames {
-        let Some(graph) = <OnnxModel as prost::Message>::decode(bytes).ok().and_then(|m| m.graph) else {
+        let Some(graph) = <ModelProto as prost::Message>::decode(bytes).ok().and_then(|m| m.graph) else {
             return GraphNames::default();
         };
-        let weights: std::collections::HashSet<&str> = graph.initializer.iter().map(|t| t.name.as_str()).collect();
+        let weights: std::collections::HashSet<&str> = graph.initializer.iter().map(|t| t.name()).collect();
         GraphNames {
             inputs: graph
                 .input
                 .iter()
-                .filter(|value| !weights.contains(value.name.as_str()))
-                .map(|value| value.name.clone())
+                .filter(|value| !weights.contains(value.name()))
+                .map(|value| value.name().to_string())
                 .collect(),
-            outputs: graph.output.iter().map(|value| value.name.clone()).collect(),
+            outputs: graph.output.iter().map(|value| value.name().to_string()).collect(),
         }
     }
 
@@ -289,13 +261,23 @@ mod tests {
 
     #[test]
     fn graph_names_skip_initializers_and_survive_garbage() {
+        use crate::onnx::{GraphProto, TensorProto, ValueInfoProto};
         use prost::Message;
-        let model = OnnxModel {
-            graph: Some(OnnxGraph {
-                initializer: vec![OnnxTensorName { name: "w".into() }],
-                input: ["x", "w", "y"].map(|name| OnnxValueName { name: name.into() }).to_vec(),
-                output: vec![OnnxValueName { name: "z".into() }],
+        let value = |name: &str| ValueInfoProto {
+            name: Some(name.into()),
+            ..ValueInfoProto::default()
+        };
+        let model = ModelProto {
+            graph: Some(GraphProto {
+                initializer: vec![TensorProto {
+                    name: Some("w".into()),
+                    ..TensorProto::default()
+                }],
+                input: ["x", "w", "y"].map(value).to_vec(),
+                output: vec![value("z")],
+                ..GraphProto::default()
             }),
+            ..ModelProto::default()
         };
         assert_eq!(GraphNames::of_onnx(&model.encode_to_vec()), names(&["x", "y"], &["z"]));
         assert_eq!(GraphNames::of_onnx(b"\xff\xff\xff not a model"), GraphNames::default());

@@ -1,5 +1,6 @@
 //! The documented compiler flag sets, and the ranked list `halo compile` tries by default.
 
+use crate::graph_rewrite::GraphRewrite;
 use crate::target::{Target, TargetKind};
 use halo_hal::{Error, Result};
 
@@ -52,7 +53,8 @@ impl FlagSet {
         })
     }
 
-    /// The concrete sets to try, best first, without two that give `target` the same flags.
+    /// The concrete sets to try, best first, without two that give `target` the same flags and
+    /// graph rewrite.
     pub fn candidates(self, target: &Target) -> Vec<FlagSet> {
         let ranked = match self {
             FlagSet::Best => vec![FlagSet::FastO3, FlagSet::Fast, FlagSet::IreeDefault],
@@ -60,10 +62,11 @@ impl FlagSet {
         };
         let mut chosen: Vec<FlagSet> = Vec::new();
         for set in ranked {
-            if chosen
-                .iter()
-                .all(|other| other.optimisation_flags(target) != set.optimisation_flags(target))
-            {
+            let same = |other: &FlagSet| {
+                other.optimisation_flags(target) == set.optimisation_flags(target)
+                    && other.graph_rewrite(target) == set.graph_rewrite(target)
+            };
+            if !chosen.iter().any(same) {
                 chosen.push(set);
             }
         }
@@ -81,6 +84,16 @@ impl FlagSet {
             FlagSet::Best | FlagSet::FastO3 | FlagSet::Fast => vec![O3],
         };
         flags.into_iter().map(String::from).collect()
+    }
+
+    /// The change this set makes to an ONNX graph before import for `target`: on CPUs every set
+    /// but IREE's own writes depthwise convolutions as shifted sums (see [`GraphRewrite`]).
+    pub fn graph_rewrite(self, target: &Target) -> GraphRewrite {
+        match self {
+            FlagSet::IreeDefault => GraphRewrite::None,
+            _ if target.kind == TargetKind::Cpu => GraphRewrite::DepthwiseAsShifts,
+            _ => GraphRewrite::None,
+        }
     }
 }
 
@@ -113,5 +126,9 @@ mod tests {
         assert_eq!(FlagSet::Best.candidates(&cuda), [FlagSet::FastO3, FlagSet::IreeDefault]);
         assert_eq!(FlagSet::Fast.candidates(&cuda), [FlagSet::Fast]);
         assert!(FlagSet::IreeDefault.optimisation_flags(&cuda).is_empty());
+        // Only CPU sets rewrite depthwise convolutions, and never IREE's own set.
+        assert_eq!(FlagSet::Fast.graph_rewrite(&cpu), GraphRewrite::DepthwiseAsShifts);
+        assert_eq!(FlagSet::IreeDefault.graph_rewrite(&cpu), GraphRewrite::None);
+        assert_eq!(FlagSet::FastO3.graph_rewrite(&cuda), GraphRewrite::None);
     }
 }

@@ -13,6 +13,9 @@
 //! - [`FlagSet`] names a documented set of compiler flags. [`FlagSet::Best`] is a ranked list of
 //!   candidates: `iree-compile` 3.13 rejects some programs under its higher optimisation levels,
 //!   so a candidate the compiler rejects is reported and the next one is tried.
+//! - [`GraphRewrite`] names a change made to an ONNX graph before import where IREE compiles an
+//!   operator to slow code (depthwise convolutions); the CPU flag sets other than
+//!   `iree-default` apply it.
 //! - [`compile`] runs the tools, writes the output atomically (a failed compile leaves an
 //!   existing output file as it was) and returns a [`CompileReport`] saying which flags won.
 //!
@@ -28,13 +31,16 @@
 mod compile;
 mod declaration;
 mod flag_set;
+mod graph_rewrite;
 mod model;
+mod onnx;
 mod target;
 mod toolchain;
 pub mod tune;
 
 pub use compile::{compile, CompileReport, CompileRequest, RejectedCandidate};
 pub use flag_set::FlagSet;
+pub use graph_rewrite::GraphRewrite;
 pub use model::ModelFormat;
 pub use target::{Target, TargetKind};
 pub use toolchain::{Toolchain, COMPILER_PACKAGE, PINNED_COMPILER_VERSION};

@@ -1,7 +1,7 @@
 //! `compile` against stand-in tools (shell scripts), so its choices and errors are tested on
 //! machines without IREE's compiler.
 
-use halo_compile::{compile, CompileRequest, FlagSet, Target, Toolchain};
+use halo_compile::{compile, CompileRequest, FlagSet, GraphRewrite, Target, Toolchain};
 use halo_hal::StatusCode;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -127,6 +127,35 @@ fn onnx_models_go_through_the_importer_next_to_the_compiler() {
     assert!(report.import_time.is_some());
     assert!(report.rejected.is_empty());
     assert_eq!(std::fs::read_to_string(&output).unwrap(), "compiled imported.mlir\n");
+}
+
+#[test]
+fn cpu_sets_import_a_rewritten_graph_once_and_irees_own_set_the_model_as_given() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let toolchain = refusing_o3(dir.path());
+    let log = dir.path().join("imports.log");
+    script(
+        dir.path(),
+        "iree-import-onnx",
+        &format!(r#"basename "$1" >> '{}'; echo "module {{}}" > "$5""#, log.display()),
+    );
+    // The test-scale ShuffleNet: 13 stride-1 depthwise convolutions.
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/benchmark-models/shufflenet_v2.onnx");
+    let output = dir.path().join("net.vmfb");
+    // O3 is refused, so `fast` compiles: from the same rewritten import.
+    let report = compile(&toolchain, &request(model.clone(), output.clone(), FlagSet::Best)).unwrap();
+    assert_eq!(report.flag_set, FlagSet::Fast);
+    assert_eq!(report.graph_rewrite, GraphRewrite::DepthwiseAsShifts);
+    assert_eq!(report.rewritten_nodes, 13);
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "rewritten.onnx\n");
+    let report = compile(&toolchain, &request(model, output, FlagSet::IreeDefault)).unwrap();
+    assert_eq!((report.graph_rewrite, report.rewritten_nodes), (GraphRewrite::None, 0));
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "rewritten.onnx\nshufflenet_v2.onnx\n"
+    );
+    assert!(leftovers(dir.path()).is_empty());
 }
 
 #[test]

@@ -44,6 +44,8 @@ pub fn compile<'py>(
     summary.set_item("output", report.output)?;
     summary.set_item("flag_set", report.flag_set.name())?;
     summary.set_item("flags", report.flags)?;
+    summary.set_item("graph_rewrite", report.graph_rewrite.name())?;
+    summary.set_item("rewritten_nodes", report.rewritten_nodes)?;
     let rejected: Vec<(&str, String)> = report
         .rejected
         .into_iter()

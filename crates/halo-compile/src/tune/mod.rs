@@ -13,6 +13,7 @@ pub mod report;
 pub mod space;
 
 use crate::compile::{publish, PreparedModel};
+use crate::graph_rewrite::GraphRewrite;
 use crate::target::Target;
 use crate::toolchain::Toolchain;
 use cache::{Lookup, TuneCache};
@@ -149,19 +150,27 @@ pub fn tune(
             Lookup::Miss => {}
         }
     }
-    let prepared = PreparedModel::new(toolchain, &request.model, &request.output)?;
-    let variants = space::variants(&request.target);
+    let mut imports: Vec<(GraphRewrite, PreparedModel)> = Vec::new();
+    for variant in space::variants(&request.target) {
+        if !imports.iter().any(|(rewrite, _)| *rewrite == variant.graph_rewrite) {
+            let prepared = PreparedModel::new(toolchain, &request.model, &request.output, variant.graph_rewrite)?;
+            imports.push((variant.graph_rewrite, prepared));
+        }
+    }
+    let imports = Imports(imports);
+    let variants = imports.distinct(space::variants(&request.target));
     progress(TuneEvent::Started {
         variants: variants.len(),
         rounds: ROUNDS,
     });
-    let compiled = compile_all(toolchain, request, &prepared, &variants, progress);
+    let compiled = compile_all(toolchain, request, &imports, &variants, progress);
     let mut results: Vec<VariantResult> = variants
         .iter()
         .zip(&compiled)
         .map(|(variant, (_, compile))| VariantResult {
             name: variant.name.to_string(),
             flags: variant.flags.clone(),
+            graph_rewrite: variant.graph_rewrite.name().to_string(),
             status: compile
                 .failure
                 .as_ref()
@@ -183,7 +192,7 @@ pub fn tune(
     }
     let chosen = choose(&results).map_or_else(|| baseline_name.clone(), |r| r.name.clone());
     let chosen_index = variants.iter().position(|v| v.name == chosen).unwrap_or(0);
-    let chosen_vmfb = variant_path(&prepared, &variants[chosen_index]);
+    let chosen_vmfb = imports.variant_path(&variants[chosen_index]);
     let mut chosen_flags = target_flags.clone();
     chosen_flags.extend(variants[chosen_index].flags.iter().cloned());
     chosen_flags.extend(request.extra_flags.iter().cloned());
@@ -202,6 +211,7 @@ pub fn tune(
         baseline: baseline_name,
         chosen,
         chosen_flags,
+        chosen_graph_rewrite: variants[chosen_index].graph_rewrite.name().to_string(),
         vmfb_sha256: cache::sha256_of_file(&chosen_vmfb)?,
         variants: results,
     };
@@ -398,15 +408,45 @@ struct CompileResult {
     failure: Option<(VariantStatus, String)>,
 }
 
-fn variant_path(prepared: &PreparedModel, variant: &Variant) -> PathBuf {
-    prepared.scratch().join(format!("{}.vmfb", variant.name))
+/// The model imported once for each graph rewrite of the space.
+struct Imports(Vec<(GraphRewrite, PreparedModel)>);
+
+impl Imports {
+    /// The import made for `variant`'s rewrite.
+    fn of(&self, variant: &Variant) -> &PreparedModel {
+        let found = self.0.iter().find(|(rewrite, _)| *rewrite == variant.graph_rewrite);
+        &found.unwrap_or(&self.0[0]).1
+    }
+
+    /// Where `variant`'s `.vmfb` is written (in the first import's scratch folder).
+    fn variant_path(&self, variant: &Variant) -> PathBuf {
+        self.0[0].1.scratch().join(format!("{}.vmfb", variant.name))
+    }
+
+    /// `space` without the variants that would compile what an earlier one does: same flags,
+    /// and a rewrite that changed the graph no more than the earlier one's (a model without
+    /// depthwise convolutions is the same with and without their rewrite). Each kept variant
+    /// names the rewrite that really happened.
+    fn distinct(&self, space: Vec<Variant>) -> Vec<Variant> {
+        let mut kept: Vec<Variant> = Vec::new();
+        for mut variant in space {
+            variant.graph_rewrite = self.of(&variant).rewrite;
+            if !kept
+                .iter()
+                .any(|k| (&k.flags, k.graph_rewrite) == (&variant.flags, variant.graph_rewrite))
+            {
+                kept.push(variant);
+            }
+        }
+        kept
+    }
 }
 
 /// Compiles every variant, `request.jobs` at a time; each result is in the space's order.
 fn compile_all(
     toolchain: &Toolchain,
     request: &TuneRequest,
-    prepared: &PreparedModel,
+    imports: &Imports,
     variants: &[Variant],
     progress: &(dyn Fn(TuneEvent) + Sync),
 ) -> Vec<(PathBuf, CompileResult)> {
@@ -422,10 +462,10 @@ fn compile_all(
                 flags.extend(variant.flags.iter().cloned());
                 flags.extend(request.extra_flags.iter().cloned());
                 let started = Instant::now();
-                let outcome = prepared.compile(
+                let outcome = imports.of(variant).compile(
                     toolchain,
                     &flags,
-                    &variant_path(prepared, variant),
+                    &imports.variant_path(variant),
                     Some(request.compile_time_limit),
                 );
                 let failure = outcome.err().map(|failure| {
@@ -456,7 +496,7 @@ fn compile_all(
                 seconds: 0.0,
                 failure: Some((VariantStatus::CompileFailed, "the compile did not report".into())),
             });
-            (variant_path(prepared, variant), result)
+            (imports.variant_path(variant), result)
         })
         .collect()
 }
@@ -517,6 +557,7 @@ mod tests {
         VariantResult {
             name: name.into(),
             flags: Vec::new(),
+            graph_rewrite: "none".into(),
             status,
             compile_seconds: 1.0,
             per_call_ms: ms,

@@ -34,6 +34,10 @@ pub struct TuneReport {
     pub chosen: String,
     /// Every `iree-compile` flag of the chosen variant.
     pub chosen_flags: Vec<String>,
+    /// The change the chosen variant made to the ONNX graph before import (`none`,
+    /// `depthwise-as-shifts`).
+    #[serde(default)]
+    pub chosen_graph_rewrite: String,
     /// The SHA-256 of the chosen `.vmfb`.
     pub vmfb_sha256: String,
     /// Every variant, in the order of the space.
@@ -47,6 +51,9 @@ pub struct VariantResult {
     pub name: String,
     /// Its optimisation flags (without the target's).
     pub flags: Vec<String>,
+    /// The change it made to the ONNX graph before import.
+    #[serde(default)]
+    pub graph_rewrite: String,
     /// What happened to it.
     pub status: VariantStatus,
     /// Seconds `iree-compile` took.
@@ -135,10 +142,12 @@ pub(crate) mod tests {
             baseline: "iree-default".into(),
             chosen: "fast".into(),
             chosen_flags: vec!["--iree-opt-data-tiling".into()],
+            chosen_graph_rewrite: "depthwise-as-shifts".into(),
             vmfb_sha256: String::new(),
             variants: vec![VariantResult {
                 name: "fast".into(),
                 flags: vec!["--iree-opt-data-tiling".into()],
+                graph_rewrite: "depthwise-as-shifts".into(),
                 status: VariantStatus::Measured,
                 compile_seconds: 1.5,
                 per_call_ms: Some(2.0),

@@ -4,7 +4,7 @@
 //!
 //! | variant | flags |
 //! | --- | --- |
-//! | `iree-default` | none: IREE's deployment-guide compile, the baseline every other variant's outputs are checked against |
+//! | `iree-default` | none, and the ONNX graph as given: IREE's deployment-guide compile, the baseline every other variant's outputs are checked against |
 //! | `fast` | data tiling, every microkernel, convolutions as im2col + matmul |
 //! | `fast-o3` | `--iree-opt-level=O3` and `fast` (what `halo compile` picks without `--tune`) |
 //! | `o3-no-im2col` | `fast-o3` without im2col (depthwise and small convolutions can lose by it) |
@@ -13,6 +13,11 @@
 //! | `o3-aggressive-fusion` | `fast-o3` and `--iree-dispatch-creation-enable-aggressive-fusion` |
 //! | `o3-reassociate` | `fast-o3` and `--iree-llvmcpu-reassociate-fp-reductions` (reductions reordered; the tolerance check decides if that is acceptable) |
 //! | `o3-distribution-32`, `o3-distribution-128` | `fast-o3` with the workgroup distribution tile size `--iree-llvmcpu-distribution-size` at 32 and 128 (more or fewer, smaller or larger workgroups) |
+//! | `o3-keep-depthwise` | `fast-o3` with depthwise convolutions left as ONNX `Conv` |
+//!
+//! Every CPU variant but `iree-default` and `o3-keep-depthwise` compiles the ONNX graph with
+//! its stride-1 depthwise convolutions written as shifted sums ([`GraphRewrite`]). A variant
+//! whose rewrite finds nothing to change in the model, and so would repeat another, is left out.
 //!
 //! GPUs (Vulkan, CUDA, HIP): `iree-default`, `o3` and `o3-aggressive-fusion`.
 //!
@@ -21,11 +26,13 @@
 //! faster: closer timings are within the noise of a shared machine.
 
 use crate::flag_set::{CPU_FAST, O3};
+use crate::graph_rewrite::GraphRewrite;
 use crate::target::{Target, TargetKind};
 
 /// Changing the space (or how variants are timed) changes what a tuning result means, so cached
 /// results carry it. 2: variants take turns call by call instead of being timed one after another.
-pub const SPACE_VERSION: u32 = 2;
+/// 3: ONNX graphs rewritten (depthwise convolutions), and `o3-keep-depthwise`.
+pub const SPACE_VERSION: u32 = 3;
 
 /// One point of the space: a name and the optimisation flags it adds to the target's.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +41,8 @@ pub struct Variant {
     pub name: &'static str,
     /// The optimisation flags, without the target's.
     pub flags: Vec<String>,
+    /// The change made to an ONNX graph before import.
+    pub graph_rewrite: GraphRewrite,
 }
 
 const AGGRESSIVE_FUSION: &str = "--iree-dispatch-creation-enable-aggressive-fusion";
@@ -62,12 +71,27 @@ pub fn variants(target: &Target) -> Vec<Variant> {
             ("o3-aggressive-fusion", vec![O3, AGGRESSIVE_FUSION]),
         ],
     };
-    sets.into_iter()
+    let cpu = target.kind == TargetKind::Cpu;
+    let mut space: Vec<Variant> = sets
+        .into_iter()
         .map(|(name, flags)| Variant {
             name,
             flags: flags.into_iter().map(String::from).collect(),
+            graph_rewrite: if cpu && name != "iree-default" {
+                GraphRewrite::DepthwiseAsShifts
+            } else {
+                GraphRewrite::None
+            },
         })
-        .collect()
+        .collect();
+    if cpu {
+        space.push(Variant {
+            name: "o3-keep-depthwise",
+            flags: fast_o3.iter().map(|flag| flag.to_string()).collect(),
+            graph_rewrite: GraphRewrite::None,
+        });
+    }
+    space
 }
 
 #[cfg(test)]
@@ -84,7 +108,12 @@ mod tests {
             for (i, a) in space.iter().enumerate() {
                 for b in &space[i + 1..] {
                     assert_ne!(a.name, b.name);
-                    assert_ne!(a.flags, b.flags, "{} and {}", a.name, b.name);
+                    assert!(
+                        (&a.flags, a.graph_rewrite) != (&b.flags, b.graph_rewrite),
+                        "{} and {}",
+                        a.name,
+                        b.name
+                    );
                 }
             }
         }
@@ -92,6 +121,12 @@ mod tests {
         let no_im2col = cpu.iter().find(|v| v.name == "o3-no-im2col").unwrap();
         assert!(no_im2col.flags.contains(&O3.to_string()));
         assert!(!no_im2col.flags.iter().any(|f| f.contains("im2col")));
-        assert_eq!(cpu.len(), 10);
+        assert_eq!(cpu.len(), 11);
+        let rewriting = |name: &str| cpu.iter().find(|v| v.name == name).unwrap().graph_rewrite;
+        assert_eq!(rewriting("iree-default"), GraphRewrite::None);
+        assert_eq!(rewriting("fast-o3"), GraphRewrite::DepthwiseAsShifts);
+        assert_eq!(rewriting("o3-keep-depthwise"), GraphRewrite::None);
+        let gpu = variants(&Target::for_device("vulkan", None).unwrap());
+        assert!(gpu.iter().all(|v| v.graph_rewrite == GraphRewrite::None));
     }
 }
