@@ -97,6 +97,7 @@ pub fn run(registry: &DriverRegistry, args: &BenchmarkArgs) -> Result<()> {
             real_time_ns: per_dispatch(wall),
             cpu_time_ns: per_dispatch(cpu),
             items_per_second: Some(dispatches as f64 * workgroups_per_dispatch / wall.as_secs_f64()),
+            worker_time: None,
             repetition: (repetition, args.benchmark.repetitions),
         });
     }

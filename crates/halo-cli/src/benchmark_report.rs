@@ -17,8 +17,19 @@ pub struct BenchmarkRun {
     pub cpu_time_ns: f64,
     /// Items processed per second of wall time, if counted.
     pub items_per_second: Option<f64>,
+    /// Worker time per iteration, on devices with a worker pool that counts it.
+    pub worker_time: Option<WorkerTime>,
     /// Repetition index and count.
     pub repetition: (u32, u32),
+}
+
+/// How a device's workers spent an iteration, summed over workers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WorkerTime {
+    /// Nanoseconds running workgroups.
+    pub busy_ns: f64,
+    /// Nanoseconds not running workgroups: workers × wall time − busy time.
+    pub idle_ns: f64,
 }
 
 /// Google Benchmark's flags, shared by the benchmark commands.
@@ -140,6 +151,7 @@ fn rows(runs: &[BenchmarkRun]) -> Vec<Row> {
     let column = |f: fn(&BenchmarkRun) -> f64| runs.iter().map(f).collect::<Vec<_>>();
     let (real, cpu) = (column(|r| r.real_time_ns), column(|r| r.cpu_time_ns));
     let items: Option<Vec<f64>> = runs.iter().map(|r| r.items_per_second).collect();
+    let workers: Option<Vec<WorkerTime>> = runs.iter().map(|r| r.worker_time).collect();
     for aggregate in Aggregate::ALL {
         rows.push(Row {
             run: BenchmarkRun {
@@ -148,6 +160,10 @@ fn rows(runs: &[BenchmarkRun]) -> Vec<Row> {
                 real_time_ns: aggregate.of(&real),
                 cpu_time_ns: aggregate.of(&cpu),
                 items_per_second: items.as_deref().map(|items| aggregate.of(items)),
+                worker_time: workers.as_deref().map(|times| WorkerTime {
+                    busy_ns: aggregate.of(&times.iter().map(|t| t.busy_ns).collect::<Vec<_>>()),
+                    idle_ns: aggregate.of(&times.iter().map(|t| t.idle_ns).collect::<Vec<_>>()),
+                }),
                 repetition: runs[0].repetition,
             },
             aggregate: Some(aggregate),
@@ -180,13 +196,21 @@ fn print_console(rows: &[Row]) -> Result<()> {
     for row in rows {
         let Row { run, aggregate } = row;
         let percent = *aggregate == Some(Aggregate::Cv);
-        let counters = run
+        let mut counters = run
             .items_per_second
             .map(|v| match percent {
                 true => format!(" items_per_second={:.2}%", v * 100.0),
                 false => format!(" items_per_second={}/s", human(v)),
             })
             .unwrap_or_default();
+        if let Some(workers) = run.worker_time {
+            for (name, ns) in [("worker_busy", workers.busy_ns), ("worker_idle", workers.idle_ns)] {
+                counters += &match percent {
+                    true => format!(" {name}={:.2}%", ns * 100.0),
+                    false => format!(" {name}={:.3}ms", ns / 1e6),
+                };
+            }
+        }
         let shown = |ns: f64| match percent {
             true => format!("{:.2} %", ns * 100.0),
             false => time(ns),
@@ -252,6 +276,10 @@ fn to_json(rows: &[Row]) -> serde_json::Value {
             if let Some(items) = run.items_per_second {
                 entry["items_per_second"] = json!(items);
             }
+            if let Some(workers) = run.worker_time {
+                entry["worker_busy_ns"] = json!(workers.busy_ns);
+                entry["worker_idle_ns"] = json!(workers.idle_ns);
+            }
             entry
         })
         .collect();
@@ -278,12 +306,20 @@ mod tests {
             real_time_ns: 12.5,
             cpu_time_ns: 11.0,
             items_per_second: Some(8e7),
+            worker_time: Some(WorkerTime {
+                busy_ns: 20.0,
+                idle_ns: 5.0,
+            }),
             repetition: (0, 1),
         };
         let value = to_json(&rows(&[run]));
         let entry = &value["benchmarks"][0];
         assert_eq!(entry["real_time"], 12.5);
         assert_eq!(entry["time_unit"], "ns");
+        assert_eq!(
+            (entry["worker_busy_ns"].as_f64(), entry["worker_idle_ns"].as_f64()),
+            (Some(20.0), Some(5.0))
+        );
         assert_eq!(entry["run_type"], "iteration");
         assert_eq!(value["benchmarks"].as_array().map(Vec::len), Some(1));
         assert_eq!(time(104.2), "104 ns");
@@ -301,6 +337,10 @@ mod tests {
             real_time_ns: real,
             cpu_time_ns: real,
             items_per_second: Some(1e9 / real),
+            worker_time: Some(WorkerTime {
+                busy_ns: real,
+                idle_ns: 1.0,
+            }),
             repetition: (rep, 3),
         };
         let value = to_json(&rows(&[run(0, 10.0), run(1, 30.0), run(2, 14.0)]));
@@ -322,5 +362,7 @@ mod tests {
         assert_eq!(rows[6]["aggregate_unit"], "percentage");
         assert_eq!(rows[6]["run_name"], "BM_f/process_time/real_time");
         assert_eq!(rows[4]["iterations"], 3);
+        assert_eq!(rows[4]["worker_busy_ns"], 14.0);
+        assert_eq!(rows[3]["worker_idle_ns"], 1.0);
     }
 }

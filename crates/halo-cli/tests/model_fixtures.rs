@@ -204,3 +204,32 @@ fn benchmark_module_reports_one_run_per_repetition() {
         assert!(run["real_time"].as_f64().unwrap() > 0.0);
     }
 }
+
+#[test]
+fn benchmark_module_reports_worker_time_on_local_task_only() {
+    let run = |device: &str| {
+        let out = halo(&[
+            "benchmark-module",
+            device,
+            "--module=cnn.vmfb",
+            "--flagfile=cnn.basic.flags",
+            "--benchmark_min_time=20x",
+            "--benchmark_format=json",
+        ]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let json: serde_json::Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+        json["benchmarks"][0].clone()
+    };
+    let task = run("--device=local-task");
+    let busy = task["worker_busy_ns"].as_f64().expect("local-task counts busy time");
+    let idle = task["worker_idle_ns"].as_f64().expect("and idle time");
+    let wall = task["real_time"].as_f64().unwrap();
+    // The workers ran the convolution's workgroups, for no more than their whole time (the last
+    // job of a call may be counted a little late, in the next call).
+    assert!(busy > 0.0, "{task}");
+    assert!(idle > -0.05 * busy, "{task}");
+    assert!(busy + idle >= wall * 0.99, "at least one worker: {task}");
+    let sync = run("--device=local-sync");
+    assert!(sync.get("worker_busy_ns").is_none(), "{sync}");
+}

@@ -22,8 +22,8 @@ use std::collections::{HashMap, HashSet};
 pub enum GraphRewrite {
     /// The graph as given.
     None,
-    /// Stride-1 depthwise convolutions become sums of per-channel-scaled shifted slices of their
-    /// padded input.
+    /// Stride-1 depthwise convolutions with filters up to 3×3 become sums of per-channel-scaled
+    /// shifted slices of their padded input.
     DepthwiseAsShifts,
 }
 
@@ -88,6 +88,10 @@ fn has_external_data(model: &ModelProto) -> bool {
         .any(|tensor| tensor.data_location == Some(EXTERNAL_DATA))
 }
 
+/// The largest filter side rewritten: 3×3 is what was measured, and larger filters make many
+/// more operands than IREE fuses into one dispatch (it splits above 16).
+const MAX_KERNEL_SIDE: i64 = 3;
+
 /// A depthwise convolution the rewrite can replace.
 struct Depthwise<'a> {
     input: &'a str,
@@ -129,6 +133,8 @@ impl<'a> Depthwise<'a> {
             Some(_) => return None,
         };
         let plain = channels > 1
+            && (1..=MAX_KERNEL_SIDE).contains(&height)
+            && (1..=MAX_KERNEL_SIDE).contains(&width)
             && int("group") == Some(channels)
             && all_ones(ints("strides"))
             && all_ones(ints("dilations"))
@@ -499,6 +505,14 @@ mod tests {
         let unchanged = [
             ("strided", with(ints("strides", &[2, 2]))),
             ("dilated", with(ints("dilations", &[2, 2]))),
+            (
+                "5x5",
+                model(
+                    vec![conv(&["x", "w"], "y", vec![int("group", 4)])],
+                    vec![weight("w", &[4, 1, 5, 5])],
+                    17,
+                ),
+            ),
             ("grouped but not depthwise", with(int("group", 2))),
             (
                 "same-padded",

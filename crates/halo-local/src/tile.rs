@@ -14,6 +14,8 @@ pub struct WorkerContext {
     /// How many threads may run workgroups of one dispatch at once (the ABI's `max_concurrency`).
     pub max_concurrency: u8,
     scratch: Vec<u8>,
+    /// Nanoseconds spent running workgroups since [`WorkerContext::take_busy_ns`] last ran.
+    busy_ns: u64,
 }
 
 impl WorkerContext {
@@ -23,7 +25,18 @@ impl WorkerContext {
             processor_id,
             max_concurrency,
             scratch: Vec::new(),
+            busy_ns: 0,
         }
+    }
+
+    /// Counts `ns` more nanoseconds of running workgroups.
+    pub fn add_busy_ns(&mut self, ns: u64) {
+        self.busy_ns = self.busy_ns.saturating_add(ns);
+    }
+
+    /// The nanoseconds counted since the last call, which resets the count.
+    pub fn take_busy_ns(&mut self) -> u64 {
+        std::mem::take(&mut self.busy_ns)
     }
 
     /// Zeroed-on-first-use scratch memory of at least `bytes` bytes, reused across tiles.

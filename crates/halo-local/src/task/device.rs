@@ -13,6 +13,11 @@ use halo_hal::{
 use std::any::Any;
 use std::sync::Arc;
 
+/// The device query category of the worker pool: `count` (workers) and `busy_ns` (nanoseconds
+/// the workers have spent running workgroups, summed over workers, since the device started;
+/// what they spent otherwise, waiting or scheduling, is their idle time).
+pub const WORKERS_QUERY_CATEGORY: &str = "halo.workers";
+
 /// A device whose work runs on a pool of worker threads.
 ///
 /// Dropping it cancels submissions still waiting on their fences (their signal semaphores fail
@@ -69,7 +74,14 @@ impl Device for TaskDevice {
     }
 
     fn query_i64(&self, category: &str, key: &str) -> Result<i64> {
-        crate::query_i64(self, &self.executables, &self.transient, category, key)
+        match (category, key) {
+            (WORKERS_QUERY_CATEGORY, "count") => Ok(self.worker_count() as i64),
+            (WORKERS_QUERY_CATEGORY, "busy_ns") => Ok(i64::try_from(self.queue.executor.busy_ns()).unwrap_or(i64::MAX)),
+            (WORKERS_QUERY_CATEGORY, _) => Err(halo_hal::Error::not_found(format!(
+                "device query '{category}/{key}': the keys of '{category}' are count and busy_ns"
+            ))),
+            _ => crate::query_i64(self, &self.executables, &self.transient, category, key),
+        }
     }
 
     fn trim(&self) -> Result<()> {

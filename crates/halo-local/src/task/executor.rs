@@ -164,6 +164,8 @@ struct Shared {
     wake: Condvar,
     shutdown: AtomicBool,
     spin: Duration,
+    /// Time workers spent running workgroups; see [`Executor::busy_ns`].
+    busy_ns: AtomicU64,
 }
 
 impl Shared {
@@ -217,6 +219,7 @@ impl Executor {
             wake: Condvar::new(),
             shutdown: AtomicBool::new(false),
             spin: options.spin,
+            busy_ns: AtomicU64::new(0),
         });
         let cores = if options.pin_workers {
             core_affinity::get_core_ids().unwrap_or_default()
@@ -248,6 +251,12 @@ impl Executor {
     /// Number of worker threads.
     pub fn worker_count(&self) -> usize {
         self.worker_count
+    }
+
+    /// Nanoseconds the workers have spent running workgroups, summed over workers, since they
+    /// started (a job's time is added when the worker leaves it).
+    pub fn busy_ns(&self) -> u64 {
+        self.shared.busy_ns.load(Ordering::Relaxed)
     }
 
     /// Makes `job` available to every worker.
@@ -292,6 +301,7 @@ fn worker_loop(shared: &Shared, processor_id: u32, max_concurrency: u8) {
     loop {
         if let Some(job) = shared.next_job() {
             job.run_chunks(&mut context);
+            shared.busy_ns.fetch_add(context.take_busy_ns(), Ordering::Relaxed);
             continue;
         }
         if shared.shutdown.load(Ordering::Acquire) {

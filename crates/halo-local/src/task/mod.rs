@@ -14,5 +14,5 @@ pub mod driver;
 pub mod executor;
 pub mod submission;
 
-pub use device::TaskDevice;
+pub use device::{TaskDevice, WORKERS_QUERY_CATEGORY};
 pub use driver::TaskDriver;
