@@ -5,7 +5,7 @@ use clap::Args;
 use halo_compile::tune::cache::TuneCache;
 use halo_compile::tune::measure::Workload;
 use halo_compile::tune::{self, positive_seconds, TuneEvent, TuneRequest};
-use halo_compile::{compile, CompileRequest, FlagSet, ModelFormat, Target, Toolchain};
+use halo_compile::{compile, CompileRequest, FlagSet, GraphRewrite, ModelFormat, Target, Toolchain};
 use halo_hal::{Error, Result, ResultExt};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
@@ -29,6 +29,10 @@ pub struct CompileArgs {
     /// first the compiler accepts), or one of those.
     #[arg(long = "flag-set", visible_alias = "flag_set", default_value = "best")]
     pub flag_set: String,
+    /// The change made to an ONNX graph before import: `depthwise-as-shifts` (what every CPU flag
+    /// set but `iree-default` does) or `none`; default: the flag set's.
+    #[arg(long = "graph-rewrite", visible_alias = "graph_rewrite", conflicts_with = "tune")]
+    pub graph_rewrite: Option<String>,
     /// The `iree-compile` to use; without it `HALO_IREE_COMPILE`, then `PATH`.
     #[arg(long = "iree-compile", visible_alias = "iree_compile")]
     pub iree_compile: Option<PathBuf>,
@@ -74,6 +78,7 @@ pub struct CompileArgs {
 /// Compiles the model and says which flags it took.
 pub fn run(args: &CompileArgs) -> Result<()> {
     let flag_set = FlagSet::from_name(&args.flag_set)?;
+    let graph_rewrite = args.graph_rewrite.as_deref().map(GraphRewrite::from_name).transpose()?;
     let target = Target::for_device(&args.device, args.target_chip.as_deref())?;
     // The model is checked before the compiler is looked for, so its errors do not depend on one.
     ModelFormat::of_file(&args.model)?;
@@ -87,6 +92,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         target,
         flag_set,
         extra_flags: args.compiler_flags.clone(),
+        graph_rewrite,
     };
     let report = compile(&toolchain, &request)?;
     for rejected in &report.rejected {

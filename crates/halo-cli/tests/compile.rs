@@ -231,10 +231,14 @@ fn bad_settings_end_in_errors_that_name_them() {
     let model = repo().join("fixtures/models/onnx_mlp.onnx");
     let model = model.to_str().unwrap();
     let nowhere = Path::new("/nonexistent/iree-compile");
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 6] = [
         (
             &["compile", model, "-o", out, "--iree-compile=/nonexistent/iree-compile"],
             "given by --iree-compile",
+        ),
+        (
+            &["compile", model, "-o", out, "--graph-rewrite=fuse-everything"],
+            "unknown graph rewrite 'fuse-everything'",
         ),
         (
             &["compile", model, "-o", out, "--flag-set=turbo"],
@@ -268,7 +272,7 @@ fn compiled_benchmark_models_give_onnxruntimes_answers() {
     };
     let out = tempfile::tempdir().unwrap();
     let fixtures = repo().join("fixtures/benchmark-models");
-    // ShuffleNet's stride-1 depthwise convolutions are rewritten before import; the others have
+    // ShuffleNet's depthwise convolutions are rewritten before import; the others have
     // none to rewrite.
     for (model, declaration, rewritten) in [
         (
@@ -284,7 +288,7 @@ fn compiled_benchmark_models_give_onnxruntimes_answers() {
         (
             "shufflenet_v2",
             "sync func @shufflenet_v2(%input: tensor<1x3x64x64xf32>) -> (%gemm_333: tensor<1x10xf32>)",
-            Some("graph rewrite 'depthwise-as-shifts': 13 node(s) replaced before import"),
+            Some("graph rewrite 'depthwise-as-shifts': 19 node(s) replaced before import"),
         ),
     ] {
         let vmfb = out.path().join(format!("{model}.vmfb"));

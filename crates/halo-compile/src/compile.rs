@@ -25,6 +25,9 @@ pub struct CompileRequest {
     pub flag_set: FlagSet,
     /// More `iree-compile` flags, appended after the set's (so they win where they conflict).
     pub extra_flags: Vec<String>,
+    /// The change made to an ONNX graph before import, instead of each flag set's own
+    /// ([`FlagSet::graph_rewrite`]).
+    pub graph_rewrite: Option<GraphRewrite>,
 }
 
 /// A flag set the compiler rejected before another was accepted.
@@ -76,7 +79,9 @@ pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<Compil
     let mut rejected = Vec::new();
     let candidates = request.flag_set.candidates(&request.target);
     for (index, set) in candidates.iter().copied().enumerate() {
-        let rewrite = set.graph_rewrite(&request.target);
+        let rewrite = request
+            .graph_rewrite
+            .unwrap_or_else(|| set.graph_rewrite(&request.target));
         let prepared = match imports.iter().position(|(done, _)| *done == rewrite) {
             Some(found) => &imports[found].1,
             None => {

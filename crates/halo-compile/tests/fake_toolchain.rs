@@ -49,6 +49,7 @@ fn request(model: PathBuf, output: PathBuf, flag_set: FlagSet) -> CompileRequest
         target: Target::for_device("local-task", Some("x86-64-v2")).unwrap(),
         flag_set,
         extra_flags: vec!["--iree-extra".into()],
+        graph_rewrite: None,
     }
 }
 
@@ -140,20 +141,32 @@ fn cpu_sets_import_a_rewritten_graph_once_and_irees_own_set_the_model_as_given()
         "iree-import-onnx",
         &format!(r#"basename "$1" >> '{}'; echo "module {{}}" > "$5""#, log.display()),
     );
-    // The test-scale ShuffleNet: 13 stride-1 depthwise convolutions.
+    // The test-scale ShuffleNet: 19 depthwise convolutions, 13 of stride 1 and 6 of stride 2.
     let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/benchmark-models/shufflenet_v2.onnx");
     let output = dir.path().join("net.vmfb");
     // O3 is refused, so `fast` compiles: from the same rewritten import.
     let report = compile(&toolchain, &request(model.clone(), output.clone(), FlagSet::Best)).unwrap();
     assert_eq!(report.flag_set, FlagSet::Fast);
     assert_eq!(report.graph_rewrite, GraphRewrite::DepthwiseAsShifts);
-    assert_eq!(report.rewritten_nodes, 13);
+    assert_eq!(report.rewritten_nodes, 19);
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "rewritten.onnx\n");
-    let report = compile(&toolchain, &request(model, output, FlagSet::IreeDefault)).unwrap();
+    let report = compile(
+        &toolchain,
+        &request(model.clone(), output.clone(), FlagSet::IreeDefault),
+    )
+    .unwrap();
     assert_eq!((report.graph_rewrite, report.rewritten_nodes), (GraphRewrite::None, 0));
     assert_eq!(
         std::fs::read_to_string(&log).unwrap(),
         "rewritten.onnx\nshufflenet_v2.onnx\n"
+    );
+    // A rewrite asked for by name overrides the set's.
+    let mut asked = request(model, output, FlagSet::Fast);
+    asked.graph_rewrite = Some(GraphRewrite::None);
+    let report = compile(&toolchain, &asked).unwrap();
+    assert_eq!(
+        (report.flag_set, report.graph_rewrite),
+        (FlagSet::Fast, GraphRewrite::None)
     );
     assert!(leftovers(dir.path()).is_empty());
 }

@@ -5,7 +5,7 @@ use crate::errors::IntoPyResult;
 use halo_compile::tune::cache::TuneCache;
 use halo_compile::tune::measure::Workload;
 use halo_compile::tune::{positive_seconds, tolerance as checked_tolerance, TuneRequest};
-use halo_compile::{CompileRequest, FlagSet, Target, Toolchain};
+use halo_compile::{CompileRequest, FlagSet, GraphRewrite, Target, Toolchain};
 use halo_hal::Error;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -15,7 +15,7 @@ use std::path::PathBuf;
 /// `iree-compile` (`iree_compile`, else `HALO_IREE_COMPILE`, else `PATH`), trying the flag sets
 /// best first as `halo compile` does; returns what was done as a dict.
 #[pyfunction]
-#[pyo3(signature = (model, output, device = "local-task", target_chip = None, flag_set = "best", extra_flags = Vec::new(), iree_compile = None))]
+#[pyo3(signature = (model, output, device = "local-task", target_chip = None, flag_set = "best", extra_flags = Vec::new(), iree_compile = None, graph_rewrite = None))]
 #[allow(clippy::too_many_arguments, reason = "keyword arguments of one Python function")]
 pub fn compile<'py>(
     py: Python<'py>,
@@ -26,6 +26,7 @@ pub fn compile<'py>(
     flag_set: &str,
     extra_flags: Vec<String>,
     iree_compile: Option<PathBuf>,
+    graph_rewrite: Option<&str>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let request = CompileRequest {
         model,
@@ -33,6 +34,7 @@ pub fn compile<'py>(
         target: Target::for_device(device, target_chip).py()?,
         flag_set: FlagSet::from_name(flag_set).py()?,
         extra_flags,
+        graph_rewrite: graph_rewrite.map(GraphRewrite::from_name).transpose().py()?,
     };
     let report = py
         .detach(|| {

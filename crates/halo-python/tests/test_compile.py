@@ -103,3 +103,15 @@ def test_tune_refuses_bad_settings_by_name(tmp_path):
         halo.tune(MODELS / "onnx_mlp.onnx", tmp_path / "o.vmfb", min_time=0)
     with pytest.raises(halo.InvalidArgumentError, match="tolerance=-1"):
         halo.tune(MODELS / "onnx_mlp.onnx", tmp_path / "o.vmfb", tolerance=-1)
+
+
+def test_compile_reports_the_graph_rewrite_and_refuses_unknown_ones(tmp_path):
+    with pytest.raises(halo.InvalidArgumentError) as raised:
+        halo.compile(MODELS / "onnx_mlp.onnx", tmp_path / "x.vmfb", graph_rewrite="fuse-everything")
+    assert "fuse-everything" in str(raised.value) and "depthwise-as-shifts" in str(raised.value)
+    compiler_or_skip()
+    # The MLP has no depthwise convolution: the CPU sets' rewrite finds nothing to change.
+    summary = halo.compile(MODELS / "onnx_mlp.onnx", tmp_path / "mlp.vmfb", target_chip="x86-64-v2",
+                           flag_set="fast")
+    assert (summary["graph_rewrite"], summary["rewritten_nodes"]) == ("none", 0)
+    assert (tmp_path / "mlp.vmfb").is_file()

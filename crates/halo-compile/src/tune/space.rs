@@ -16,7 +16,7 @@
 //! | `o3-keep-depthwise` | `fast-o3` with depthwise convolutions left as ONNX `Conv` |
 //!
 //! Every CPU variant but `iree-default` and `o3-keep-depthwise` compiles the ONNX graph with
-//! its stride-1 depthwise convolutions written as shifted sums ([`GraphRewrite`]). A variant
+//! its depthwise convolutions written as shifted sums ([`GraphRewrite`]). A variant
 //! whose rewrite finds nothing to change in the model, and so would repeat another, is left out.
 //!
 //! GPUs (Vulkan, CUDA, HIP): `iree-default`, `o3` and `o3-aggressive-fusion`.

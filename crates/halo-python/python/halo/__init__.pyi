@@ -115,6 +115,7 @@ def compile(
     flag_set: str = "best",
     extra_flags: Sequence[str] = (),
     iree_compile: Optional[_Path] = None,
+    graph_rewrite: Optional[str] = None,
 ) -> dict[str, Any]: ...
 def compile_onnx(
     model: _Path,
