@@ -169,7 +169,16 @@ impl PreparedModel {
             let started = Instant::now();
             let source = prepared.rewritten(rewrite)?;
             let mlir = prepared.work.path().join("imported.mlir");
-            import_onnx(toolchain, model, &source, &mlir)?;
+            match import_onnx(toolchain, model, &source, &mlir) {
+                // The importer refused the rewritten graph but may take the model as given: a
+                // rewrite must never cost a model its compile.
+                Err(_) if source != model => {
+                    prepared.rewrite = GraphRewrite::None;
+                    prepared.rewritten_nodes = 0;
+                    import_onnx(toolchain, model, model, &mlir)?;
+                }
+                imported => imported?,
+            }
             declare_imported(model, &mlir)?;
             prepared.input = mlir;
             prepared.import_time = Some(started.elapsed());

@@ -172,6 +172,29 @@ fn cpu_sets_import_a_rewritten_graph_once_and_irees_own_set_the_model_as_given()
 }
 
 #[test]
+fn a_rewritten_graph_the_importer_refuses_falls_back_to_the_model_as_given() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let toolchain = refusing_o3(dir.path());
+    let log = dir.path().join("imports.log");
+    script(
+        dir.path(),
+        "iree-import-onnx",
+        &format!(
+            r#"basename "$1" >> '{}'; case "$1" in *rewritten.onnx) echo "bad node" >&2; exit 1;; esac; echo "module {{}}" > "$5""#,
+            log.display()
+        ),
+    );
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/benchmark-models/shufflenet_v2.onnx");
+    let report = compile(&toolchain, &request(model, dir.path().join("net.vmfb"), FlagSet::Fast)).unwrap();
+    assert_eq!((report.graph_rewrite, report.rewritten_nodes), (GraphRewrite::None, 0));
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "rewritten.onnx\nshufflenet_v2.onnx\n"
+    );
+}
+
+#[test]
 fn an_importer_that_rejects_the_model_is_quoted_with_the_model_name() {
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
