@@ -3,7 +3,7 @@
 use crate::declaration::{declare_functions, GraphNames};
 use crate::flag_set::FlagSet;
 use crate::graph_rewrite::{self, GraphRewrite};
-use crate::model::ModelFormat;
+use crate::model::{GraphKind, ModelFormat};
 use crate::target::Target;
 use crate::toolchain::Toolchain;
 use halo_hal::{Error, Result};
@@ -77,7 +77,8 @@ pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<Compil
     let mut imports: Vec<(GraphRewrite, PreparedModel)> = Vec::new();
     let started = Instant::now();
     let mut rejected = Vec::new();
-    let candidates = request.flag_set.candidates(&request.target);
+    let kind = GraphKind::of_file(model, ModelFormat::of_file(model)?);
+    let candidates = request.flag_set.candidates(&request.target, kind);
     for (index, set) in candidates.iter().copied().enumerate() {
         let rewrite = request
             .graph_rewrite

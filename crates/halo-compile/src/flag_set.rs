@@ -1,6 +1,7 @@
 //! The documented compiler flag sets, and the ranked list `halo compile` tries by default.
 
 use crate::graph_rewrite::GraphRewrite;
+use crate::model::GraphKind;
 use crate::target::{Target, TargetKind};
 use halo_hal::{Error, Result};
 
@@ -9,7 +10,8 @@ use halo_hal::{Error, Result};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FlagSet {
     /// The default: [`FlagSet::FastO3`], then [`FlagSet::Fast`], then [`FlagSet::IreeDefault`],
-    /// the first that the compiler accepts for the program.
+    /// the first that the compiler accepts for the program; on CPUs, for an ONNX graph without
+    /// convolutions, [`FlagSet::Fast`] first (see [`GraphKind::WithoutConvolutions`]).
     Best,
     /// `O3` on top of [`FlagSet::Fast`]. `iree-compile` 3.13 refuses some programs at `O2` and
     /// above (a softmax fused after a matmul fails workgroup distribution verification).
@@ -53,10 +55,13 @@ impl FlagSet {
         })
     }
 
-    /// The concrete sets to try, best first, without two that give `target` the same flags and
-    /// graph rewrite.
-    pub fn candidates(self, target: &Target) -> Vec<FlagSet> {
+    /// The concrete sets to try for a model of `kind`, best first, without two that give
+    /// `target` the same flags and graph rewrite.
+    pub fn candidates(self, target: &Target, kind: GraphKind) -> Vec<FlagSet> {
         let ranked = match self {
+            FlagSet::Best if target.kind == TargetKind::Cpu && kind == GraphKind::WithoutConvolutions => {
+                vec![FlagSet::Fast, FlagSet::FastO3, FlagSet::IreeDefault]
+            }
             FlagSet::Best => vec![FlagSet::FastO3, FlagSet::Fast, FlagSet::IreeDefault],
             single => vec![single],
         };
@@ -115,7 +120,7 @@ mod tests {
     fn best_ranks_o3_first_and_drops_duplicates_on_gpus() {
         let cpu = Target::for_device("local-task", None).unwrap();
         assert_eq!(
-            FlagSet::Best.candidates(&cpu),
+            FlagSet::Best.candidates(&cpu, GraphKind::Convolutional),
             [FlagSet::FastO3, FlagSet::Fast, FlagSet::IreeDefault]
         );
         assert_eq!(
@@ -123,8 +128,24 @@ mod tests {
             [O3, CPU_FAST[0], CPU_FAST[1], CPU_FAST[2]]
         );
         let cuda = Target::for_device("cuda", None).unwrap();
-        assert_eq!(FlagSet::Best.candidates(&cuda), [FlagSet::FastO3, FlagSet::IreeDefault]);
-        assert_eq!(FlagSet::Fast.candidates(&cuda), [FlagSet::Fast]);
+        assert_eq!(
+            FlagSet::Best.candidates(&cpu, GraphKind::Unknown),
+            FlagSet::Best.candidates(&cpu, GraphKind::Convolutional)
+        );
+        // Without convolutions O3 is tried second on CPUs only.
+        assert_eq!(
+            FlagSet::Best.candidates(&cpu, GraphKind::WithoutConvolutions),
+            [FlagSet::Fast, FlagSet::FastO3, FlagSet::IreeDefault]
+        );
+        assert_eq!(
+            FlagSet::Fast.candidates(&cpu, GraphKind::WithoutConvolutions),
+            [FlagSet::Fast]
+        );
+        assert_eq!(
+            FlagSet::Best.candidates(&cuda, GraphKind::WithoutConvolutions),
+            [FlagSet::FastO3, FlagSet::IreeDefault]
+        );
+        assert_eq!(FlagSet::Fast.candidates(&cuda, GraphKind::Unknown), [FlagSet::Fast]);
         assert!(FlagSet::IreeDefault.optimisation_flags(&cuda).is_empty());
         // Only CPU sets rewrite depthwise convolutions, and never IREE's own set.
         assert_eq!(FlagSet::Fast.graph_rewrite(&cpu), GraphRewrite::DepthwiseAsShifts);

@@ -41,6 +41,6 @@ pub mod tune;
 pub use compile::{compile, CompileReport, CompileRequest, RejectedCandidate};
 pub use flag_set::FlagSet;
 pub use graph_rewrite::GraphRewrite;
-pub use model::ModelFormat;
+pub use model::{GraphKind, ModelFormat};
 pub use target::{Target, TargetKind};
 pub use toolchain::{Toolchain, COMPILER_PACKAGE, PINNED_COMPILER_VERSION};

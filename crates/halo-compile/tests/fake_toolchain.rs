@@ -172,6 +172,26 @@ fn cpu_sets_import_a_rewritten_graph_once_and_irees_own_set_the_model_as_given()
 }
 
 #[test]
+fn best_tries_fast_first_for_an_onnx_graph_without_convolutions() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let toolchain = refusing_o3(dir.path());
+    script(dir.path(), "iree-import-onnx", r#"echo "module {}" > "$5""#);
+    let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+    // An MLP: `fast` is tried first and accepted, so the O3-refusing compiler refuses nothing.
+    let mlp = models.join("models/onnx_mlp.onnx");
+    let report = compile(&toolchain, &request(mlp, dir.path().join("mlp.vmfb"), FlagSet::Best)).unwrap();
+    assert_eq!(report.flag_set, FlagSet::Fast);
+    assert!(report.rejected.is_empty(), "{:?}", report.rejected);
+    // A CNN: O3 first, refused, then `fast`.
+    let cnn = models.join("benchmark-models/squeezenet.onnx");
+    let report = compile(&toolchain, &request(cnn, dir.path().join("cnn.vmfb"), FlagSet::Best)).unwrap();
+    assert_eq!(report.flag_set, FlagSet::Fast);
+    assert_eq!(report.rejected.len(), 1);
+    assert_eq!(report.rejected[0].flag_set, FlagSet::FastO3);
+}
+
+#[test]
 fn a_rewritten_graph_the_importer_refuses_falls_back_to_the_model_as_given() {
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
