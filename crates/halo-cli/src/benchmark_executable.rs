@@ -4,7 +4,7 @@
 //! iteration submits it and waits, so the figure includes submission overhead amortized over the
 //! batch, exactly like IREE's tool.
 
-use crate::benchmark_report::{print, BenchmarkFlags, BenchmarkRun};
+use crate::benchmark_report::{print, BenchmarkFlags, BenchmarkRun, WorkerPool};
 use crate::executable_args::ExecutableArgs;
 use clap::Args;
 use cpu_time::ProcessTime;
@@ -88,8 +88,14 @@ pub fn run(registry: &DriverRegistry, args: &BenchmarkArgs) -> Result<()> {
     };
     submitter.submit()?;
     let mut runs = Vec::new();
+    let workers = WorkerPool::of(setup.device.as_ref());
     for repetition in 0..args.benchmark.repetitions {
+        let busy_before = workers.as_ref().map(WorkerPool::busy_ns);
         let (dispatches, wall, cpu) = submitter.measure(min_time, args.batch_size as u64)?;
+        let worker_time = workers
+            .as_ref()
+            .zip(busy_before)
+            .map(|(pool, before)| pool.time_since(before, dispatches, wall));
         let per_dispatch = |d: Duration| d.as_secs_f64() * 1e9 / dispatches as f64;
         runs.push(BenchmarkRun {
             name: name.clone(),
@@ -97,7 +103,7 @@ pub fn run(registry: &DriverRegistry, args: &BenchmarkArgs) -> Result<()> {
             real_time_ns: per_dispatch(wall),
             cpu_time_ns: per_dispatch(cpu),
             items_per_second: Some(dispatches as f64 * workgroups_per_dispatch / wall.as_secs_f64()),
-            worker_time: None,
+            worker_time,
             repetition: (repetition, args.benchmark.repetitions),
         });
     }

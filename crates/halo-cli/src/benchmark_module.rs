@@ -4,12 +4,11 @@
 //! `worker_busy` running workgroups and `worker_idle` not (workers × wall time − busy time).
 
 use crate::benchmark_executable::{parse_min_time, MinTime};
-use crate::benchmark_report::{print, BenchmarkFlags, BenchmarkRun, WorkerTime};
+use crate::benchmark_report::{print, BenchmarkFlags, BenchmarkRun, WorkerPool};
 use crate::module_args::{ModuleArgs, Prepared};
 use clap::Args;
 use cpu_time::ProcessTime;
-use halo_hal::{Device, DriverRegistry, Result};
-use halo_local::task::WORKERS_QUERY_CATEGORY;
+use halo_hal::{DriverRegistry, Result};
 use std::time::{Duration, Instant};
 
 /// Flags of `benchmark-module`.
@@ -38,13 +37,10 @@ fn run_untraced(registry: &DriverRegistry, args: &BenchmarkModuleArgs) -> Result
         let busy_before = workers.as_ref().map(WorkerPool::busy_ns);
         let (calls, wall, cpu) = measure(&prepared, min_time)?;
         let per_call = |d: Duration| d.as_secs_f64() * 1e9 / calls as f64;
-        let worker_time = workers.as_ref().zip(busy_before).map(|(pool, before)| {
-            let busy_ns = pool.busy_ns().saturating_sub(before) as f64 / calls as f64;
-            WorkerTime {
-                busy_ns,
-                idle_ns: pool.count as f64 * per_call(wall) - busy_ns,
-            }
-        });
+        let worker_time = workers
+            .as_ref()
+            .zip(busy_before)
+            .map(|(pool, before)| pool.time_since(before, calls, wall));
         runs.push(BenchmarkRun {
             name: name.clone(),
             iterations: calls,
@@ -56,29 +52,6 @@ fn run_untraced(registry: &DriverRegistry, args: &BenchmarkModuleArgs) -> Result
         });
     }
     print(args.benchmark.format, &runs)
-}
-
-/// The default device's worker pool, when it has one that counts its busy time (`local-task`).
-struct WorkerPool<'a> {
-    device: &'a dyn Device,
-    count: u64,
-}
-
-impl<'a> WorkerPool<'a> {
-    fn of(device: &'a dyn Device) -> Option<WorkerPool<'a>> {
-        let count = device.query_i64(WORKERS_QUERY_CATEGORY, "count").ok()?;
-        device.query_i64(WORKERS_QUERY_CATEGORY, "busy_ns").ok()?;
-        Some(WorkerPool {
-            device,
-            count: u64::try_from(count).ok()?,
-        })
-    }
-
-    /// Nanoseconds the workers have run workgroups so far, summed over workers.
-    fn busy_ns(&self) -> u64 {
-        let busy = self.device.query_i64(WORKERS_QUERY_CATEGORY, "busy_ns");
-        busy.ok().and_then(|ns| u64::try_from(ns).ok()).unwrap_or(0)
-    }
 }
 
 fn call(prepared: &Prepared) -> Result<()> {

@@ -1,7 +1,8 @@
 //! Benchmark results printed as Google Benchmark prints them, which IREE's tools use.
 
 use crate::output::outln;
-use halo_hal::Result;
+use halo_hal::{Device, Result};
+use halo_local::task::WORKERS_QUERY_CATEGORY;
 use serde_json::json;
 
 /// One measured run.
@@ -30,6 +31,41 @@ pub struct WorkerTime {
     pub busy_ns: f64,
     /// Nanoseconds not running workgroups: workers × wall time − busy time.
     pub idle_ns: f64,
+}
+
+/// A device's worker pool, when it has one that counts its busy time (`local-task`).
+pub struct WorkerPool<'a> {
+    device: &'a dyn Device,
+    count: u64,
+}
+
+impl<'a> WorkerPool<'a> {
+    /// The pool of `device`, if it answers the `halo.workers` queries.
+    pub fn of(device: &'a dyn Device) -> Option<WorkerPool<'a>> {
+        let count = device.query_i64(WORKERS_QUERY_CATEGORY, "count").ok()?;
+        device.query_i64(WORKERS_QUERY_CATEGORY, "busy_ns").ok()?;
+        Some(WorkerPool {
+            device,
+            count: u64::try_from(count).ok()?,
+        })
+    }
+
+    /// Nanoseconds the workers have run workgroups so far, summed over workers.
+    pub fn busy_ns(&self) -> u64 {
+        let busy = self.device.query_i64(WORKERS_QUERY_CATEGORY, "busy_ns");
+        busy.ok().and_then(|ns| u64::try_from(ns).ok()).unwrap_or(0)
+    }
+
+    /// The workers' time per iteration over `iterations` that took `wall`, counted from a
+    /// [`WorkerPool::busy_ns`] of `before`.
+    pub fn time_since(&self, before: u64, iterations: u64, wall: std::time::Duration) -> WorkerTime {
+        let iterations = iterations.max(1) as f64;
+        let busy_ns = self.busy_ns().saturating_sub(before) as f64 / iterations;
+        WorkerTime {
+            busy_ns,
+            idle_ns: self.count as f64 * wall.as_secs_f64() * 1e9 / iterations - busy_ns,
+        }
+    }
 }
 
 /// Google Benchmark's flags, shared by the benchmark commands.

@@ -182,6 +182,10 @@ fn benchmark_prints_google_benchmark_json() {
     assert_eq!(run["iterations"], 256);
     assert!(run["real_time"].as_f64().unwrap() > 0.0);
     assert_eq!(run["time_unit"], "ns");
+    // On local-task (the default device) the workgroups' time is counted, also when the small
+    // dispatch runs inline on the submitting thread.
+    assert!(run["worker_busy_ns"].as_f64().unwrap() > 0.0, "{run}");
+    assert!(run["worker_idle_ns"].is_number(), "{run}");
 }
 
 #[test]

@@ -87,16 +87,21 @@ thread_local! {
 }
 
 /// Runs `work` on the calling thread with its worker context and denormals flushed.
-fn on_this_thread(work: impl FnOnce(&mut WorkerContext) -> Result<()>) -> Result<()> {
+fn on_this_thread<T>(work: impl FnOnce(&mut WorkerContext) -> Result<T>) -> Result<T> {
     CONTEXT.with(|context| {
         let _flush = FlushDenormals::enter();
         work(&mut context.borrow_mut())
     })
 }
 
-/// Runs every tile of `region` in order on the calling thread.
-pub fn run_region_inline(region: &Region) -> Result<()> {
-    on_this_thread(|context| region.run_tiles(0..region.tile_count(), context))
+/// Runs every tile of `region` in order on the calling thread; returns the nanoseconds spent
+/// running workgroups.
+pub fn run_region_inline(region: &Region) -> Result<u64> {
+    on_this_thread(|context| {
+        context.take_busy_ns();
+        region.run_tiles(0..region.tile_count(), context)?;
+        Ok(context.take_busy_ns())
+    })
 }
 
 /// Runs every command of `command_buffer` in order on the calling thread.

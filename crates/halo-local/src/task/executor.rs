@@ -253,10 +253,16 @@ impl Executor {
         self.worker_count
     }
 
-    /// Nanoseconds the workers have spent running workgroups, summed over workers, since they
-    /// started (a job's time is added when the worker leaves it).
+    /// Nanoseconds spent running workgroups, summed over workers, since they started (a job's
+    /// time is added when the worker leaves it), with what [`Executor::add_busy_ns`] added.
     pub fn busy_ns(&self) -> u64 {
         self.shared.busy_ns.load(Ordering::Relaxed)
+    }
+
+    /// Counts workgroups run outside the workers (small regions run inline by the thread that
+    /// reaches them) in [`Executor::busy_ns`].
+    pub fn add_busy_ns(&self, ns: u64) {
+        self.shared.busy_ns.fetch_add(ns, Ordering::Relaxed);
     }
 
     /// Makes `job` available to every worker.

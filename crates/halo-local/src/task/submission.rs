@@ -247,8 +247,9 @@ impl Submission {
                     .estimated_ns()
                     .is_some_and(|ns| ns <= self.queue.options.inline_ns);
             if cheap {
-                if let Err(error) = run_region_inline(&region) {
-                    return Some(Err(error));
+                match run_region_inline(&region) {
+                    Ok(busy_ns) => self.queue.executor.add_busy_ns(busy_ns),
+                    Err(error) => return Some(Err(error)),
                 }
                 index += 1;
                 continue;
