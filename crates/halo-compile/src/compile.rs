@@ -74,7 +74,7 @@ pub struct CompileReport {
 pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<CompileReport> {
     let model = &request.model;
     // One import per graph rewrite the candidates ask for, made when the first of them is tried.
-    let mut imports: Vec<(GraphRewrite, PreparedModel)> = Vec::new();
+    let mut imports = Imports::default();
     let started = Instant::now();
     let mut rejected = Vec::new();
     let kind = GraphKind::of_file(model, ModelFormat::of_file(model)?);
@@ -83,13 +83,8 @@ pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<Compil
         let rewrite = request
             .graph_rewrite
             .unwrap_or_else(|| set.graph_rewrite(&request.target));
-        let prepared = match imports.iter().position(|(done, _)| *done == rewrite) {
-            Some(found) => &imports[found].1,
-            None => {
-                imports.push((rewrite, PreparedModel::new(toolchain, model, &request.output, rewrite)?));
-                &imports[imports.len() - 1].1
-            }
-        };
+        imports.ensure(toolchain, model, &request.output, rewrite)?;
+        let prepared = imports.of(rewrite);
         let staged = prepared.scratch().join("compiled.vmfb");
         let mut flags = request.target.flags();
         flags.extend(set.optimisation_flags(&request.target));
@@ -97,7 +92,7 @@ pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<Compil
         match prepared.compile(toolchain, &flags, &staged, None) {
             Ok(()) => {
                 publish(&staged, &request.output)?;
-                let import_time = imports.iter().filter_map(|(_, p)| p.import_time).reduce(|a, b| a + b);
+                let import_time = imports.import_time();
                 return Ok(CompileReport {
                     output: request.output.clone(),
                     flag_set: set,
@@ -135,6 +130,38 @@ pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<Compil
         }
     }
     Err(Error::internal("flag set with no candidates"))
+}
+
+/// The model imported once for each graph rewrite asked for.
+#[derive(Default)]
+pub(crate) struct Imports(Vec<(GraphRewrite, PreparedModel)>);
+
+impl Imports {
+    /// Imports `model` with `rewrite` beside `output`, unless that was done already.
+    pub fn ensure(&mut self, toolchain: &Toolchain, model: &Path, output: &Path, rewrite: GraphRewrite) -> Result<()> {
+        if !self.0.iter().any(|(done, _)| *done == rewrite) {
+            self.0
+                .push((rewrite, PreparedModel::new(toolchain, model, output, rewrite)?));
+        }
+        Ok(())
+    }
+
+    /// The import made for `rewrite` (one [`Imports::ensure`] made), else the first one made.
+    pub fn of(&self, rewrite: GraphRewrite) -> &PreparedModel {
+        let found = self.0.iter().find(|(done, _)| *done == rewrite);
+        &found.unwrap_or(&self.0[0]).1
+    }
+
+    /// The first import made, whose scratch folder holds what is shared.
+    pub fn first(&self) -> &PreparedModel {
+        &self.0[0].1
+    }
+
+    /// Time spent rewriting and importing, over every import made; `None` when nothing was
+    /// imported (MLIR).
+    pub fn import_time(&self) -> Option<Duration> {
+        self.0.iter().filter_map(|(_, p)| p.import_time).reduce(|a, b| a + b)
+    }
 }
 
 /// A model ready for `iree-compile` (rewritten, imported and declared when it was ONNX), with a
@@ -199,8 +226,13 @@ impl PreparedModel {
             return Ok(self.model.clone());
         };
         let path = self.work.path().join("rewritten.onnx");
-        std::fs::write(&path, &rewritten.bytes)
-            .map_err(|error| graph_rewrite::unwritable(&self.model, &path, &error))?;
+        std::fs::write(&path, &rewritten.bytes).map_err(|error| {
+            Error::internal(format!(
+                "cannot write the rewritten graph of model '{}' to '{}': {error}",
+                self.model.display(),
+                path.display()
+            ))
+        })?;
         self.rewrite = rewrite;
         self.rewritten_nodes = rewritten.nodes;
         Ok(path)

@@ -356,15 +356,6 @@ impl NameSource {
     }
 }
 
-/// The error for a rewritten model that could not be written where the importer reads it.
-pub(crate) fn unwritable(model: &std::path::Path, path: &std::path::Path, error: &std::io::Error) -> Error {
-    Error::internal(format!(
-        "cannot write the rewritten graph of model '{}' to '{}': {error}",
-        model.display(),
-        path.display()
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -36,6 +36,29 @@ done
 echo "compiled $(basename "$input")" > "$out"
 "#;
 
+/// A stand-in `iree-import-onnx` in `dir` that appends the name of each file it imports to the
+/// returned log, and refuses the file named `refused`.
+fn logging_importer(dir: &Path, refused: Option<&str>) -> PathBuf {
+    let log = dir.join("imports.log");
+    let refuse = refused.map_or(String::new(), |name| {
+        format!(r#"case "$1" in */{name}) echo "bad node" >&2; exit 1;; esac; "#)
+    });
+    script(
+        dir,
+        "iree-import-onnx",
+        &format!(
+            r#"basename "$1" >> '{}'; {refuse}echo "module {{}}" > "$5""#,
+            log.display()
+        ),
+    );
+    log
+}
+
+/// A file of the repository's `fixtures/`.
+fn fixture(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures").join(path)
+}
+
 /// The O3-refusing stand-in compiler, written into `dir` and located.
 fn refusing_o3(dir: &Path) -> Toolchain {
     let compiler = script(dir, "iree-compile", COMPILER_REFUSING_O3);
@@ -135,14 +158,9 @@ fn cpu_sets_import_a_rewritten_graph_once_and_irees_own_set_the_model_as_given()
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let toolchain = refusing_o3(dir.path());
-    let log = dir.path().join("imports.log");
-    script(
-        dir.path(),
-        "iree-import-onnx",
-        &format!(r#"basename "$1" >> '{}'; echo "module {{}}" > "$5""#, log.display()),
-    );
+    let log = logging_importer(dir.path(), None);
     // The test-scale ShuffleNet: 19 depthwise convolutions, 13 of stride 1 and 6 of stride 2.
-    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/benchmark-models/shufflenet_v2.onnx");
+    let model = fixture("benchmark-models/shufflenet_v2.onnx");
     let output = dir.path().join("net.vmfb");
     // O3 is refused, so `fast` compiles: from the same rewritten import.
     let report = compile(&toolchain, &request(model.clone(), output.clone(), FlagSet::Best)).unwrap();
@@ -177,14 +195,13 @@ fn best_tries_fast_first_for_an_onnx_graph_without_convolutions() {
     let dir = tempfile::tempdir().unwrap();
     let toolchain = refusing_o3(dir.path());
     script(dir.path(), "iree-import-onnx", r#"echo "module {}" > "$5""#);
-    let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
     // An MLP: `fast` is tried first and accepted, so the O3-refusing compiler refuses nothing.
-    let mlp = models.join("models/onnx_mlp.onnx");
+    let mlp = fixture("models/onnx_mlp.onnx");
     let report = compile(&toolchain, &request(mlp, dir.path().join("mlp.vmfb"), FlagSet::Best)).unwrap();
     assert_eq!(report.flag_set, FlagSet::Fast);
     assert!(report.rejected.is_empty(), "{:?}", report.rejected);
     // A CNN: O3 first, refused, then `fast`.
-    let cnn = models.join("benchmark-models/squeezenet.onnx");
+    let cnn = fixture("benchmark-models/squeezenet.onnx");
     let report = compile(&toolchain, &request(cnn, dir.path().join("cnn.vmfb"), FlagSet::Best)).unwrap();
     assert_eq!(report.flag_set, FlagSet::Fast);
     assert_eq!(report.rejected.len(), 1);
@@ -196,16 +213,8 @@ fn a_rewritten_graph_the_importer_refuses_falls_back_to_the_model_as_given() {
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let toolchain = refusing_o3(dir.path());
-    let log = dir.path().join("imports.log");
-    script(
-        dir.path(),
-        "iree-import-onnx",
-        &format!(
-            r#"basename "$1" >> '{}'; case "$1" in *rewritten.onnx) echo "bad node" >&2; exit 1;; esac; echo "module {{}}" > "$5""#,
-            log.display()
-        ),
-    );
-    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/benchmark-models/shufflenet_v2.onnx");
+    let log = logging_importer(dir.path(), Some("rewritten.onnx"));
+    let model = fixture("benchmark-models/shufflenet_v2.onnx");
     let report = compile(&toolchain, &request(model, dir.path().join("net.vmfb"), FlagSet::Fast)).unwrap();
     assert_eq!((report.graph_rewrite, report.rewritten_nodes), (GraphRewrite::None, 0));
     assert_eq!(
@@ -284,7 +293,7 @@ fn compiler_errors_name_the_onnx_model_not_the_deleted_import() {
 /// A stand-in `iree-compile` for tuning: it copies a real program (`tiny_add.vmfb`) for most
 /// variants, hangs on one, refuses one and writes a file that is no program for another.
 fn tuning_compiler(dir: &Path) -> Toolchain {
-    let program = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models/tiny_add.vmfb");
+    let program = fixture("models/tiny_add.vmfb");
     let body = format!(
         r#"
 case "$1" in --version) echo "IREE compiler version 3.13.0 @ 0123"; exit 0;; esac
@@ -383,7 +392,7 @@ fn tuning_reports_each_failure_keeps_a_measured_variant_and_caches_it() {
     assert_eq!(written["chosen"], report.chosen.as_str());
     assert_eq!(
         std::fs::read(&request.output).unwrap(),
-        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models/tiny_add.vmfb")).unwrap()
+        std::fs::read(fixture("models/tiny_add.vmfb")).unwrap()
     );
     assert!(leftovers(dir.path()).is_empty(), "{:?}", leftovers(dir.path()));
 

@@ -12,8 +12,7 @@ pub mod measure;
 pub mod report;
 pub mod space;
 
-use crate::compile::{publish, PreparedModel};
-use crate::graph_rewrite::GraphRewrite;
+use crate::compile::{publish, Imports};
 use crate::target::Target;
 use crate::toolchain::Toolchain;
 use cache::{Lookup, TuneCache};
@@ -150,14 +149,10 @@ pub fn tune(
             Lookup::Miss => {}
         }
     }
-    let mut imports: Vec<(GraphRewrite, PreparedModel)> = Vec::new();
+    let mut imports = Imports::default();
     for variant in space::variants(&request.target) {
-        if !imports.iter().any(|(rewrite, _)| *rewrite == variant.graph_rewrite) {
-            let prepared = PreparedModel::new(toolchain, &request.model, &request.output, variant.graph_rewrite)?;
-            imports.push((variant.graph_rewrite, prepared));
-        }
+        imports.ensure(toolchain, &request.model, &request.output, variant.graph_rewrite)?;
     }
-    let imports = Imports(imports);
     let variants = imports.distinct(space::variants(&request.target));
     progress(TuneEvent::Started {
         variants: variants.len(),
@@ -408,19 +403,11 @@ struct CompileResult {
     failure: Option<(VariantStatus, String)>,
 }
 
-/// The model imported once for each graph rewrite of the space.
-struct Imports(Vec<(GraphRewrite, PreparedModel)>);
-
+/// What tuning needs of the model imported once for each graph rewrite of the space.
 impl Imports {
-    /// The import made for `variant`'s rewrite.
-    fn of(&self, variant: &Variant) -> &PreparedModel {
-        let found = self.0.iter().find(|(rewrite, _)| *rewrite == variant.graph_rewrite);
-        &found.unwrap_or(&self.0[0]).1
-    }
-
     /// Where `variant`'s `.vmfb` is written (in the first import's scratch folder).
     fn variant_path(&self, variant: &Variant) -> PathBuf {
-        self.0[0].1.scratch().join(format!("{}.vmfb", variant.name))
+        self.first().scratch().join(format!("{}.vmfb", variant.name))
     }
 
     /// `space` without the variants that would compile what an earlier one does: same flags,
@@ -430,7 +417,7 @@ impl Imports {
     fn distinct(&self, space: Vec<Variant>) -> Vec<Variant> {
         let mut kept: Vec<Variant> = Vec::new();
         for mut variant in space {
-            variant.graph_rewrite = self.of(&variant).rewrite;
+            variant.graph_rewrite = self.of(variant.graph_rewrite).rewrite;
             if !kept
                 .iter()
                 .any(|k| (&k.flags, k.graph_rewrite) == (&variant.flags, variant.graph_rewrite))
@@ -462,7 +449,7 @@ fn compile_all(
                 flags.extend(variant.flags.iter().cloned());
                 flags.extend(request.extra_flags.iter().cloned());
                 let started = Instant::now();
-                let outcome = imports.of(variant).compile(
+                let outcome = imports.of(variant.graph_rewrite).compile(
                     toolchain,
                     &flags,
                     &imports.variant_path(variant),

@@ -78,7 +78,7 @@ impl Device for TaskDevice {
             (WORKERS_QUERY_CATEGORY, "count") => Ok(self.worker_count() as i64),
             (WORKERS_QUERY_CATEGORY, "busy_ns") => Ok(i64::try_from(self.queue.executor.busy_ns()).unwrap_or(i64::MAX)),
             (WORKERS_QUERY_CATEGORY, _) => Err(halo_hal::Error::not_found(format!(
-                "device query '{category}/{key}': the keys of '{category}' are count and busy_ns"
+                "unknown device query '{category}::{key}': the keys of '{category}' are count and busy_ns"
             ))),
             _ => crate::query_i64(self, &self.executables, &self.transient, category, key),
         }
