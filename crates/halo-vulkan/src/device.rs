@@ -50,6 +50,8 @@ pub(crate) struct DeviceShared {
     pub(crate) limits: vk::PhysicalDeviceLimits,
     pub(crate) memory_properties: vk::PhysicalDeviceMemoryProperties,
     pub(crate) max_timeline_difference: u64,
+    /// The newest SPIR-V version (header word) the device's Vulkan version accepts.
+    pub(crate) max_spirv_version: u32,
     pub(crate) max_allocation_size: u64,
     /// See [`DeviceOptions::device_local_mappable`].
     pub(crate) device_local_mappable: bool,
@@ -406,6 +408,7 @@ impl VulkanDevice {
             limits: setup.properties.limits,
             memory_properties: setup.memory_properties,
             max_timeline_difference: setup.max_timeline_difference,
+            max_spirv_version: max_spirv_version(setup.properties.api_version),
             max_allocation_size: setup.max_allocation_size,
             device_local_mappable: options.device_local_mappable,
             spin: options.spin,
@@ -552,5 +555,14 @@ impl Device for VulkanDevice {
     fn wait_idle(&self, timeout: Timeout) -> Result<()> {
         self.shared.wait_progress(self.shared.submitted(), timeout)?;
         self.check_validation()
+    }
+}
+
+/// SPIR-V 1.5 for Vulkan 1.2 (the oldest the driver opens), 1.6 from Vulkan 1.3 on.
+fn max_spirv_version(api_version: u32) -> u32 {
+    if api_version >= vk::API_VERSION_1_3 {
+        0x0001_0600
+    } else {
+        0x0001_0500
     }
 }

@@ -6,13 +6,16 @@
 //! from byte 0; executable-level constants are specialization constants 0, 1, ...
 
 mod spirv;
+mod spirv_check;
 
 use crate::device::DeviceShared;
 use crate::status::VkResultExt;
 use ash::vk;
 use halo_hal::{Error, Executable, ExecutableCache, ExecutableParams, ExportInfo, Result};
 use halo_spirv_fb::schema::{self, ExecutableDef, VkDescriptorType};
+use spirv_check::CheckedModule;
 use std::any::Any;
+use std::collections::HashSet;
 use std::sync::Arc;
 
 pub use halo_spirv_fb::FORMAT;
@@ -158,12 +161,17 @@ impl VulkanExecutable {
     }
 
     fn create_pipelines(&mut self, def: &ExecutableDef<'_>, constants: &[u32], cache: vk::PipelineCache) -> Result<()> {
-        let modules: Vec<Vec<u32>> = def
+        let modules = def
             .shader_modules()
             .into_iter()
             .flatten()
-            .map(|m| m.spirv_code().map(|code| code.iter().collect()).unwrap_or_default())
-            .collect();
+            .enumerate()
+            .map(|(ordinal, m)| {
+                let words = m.spirv_code().map(|code| code.iter().collect()).unwrap_or_default();
+                CheckedModule::new(words, self.shared.max_spirv_version)
+                    .map_err(|e| e.context(format!("checking shader module {ordinal}")))
+            })
+            .collect::<Result<Vec<_>>>()?;
         let pipelines = def
             .pipelines()
             .filter(|p| !p.is_empty())
@@ -180,7 +188,7 @@ impl VulkanExecutable {
     fn create_export(
         &self,
         def: &ExecutableDef<'_>,
-        modules: &[Vec<u32>],
+        modules: &[CheckedModule],
         pipeline: &schema::PipelineDef<'_>,
         constants: &[u32],
         cache: vk::PipelineCache,
@@ -201,7 +209,7 @@ impl VulkanExecutable {
                 pipeline.subgroup_size()
             )));
         }
-        let code = modules.get(pipeline.shader_module_ordinal() as usize).ok_or_else(|| {
+        let module = modules.get(pipeline.shader_module_ordinal() as usize).ok_or_else(|| {
             Error::invalid_argument(format!(
                 "'{entry_point}' names shader module {} of {}",
                 pipeline.shader_module_ordinal(),
@@ -219,8 +227,11 @@ impl VulkanExecutable {
             .pipeline_layouts()
             .map(|l| l.get(layout_ordinal))
             .ok_or_else(|| Error::invalid_argument("executable has no pipeline layouts"))?;
-        let workgroup_size = spirv::workgroup_size(code, entry_point)?.unwrap_or([0; 3]);
+        let workgroup_size = spirv::workgroup_size(module.words(), entry_point)?.unwrap_or([0; 3]);
         let (set_layouts, slots) = self.slots(def, &layout_def)?;
+        let bindings: HashSet<(u32, u32)> = slots.iter().map(|s| (s.set, s.binding)).collect();
+        let has_push_constants = layout_def.push_constant_ranges().is_some_and(|r| !r.is_empty());
+        module.check_entry_point(entry_point, &bindings, has_push_constants)?;
         let constant_count = layout_def
             .push_constant_ranges()
             .into_iter()
@@ -228,7 +239,7 @@ impl VulkanExecutable {
             .map(|r| (r.offset() + r.size()) / 4)
             .max()
             .unwrap_or(0);
-        let raw = self.create_pipeline(code, entry_point, layout, constants, cache)?;
+        let raw = self.create_pipeline(module.words(), entry_point, layout, constants, cache)?;
         let name = pipeline
             .debug_info()
             .and_then(|d| d.name())
@@ -291,7 +302,7 @@ impl VulkanExecutable {
         cache: vk::PipelineCache,
     ) -> Result<vk::Pipeline> {
         let module_info = vk::ShaderModuleCreateInfo::default().code(code);
-        // SAFETY: `code` is a SPIR-V module (magic checked by `workgroup_size`); the module is
+        // SAFETY: `code` is a SPIR-V module that passed `CheckedModule`'s checks; the module is
         // destroyed below once the pipeline exists.
         let module =
             unsafe { self.shared.raw.create_shader_module(&module_info, None) }.or_vk("vkCreateShaderModule")?;

@@ -9,10 +9,10 @@ const OP_ENTRY_POINT: u32 = 15;
 const OP_EXECUTION_MODE: u32 = 16;
 const EXECUTION_MODE_LOCAL_SIZE: u32 = 17;
 /// Words in the module header before the first instruction.
-const HEADER_WORDS: usize = 5;
+pub(super) const HEADER_WORDS: usize = 5;
 
 /// The instructions of a module: (opcode, operands).
-fn instructions(words: &[u32]) -> impl Iterator<Item = Result<(u32, &[u32])>> {
+pub(super) fn instructions(words: &[u32]) -> impl Iterator<Item = Result<(u32, &[u32])>> {
     let mut at = HEADER_WORDS;
     std::iter::from_fn(move || {
         let word = *words.get(at)?;
