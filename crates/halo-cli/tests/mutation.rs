@@ -4,15 +4,21 @@
 //! embedded kernel libraries (ELF files) are left alone: changed machine code may crash as any
 //! native code does, and the ELF loader has its own hostile-input tests. Runs that do not finish
 //! in time are counted, not failed (a changed loop bound can make a correct program run for
-//! ever; `halo` then behaves as IREE would). `scripts/mutate-modules` runs the same campaign at
-//! any size, kernels included.
+//! ever; `halo` then behaves as IREE would). The Vulkan builds of the model fixtures get their
+//! own campaign on the `vulkan` driver, SPIR-V included: a driver's compiler must never see a
+//! module that could crash it. `scripts/mutate-modules` runs the same campaigns at any size,
+//! kernels included.
+
+mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Mutants per driver in the suite; the script takes any count.
+/// Mutants per CPU driver in the suite; the script takes any count.
 const MUTANTS: usize = 300;
+/// Mutants of the Vulkan fixtures (each run compiles pipelines, so they are slower).
+const VULKAN_MUTANTS: usize = 400;
 /// How long one run may take before it counts as not finishing.
 const PATIENCE: Duration = Duration::from_secs(10);
 
@@ -125,43 +131,79 @@ fn run(module: &Path, flags: &Path, driver: &str) -> Outcome {
     }
 }
 
-#[test]
-fn mutated_modules_never_crash_the_command_line() {
-    let cases = cases();
-    assert!(cases.len() > 300, "found {} cases", cases.len());
-    let dir = std::env::temp_dir().join(format!("halo-mutants-{}", std::process::id()));
+/// What a campaign found: crash reports and how many runs did not finish.
+struct Campaign {
+    crashes: Vec<String>,
+    timed_out: usize,
+}
+
+/// Runs `count` mutants of the modules that `module_of` gives each case, on `driver`, with
+/// embedded kernel libraries left alone.
+fn campaign(cases: &[PathBuf], module_of: impl Fn(&Path) -> PathBuf, driver: &str, count: usize) -> Campaign {
+    let dir = std::env::temp_dir().join(format!("halo-mutants-{driver}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let mut crashes = Vec::new();
-    let mut timed_out = 0;
-    for driver in ["local-sync", "local-task"] {
-        let mut rng = Rng(0x5eed_0000_0000_0001);
-        for mutant in 0..MUTANTS {
-            let flags = &cases[rng.below(cases.len())];
-            let mut bytes = std::fs::read(module_of(flags)).unwrap();
-            let kernels = elf_ranges(&bytes);
-            let changes = 1 + rng.below(4);
-            for _ in 0..changes {
-                let at = rng.below(bytes.len());
-                if !kernels.iter().any(|kernel| kernel.contains(&at)) {
-                    bytes[at] = rng.next() as u8;
-                }
+    let mut found = Campaign {
+        crashes: Vec::new(),
+        timed_out: 0,
+    };
+    let mut rng = Rng(0x5eed_0000_0000_0001);
+    for mutant in 0..count {
+        let flags = &cases[rng.below(cases.len())];
+        let mut bytes = std::fs::read(module_of(flags)).unwrap();
+        let kernels = elf_ranges(&bytes);
+        let changes = 1 + rng.below(4);
+        for _ in 0..changes {
+            let at = rng.below(bytes.len());
+            if !kernels.iter().any(|kernel| kernel.contains(&at)) {
+                bytes[at] = rng.next() as u8;
             }
-            let module = dir.join(format!("mutant-{mutant}.vmfb"));
-            std::fs::write(&module, &bytes).unwrap();
-            match run(&module, flags, driver) {
-                Outcome::Finished => {}
-                Outcome::TimedOut => timed_out += 1,
-                Outcome::Crashed(what) => {
-                    crashes.push(format!("mutant {mutant} of {} on {driver}: {what}", flags.display()))
-                }
-            }
+        }
+        let module = dir.join(format!("mutant-{mutant}.vmfb"));
+        std::fs::write(&module, &bytes).unwrap();
+        match run(&module, flags, driver) {
+            Outcome::Finished => {}
+            Outcome::TimedOut => found.timed_out += 1,
+            Outcome::Crashed(what) => found
+                .crashes
+                .push(format!("mutant {mutant} of {} on {driver}: {what}", flags.display())),
         }
     }
     std::fs::remove_dir_all(&dir).unwrap();
     println!(
-        "{} runs of mutated modules: {} crashed, {timed_out} did not finish in {PATIENCE:?}",
-        2 * MUTANTS,
-        crashes.len()
+        "{count} runs of mutated modules on {driver}: {} crashed, {} did not finish in {PATIENCE:?}",
+        found.crashes.len(),
+        found.timed_out
     );
+    found
+}
+
+#[test]
+fn mutated_modules_never_crash_the_command_line() {
+    let cases = cases();
+    assert!(cases.len() > 300, "found {} cases", cases.len());
+    let mut crashes = Vec::new();
+    for driver in ["local-sync", "local-task"] {
+        crashes.extend(campaign(&cases, module_of, driver, MUTANTS).crashes);
+    }
     assert!(crashes.is_empty(), "{}", crashes.join("\n---\n"));
+}
+
+/// The Vulkan builds of the model fixtures (`fixtures/models/vulkan`), run with the CPU cases'
+/// flagfiles.
+#[test]
+fn mutated_vulkan_modules_never_crash_the_command_line() {
+    let test = "mutated_vulkan_modules_never_crash_the_command_line";
+    if !common::vulkan_device_present() {
+        println!("SKIPPED {test}: no Vulkan device");
+        return;
+    }
+    let models = fixtures().join("models");
+    let vulkan_module = |flags: &Path| common::case_module(&models.join("vulkan"), flags);
+    let cases: Vec<PathBuf> = cases()
+        .into_iter()
+        .filter(|flags| flags.parent() == Some(models.as_path()) && vulkan_module(flags).exists())
+        .collect();
+    assert!(cases.len() > 100, "found {} cases", cases.len());
+    let found = campaign(&cases, vulkan_module, "vulkan", VULKAN_MUTANTS);
+    assert!(found.crashes.is_empty(), "{}", found.crashes.join("\n---\n"));
 }

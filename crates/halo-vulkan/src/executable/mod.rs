@@ -7,6 +7,7 @@
 
 mod spirv;
 mod spirv_check;
+mod spirv_types;
 
 use crate::device::DeviceShared;
 use crate::status::VkResultExt;

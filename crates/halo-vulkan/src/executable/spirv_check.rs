@@ -8,8 +8,8 @@
 //! goes, functions where a call goes), and, per export, that the entry point exists and that every
 //! descriptor and push constant it uses is in its pipeline layout. This is not the full validator
 //! of SPIRV-Tools (the `spirv-tools` crate compiles its C++ from source: more than 8 minutes per
-//! build profile on a 2-core machine, measured): it covers what
-//! breaks drivers, and the mutation campaign is how it is kept honest.
+//! build profile on a 2-core machine, measured): it covers what breaks drivers, and the mutation
+//! campaign is how it is kept honest.
 
 use halo_hal::{Error, Result};
 use rspirv::dr::{Instruction, Module, Operand};
@@ -48,6 +48,7 @@ impl CheckedModule {
         let module = rspirv::dr::load_words(&words)
             .map_err(|e| Error::invalid_argument(format!("SPIR-V module does not parse: {e}")))?;
         IdCheck::new(&module, bound)?.run()?;
+        super::spirv_types::check(&module)?;
         Ok(CheckedModule { words, module })
     }
 
@@ -218,7 +219,7 @@ fn check_header(words: &[u32], max_version: Word) -> Result<Word> {
 }
 
 /// The id an operand names, if it names one.
-fn id_of(operand: &Operand) -> Option<Word> {
+pub(super) fn id_of(operand: &Operand) -> Option<Word> {
     match operand {
         Operand::IdRef(id) | Operand::IdScope(id) | Operand::IdMemorySemantics(id) => Some(*id),
         _ => None,
@@ -550,6 +551,65 @@ mod tests {
         }
         let error = module_error(shader(|b, ids| b.branch(ids.zero).unwrap()));
         assert!(error.contains("OpBranch uses %"), "{error}");
+    }
+
+    #[test]
+    fn operand_types_must_fit_the_instruction() {
+        let cases: [(&str, Vec<u32>); 5] = [
+            (
+                "indexes struct",
+                shader(|b, ids| {
+                    let five = b.constant_bit32(ids.uint, 5);
+                    b.access_chain(ids.element, None, ids.buffer, [five, ids.zero]).unwrap();
+                    b.ret().unwrap();
+                }),
+            ),
+            (
+                "a pointer, where a value goes",
+                shader(|b, ids| {
+                    b.i_add(ids.uint, None, ids.buffer, ids.zero).unwrap();
+                    b.ret().unwrap();
+                }),
+            ),
+            (
+                "OpExtInst takes %",
+                shader(|b, ids| {
+                    let glsl = b.ext_inst_import("GLSL.std.450");
+                    let float = b.type_float(32, None);
+                    let one = b.constant_bit32(float, 1.0f32.to_bits());
+                    let fma = 50;
+                    let operands = [ids.buffer, one, one].map(Operand::IdRef);
+                    b.ext_inst(float, None, glsl, fma, operands).unwrap();
+                    b.ret().unwrap();
+                }),
+            ),
+            (
+                "type mismatch",
+                shader(|b, ids| {
+                    let at = b
+                        .access_chain(ids.element, None, ids.buffer, [ids.zero, ids.zero])
+                        .unwrap();
+                    let float = b.type_float(32, None);
+                    b.load(float, None, at, None, []).unwrap();
+                    b.ret().unwrap();
+                }),
+            ),
+            (
+                "not a boolean",
+                shader(|b, ids| {
+                    let (yes, no) = (b.id(), b.id());
+                    b.branch_conditional(ids.zero, yes, no, []).unwrap();
+                    b.begin_block(Some(yes)).unwrap();
+                    b.ret().unwrap();
+                    b.begin_block(Some(no)).unwrap();
+                    b.ret().unwrap();
+                }),
+            ),
+        ];
+        for (expected, words) in cases {
+            let error = module_error(words);
+            assert!(error.contains(expected), "{expected}: {error}");
+        }
     }
 
     #[test]
