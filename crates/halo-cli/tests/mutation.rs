@@ -207,3 +207,38 @@ fn mutated_vulkan_modules_never_crash_the_command_line() {
     let found = campaign(&cases, vulkan_module, "vulkan", VULKAN_MUTANTS);
     assert!(found.crashes.is_empty(), "{}", found.crashes.join("\n---\n"));
 }
+
+/// A mutant the script found: one byte of `transpose.vmfb`'s executable makes a binding claim
+/// 2,315,255,809 descriptors, which halo once tried to lay out one slot each (an abort when the
+/// allocation failed). It is refused against the device's per-stage limit instead.
+#[test]
+fn a_descriptor_count_past_the_devices_limit_is_refused() {
+    let test = "a_descriptor_count_past_the_devices_limit_is_refused";
+    if !common::vulkan_device_present() {
+        println!("SKIPPED {test}: no Vulkan device");
+        return;
+    }
+    let models = fixtures().join("models");
+    let mut bytes = std::fs::read(models.join("vulkan/transpose.vmfb")).unwrap();
+    assert_eq!(bytes[13763], 0, "the fixture changed; find the descriptor count again");
+    bytes[13763] = 0o212;
+    let module = std::env::temp_dir().join(format!("halo-descriptor-count-{}.vmfb", std::process::id()));
+    std::fs::write(&module, &bytes).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_halo"))
+        .args([
+            "run-module",
+            "--device=vulkan",
+            &format!("--module={}", module.display()),
+        ])
+        .arg(format!("--flagfile={}", models.join("transpose.t2d.flags").display()))
+        .current_dir(&models)
+        .output()
+        .unwrap();
+    std::fs::remove_file(&module).unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("binding 0: 2315255809 descriptors exceed the device's"),
+        "{stderr}"
+    );
+}

@@ -96,10 +96,23 @@ impl VulkanExecutable {
         for (index, layout) in def.descriptor_set_layouts().into_iter().flatten().enumerate() {
             let mut bindings = Vec::new();
             for binding in layout.bindings().into_iter().flatten() {
+                let kind = descriptor_type(binding.descriptor_type())?;
+                let limit = match kind {
+                    vk::DescriptorType::UNIFORM_BUFFER => self.shared.limits.max_per_stage_descriptor_uniform_buffers,
+                    _ => self.shared.limits.max_per_stage_descriptor_storage_buffers,
+                };
+                if binding.descriptor_count() > limit {
+                    return Err(Error::invalid_argument(format!(
+                        "descriptor set layout {index}, binding {}: {} descriptors exceed the device's \
+                         {limit} per shader stage",
+                        binding.binding(),
+                        binding.descriptor_count()
+                    )));
+                }
                 bindings.push(
                     vk::DescriptorSetLayoutBinding::default()
                         .binding(binding.binding())
-                        .descriptor_type(descriptor_type(binding.descriptor_type())?)
+                        .descriptor_type(kind)
                         .descriptor_count(binding.descriptor_count())
                         .stage_flags(vk::ShaderStageFlags::COMPUTE),
                 );
