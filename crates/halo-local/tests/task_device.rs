@@ -366,11 +366,13 @@ fn a_failing_kernel_fails_only_its_submission() {
 #[test]
 fn finished_work_lets_go_of_its_buffers_before_it_signals() {
     // A program's next call asks for memory the moment the previous call's last signal is
-    // reached; whatever the queue still held then would be taken twice over.
+    // reached; whatever the queue still held then would be taken twice over. Two dispatches
+    // split by a barrier: the second is posted by the worker that finished the first, and may
+    // finish (and signal) on the other worker before that post returns.
     let device = parallel_device();
     let executable = load(device.as_ref(), &fixture("multi_export.embedded-elf-x86_64.so"));
     let params = BufferParams::host_mappable();
-    for round in 0..200 {
+    for round in 0..5000 {
         let (gate, ran, released) = (
             device.create_semaphore(0).unwrap(),
             device.create_semaphore(0).unwrap(),
@@ -384,14 +386,19 @@ fn finished_work_lets_go_of_its_buffers_before_it_signals() {
             .create_command_buffer(CommandBufferMode::ONE_SHOT, CommandCategory::ANY, ANY, 1)
             .unwrap();
         cb.begin().unwrap();
-        cb.dispatch(DispatchCommand {
-            executable: executable.clone(),
-            export: 1,
-            workgroup_count: WorkgroupCount::Static([2, 1, 1]),
-            constants: vec![],
-            bindings: vec![BufferRef::slot(0, 0, 32)],
-        })
-        .unwrap();
+        for second in [false, true] {
+            if second {
+                cb.execution_barrier().unwrap();
+            }
+            cb.dispatch(DispatchCommand {
+                executable: executable.clone(),
+                export: 1,
+                workgroup_count: WorkgroupCount::Static([2, 1, 1]),
+                constants: vec![],
+                bindings: vec![BufferRef::slot(0, 0, 32)],
+            })
+            .unwrap();
+        }
         cb.end().unwrap();
         let table = [halo_hal::Binding::new(&buffer, 0, 32)];
         device

@@ -269,6 +269,10 @@ impl Submission {
                     })
                 }),
             );
+            // The job may finish, and the submission signal, before `post` returns here: the
+            // binding table must not outlive the work in this frame, or the last reference to a
+            // transient buffer could drop after the host saw the call done (and allocated anew).
+            drop((table, command_buffer));
             self.queue.executor.post(job);
             return None;
         }
