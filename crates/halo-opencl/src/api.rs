@@ -148,7 +148,7 @@ pub(crate) unsafe fn sync_host_range(
 pub(crate) enum Argument<'a> {
     /// A buffer object.
     Buffer(cl_mem),
-    /// A byte offset (`ulong`).
+    /// A byte offset or length (`ulong`).
     Offset(u64),
     /// Bytes passed by value (the push constant struct).
     Bytes(&'a [u8]),

@@ -161,16 +161,22 @@ fn run_dispatch(
                 dispatch.bindings.len()
             ))
         })?;
-        let (mem, offset, _) =
+        let (mem, offset, length) =
             resolve(shared, reference, table).map_err(|e| e.context(format!("binding {ordinal}")))?;
-        buffers.push((mem, offset));
+        buffers.push((mem, offset, length));
     }
     // The push constant struct: the dispatch's constants, zero past them.
     let mut push: Vec<u8> = dispatch.constants.iter().flat_map(|c| c.to_le_bytes()).collect();
     push.resize(export.push_constant_bytes, 0);
     let mut arguments: Vec<Argument<'_>> = buffers
         .iter()
-        .flat_map(|&(mem, offset)| [Argument::Buffer(mem), Argument::Offset(offset)])
+        .flat_map(|&(mem, offset, length)| {
+            [
+                Argument::Buffer(mem),
+                Argument::Offset(offset),
+                Argument::Offset(length),
+            ]
+        })
         .collect();
     if !push.is_empty() {
         arguments.push(Argument::Bytes(&push));

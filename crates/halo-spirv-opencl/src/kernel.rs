@@ -35,6 +35,8 @@ pub(crate) struct KernelWriter<'a> {
     locals: HashSet<Word>,
     /// Pointers into input builtins: the builtin and the component chosen, if any.
     builtin_pointers: HashMap<Word, (BuiltIn, Option<u32>)>,
+    /// What each access chain result points into, so it can be kept inside it.
+    pointer_roots: HashMap<Word, Root>,
     /// Each block's phis, by the block's label.
     phis: HashMap<Word, Vec<Phi>>,
     labels: HashSet<Word>,
@@ -55,6 +57,35 @@ pub(crate) struct KernelWriter<'a> {
     body: String,
 }
 
+/// What a pointer points into.
+#[derive(Debug, Clone)]
+enum Root {
+    /// The storage buffer at (set, binding).
+    Buffer { set: u32, binding: u32 },
+    /// A variable of the kernel, by its OpenCL C name, in address space `space`.
+    Variable { space: &'static str, name: String },
+}
+
+/// Keeps pointers inside what they point into (see `KernelWriter::assign_within`): `p` when its
+/// `n` bytes lie in the `size` bytes from `start`, else `start`.
+pub(crate) const WITHIN_HELPERS: &str = "\
+typedef __global uchar uchar_global;
+typedef __local uchar uchar_local;
+typedef uchar uchar_private;
+static inline __global uchar* halo_within_global(__global uchar* p, __global uchar* start, ulong size, ulong n) {
+    ulong at = (ulong)(p - start);
+    return start + (at <= size && n <= size - at ? at : 0);
+}
+static inline __local uchar* halo_within_local(__local uchar* p, __local uchar* start, ulong size, ulong n) {
+    ulong at = (ulong)(p - start);
+    return start + (at <= size && n <= size - at ? at : 0);
+}
+static inline uchar* halo_within_private(uchar* p, uchar* start, ulong size, ulong n) {
+    ulong at = (ulong)(p - start);
+    return start + (at <= size && n <= size - at ? at : 0);
+}
+";
+
 impl<'a> KernelWriter<'a> {
     /// Prepares to write `function`.
     pub(crate) fn new(
@@ -70,6 +101,7 @@ impl<'a> KernelWriter<'a> {
             value_types: HashMap::new(),
             locals: HashSet::new(),
             builtin_pointers: HashMap::new(),
+            pointer_roots: HashMap::new(),
             phis: HashMap::new(),
             labels: HashSet::new(),
             globals_used: Vec::new(),
@@ -198,7 +230,11 @@ impl<'a> KernelWriter<'a> {
         let mut parameters: Vec<String> = self
             .bindings()
             .iter()
-            .map(|(set, binding)| format!("__global uchar* b{set}_{binding}_base, ulong b{set}_{binding}_offset"))
+            .map(|(set, binding)| {
+                format!(
+                    "__global uchar* b{set}_{binding}_base, ulong b{set}_{binding}_offset, ulong b{set}_{binding}_size"
+                )
+            })
             .collect();
         if let Some(pointee) = self.push_constants() {
             parameters.push(format!("{} pc", self.index.type_name(pointee)?));
@@ -489,13 +525,64 @@ impl<'a> KernelWriter<'a> {
                     // OpenCL C takes no address of a vector component: index the vector's scalars.
                     let scalar = self.index.type_name(component)?;
                     let index = self.index_expression(index)?;
-                    let pointer = format!("(({result_type})(({space}{scalar}*)&{lvalue} + {index}))");
-                    return self.assign(instruction, &pointer);
+                    let pointer = format!("(({space}{scalar}*)&{lvalue} + {index})");
+                    return self.assign_within(instruction, base, &pointer, component, &result_type);
                 }
                 _ => return Err(Error::invalid_argument("SPIR-V access chain indexes into a scalar")),
             }
         }
-        self.assign(instruction, &format!("(({result_type})&{lvalue})"))
+        self.assign_within(instruction, base, &format!("&{lvalue}"), ty, &result_type)
+    }
+
+    /// Assigns access chain `instruction` the pointer `pointer` to a value of type `pointee`,
+    /// kept inside the buffer or variable that `base` points into: an index past its end (a
+    /// program whose bounds were changed) points to its start instead, as Vulkan's robust buffer
+    /// access allows, rather than into the host memory an OpenCL runtime on the CPU keeps next
+    /// to it. The check is integer arithmetic on the offset, not a choice between two pointers,
+    /// which Intel's OpenCL compiler 2024 does not survive (its vectorizer overflows its stack).
+    fn assign_within(
+        &mut self,
+        instruction: &Instruction,
+        base: Word,
+        pointer: &str,
+        pointee: Word,
+        result_type: &str,
+    ) -> Result<()> {
+        // The bytes the pointee takes in memory (an emulated f16 is 2, though a float as a
+        // value); a runtime array has no size, and only its start must be inside.
+        let bytes = self.index.layout(pointee).map_or(0, |layout| layout.size);
+        let root = self.root_of(base)?;
+        self.pointer_roots.insert(result_id(instruction)?, root.clone());
+        let (space, start, size) = match &root {
+            Root::Buffer { set, binding } => ("global", format!("b{set}_{binding}"), format!("b{set}_{binding}_size")),
+            Root::Variable { space, name } => (*space, format!("(&{name})"), format!("sizeof({name})")),
+        };
+        let kept = format!(
+            "(({result_type})halo_within_{space}((uchar_{space}*)({pointer}), (uchar_{space}*){start}, {size}, \
+             {bytes}))"
+        );
+        self.assign(instruction, &kept)
+    }
+
+    /// The buffer or variable that pointer `base` points into.
+    fn root_of(&self, base: Word) -> Result<Root> {
+        if let Some(root) = self.pointer_roots.get(&base) {
+            return Ok(root.clone());
+        }
+        let variable = |space: &'static str, name: String| Root::Variable { space, name };
+        match self.index.globals.get(&base) {
+            Some(Global::Buffer { set, binding, .. }) => Ok(Root::Buffer {
+                set: *set,
+                binding: *binding,
+            }),
+            Some(Global::Workgroup { .. }) => Ok(variable("local", format!("g{base}"))),
+            Some(Global::Private { .. }) => Ok(variable("private", format!("g{base}"))),
+            Some(Global::PushConstants { .. }) => Ok(variable("private", "pc".into())),
+            _ if self.locals.contains(&base) => Ok(variable("private", format!("l{base}"))),
+            _ => Err(Error::invalid_argument(format!(
+                "SPIR-V access chain base %{base} is not a variable or a pointer into one"
+            ))),
+        }
     }
 
     /// An index operand as a signed C index, as SPIR-V reads indices.

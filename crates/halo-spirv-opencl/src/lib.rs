@@ -98,7 +98,8 @@ pub struct Kernel {
     pub name: String,
     /// The workgroup size the kernel requires (`reqd_work_group_size`).
     pub workgroup_size: [u32; 3],
-    /// The storage buffers the kernel takes, in argument order (each a pointer and an offset).
+    /// The storage buffers the kernel takes, in argument order (each a pointer, a byte offset and
+    /// the byte length bound there, which accesses stay within).
     pub bindings: Vec<Binding>,
     /// Bytes of the push constant block passed by value after the buffers, or 0 for none.
     pub push_constant_bytes: u32,
@@ -159,6 +160,7 @@ fn translate_with(words: &[u32], options: &Options) -> Result<Translation> {
     if index.emulate_f16 && declares(&module, Capability::Float16) {
         source.push_str(F16_HELPERS);
     }
+    source.push_str(kernel::WITHIN_HELPERS);
     source.push_str(&index.typedefs()?);
     let mut kernels = Vec::new();
     for (ordinal, entry) in module.entry_points.iter().enumerate() {

@@ -127,19 +127,22 @@ impl OpenCl {
             unsafe { self.queue.enqueue_write_buffer(&mut buffer, CL_BLOCKING, 0, bytes, &[]) }.expect("write");
             device_buffers.push(buffer);
         }
-        for (index, buffer) in device_buffers.iter().enumerate() {
-            let index = 2 * index as u32;
-            // SAFETY: argument `index` is a `__global uchar*` given a cl_mem, then its `ulong` offset.
+        for (index, (buffer, bytes)) in device_buffers.iter().zip(buffers.iter()).enumerate() {
+            let index = 3 * index as u32;
+            // SAFETY: argument `index` is a `__global uchar*` given a cl_mem, then its `ulong`
+            // offset and `ulong` length.
             unsafe { kernel.set_arg(index, &buffer.get()) }.expect("buffer argument");
             // SAFETY: as above.
             unsafe { kernel.set_arg(index + 1, &0u64) }.expect("offset argument");
+            // SAFETY: as above.
+            unsafe { kernel.set_arg(index + 2, &(bytes.len() as u64)) }.expect("length argument");
         }
         if !push_constants.is_empty() {
             // SAFETY: the last argument is the push constant struct of exactly this many bytes.
             unsafe {
                 opencl3::kernel::set_kernel_arg(
                     kernel.get(),
-                    2 * device_buffers.len() as u32,
+                    3 * device_buffers.len() as u32,
                     push_constants.len(),
                     push_constants.as_ptr().cast(),
                 )
