@@ -16,9 +16,12 @@
 //!   and f16 memory is `ushort` bit patterns read and written with `vload_half`/`vstore_half_rte`.
 //!
 //! A kernel's arguments are the storage buffers its entry point uses, in ascending (set, binding)
-//! order ([`Kernel::bindings`]), each as a `__global uchar*` and a `ulong` byte offset into it (so
-//! a binding may start anywhere in a buffer object, with no sub-buffer alignment rule), then the
-//! push constant block by value when it reads one ([`Kernel::push_constant_bytes`]). An instruction, capability or type this
+//! order ([`Kernel::bindings`]), each as a `__global uchar*`, a `ulong` byte offset into it (so
+//! a binding may start anywhere in a buffer object, with no sub-buffer alignment rule) and the
+//! `ulong` byte length bound there, then the push constant block by value when it reads one
+//! ([`Kernel::push_constant_bytes`]). Every access stays inside its binding or variable: an index
+//! past the end reaches the start instead (Vulkan's robust buffer access allows as much), so a
+//! program with changed bounds cannot write into the host's memory. An instruction, capability or type this
 //! translator does not handle fails the translation with `Unimplemented` naming it: never wrong
 //! code. Malformed SPIR-V fails with `InvalidArgument`.
 #![warn(missing_docs)]
