@@ -20,7 +20,7 @@
 //! a binding may start anywhere in a buffer object, with no sub-buffer alignment rule) and the
 //! `ulong` byte length bound there, then the push constant block by value when it reads one
 //! ([`Kernel::push_constant_bytes`]). Every access stays inside its binding or variable: an index
-//! past the end reaches the start instead (Vulkan's robust buffer access allows as much), so a
+//! past the end reaches the last element instead (Vulkan's robust buffer access allows as much), so a
 //! program with changed bounds cannot write into the host's memory. An instruction, capability or type this
 //! translator does not handle fails the translation with `Unimplemented` naming it: never wrong
 //! code. Malformed SPIR-V fails with `InvalidArgument`.

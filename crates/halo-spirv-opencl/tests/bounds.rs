@@ -1,7 +1,7 @@
 //! A translated kernel stays inside the buffers it is given, whatever indices its program
-//! computes: an access past a binding's end goes to the binding's start (what Vulkan's robust
-//! buffer access allows), never into the host memory an OpenCL runtime on the CPU keeps next to
-//! it. A `.vmfb` whose loop bound was changed corrupted halo's heap on PoCL before.
+//! computes: an access past a binding's end goes to the binding's last element (Vulkan's robust
+//! buffer access allows any place inside), never into the host memory an OpenCL runtime on the CPU
+//! keeps next to it. A `.vmfb` whose loop bound was changed corrupted halo's heap on PoCL before.
 
 mod common;
 
@@ -27,6 +27,6 @@ fn accesses_past_a_buffer_land_at_its_start() {
     let words = s.finish();
     let results = opencl.run_words(&words, &opencl.options(), vec![vec![7, 8, 9, 10], vec![0; 4]], 4);
     assert_eq!(results[0], [7, 8, 9, 10], "the input is untouched");
-    // Every read came from in[0] and every write went to out[0].
-    assert_eq!(results[1], [7, 0, 0, 0]);
+    // Every read came from in[3] and every write went to out[3].
+    assert_eq!(results[1], [0, 0, 0, 10]);
 }
