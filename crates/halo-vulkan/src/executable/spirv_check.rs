@@ -555,7 +555,16 @@ mod tests {
 
     #[test]
     fn operand_types_must_fit_the_instruction() {
-        let cases: [(&str, Vec<u32>); 5] = [
+        let cases: [(&str, Vec<u32>); 6] = [
+            (
+                "with member 5, past its end",
+                shader(|b, ids| {
+                    let vector = b.type_vector(ids.uint, 3);
+                    let zeros = b.composite_construct(vector, None, [ids.zero; 3]).unwrap();
+                    b.composite_extract(ids.uint, None, zeros, [5]).unwrap();
+                    b.ret().unwrap();
+                }),
+            ),
             (
                 "indexes struct",
                 shader(|b, ids| {

@@ -190,18 +190,18 @@ impl Types {
             },
             Op::CompositeExtract => {
                 let indices = instruction.operands.get(1..).unwrap_or_default();
-                let walked = self.walk_literals(ids.first().and_then(|&v| self.type_of(v)), indices);
-                expect_same(walked, result, "the extracted member")
+                match self.walk_literals(ids.first().and_then(|&v| self.type_of(v)), indices)? {
+                    Some(member) => expect_same(Some(member), result, "the extracted member"),
+                    None => Ok(()),
+                }
             }
             Op::CompositeInsert => {
                 let composite = ids.get(1).and_then(|&v| self.type_of(v));
-                let walked = self.walk_literals(composite, instruction.operands.get(2..).unwrap_or_default());
                 expect_same(composite, result, "the composite")?;
-                expect_same(
-                    walked,
-                    ids.first().and_then(|&v| self.type_of(v)),
-                    "the inserted member",
-                )
+                match self.walk_literals(composite, instruction.operands.get(2..).unwrap_or_default())? {
+                    Some(member) => expect_same(ids.first().and_then(|&v| self.type_of(v)), Some(member), "the member"),
+                    None => Ok(()),
+                }
             }
             Op::Select => {
                 self.expect_condition(ids.first())?;
@@ -329,23 +329,25 @@ impl Types {
         }
     }
 
-    /// The type reached from `ty` by literal member `indices`.
-    fn walk_literals(&self, ty: Option<Word>, indices: &[Operand]) -> Option<Word> {
-        let mut current = ty?;
+    /// The type reached from `ty` by literal member `indices`; `None` when a type on the way is
+    /// one these rules do not model (a cooperative matrix), so nothing can be said of it.
+    fn walk_literals(&self, ty: Option<Word>, indices: &[Operand]) -> std::result::Result<Option<Word>, String> {
+        let Some(mut current) = ty else { return Ok(None) };
         for index in indices {
-            let Operand::LiteralBit32(index) = index else {
-                return None;
+            let Operand::LiteralBit32(index) = *index else {
+                return Ok(None);
             };
-            let index = *index as usize;
+            let within = |count: u64| u64::from(index) < count;
             current = match self.ty(current) {
-                Ty::Struct { members } => *members.get(index)?,
-                Ty::Array { element, length } => (length.is_some_and(|l| (index as u64) < l)).then_some(*element)?,
-                Ty::Vector { component, count } => ((index as u64) < u64::from(*count)).then_some(*component)?,
-                Ty::Matrix { column, count } => ((index as u64) < u64::from(*count)).then_some(*column)?,
-                _ => return None,
-            };
+                Ty::Struct { members } => members.get(index as usize).copied(),
+                Ty::Array { element, length } => length.is_none_or(within).then_some(*element),
+                Ty::Vector { component, count } => within(u64::from(*count)).then_some(*component),
+                Ty::Matrix { column, count } => within(u64::from(*count)).then_some(*column),
+                _ => return Ok(None),
+            }
+            .ok_or_else(|| format!("indexes %{current} with member {index}, past its end"))?;
         }
-        Some(current)
+        Ok(Some(current))
     }
 
     /// A call's arguments against its callee's parameter types.
