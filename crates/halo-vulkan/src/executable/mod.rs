@@ -5,7 +5,6 @@
 //! set, bindings in the order listed, array elements in order); HAL constants are push constants
 //! from byte 0; executable-level constants are specialization constants 0, 1, ...
 
-mod spirv;
 mod spirv_check;
 mod spirv_types;
 
@@ -241,11 +240,12 @@ impl VulkanExecutable {
             .pipeline_layouts()
             .map(|l| l.get(layout_ordinal))
             .ok_or_else(|| Error::invalid_argument("executable has no pipeline layouts"))?;
-        let workgroup_size = spirv::workgroup_size(module.words(), entry_point)?.unwrap_or([0; 3]);
         let (set_layouts, slots) = self.slots(def, &layout_def)?;
         let bindings: HashSet<(u32, u32)> = slots.iter().map(|s| (s.set, s.binding)).collect();
         let has_push_constants = layout_def.push_constant_ranges().is_some_and(|r| !r.is_empty());
-        module.check_entry_point(entry_point, &bindings, has_push_constants)?;
+        let workgroup_size = module
+            .check_entry_point(entry_point, &bindings, has_push_constants)?
+            .unwrap_or([0; 3]);
         let constant_count = layout_def
             .push_constant_ranges()
             .into_iter()

@@ -13,11 +13,17 @@
 
 use halo_hal::{Error, Result};
 use rspirv::dr::{Instruction, Module, Operand};
-use rspirv::spirv::{Decoration, ExecutionModel, Op, StorageClass, Word};
+use rspirv::spirv::{Decoration, ExecutionMode, ExecutionModel, Op, StorageClass, Word};
 use std::collections::{HashMap, HashSet};
 
 /// SPIR-V's universal limit on the id bound (the specification's "Result <id> bound").
 const MAX_ID_BOUND: Word = 0x40_0000;
+
+/// First word of every SPIR-V module.
+const MAGIC: u32 = 0x0723_0203;
+
+/// Words in the module header before the first instruction.
+const HEADER_WORDS: usize = 5;
 
 /// What an id names, as far as where it may be used goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +65,8 @@ impl CheckedModule {
 
     /// Checks that `entry_point` is a compute entry point of the module whose descriptors are
     /// among `bindings` ((set, binding) pairs of its pipeline layout) and which uses push
-    /// constants only when `has_push_constants`.
+    /// constants only when `has_push_constants`; returns its `LocalSize`, or `None` when the
+    /// module sets the workgroup size another way (from specialization constants).
     ///
     /// # Errors
     /// `InvalidArgument` naming the entry point and what it lacks.
@@ -68,7 +75,7 @@ impl CheckedModule {
         entry_point: &str,
         bindings: &HashSet<(u32, u32)>,
         has_push_constants: bool,
-    ) -> Result<()> {
+    ) -> Result<Option<[u32; 3]>> {
         let function = self
             .module
             .entry_points
@@ -108,7 +115,19 @@ impl CheckedModule {
                 _ => {}
             }
         }
-        Ok(())
+        Ok(self.local_size(function))
+    }
+
+    /// The `LocalSize` execution mode of `function`, if it has one.
+    fn local_size(&self, function: Word) -> Option<[u32; 3]> {
+        self.module.execution_modes.iter().find_map(|mode| match mode.operands.as_slice() {
+            [Operand::IdRef(f), Operand::ExecutionMode(ExecutionMode::LocalSize), Operand::LiteralBit32(x), Operand::LiteralBit32(y), Operand::LiteralBit32(z)]
+                if *f == function =>
+            {
+                Some([*x, *y, *z])
+            }
+            _ => None,
+        })
     }
 
     /// Module-scope variables that come from the pipeline layout, by id.
@@ -189,11 +208,10 @@ enum Resource {
 
 /// Checks the header and that the instructions tile the words; returns the id bound.
 fn check_header(words: &[u32], max_version: Word) -> Result<Word> {
-    let [magic, version, _generator, bound, _schema] = words.get(..super::spirv::HEADER_WORDS).unwrap_or_default()
-    else {
+    let [magic, version, _generator, bound, _schema] = words.get(..HEADER_WORDS).unwrap_or_default() else {
         return Err(Error::invalid_argument("SPIR-V module is shorter than its header"));
     };
-    if *magic != super::spirv::MAGIC {
+    if *magic != MAGIC {
         return Err(Error::invalid_argument(
             "shader module is not SPIR-V (bad magic number)",
         ));
@@ -212,10 +230,30 @@ fn check_header(words: &[u32], max_version: Word) -> Result<Word> {
             "SPIR-V id bound {bound} is outside 1..={MAX_ID_BOUND}"
         )));
     }
-    // rspirv reads a literal string up to the instruction's stated end without checking that
-    // end against the stream, so the instructions must tile the words first.
-    super::spirv::instructions(words).try_for_each(|i| i.map(drop))?;
+    check_instruction_lengths(words)?;
     Ok(*bound)
+}
+
+/// Refuses a module whose instructions do not tile its words exactly: rspirv reads a literal
+/// string up to the instruction's stated end without checking that end against the stream.
+fn check_instruction_lengths(words: &[u32]) -> Result<()> {
+    let mut at = HEADER_WORDS;
+    while let Some(&word) = words.get(at) {
+        let count = (word >> 16) as usize;
+        if count == 0 || at + count > words.len() {
+            return Err(Error::invalid_argument(format!(
+                "SPIR-V instruction at word {at} has length {count}, past the module's {} words",
+                words.len()
+            )));
+        }
+        at += count;
+    }
+    Ok(())
+}
+
+/// Whether `instruction` declares a type (`OpType*`).
+pub(super) fn declares_type(instruction: &Instruction) -> bool {
+    instruction.class.opname.starts_with("Type")
 }
 
 /// The id an operand names, if it names one.
@@ -295,7 +333,7 @@ impl<'m> IdCheck<'m> {
             Ok(())
         };
         for instruction in global_instructions(module) {
-            let kind = if instruction.class.opname.starts_with("Type") {
+            let kind = if declares_type(instruction) {
                 Kind::Type
             } else {
                 Kind::Value(None)
@@ -504,7 +542,8 @@ mod tests {
     #[test]
     fn a_well_formed_shader_passes() {
         let module = CheckedModule::new(shader(store_zero), SPIRV_1_6).unwrap();
-        module.check_entry_point("main", &layout(&[(0, 1)]), false).unwrap();
+        let local_size = module.check_entry_point("main", &layout(&[(0, 1)]), false).unwrap();
+        assert_eq!(local_size, Some([1, 1, 1]));
     }
 
     #[test]

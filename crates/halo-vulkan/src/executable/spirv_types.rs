@@ -88,7 +88,7 @@ impl Types {
                         constants.insert(id, *v);
                     }
                 }
-            } else if instruction.class.opname.starts_with("Type") {
+            } else if super::spirv_check::declares_type(instruction) {
                 types.insert(id, type_of(instruction));
             }
         }
