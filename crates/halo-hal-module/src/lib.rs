@@ -75,11 +75,16 @@ pub fn create_module(devices: Vec<Arc<dyn Device>>) -> Result<Arc<NativeModule>>
         devices,
         caches: Mutex::new(Vec::new()),
     });
-    // No hal function runs bytecode, so callers keep their module state locked across calls.
+    // No hal function runs bytecode, so callers keep their module state locked across calls,
+    // except those that may block or run kernels: concurrent calls of one program then overlap.
     let mut builder = NativeModule::builder("hal", VERSION).leaf();
     for &(name, cconv, export) in exports::ALL.iter().flat_map(|table| table.iter()) {
         let state = state.clone();
         builder = builder.function(name, cconv, move |args| export(&state, args))?;
+    }
+    for &(name, cconv, export) in exports::BLOCKING.iter().flat_map(|table| table.iter()) {
+        let state = state.clone();
+        builder = builder.blocking_function(name, cconv, move |args| export(&state, args))?;
     }
     for &(name, cconv, hook, export) in exports::WAITING.iter().flat_map(|table| table.iter()) {
         let (hook_state, state) = (state.clone(), state.clone());

@@ -3,6 +3,7 @@
 
 use halo_runtime::{tensor, AbiModel, HostTensor, Instance, Session, StatusCode, Value};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 fn models() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models")
@@ -178,4 +179,51 @@ fn printed_results_read_back_only_what_they_show() {
             );
         }
     }
+}
+
+#[test]
+fn a_call_waiting_on_local_sync_lets_the_call_it_waits_for_run() {
+    use halo_hal::Fence;
+    use halo_hal_module::HalFence;
+    use halo_vm::ref_types::Ref;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    // Wait before signal across threads: the first call blocks inside its queue operation (on
+    // local-sync, queue work runs on the calling thread) until the second call's signal. The
+    // first must not hold the program while it waits, or the second could never run.
+    let mut session = session("local-sync", "async_external.vmfb");
+    let device = session.device().clone();
+    let inputs = vec![
+        input(&session, "2x3xf32=1 2 3 4 5 6"),
+        input(&session, "2x3xf32=0.5 0.5 0.5 -1 -1 -1"),
+        Value::F32(2.0),
+    ];
+    let fence = |fence: Option<Fence>| Value::Ref(fence.map(|f| Ref::new(HalFence(f))));
+    let between = Fence::at(device.create_semaphore(0).unwrap(), 1);
+    let done = Fence::at(device.create_semaphore(0).unwrap(), 1);
+    let first: Vec<Value> = [
+        inputs.clone(),
+        vec![fence(Some(between.clone())), fence(Some(done.clone()))],
+    ]
+    .concat();
+    let second: Vec<Value> = [inputs, vec![fence(None), fence(Some(between))]].concat();
+    let context = Arc::new(std::mem::take(session.context_mut()));
+    let (sender, finished) = mpsc::channel();
+    for (name, arguments) in [("waiting", first), ("signalling", second)] {
+        let (context, sender) = (context.clone(), sender.clone());
+        std::thread::spawn(move || {
+            let outcome = context.invoke("two_steps", &arguments);
+            let _ = sender.send((name, outcome.map(|results| results.len())));
+        });
+        // The waiting call is inside its wait before the signalling one starts.
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for _ in 0..2 {
+        let (name, outcome) = finished
+            .recv_timeout(Duration::from_secs(30))
+            .expect("both calls finish: the waiting call let the signalling one run");
+        assert_eq!(outcome.unwrap(), 2, "the {name} call");
+    }
+    assert!(done.query().unwrap());
 }

@@ -70,6 +70,9 @@ struct Phase {
     failures: usize,
     /// CPU time the process doing the work (the server, or this one for direct calls) spent.
     cpu: Duration,
+    /// CPU time the clients (this process) spent on a server's phase: on a machine they share
+    /// with the server, it is taken from the server's.
+    client_cpu: Option<Duration>,
 }
 
 impl Phase {
@@ -82,7 +85,7 @@ impl Phase {
                 .map_or(0.0, |d| d.as_secs_f64() * 1e3)
         };
         format!(
-            "| {} | {} | {} | {} | {:.0} | {:.3} | {:.3} | {:.3} |",
+            "| {} | {} | {} | {} | {:.0} | {:.3} | {:.3} | {:.3} | {} |",
             self.name,
             self.clients,
             self.latencies.len(),
@@ -90,19 +93,30 @@ impl Phase {
             self.throughput(),
             percentile(0.5),
             percentile(0.99),
-            self.cpu_per_request() * 1e3
+            self.per_request(self.cpu) * 1e3,
+            self.client_cpu
+                .map_or("-".to_string(), |cpu| format!("{:.3}", self.per_request(cpu) * 1e3))
         )
     }
 
     fn cpu_per_request(&self) -> f64 {
-        self.cpu.as_secs_f64() / (self.latencies.len() + self.failures).max(1) as f64
+        self.per_request(self.cpu)
     }
 
-    /// The phase, with the CPU time process `pid` spent while `run` ran it.
+    fn per_request(&self, cpu: Duration) -> f64 {
+        cpu.as_secs_f64() / (self.latencies.len() + self.failures).max(1) as f64
+    }
+
+    /// The phase, with the CPU time process `pid` spent while `run` ran it, and this process's
+    /// when that is another.
     fn measuring_cpu(pid: u32, run: impl FnOnce() -> Phase) -> Phase {
-        let before = cpu_time(pid);
+        let own = std::process::id();
+        let (before, own_before) = (cpu_time(pid), cpu_time(own));
         let mut phase = run();
         phase.cpu = cpu_time(pid).saturating_sub(before);
+        if pid != own {
+            phase.client_cpu = Some(cpu_time(own).saturating_sub(own_before));
+        }
         phase
     }
 
@@ -144,6 +158,7 @@ fn run_threads(name: &str, clients: usize, requests: usize, call: impl Fn() -> b
         failures: results.iter().map(|r| r.1).sum(),
         latencies: results.into_iter().flat_map(|r| r.0).collect(),
         cpu: Duration::ZERO,
+        client_cpu: None,
     }
 }
 
@@ -361,6 +376,7 @@ fn grpc_phase(
             latencies: Vec::new(),
             failures: 0,
             cpu: Duration::ZERO,
+            client_cpu: None,
         };
         for task in tasks {
             let (latencies, failures) = task.await.expect("a client task");
@@ -434,15 +450,15 @@ fn main() {
         }),
     ];
     println!(
-        "model {} ({}) on {}, {} server threads computing; CPU ms/request is the serving process's (this one for direct calls)",
+        "model {} ({}) on {}, {} server threads computing; CPU ms/request is the serving process's (this one for direct calls), client CPU the load generator's",
         args.module.display(),
         args.function,
         args.device,
         args.max_concurrency
     );
     println!();
-    println!("| path | clients | answered | failed | requests/s | p50 ms | p99 ms | CPU ms/request |");
-    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    println!("| path | clients | answered | failed | requests/s | p50 ms | p99 ms | CPU ms/request | client CPU ms/request |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     println!("{}", direct.row());
     for phase in &phases {
         println!("{}", phase.row());

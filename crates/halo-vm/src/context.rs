@@ -96,7 +96,8 @@ impl Instance {
 
     /// Calls internal function `ordinal` (from [`Context::lookup`]) with `args`.
     ///
-    /// Threading: any thread; calls into one module serialize on its globals.
+    /// Threading: any thread; calls into one module serialize on its globals while bytecode
+    /// runs, not across imports that release them (queue work, waits).
     ///
     /// # Errors
     /// Argument mismatches as `InvalidArgument`; whatever the function fails with.

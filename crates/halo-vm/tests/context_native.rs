@@ -196,3 +196,68 @@ fn invocations_suspend_at_waiting_functions_until_the_fence_is_reached() {
     assert!(error.to_string().contains("device fell over"), "{error}");
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
+
+/// `other.double` in a leaf module, blocking until two calls are inside it at once or `patience`
+/// passes; returns the doubled value if they were, -1 if not.
+fn rendezvous_other(blocking: bool, patience: std::time::Duration) -> Arc<NativeModule> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::{Duration, Instant};
+    let inside = Arc::new(AtomicUsize::new(0));
+    let double = move |args: &halo_vm::Args<'_>| {
+        inside.fetch_add(1, Ordering::SeqCst);
+        let deadline = Instant::now() + patience;
+        while inside.load(Ordering::SeqCst) < 2 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let met = inside.load(Ordering::SeqCst) >= 2;
+        Ok(vec![Value::I32(if met { args.i32(0)? * 2 } else { -1 })].into())
+    };
+    let builder = NativeModule::builder("other", 2).leaf();
+    let builder = if blocking {
+        builder.blocking_function("double", "0i_i", double)
+    } else {
+        builder.function("double", "0i_i", double)
+    };
+    builder.unwrap().build()
+}
+
+/// Results of `double_it(1)` and `double_it(2)` invoked at once on two threads.
+fn concurrent_doubles(other: Arc<NativeModule>) -> Vec<i32> {
+    let mut context = Context::new();
+    context.add_native(other).unwrap();
+    context.add_bytecode(module("imports")).unwrap();
+    let context = Arc::new(context);
+    let threads: Vec<_> = (0..2)
+        .map(|i| {
+            let context = context.clone();
+            std::thread::spawn(move || context.invoke("double_it", &[Value::I32(i + 1)]).unwrap())
+        })
+        .collect();
+    let mut results: Vec<i32> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .map(|value| match value {
+            Value::I32(x) => x,
+            other => panic!("double_it returned {other:?}"),
+        })
+        .collect();
+    results.sort();
+    results
+}
+
+#[test]
+fn invocations_overlap_inside_blocking_functions() {
+    // Both invocations are inside `double` at once: the module state is not held across it.
+    let results = concurrent_doubles(rendezvous_other(true, std::time::Duration::from_secs(10)));
+    assert_eq!(results, vec![2, 4]);
+}
+
+#[test]
+fn invocations_serialize_inside_leaf_functions() {
+    // A plain leaf function keeps the module state locked: the first call gives up waiting for
+    // the second, which enters only after it and finds the first's count.
+    let results = concurrent_doubles(rendezvous_other(false, std::time::Duration::from_millis(200)));
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0], -1, "{results:?}");
+    assert!(results[1] == 2 || results[1] == 4, "{results:?}");
+}

@@ -15,6 +15,13 @@ use smallvec::{smallvec, SmallVec};
 pub(crate) const EXPORTS: &[Row] = &[
     ("device.allocator", "0r_r", allocator),
     ("device.query.i64", "0rrr_iI", query_i64),
+    ("devices.count", "0v_i", devices_count),
+    ("devices.get", "0i_r", devices_get),
+];
+
+/// Queue operations: a device may run them on the calling thread (`local-sync` runs dispatches
+/// inline), so they release the caller's module state.
+pub(crate) const QUEUE: &[Row] = &[
     ("device.queue.alloca", "0rIrrIiiII_r", queue_alloca),
     ("device.queue.barrier", "0rIrrI_v", queue_barrier),
     ("device.queue.copy", "0rIrrrIrIII_v", queue_copy),
@@ -29,8 +36,6 @@ pub(crate) const EXPORTS: &[Row] = &[
     ("device.queue.flush", "0rI_v", queue_flush),
     ("device.queue.read", "0rIrrrIrIII_v", queue_read),
     ("device.queue.update", "0rIrrrIrIII_v", queue_update),
-    ("devices.count", "0v_i", devices_count),
-    ("devices.get", "0i_r", devices_get),
 ];
 
 /// `(device) -> allocator`

@@ -23,7 +23,10 @@ pub(crate) type WaitingRow = (&'static str, &'static str, WaitHook, Export);
 /// Every table of functions that wait.
 pub(crate) const WAITING: &[&[WaitingRow]] = &[fence::WAITING];
 
-/// Every table.
+/// Every table of functions that may block or run long on the calling thread.
+pub(crate) const BLOCKING: &[&[Row]] = &[device::QUEUE];
+
+/// Every other table.
 pub(crate) const ALL: &[&[Row]] = &[
     allocator::EXPORTS,
     buffer::EXPORTS,

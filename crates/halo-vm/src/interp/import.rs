@@ -69,11 +69,12 @@ impl<'f> ImportCall<'f> {
         }))
     }
 
-    /// Whether the callee is a native function that neither waits nor runs bytecode: such a call
-    /// can be made without leaving the interpreter loop (and with the module state kept locked).
+    /// Whether the callee is a native function that neither waits, blocks nor runs bytecode: such
+    /// a call can be made without leaving the interpreter loop (and with the module state kept
+    /// locked).
     #[inline]
     pub(super) fn is_leaf(&self) -> bool {
-        matches!(self.target, ImportTarget::Native(native) if !native.reentrant && native.wait.is_none())
+        matches!(self.target, ImportTarget::Native(native) if !native.releases_state && native.wait.is_none())
     }
 
     /// The arguments, read in place from the caller's frame (`i32s` and `refs` start at its

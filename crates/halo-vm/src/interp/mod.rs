@@ -372,13 +372,14 @@ impl Machine<'_> {
                 return pending.map_err(|error| call.context(error));
             }
         }
-        // The module state is released across a call that may come back into this module.
-        let reentrant = call.target.may_reenter();
-        if reentrant {
+        // The module state is released across a call that may come back into this module, or
+        // block: other invocations of the module run meanwhile.
+        let releases_state = call.target.releases_state();
+        if releases_state {
             self.state = None;
         }
         let outcome = call.run(&mut self.i32s[ib..], &mut self.refs[rb..]);
-        if reentrant {
+        if releases_state {
             self.state = Some(self.instance.lock_state());
         }
         outcome.map(|()| None)
@@ -625,10 +626,11 @@ impl ImportTarget {
         }
     }
 
-    /// Whether the callee may run bytecode of the calling module (so its state must be free).
-    fn may_reenter(&self) -> bool {
+    /// Whether the caller's module state is released across the call: the callee may run its
+    /// bytecode, or block.
+    fn releases_state(&self) -> bool {
         match self {
-            ImportTarget::Native(native) => native.reentrant,
+            ImportTarget::Native(native) => native.releases_state,
             ImportTarget::Bytecode { .. } => true,
         }
     }

@@ -27,8 +27,10 @@ pub struct NativeFunction {
     pub signature: Signature,
     /// Implementation.
     pub function: NativeFn,
-    /// Whether it may call back into the VM (see [`NativeModuleBuilder::leaf`]).
-    pub reentrant: bool,
+    /// Whether callers release their module state across the call: it may call back into the VM
+    /// (see [`NativeModuleBuilder::leaf`]), wait, or run long (see
+    /// [`NativeModuleBuilder::blocking_function`]).
+    pub releases_state: bool,
     /// For functions that block until a fence is reached: the fence, so a yielding invocation
     /// suspends instead of calling the function before the fence is reached.
     pub wait: Option<WaitFn>,
@@ -100,7 +102,24 @@ impl NativeModuleBuilder {
         cconv: &str,
         function: impl Fn(&Args<'_>) -> Result<Results> + Send + Sync + 'static,
     ) -> Result<Self> {
-        self.add(name, cconv, Arc::new(function), None)
+        let releases_state = self.module.reentrant;
+        self.add(name, cconv, Arc::new(function), None, releases_state)
+    }
+
+    /// Adds a function that may block or run long on the calling thread (queue work that a
+    /// device runs inline, file I/O): even in a [`leaf`](NativeModuleBuilder::leaf) module,
+    /// callers release their module state across it, so other invocations of that module run
+    /// meanwhile instead of queueing behind the lock.
+    ///
+    /// # Errors
+    /// As [`NativeModuleBuilder::function`].
+    pub fn blocking_function(
+        self,
+        name: &str,
+        cconv: &str,
+        function: impl Fn(&Args<'_>) -> Result<Results> + Send + Sync + 'static,
+    ) -> Result<Self> {
+        self.add(name, cconv, Arc::new(function), None, true)
     }
 
     /// Adds a function that blocks until a fence is reached (IREE's `vm.yield` imports, such as
@@ -117,10 +136,18 @@ impl NativeModuleBuilder {
         wait: impl Fn(&Args<'_>) -> Result<Option<Fence>> + Send + Sync + 'static,
         function: impl Fn(&Args<'_>) -> Result<Results> + Send + Sync + 'static,
     ) -> Result<Self> {
-        self.add(name, cconv, Arc::new(function), Some(Arc::new(wait)))
+        // A blocking invocation calls it directly, and it blocks: the state is released then.
+        self.add(name, cconv, Arc::new(function), Some(Arc::new(wait)), true)
     }
 
-    fn add(mut self, name: &str, cconv: &str, function: NativeFn, wait: Option<WaitFn>) -> Result<Self> {
+    fn add(
+        mut self,
+        name: &str,
+        cconv: &str,
+        function: NativeFn,
+        wait: Option<WaitFn>,
+        releases_state: bool,
+    ) -> Result<Self> {
         if self.module.function(name).is_some() {
             return Err(Error::invalid_argument(format!(
                 "module '{}' defines '{name}' twice",
@@ -132,7 +159,7 @@ impl NativeModuleBuilder {
             name: name.to_string(),
             signature,
             function,
-            reentrant: self.module.reentrant,
+            releases_state,
             wait,
         }));
         Ok(self)
