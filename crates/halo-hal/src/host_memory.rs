@@ -13,6 +13,13 @@ use std::ptr::NonNull;
 /// Alignment of every heap block: a cache line, which CPU kernels' vector loads want.
 pub const HOST_ALIGNMENT: usize = 64;
 
+/// Blocks from this size up are mapped from the operating system instead of taken from the heap:
+/// fresh mapped pages are zero without being written, so pages a program never touches (a
+/// transient slab's slack, a result's unused tail) cost no memory. The heap's zeroed path writes
+/// every byte of a block it reuses or over-allocates for alignment. Smaller blocks stay on the
+/// heap, which reuses them without a system call or fresh page faults.
+pub const MAPPED_FROM_BYTES: usize = 1 << 20;
+
 /// Bytes whose owner lends them to a buffer until the buffer is dropped (`import_host`).
 pub trait HostBytes: Send + Sync + 'static {
     /// Address of byte 0, taken once at import; must stay valid and unmoved while `self` lives.
@@ -37,6 +44,7 @@ impl HostBytes for Vec<u8> {
 
 enum Storage {
     Heap(Layout),
+    Mapped(#[allow(dead_code, reason = "kept alive for the pointer")] memmap2::MmapMut),
     Imported(#[allow(dead_code, reason = "kept alive for the pointer")] Box<dyn HostBytes>),
 }
 
@@ -57,22 +65,32 @@ unsafe impl Send for HostAllocation {}
 unsafe impl Sync for HostAllocation {}
 
 impl HostAllocation {
-    /// Allocates `size` zeroed bytes aligned to [`HOST_ALIGNMENT`] (at least 1 byte is reserved).
+    /// Allocates `size` zeroed bytes aligned to [`HOST_ALIGNMENT`] (at least 1 byte is reserved):
+    /// from the heap, or mapped from [`MAPPED_FROM_BYTES`] up.
     ///
     /// # Errors
-    /// `ResourceExhausted` when the size is not representable or the heap is exhausted.
+    /// `ResourceExhausted` when the size is not representable or the memory is exhausted.
     pub fn new(size: u64, memory_type: MemoryType) -> Result<Self> {
         let exhausted = || Error::resource_exhausted(format!("cannot allocate {size} bytes of host memory"));
         let bytes = usize::try_from(size).map_err(|_| exhausted())?.max(1);
-        let layout = Layout::from_size_align(bytes, HOST_ALIGNMENT).map_err(|_| exhausted())?;
-        // SAFETY: the layout has a non-zero size.
-        let ptr = unsafe { alloc::alloc_zeroed(layout) };
-        let ptr = NonNull::new(ptr).ok_or_else(exhausted)?;
+        let (ptr, storage) = if bytes >= MAPPED_FROM_BYTES {
+            // Page-aligned, so also HOST_ALIGNMENT-aligned.
+            let mut map = memmap2::MmapMut::map_anon(bytes).map_err(|_| exhausted())?;
+            (
+                NonNull::new(map.as_mut_ptr()).ok_or_else(exhausted)?,
+                Storage::Mapped(map),
+            )
+        } else {
+            let layout = Layout::from_size_align(bytes, HOST_ALIGNMENT).map_err(|_| exhausted())?;
+            // SAFETY: the layout has a non-zero size.
+            let ptr = unsafe { alloc::alloc_zeroed(layout) };
+            (NonNull::new(ptr).ok_or_else(exhausted)?, Storage::Heap(layout))
+        };
         Ok(HostAllocation {
             ptr,
             size,
             memory_type,
-            storage: Storage::Heap(layout),
+            storage,
             tag: None,
         })
     }
@@ -105,7 +123,7 @@ impl HostAllocation {
     /// Whether writes through the pointer are allowed.
     pub fn writable(&self) -> bool {
         match &self.storage {
-            Storage::Heap(_) => true,
+            Storage::Heap(_) | Storage::Mapped(_) => true,
             Storage::Imported(bytes) => bytes.writable(),
         }
     }
@@ -120,8 +138,8 @@ impl Drop for HostAllocation {
     }
 }
 
-// SAFETY: the pointer addresses this allocation's own heap block of `size` bytes, which it owns
-// until it drops and never moves or resizes.
+// SAFETY: the pointer addresses this allocation's own heap block or mapping of `size` bytes,
+// which it owns until it drops and never moves or resizes.
 unsafe impl Allocation for HostAllocation {
     fn size(&self) -> u64 {
         self.size
@@ -183,5 +201,43 @@ pub(crate) unsafe fn fill_bytes(dst: *mut u8, len: usize, pattern: &[u8]) {
     for offset in (0..len).step_by(pattern.len()) {
         // SAFETY: `offset + pattern.len() <= len` because `len` is a multiple of the pattern length.
         unsafe { std::ptr::copy_nonoverlapping(pattern.as_ptr(), dst.add(offset), pattern.len()) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The allocation's bytes, read through its pointer.
+    fn bytes(allocation: &HostAllocation) -> &[u8] {
+        // SAFETY: the allocation owns `size` bytes at `ptr` and nothing else touches them here.
+        unsafe { std::slice::from_raw_parts(allocation.ptr.as_ptr(), allocation.size as usize) }
+    }
+
+    #[test]
+    fn blocks_are_zeroed_aligned_and_writable_on_the_heap_and_mapped() {
+        for (size, mapped) in [
+            (100, false),
+            (MAPPED_FROM_BYTES - 1, false),
+            (MAPPED_FROM_BYTES, true),
+            (3 << 20, true),
+        ] {
+            let allocation = HostAllocation::new(size as u64, MemoryType::HOST_LOCAL).unwrap();
+            assert_eq!(matches!(allocation.storage, Storage::Mapped(_)), mapped, "{size} bytes");
+            assert_eq!(allocation.ptr.as_ptr() as usize % HOST_ALIGNMENT, 0, "{size} bytes");
+            assert!(allocation.writable());
+            assert!(bytes(&allocation).iter().all(|&b| b == 0), "{size} bytes");
+            // SAFETY: the last byte is inside the allocation.
+            unsafe { allocation.ptr.as_ptr().add(size - 1).write(7) };
+            assert_eq!(bytes(&allocation)[size - 1], 7);
+        }
+    }
+
+    #[test]
+    fn an_unmappable_size_is_exhaustion_not_an_abort() {
+        let error = HostAllocation::new(1 << 62, MemoryType::HOST_LOCAL)
+            .err()
+            .expect("refused");
+        assert_eq!(error.code(), crate::StatusCode::ResourceExhausted, "{error}");
     }
 }
