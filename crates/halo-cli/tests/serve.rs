@@ -434,6 +434,18 @@ fn every_bad_request_gets_400_naming_the_problem_and_the_server_keeps_serving() 
             json!({"inputs": [input("input0", json!([4]), "FP32", json!(["a", 2, 3, 4])), good.clone()]}).to_string(),
             "\"a\" is not a FP32 value",
         ),
+        (
+            "/v2/models/tiny_add/infer",
+            json!({"inputs": [input("input0", json!([4]), "FP32", json!([[1, 2], [3, 4], [5]])), good.clone()]})
+                .to_string(),
+            "needs 4 elements but has more",
+        ),
+        (
+            "/v2/models/tiny_add/infer",
+            json!({"inputs": [input("input0", json!([4]), "FP32", json!([1, 2, {"x": 3}, 4])), good.clone()]})
+                .to_string(),
+            "{\"x\":3} is not a FP32 value",
+        ),
     ];
     for (path, body, message) in cases {
         let (status, response) = served.post(path, &body);

@@ -55,6 +55,8 @@ pub(crate) struct DeviceShared {
     pub(crate) max_allocation_size: u64,
     /// See [`DeviceOptions::device_local_mappable`].
     pub(crate) device_local_mappable: bool,
+    /// Whether `robustBufferAccess` is on (asked for and offered).
+    robust_buffer_access: bool,
     /// See [`DeviceOptions::spin`].
     pub(crate) spin: Duration,
     queue: Mutex<Queue>,
@@ -340,7 +342,7 @@ impl VulkanDevice {
         info: DeviceInfo,
         options: DeviceOptions,
     ) -> Result<Self> {
-        let setup = crate::features::DeviceSetup::query(&instance, physical)
+        let setup = crate::features::DeviceSetup::query(&instance, physical, &options)
             .map_err(|e| e.context(format!("checking Vulkan device '{}'", info.name)))?;
         let raw = setup.create_device(&instance, physical)?;
         let (shared, waiter_thread) = match Self::share(instance, physical, raw.clone(), &setup, options) {
@@ -411,6 +413,7 @@ impl VulkanDevice {
             max_spirv_version: max_spirv_version(setup.properties.api_version),
             max_allocation_size: setup.max_allocation_size,
             device_local_mappable: options.device_local_mappable,
+            robust_buffer_access: setup.core.robust_buffer_access == vk::TRUE,
             spin: options.spin,
             queue: Mutex::new(Queue {
                 raw: queue,
@@ -483,6 +486,9 @@ impl Device for VulkanDevice {
     }
 
     fn query_i64(&self, category: &str, key: &str) -> Result<i64> {
+        if (category, key) == ("vulkan.features", "robust_buffer_access") {
+            return Ok(i64::from(self.shared.robust_buffer_access));
+        }
         if category == "vulkan.pipeline_cache" {
             let store = self.shared.pipeline_store.as_ref();
             return halo_hal::disk_cache::query_counter(store.map(|s| &s.cache), category, key);

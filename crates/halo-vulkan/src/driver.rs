@@ -166,6 +166,12 @@ pub struct DeviceOptions {
     /// Where compiled pipelines are kept between processes (`pipeline_cache=DIR|off`; default
     /// from [`crate::pipeline_cache::cache_dir_from_env`]).
     pub pipeline_cache: CacheDir,
+    /// Whether the device is asked for `robustBufferAccess` where it offers it
+    /// (`robust_buffer_access`, default true): a kernel's access past its binding then reads
+    /// zeros or another place in the binding and cannot corrupt other memory or lose the device,
+    /// whatever a program's workgroup counts or loop bounds say. Off trades that for the speed
+    /// some GPUs lose to the checks.
+    pub robust_buffer_access: bool,
 }
 
 impl Default for DeviceOptions {
@@ -175,6 +181,7 @@ impl Default for DeviceOptions {
             spin: Duration::from_micros(DEFAULT_SPIN_US),
             poll: Duration::from_micros(DEFAULT_POLL_US),
             pipeline_cache: crate::pipeline_cache::cache_dir_from_env(),
+            robust_buffer_access: true,
         }
     }
 }
@@ -192,21 +199,21 @@ impl DeviceOptions {
                     "vulkan device parameter '{key}' is '{value}'; expected {expected}"
                 ))
             };
+            let flag = || match value.as_str() {
+                "true" | "1" => Ok(true),
+                "false" | "0" => Ok(false),
+                _ => Err(invalid("true or false")),
+            };
             match key.as_str() {
-                "device_local_mappable" => {
-                    options.device_local_mappable = match value.as_str() {
-                        "true" | "1" => true,
-                        "false" | "0" => false,
-                        _ => return Err(invalid("true or false")),
-                    }
-                }
+                "device_local_mappable" => options.device_local_mappable = flag()?,
+                "robust_buffer_access" => options.robust_buffer_access = flag()?,
                 "spin_us" => options.spin = Duration::from_micros(value.parse().map_err(|_| invalid("microseconds"))?),
                 "poll_us" => options.poll = Duration::from_micros(value.parse().map_err(|_| invalid("microseconds"))?),
                 "pipeline_cache" if !value.is_empty() => options.pipeline_cache = CacheDir::parse(value),
                 "pipeline_cache" => return Err(invalid("a folder or off")),
                 _ => {
                     return Err(Error::invalid_argument(format!(
-                        "unknown vulkan device parameter '{key}' (known: device_local_mappable, spin_us, poll_us, pipeline_cache)"
+                        "unknown vulkan device parameter '{key}' (known: device_local_mappable, robust_buffer_access, spin_us, poll_us, pipeline_cache)"
                     )))
                 }
             }

@@ -1,5 +1,6 @@
 //! What a physical device offers and what halo turns on when it creates a logical device.
 
+use crate::driver::DeviceOptions;
 use crate::instance::Instance;
 use crate::status::VkResultExt;
 use ash::vk;
@@ -12,18 +13,19 @@ pub(crate) struct DeviceSetup {
     pub(crate) queue_family: u32,
     pub(crate) max_timeline_difference: u64,
     pub(crate) max_allocation_size: u64,
-    core: vk::PhysicalDeviceFeatures,
+    /// The core features asked for (`robust_buffer_access` among them when asked and offered).
+    pub(crate) core: vk::PhysicalDeviceFeatures,
     vulkan11: vk::PhysicalDeviceVulkan11Features<'static>,
     vulkan12: vk::PhysicalDeviceVulkan12Features<'static>,
 }
 
 impl DeviceSetup {
-    /// Reads what `physical` offers.
+    /// Reads what `physical` offers, and chooses what to ask for under `options`.
     ///
     /// # Errors
     /// `Unavailable` for a device below Vulkan 1.2, without timeline semaphores or without a
     /// compute queue.
-    pub(crate) fn query(instance: &Instance, physical: vk::PhysicalDevice) -> Result<Self> {
+    pub(crate) fn query(instance: &Instance, physical: vk::PhysicalDevice, options: &DeviceOptions) -> Result<Self> {
         let raw = &instance.raw;
         // SAFETY: `physical` was enumerated from the live instance (so for the calls below, whose
         // output chains live for the call).
@@ -67,7 +69,7 @@ impl DeviceSetup {
             queue_family,
             max_timeline_difference: vulkan12_properties.max_timeline_semaphore_value_difference,
             max_allocation_size: vulkan11_properties.max_memory_allocation_size,
-            core: wanted_core(&offered),
+            core: wanted_core(&offered, options),
             vulkan11: vk::PhysicalDeviceVulkan11Features::default()
                 .storage_buffer16_bit_access(vulkan11.storage_buffer16_bit_access == vk::TRUE)
                 .uniform_and_storage_buffer16_bit_access(vulkan11.uniform_and_storage_buffer16_bit_access == vk::TRUE)
@@ -105,9 +107,11 @@ impl DeviceSetup {
     }
 }
 
-/// The core features kernels may use, those of them that `offered` has.
-fn wanted_core(offered: &vk::PhysicalDeviceFeatures) -> vk::PhysicalDeviceFeatures {
+/// The core features kernels may use, and bounds-checked buffer access if `options` ask for it:
+/// those of them that `offered` has.
+fn wanted_core(offered: &vk::PhysicalDeviceFeatures, options: &DeviceOptions) -> vk::PhysicalDeviceFeatures {
     vk::PhysicalDeviceFeatures::default()
+        .robust_buffer_access(options.robust_buffer_access && offered.robust_buffer_access == vk::TRUE)
         .shader_int64(offered.shader_int64 == vk::TRUE)
         .shader_int16(offered.shader_int16 == vk::TRUE)
         .shader_float64(offered.shader_float64 == vk::TRUE)
