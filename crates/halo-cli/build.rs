@@ -3,7 +3,8 @@
 //! one a process touches, so grouping them keeps about 2.5 MB less code resident per run.
 //!
 //! Only where the linker is Rust's LLD, which takes a symbol ordering file: the default for
-//! `x86_64-unknown-linux-gnu` since Rust 1.90, unless the build names its own linker.
+//! `x86_64-unknown-linux-gnu` since Rust 1.90 where the toolchain ships it (rustup's do), unless
+//! the build names its own linker.
 
 use std::process::Command;
 
@@ -22,13 +23,26 @@ fn links_with_rust_lld() -> bool {
     let target = std::env::var("TARGET").unwrap_or_default();
     let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
     let linker_named = flags.contains("linker") || std::env::var_os("RUSTC_LINKER").is_some();
-    target == "x86_64-unknown-linux-gnu" && !linker_named && rustc_minor_version().is_some_and(|minor| minor >= 90)
+    target == "x86_64-unknown-linux-gnu"
+        && !linker_named
+        && rustc(&["-V"])
+            .and_then(|version| minor_version(&version))
+            .is_some_and(|minor| minor >= 90)
+        && rustc(&["--print", "sysroot"]).is_some_and(|sysroot| {
+            std::path::Path::new(sysroot.trim())
+                .join("lib/rustlib/x86_64-unknown-linux-gnu/bin/gcc-ld/ld.lld")
+                .exists()
+        })
 }
 
-/// The `N` of the compiler's `rustc 1.N.x`.
-fn rustc_minor_version() -> Option<u32> {
+/// What the compiler prints for `args`.
+fn rustc(args: &[&str]) -> Option<String> {
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let output = Command::new(rustc).arg("-V").output().ok()?;
-    let text = String::from_utf8(output.stdout).ok()?;
-    text.split_whitespace().nth(1)?.split('.').nth(1)?.parse().ok()
+    let output = Command::new(rustc).args(args).output().ok()?;
+    String::from_utf8(output.stdout).ok()
+}
+
+/// The `N` of `rustc 1.N.x`.
+fn minor_version(version: &str) -> Option<u32> {
+    version.split_whitespace().nth(1)?.split('.').nth(1)?.parse().ok()
 }
