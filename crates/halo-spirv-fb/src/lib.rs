@@ -17,6 +17,31 @@ pub use encode::encode;
 use halo_hal::{Error, Result};
 use schema::{DispatchAbi, ExecutableDef};
 
+/// Refuses SPIR-V words whose instructions after the 5-word header do not tile them exactly:
+/// rspirv reads a literal string up to an instruction's stated end without checking that end
+/// against the stream, so both drivers that parse these modules check this first.
+///
+/// # Errors
+/// `InvalidArgument` naming the word where an instruction overruns, or a module shorter than
+/// its header.
+pub fn check_instruction_lengths(words: &[u32]) -> Result<()> {
+    let mut at = 5;
+    if words.len() < at {
+        return Err(Error::invalid_argument("SPIR-V module is shorter than its header"));
+    }
+    while let Some(&word) = words.get(at) {
+        let count = (word >> 16) as usize;
+        if count == 0 || at + count > words.len() {
+            return Err(Error::invalid_argument(format!(
+                "SPIR-V instruction at word {at} has length {count}, past the module's {} words",
+                words.len()
+            )));
+        }
+        at += count;
+    }
+    Ok(())
+}
+
 /// The format name `iree-compile` gives Vulkan executables with descriptor-set bindings.
 pub const FORMAT: &str = "vulkan-spirv-fb";
 
@@ -165,4 +190,32 @@ fn decode_export(def: &ExecutableDef<'_>, pipeline: &schema::PipelineDef<'_>, mo
         constant_count,
         subgroup_size: pipeline.subgroup_size(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_instruction_lengths;
+
+    #[test]
+    fn instructions_must_tile_the_words_after_the_header() {
+        let header = [0x0723_0203, 0x0001_0300, 0, 8, 0];
+        // OpCapability Shader (2 words), then OpMemoryModel Logical GLSL450 (3 words).
+        let good = [&header[..], &[0x0002_0011, 1, 0x0003_000e, 0, 1]].concat();
+        check_instruction_lengths(&good).unwrap();
+        check_instruction_lengths(&header).unwrap();
+        for (words, named) in [
+            (header[..3].to_vec(), "shorter than its header"),
+            (
+                good[..good.len() - 1].to_vec(),
+                "instruction at word 7 has length 3, past the module's 9 words",
+            ),
+            (
+                [&header[..], &[0x0000_0011]].concat(),
+                "instruction at word 5 has length 0",
+            ),
+        ] {
+            let error = check_instruction_lengths(&words).unwrap_err();
+            assert!(error.to_string().contains(named), "{error}");
+        }
+    }
 }

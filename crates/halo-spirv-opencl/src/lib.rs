@@ -46,8 +46,6 @@ const MAGIC: u32 = 0x0723_0203;
 /// The most invocations a workgroup may have (far above any device's limit, which the device
 /// checks when it builds the kernel): kernels count them in 32 bits.
 const MAX_WORKGROUP_INVOCATIONS: u64 = 1 << 16;
-/// Words in the module header before the first instruction.
-const HEADER_WORDS: usize = 5;
 
 /// What the target device supports, and the values of specialization constants.
 #[derive(Debug, Clone, Default)]
@@ -155,7 +153,7 @@ fn translate_with(words: &[u32], options: &Options) -> Result<Translation> {
     if words.first() != Some(&MAGIC) {
         return Err(Error::invalid_argument("not a SPIR-V module (bad magic number)"));
     }
-    check_instruction_lengths(words)?;
+    halo_spirv_fb::check_instruction_lengths(words)?;
     let module = rspirv::dr::load_words(words)
         .map_err(|e| Error::invalid_argument(format!("SPIR-V module does not parse: {e}")))?;
     let index = ModuleIndex::new(&module, options)?;
@@ -235,26 +233,6 @@ fn write_kernel(
     };
     let text = writer.write(&kernel.name, &kernel.entry_point)?;
     Ok((kernel, text))
-}
-
-/// Refuses a module whose instructions do not tile its words exactly: rspirv reads a literal
-/// string up to the instruction's stated end without checking it against the stream.
-fn check_instruction_lengths(words: &[u32]) -> Result<()> {
-    let mut at = HEADER_WORDS;
-    if words.len() < at {
-        return Err(Error::invalid_argument("SPIR-V module is shorter than its header"));
-    }
-    while let Some(&word) = words.get(at) {
-        let count = (word >> 16) as usize;
-        if count == 0 || at + count > words.len() {
-            return Err(Error::invalid_argument(format!(
-                "SPIR-V instruction at word {at} has length {count}, past the module's {} words",
-                words.len()
-            )));
-        }
-        at += count;
-    }
-    Ok(())
 }
 
 /// The `LocalSize` the module gives the entry point `function`.

@@ -230,25 +230,8 @@ fn check_header(words: &[u32], max_version: Word) -> Result<Word> {
             "SPIR-V id bound {bound} is outside 1..={MAX_ID_BOUND}"
         )));
     }
-    check_instruction_lengths(words)?;
+    halo_spirv_fb::check_instruction_lengths(words)?;
     Ok(*bound)
-}
-
-/// Refuses a module whose instructions do not tile its words exactly: rspirv reads a literal
-/// string up to the instruction's stated end without checking that end against the stream.
-fn check_instruction_lengths(words: &[u32]) -> Result<()> {
-    let mut at = HEADER_WORDS;
-    while let Some(&word) = words.get(at) {
-        let count = (word >> 16) as usize;
-        if count == 0 || at + count > words.len() {
-            return Err(Error::invalid_argument(format!(
-                "SPIR-V instruction at word {at} has length {count}, past the module's {} words",
-                words.len()
-            )));
-        }
-        at += count;
-    }
-    Ok(())
 }
 
 /// Whether `instruction` declares a type (`OpType*`).
