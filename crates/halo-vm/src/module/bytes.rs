@@ -2,7 +2,7 @@
 //! mapping a file, and re-reading a FlatBuffer root that was verified at load.
 
 use super::schema::{size_prefixed_root_as_bytecode_module_def_unchecked, BytecodeModuleDef};
-use memmap2::{Mmap, MmapMut};
+use memmap2::Mmap;
 use std::fmt;
 use std::fs::File;
 use std::io::Read;
@@ -52,7 +52,7 @@ impl ModuleBytes {
     /// # Errors
     /// The operating system's error when the memory cannot be had or the file cannot be read.
     pub(super) fn read(file: &mut File, len: usize) -> std::io::Result<Self> {
-        let mut memory = MmapMut::map_anon(len)?;
+        let mut memory = halo_hal::host_memory::map_anonymous(len)?;
         file.read_exact(&mut memory)?;
         Ok(ModuleBytes {
             storage: Storage::Mapped(memory.make_read_only()?),
