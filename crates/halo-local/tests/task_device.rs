@@ -431,3 +431,61 @@ fn finished_work_lets_go_of_its_buffers_before_it_signals() {
         );
     }
 }
+
+/// Fills and copies larger than a transfer tile are cut into pieces the workers share: every byte
+/// lands where one transfer would put it, at offsets that are not piece-aligned, and the bytes
+/// around the range stay untouched.
+#[test]
+fn large_fills_and_copies_cut_into_pieces_write_every_byte_once() {
+    let device = parallel_device();
+    let size = 1_000_004usize;
+    let allocate = || {
+        device
+            .allocator()
+            .allocate_buffer(BufferParams::host_mappable(), size as u64)
+            .unwrap()
+    };
+    let (source, filled, copied) = (allocate(), allocate(), allocate());
+    let pattern: Vec<u8> = (0..size).map(|i| (i * 31 % 251) as u8).collect();
+    source
+        .map_range(halo_hal::MemoryAccess::WRITE, 0, size as u64)
+        .unwrap()
+        .write(0, &pattern)
+        .unwrap();
+    let done = device.create_semaphore(0).unwrap();
+    let (fill_at, fill_len) = (12usize, 700_000usize);
+    device
+        .queue_fill(
+            ANY,
+            &Fence::new(),
+            &Fence::at(done.clone(), 1),
+            &filled,
+            fill_at as u64,
+            fill_len as u64,
+            &[1, 2, 3, 4],
+        )
+        .unwrap();
+    let (from, to, length) = (3usize, 100_001usize, 850_003usize);
+    device
+        .queue_copy(
+            ANY,
+            &Fence::at(done.clone(), 1),
+            &Fence::at(done.clone(), 2),
+            &source,
+            from as u64,
+            &copied,
+            to as u64,
+            length as u64,
+        )
+        .unwrap();
+    done.wait(2, Timeout::from(WAIT)).unwrap();
+
+    let mut expected = vec![0u8; size];
+    for (i, byte) in expected[fill_at..fill_at + fill_len].iter_mut().enumerate() {
+        *byte = [1, 2, 3, 4][i % 4];
+    }
+    assert!(filled.read_all().unwrap() == expected, "the fill's bytes differ");
+    let mut expected = vec![0u8; size];
+    expected[to..to + length].copy_from_slice(&pattern[from..from + length]);
+    assert!(copied.read_all().unwrap() == expected, "the copy's bytes differ");
+}
