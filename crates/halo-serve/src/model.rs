@@ -67,6 +67,34 @@ pub struct ModelConfig {
     pub output_types: Vec<String>,
 }
 
+/// Most requests of one model that may run at once: each holds a blocking thread.
+pub const MAX_CONCURRENCY: usize = 4096;
+
+/// Most requests of one model that may wait for a turn, so a queue's memory stays bounded.
+pub const MAX_QUEUE: usize = 1 << 20;
+
+impl ModelConfig {
+    /// Checks the request limits before anything is sized by them.
+    ///
+    /// # Errors
+    /// `InvalidArgument` naming the limit and its range.
+    pub fn check_limits(&self) -> Result<()> {
+        if !(1..=MAX_CONCURRENCY).contains(&self.max_concurrency) {
+            return Err(Error::invalid_argument(format!(
+                "max_concurrency {} is not from 1 to {MAX_CONCURRENCY}",
+                self.max_concurrency
+            )));
+        }
+        if self.max_queue > MAX_QUEUE {
+            return Err(Error::invalid_argument(format!(
+                "max_queue {} is over {MAX_QUEUE}",
+                self.max_queue
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// One input or output as the protocol describes it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TensorSpec {
@@ -209,6 +237,7 @@ impl Model {
     }
 
     fn build(instance: &Instance, config: ModelConfig) -> Result<Model> {
+        config.check_limits()?;
         let uris: Vec<&str> = config.devices.iter().map(String::as_str).collect();
         let mut session = Session::new(instance, &uris)?;
         for module in &config.modules {
@@ -241,7 +270,7 @@ impl Model {
         )?;
         check_against_function(&function, &inputs, &outputs)?;
         Ok(Model {
-            running: Arc::new(tokio::sync::Semaphore::new(config.max_concurrency.max(1))),
+            running: Arc::new(tokio::sync::Semaphore::new(config.max_concurrency)),
             config,
             session,
             function,
@@ -272,7 +301,7 @@ impl Model {
     /// # Errors
     /// `Unavailable` naming the model and its limits when it is full.
     pub fn admit(&self) -> Result<Admission<'_>> {
-        let limit = self.config.max_concurrency.max(1) + self.config.max_queue;
+        let limit = self.config.max_concurrency + self.config.max_queue;
         let admitted = self
             .admitted
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < limit).then_some(n + 1));
@@ -280,9 +309,7 @@ impl Model {
             Ok(_) => Ok(Admission { model: self }),
             Err(_) => Err(Error::unavailable(format!(
                 "model '{}' is busy: {} requests running and {} queued",
-                self.config.name,
-                self.config.max_concurrency.max(1),
-                self.config.max_queue
+                self.config.name, self.config.max_concurrency, self.config.max_queue
             ))),
         }
     }

@@ -15,6 +15,10 @@ fn tiny_add_with_timeout(timeout: Duration) -> Model {
 }
 
 fn load(max_concurrency: usize, max_queue: usize, timeout: Option<Duration>) -> Model {
+    try_load(max_concurrency, max_queue, timeout).expect("the fixture loads")
+}
+
+fn try_load(max_concurrency: usize, max_queue: usize, timeout: Option<Duration>) -> halo_hal::Result<Model> {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models");
     let config = ModelConfig {
         name: "adder".into(),
@@ -30,7 +34,25 @@ fn load(max_concurrency: usize, max_queue: usize, timeout: Option<Duration>) -> 
         input_types: vec![],
         output_types: vec![],
     };
-    Model::load(&halo_runtime::Instance::new(), config).expect("the fixture loads")
+    Model::load(&halo_runtime::Instance::new(), config)
+}
+
+#[test]
+fn limits_outside_their_ranges_are_refused_before_anything_is_sized_by_them() {
+    for (max_concurrency, max_queue, expected) in [
+        (0, 0, "max_concurrency 0 is not from 1 to 4096"),
+        (1 << 62, 0, "max_concurrency 4611686018427387904 is not from 1 to 4096"),
+        (4, usize::MAX, "max_queue 18446744073709551615 is over 1048576"),
+    ] {
+        let error = try_load(max_concurrency, max_queue, None).err().expect("refused");
+        assert_eq!(error.code(), halo_hal::StatusCode::InvalidArgument, "{error}");
+        let message = error.to_string();
+        assert!(
+            message.contains(expected) && message.contains("model 'adder'"),
+            "{message}"
+        );
+    }
+    try_load(4096, 1 << 20, None).expect("the largest limits are taken");
 }
 
 #[test]

@@ -31,6 +31,14 @@ pub struct TaskDeviceOptions {
     pub transient: TransientPoolOptions,
 }
 
+/// Most worker threads a device may have (IREE's executor allows as many): a count from a URI
+/// past what the system can start would fail deep inside thread creation instead.
+pub const MAX_WORKERS: usize = 256;
+
+/// Longest idle spin a URI may ask for: one second of a spinning core per worker is already
+/// far past where spinning pays.
+const MAX_SPIN_US: u64 = 1_000_000;
+
 impl TaskDeviceOptions {
     /// Reads the URI parameters; unknown keys and bad values are errors naming them.
     pub fn from_params(params: &DeviceParams) -> Result<Self> {
@@ -40,16 +48,35 @@ impl TaskDeviceOptions {
             ..TaskDeviceOptions::default()
         };
         for (key, value) in &params {
-            let number = || {
+            let bad = |expected: &str| {
+                Error::invalid_argument(format!("local-task parameter {key}={value} is not {expected}"))
+            };
+            let bounded = |range: std::ops::RangeInclusive<u64>, expected: &str| {
                 value
                     .parse::<u64>()
-                    .map_err(|_| Error::invalid_argument(format!("local-task parameter {key}={value} is not a number")))
+                    .ok()
+                    .filter(|n| range.contains(n))
+                    .ok_or_else(|| bad(expected))
             };
             match key.as_str() {
-                "workers" => options.executor.worker_count = (number()? as usize).max(1),
-                "pin" => options.executor.pin_workers = matches!(value.as_str(), "1" | "true"),
-                "spin_us" => options.executor.spin = Duration::from_micros(number()?),
-                "inline_ns" => options.scheduling.inline_ns = number()?,
+                "workers" => {
+                    options.executor.worker_count = bounded(
+                        1..=MAX_WORKERS as u64,
+                        &format!("a worker count from 1 to {MAX_WORKERS}"),
+                    )? as usize
+                }
+                "pin" => {
+                    options.executor.pin_workers = match value.as_str() {
+                        "1" | "true" => true,
+                        "0" | "false" => false,
+                        _ => return Err(bad("true, false, 1 or 0")),
+                    }
+                }
+                "spin_us" => {
+                    options.executor.spin =
+                        Duration::from_micros(bounded(0..=MAX_SPIN_US, &format!("a spin from 0 to {MAX_SPIN_US} us"))?)
+                }
+                "inline_ns" => options.scheduling.inline_ns = bounded(0..=u64::MAX, "a number of nanoseconds")?,
                 _ => {
                     return Err(Error::invalid_argument(format!(
                         "unknown local-task parameter '{key}' (known: workers, pin, spin_us, inline_ns, {})",
@@ -89,5 +116,45 @@ impl Driver for TaskDriver {
             info,
             &TaskDeviceOptions::from_params(params)?,
         )?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(key: &str, value: &str) -> Result<TaskDeviceOptions> {
+        TaskDeviceOptions::from_params(&DeviceParams::from([(key.to_string(), value.to_string())]))
+    }
+
+    #[test]
+    fn parameters_in_range_are_taken() {
+        assert_eq!(options("workers", "256").unwrap().executor.worker_count, 256);
+        assert!(options("pin", "true").unwrap().executor.pin_workers);
+        assert!(!options("pin", "0").unwrap().executor.pin_workers);
+        assert_eq!(options("spin_us", "0").unwrap().executor.spin, Duration::ZERO);
+        assert_eq!(options("inline_ns", "5").unwrap().scheduling.inline_ns, 5);
+    }
+
+    #[test]
+    fn out_of_range_or_malformed_parameters_are_refused_by_name() {
+        for (key, value, expected) in [
+            ("workers", "0", "from 1 to 256"),
+            ("workers", "100000", "from 1 to 256"),
+            ("workers", "-2", "from 1 to 256"),
+            ("pin", "yes", "true, false, 1 or 0"),
+            ("spin_us", "1000001", "from 0 to 1000000"),
+            ("inline_ns", "soon", "nanoseconds"),
+        ] {
+            let error = options(key, value)
+                .err()
+                .unwrap_or_else(|| panic!("{key}={value} taken"));
+            assert_eq!(error.code(), halo_hal::StatusCode::InvalidArgument);
+            let message = error.to_string();
+            assert!(
+                message.contains(&format!("{key}={value}")) && message.contains(expected),
+                "{message}"
+            );
+        }
     }
 }
