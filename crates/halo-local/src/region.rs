@@ -1,8 +1,8 @@
 //! Regions: the commands between two barriers, as tiles any thread may run.
 //!
 //! Every workgroup of every dispatch in a region is one tile, and every 64 KiB piece of a fill or
-//! copy another; all may run at once, since only barriers order commands. `local-sync` runs a region's tiles in order
-//! on the submitting thread; `local-task` spreads them over its workers.
+//! copy another; all may run at once, since only barriers order commands. `local-sync` runs a
+//! region's tiles in order on the submitting thread; `local-task` spreads them over its workers.
 
 use crate::tile::{TileWork, WorkerContext};
 use halo_cpu_executable::dispatch::PreparedDispatch;

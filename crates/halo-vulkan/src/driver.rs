@@ -144,6 +144,10 @@ impl Driver for VulkanDriver {
     }
 }
 
+/// Longest `spin_us` or `poll_us` taken: a second of a busy core per wait is far past where
+/// watching pays, and a larger value would keep a core busy for as long as a batch runs.
+const MAX_WAIT_POLL_US: u64 = 1_000_000;
+
 /// Default of [`DeviceOptions::spin`], in microseconds.
 const DEFAULT_SPIN_US: u64 = 100;
 
@@ -204,11 +208,19 @@ impl DeviceOptions {
                 "false" | "0" => Ok(false),
                 _ => Err(invalid("true or false")),
             };
+            let micros = || {
+                value
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|us| *us <= MAX_WAIT_POLL_US)
+                    .map(Duration::from_micros)
+                    .ok_or_else(|| invalid(&format!("microseconds from 0 to {MAX_WAIT_POLL_US}")))
+            };
             match key.as_str() {
                 "device_local_mappable" => options.device_local_mappable = flag()?,
                 "robust_buffer_access" => options.robust_buffer_access = flag()?,
-                "spin_us" => options.spin = Duration::from_micros(value.parse().map_err(|_| invalid("microseconds"))?),
-                "poll_us" => options.poll = Duration::from_micros(value.parse().map_err(|_| invalid("microseconds"))?),
+                "spin_us" => options.spin = micros()?,
+                "poll_us" => options.poll = micros()?,
                 "pipeline_cache" if !value.is_empty() => options.pipeline_cache = CacheDir::parse(value),
                 "pipeline_cache" => return Err(invalid("a folder or off")),
                 _ => {

@@ -111,6 +111,11 @@ fn unknown_device_parameters_are_named() {
         .expect("a negative spin is refused");
     assert!(error.message().contains("microseconds"), "{error}");
     create_device("vulkan://?spin_us=0&poll_us=0").expect("spinning and polling can be turned off");
+    create_device("vulkan://?spin_us=1000000&poll_us=1000000").expect("a second of watching is taken");
+    for uri in ["vulkan://?spin_us=1000001", "vulkan://?poll_us=18446744073709551615"] {
+        let error = create_device(uri).err().expect("more than a second is refused");
+        assert!(error.message().contains("from 0 to 1000000"), "{error}");
+    }
     let error = create_device("vulkan://?poll_us=soon")
         .err()
         .expect("a poll time must be a number");
