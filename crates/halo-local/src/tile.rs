@@ -3,6 +3,7 @@
 //! `task` executor, or the caller's thread for `local-sync`), so the first never depends on the
 //! second.
 
+use halo_cpu_executable::library::LocalMemory;
 use halo_hal::Result;
 use std::ops::Range;
 use std::sync::Arc;
@@ -13,7 +14,7 @@ pub struct WorkerContext {
     pub processor_id: u32,
     /// How many threads may run workgroups of one dispatch at once (the ABI's `max_concurrency`).
     pub max_concurrency: u8,
-    scratch: Vec<u8>,
+    scratch: LocalMemory,
     /// Nanoseconds spent running workgroups since [`WorkerContext::take_busy_ns`] last ran.
     busy_ns: u64,
 }
@@ -24,7 +25,7 @@ impl WorkerContext {
         WorkerContext {
             processor_id,
             max_concurrency,
-            scratch: Vec::new(),
+            scratch: LocalMemory::default(),
             busy_ns: 0,
         }
     }
@@ -39,12 +40,10 @@ impl WorkerContext {
         std::mem::take(&mut self.busy_ns)
     }
 
-    /// Zeroed-on-first-use scratch memory of at least `bytes` bytes, reused across tiles.
+    /// Workgroup local memory of `bytes` bytes, 64-byte aligned, zeroed on first use and reused
+    /// across tiles.
     pub fn scratch(&mut self, bytes: usize) -> &mut [u8] {
-        if self.scratch.len() < bytes {
-            self.scratch.resize(bytes, 0);
-        }
-        &mut self.scratch[..bytes]
+        self.scratch.bytes(bytes)
     }
 }
 
@@ -58,5 +57,23 @@ pub trait TileWork: Send + Sync {
 impl<T: TileWork + ?Sized> TileWork for Arc<T> {
     fn run_tiles(&self, tiles: Range<u64>, context: &mut WorkerContext) -> Result<()> {
         (**self).run_tiles(tiles, context)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workgroup_local_memory_is_64_byte_aligned_at_every_size() {
+        let mut context = WorkerContext::new(0, 1);
+        for bytes in [8usize, 4096, 10_000, 65_536] {
+            let scratch = context.scratch(bytes);
+            assert_eq!(
+                (scratch.len(), scratch.as_ptr() as usize % 64),
+                (bytes, 0),
+                "{bytes} bytes"
+            );
+        }
     }
 }

@@ -13,6 +13,7 @@ use crate::allocator::{is_device_memory, tiled_layout};
 use crate::tiled_transfer;
 use halo_cpu_executable::dispatch::PreparedDispatch;
 use halo_cpu_executable::float_mode::FlushDenormals;
+use halo_cpu_executable::library::LocalMemory;
 use halo_hal::{host_transfer, Binding, Buffer, Command, CommandBuffer, DispatchCommand, Error, Result, ResultExt};
 use rayon::prelude::*;
 use std::cell::RefCell;
@@ -50,8 +51,8 @@ pub struct CoreGrid {
 }
 
 thread_local! {
-    /// Workgroup scratch memory of the thread running a core's share, reused across dispatches.
-    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// Workgroup local memory of the thread running a core's share, reused across dispatches.
+    static SCRATCH: RefCell<LocalMemory> = RefCell::new(LocalMemory::default());
 }
 
 impl CoreGrid {
@@ -176,12 +177,9 @@ impl CoreGrid {
             let started = timed.then(Instant::now);
             SCRATCH.with(|scratch| {
                 let mut scratch = scratch.borrow_mut();
-                let bytes = dispatch.local_memory_size() as usize;
-                if scratch.len() < bytes {
-                    scratch.resize(bytes, 0);
-                }
+                let local_memory = scratch.bytes(dispatch.local_memory_size() as usize);
                 let _flush = FlushDenormals::enter();
-                dispatch.run_workgroups(&state, first, count, processor_id, &mut scratch[..bytes])
+                dispatch.run_workgroups(&state, first, count, processor_id, local_memory)
             })?;
             if let Some(started) = started {
                 dispatch.record_time(count, started.elapsed().as_nanos() as u64);

@@ -439,15 +439,33 @@ impl Library {
 }
 
 /// Cache-line-aligned scratch memory for one workgroup.
-struct LocalMemory(Vec<LocalBlock>);
+/// Workgroup local memory: zeroed when first handed out, grown on demand and aligned to 64 bytes,
+/// as IREE's workers align theirs (to the destructive interference size), since kernels may load
+/// from it with aligned vector instructions.
+#[derive(Default)]
+pub struct LocalMemory(Vec<LocalBlock>);
 
 #[repr(C, align(64))]
 #[derive(Clone, Copy)]
 struct LocalBlock([u8; 64]);
 
 impl LocalMemory {
-    fn new(bytes: usize) -> Self {
-        LocalMemory(vec![LocalBlock([0; 64]); bytes.div_ceil(64)])
+    /// `bytes` zeroed bytes.
+    pub fn new(bytes: usize) -> Self {
+        let mut memory = LocalMemory::default();
+        memory.bytes(bytes);
+        memory
+    }
+
+    /// At least `bytes` bytes (zeroed where not used before), starting on a 64-byte boundary.
+    pub fn bytes(&mut self, bytes: usize) -> &mut [u8] {
+        let blocks = bytes.div_ceil(64);
+        if self.0.len() < blocks {
+            self.0.resize(blocks, LocalBlock([0; 64]));
+        }
+        // SAFETY: the blocks are plain bytes without padding (`[u8; 64]` at 64-byte alignment),
+        // `bytes <= 64 * len` lie inside the vector, and the borrow of `self` covers the slice.
+        unsafe { std::slice::from_raw_parts_mut(self.0.as_mut_ptr().cast::<u8>(), bytes) }
     }
 
     fn as_mut_ptr(&mut self) -> *mut std::ffi::c_void {
@@ -519,6 +537,20 @@ mod tests {
         assert_eq!(err.code(), halo_hal::StatusCode::Incompatible);
         assert!(err.message().contains("vulkan-spirv-fb"), "{err}");
         assert!(err.message().contains(EMBEDDED_ELF_FORMAT), "{err}");
+    }
+
+    #[test]
+    fn local_memory_is_aligned_zeroed_and_keeps_what_was_written_as_it_grows() {
+        let mut memory = LocalMemory::default();
+        assert!(memory.bytes(0).is_empty());
+        for bytes in [1usize, 64, 100, 4096, 3 * 4096 + 5] {
+            let slice = memory.bytes(bytes);
+            assert_eq!(slice.len(), bytes);
+            assert_eq!(slice.as_ptr() as usize % 64, 0, "{bytes} bytes");
+            assert!(slice[1..].iter().all(|&b| b == 0), "{bytes} bytes");
+            slice[0] = 7;
+            assert_eq!(memory.bytes(bytes)[0], 7, "{bytes} bytes");
+        }
     }
 
     #[test]
