@@ -30,8 +30,8 @@ enum Item {
         dispatch: Box<PreparedDispatch<'static>>,
         runs: AtomicU32,
     },
-    /// A fill, update or copy of `bytes` bytes, run as `tiles` pieces.
-    Transfer { command: Command, bytes: u64, tiles: u64 },
+    /// A fill, update or copy of `bytes` bytes, run as `pieces` tiles.
+    Transfer { command: Command, bytes: u64, pieces: u64 },
 }
 
 /// The tiles of one region, resolved against one binding table.
@@ -66,10 +66,10 @@ impl Region {
                     )
                 }
                 transfer => {
-                    let (bytes, tiles) =
+                    let (bytes, pieces) =
                         transfer_tiles(transfer, &table).with_context(|| format!("command {index}"))?;
                     let command = transfer.clone();
-                    (Item::Transfer { command, bytes, tiles }, tiles)
+                    (Item::Transfer { command, bytes, pieces }, pieces)
                 }
             };
             starts.push(starts.last().copied().unwrap_or(0) + tiles);
@@ -103,8 +103,9 @@ impl Region {
         match &self.items[index] {
             Item::Dispatch { dispatch, runs } => run_dispatch(dispatch, runs, tiles, context),
             // A transfer that is not cut is one tile standing for all of it.
-            Item::Transfer { command, tiles: 1, .. } => execute_transfer(command, &self.table, 0..u64::MAX),
-            Item::Transfer { command, .. } => execute_transfer(command, &self.table, tiles),
+            Item::Transfer { command, pieces, .. } => {
+                execute_transfer(command, &self.table, (*pieces > 1).then_some(tiles))
+            }
         }
     }
 }
@@ -168,7 +169,7 @@ pub fn run_commands_inline(
                     .with_context(|| format!("executing command {index}"))?;
             }
             transfer => {
-                execute_transfer(transfer, table, 0..u64::MAX).with_context(|| format!("executing command {index}"))?
+                execute_transfer(transfer, table, None).with_context(|| format!("executing command {index}"))?
             }
         }
     }
@@ -228,15 +229,18 @@ fn transfer_tiles(command: &Command, table: &[Binding]) -> Result<(u64, u64)> {
     Ok((bytes, tiles))
 }
 
-/// The byte range of pieces `tiles` of a `length`-byte transfer cut at [`TRANSFER_TILE_BYTES`]
-/// (all of it for `0..u64::MAX`).
-fn piece(tiles: &Range<u64>, length: u64) -> Range<u64> {
+/// The byte range of `pieces` of a `length`-byte transfer cut at [`TRANSFER_TILE_BYTES`]; all
+/// of it when `None`.
+fn piece(pieces: &Option<Range<u64>>, length: u64) -> Range<u64> {
     let at = |tile: u64| tile.saturating_mul(TRANSFER_TILE_BYTES).min(length);
-    at(tiles.start)..at(tiles.end)
+    pieces
+        .as_ref()
+        .map_or(0..length, |pieces| at(pieces.start)..at(pieces.end))
 }
 
-/// Runs pieces `tiles` of a fill, update or copy on the calling thread (an update is one piece).
-pub fn execute_transfer(command: &Command, table: &[Binding], tiles: Range<u64>) -> Result<()> {
+/// Runs `pieces` of a fill or copy (all of it when `None`; an update is always whole) on the
+/// calling thread.
+pub fn execute_transfer(command: &Command, table: &[Binding], pieces: Option<Range<u64>>) -> Result<()> {
     let _span = tracing::info_span!("transfer", command = tracing::field::Empty).entered();
     if !_span.is_disabled() {
         _span.record("command", transfer_name(command));
@@ -244,7 +248,7 @@ pub fn execute_transfer(command: &Command, table: &[Binding], tiles: Range<u64>)
     match command {
         Command::Fill { target, pattern } => {
             let target = target.resolve(table)?;
-            let bytes = piece(&tiles, target.length);
+            let bytes = piece(&pieces, target.length);
             host_transfer::fill(
                 target.buffer,
                 target.offset + bytes.start,
@@ -259,7 +263,7 @@ pub fn execute_transfer(command: &Command, table: &[Binding], tiles: Range<u64>)
         Command::Copy { source, target } => {
             let source = source.resolve(table)?;
             let target = target.resolve(table)?;
-            let bytes = piece(&tiles, source.length);
+            let bytes = piece(&pieces, source.length);
             host_transfer::copy(
                 source.buffer,
                 source.offset + bytes.start,
