@@ -8,6 +8,11 @@ use std::sync::Arc;
 /// Options from a device URI's query string (`local-task://?workers=2`).
 pub type DeviceParams = BTreeMap<String, String>;
 
+/// Longest time, in microseconds, a device parameter may ask a host thread to spin or poll
+/// before it sleeps (`spin_us`, `poll_us`): a second of a busy core is far past where watching
+/// pays, and more would keep a core busy for as long as work runs.
+pub const MAX_SPIN_US: u64 = 1_000_000;
+
 /// A kind of device (`iree_hal_driver_t`).
 ///
 /// Threading: any thread.

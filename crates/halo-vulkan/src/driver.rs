@@ -5,7 +5,7 @@ use crate::instance::{Instance, Validation};
 use crate::status::VkResultExt;
 use ash::vk;
 use halo_hal::disk_cache::CacheDir;
-use halo_hal::driver::select_device;
+use halo_hal::driver::{select_device, MAX_SPIN_US};
 use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, Result};
 use std::sync::Arc;
 use std::time::Duration;
@@ -144,10 +144,6 @@ impl Driver for VulkanDriver {
     }
 }
 
-/// Longest `spin_us` or `poll_us` taken: a second of a busy core per wait is far past where
-/// watching pays, and a larger value would keep a core busy for as long as a batch runs.
-const MAX_WAIT_POLL_US: u64 = 1_000_000;
-
 /// Default of [`DeviceOptions::spin`], in microseconds.
 const DEFAULT_SPIN_US: u64 = 100;
 
@@ -212,9 +208,9 @@ impl DeviceOptions {
                 value
                     .parse::<u64>()
                     .ok()
-                    .filter(|us| *us <= MAX_WAIT_POLL_US)
+                    .filter(|us| *us <= MAX_SPIN_US)
                     .map(Duration::from_micros)
-                    .ok_or_else(|| invalid(&format!("microseconds from 0 to {MAX_WAIT_POLL_US}")))
+                    .ok_or_else(|| invalid(&format!("microseconds from 0 to {MAX_SPIN_US}")))
             };
             match key.as_str() {
                 "device_local_mappable" => options.device_local_mappable = flag()?,

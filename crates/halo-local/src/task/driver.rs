@@ -4,7 +4,7 @@ use super::device::TaskDevice;
 use super::executor::ExecutorOptions;
 use super::submission::SchedulingOptions;
 use halo_cpu_executable::library::HostImport;
-use halo_hal::driver::select_device;
+use halo_hal::driver::{select_device, MAX_SPIN_US};
 use halo_hal::transient_pool::TransientPoolOptions;
 use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, Result};
 use std::sync::Arc;
@@ -34,10 +34,6 @@ pub struct TaskDeviceOptions {
 /// Most worker threads a device may have (IREE's executor allows as many): a count from a URI
 /// past what the system can start would fail deep inside thread creation instead.
 pub const MAX_WORKERS: usize = 256;
-
-/// Longest idle spin a URI may ask for: one second of a spinning core per worker is already
-/// far past where spinning pays.
-const MAX_SPIN_US: u64 = 1_000_000;
 
 impl TaskDeviceOptions {
     /// Reads the URI parameters; unknown keys and bad values are errors naming them.
