@@ -5,7 +5,9 @@
 //! finishes a job's last tile runs its completion (which usually posts the next job), so there is
 //! no coordinator thread. Idle workers spin briefly, watching for new jobs, before they sleep:
 //! waking a sleeping thread costs tens of microseconds on these machines, a spinning one about one.
+//! They do not spin while their core is contended ([`super::contention`]).
 
+use super::contention::ContentionWatch;
 use crate::tile::{TileWork, WorkerContext};
 use halo_hal::{Error, Result};
 use std::collections::VecDeque;
@@ -304,6 +306,7 @@ fn worker_loop(shared: &Shared, processor_id: u32, max_concurrency: u8) {
     IS_WORKER.with(|flag| flag.set(true));
     let mut context = WorkerContext::new(processor_id, max_concurrency);
     let _flush = halo_cpu_executable::float_mode::FlushDenormals::enter();
+    let mut contention = ContentionWatch::for_current_thread();
     loop {
         if let Some(job) = shared.next_job() {
             job.run_chunks(&mut context);
@@ -313,7 +316,8 @@ fn worker_loop(shared: &Shared, processor_id: u32, max_concurrency: u8) {
         if shared.shutdown.load(Ordering::Acquire) {
             return;
         }
-        if spin_for_work(shared) {
+        // Beside another busy process a worker that spins loses its core when work comes.
+        if !shared.spin.is_zero() && !contention.contended() && spin_for_work(shared) {
             continue;
         }
         let mut sleeping = lock(&shared.sleeping);

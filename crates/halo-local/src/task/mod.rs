@@ -9,6 +9,7 @@
 //! work to another thread costs more than they do. Buffers come from halo-hal's heap allocator and
 //! semaphores are host timelines, as on `local-sync`.
 
+pub mod contention;
 mod device;
 pub mod driver;
 pub mod executor;
