@@ -1,7 +1,7 @@
 //! The `local-task` driver: one device backed by a pool of worker threads.
 
 use super::device::TaskDevice;
-use super::executor::ExecutorOptions;
+use super::executor::{ExecutorOptions, Pinning};
 use super::submission::SchedulingOptions;
 use halo_cpu_executable::library::HostImport;
 use halo_hal::driver::{select_device, MAX_SPIN_US};
@@ -62,10 +62,11 @@ impl TaskDeviceOptions {
                     )? as usize
                 }
                 "pin" => {
-                    options.executor.pin_workers = match value.as_str() {
-                        "1" | "true" => true,
-                        "0" | "false" => false,
-                        _ => return Err(bad("true, false, 1 or 0")),
+                    options.executor.pinning = match value.as_str() {
+                        "1" | "true" => Pinning::Always,
+                        "0" | "false" => Pinning::Never,
+                        "auto" => Pinning::Auto,
+                        _ => return Err(bad("true, false, 1, 0 or auto")),
                     }
                 }
                 "spin_us" => {
@@ -126,8 +127,10 @@ mod tests {
     #[test]
     fn parameters_in_range_are_taken() {
         assert_eq!(options("workers", "256").unwrap().executor.worker_count, 256);
-        assert!(options("pin", "true").unwrap().executor.pin_workers);
-        assert!(!options("pin", "0").unwrap().executor.pin_workers);
+        assert_eq!(options("pin", "true").unwrap().executor.pinning, Pinning::Always);
+        assert_eq!(options("pin", "0").unwrap().executor.pinning, Pinning::Never);
+        assert_eq!(options("pin", "auto").unwrap().executor.pinning, Pinning::Auto);
+        assert_eq!(TaskDeviceOptions::default().executor.pinning, Pinning::Auto);
         assert_eq!(options("spin_us", "0").unwrap().executor.spin, Duration::ZERO);
         assert_eq!(options("inline_ns", "5").unwrap().scheduling.inline_ns, 5);
     }
@@ -138,7 +141,7 @@ mod tests {
             ("workers", "0", "from 1 to 256"),
             ("workers", "100000", "from 1 to 256"),
             ("workers", "-2", "from 1 to 256"),
-            ("pin", "yes", "true, false, 1 or 0"),
+            ("pin", "yes", "true, false, 1, 0 or auto"),
             ("spin_us", "1000001", "from 0 to 1000000"),
             ("inline_ns", "soon", "nanoseconds"),
         ] {
