@@ -438,7 +438,6 @@ impl Library {
     }
 }
 
-/// Cache-line-aligned scratch memory for one workgroup.
 /// Workgroup local memory: zeroed when first handed out, grown on demand and aligned to 64 bytes,
 /// as IREE's workers align theirs (to the destructive interference size), since kernels may load
 /// from it with aligned vector instructions.
