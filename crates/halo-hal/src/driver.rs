@@ -4,6 +4,7 @@ use crate::device::{Device, DeviceInfo};
 use crate::{Error, Result, ResultExt};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Options from a device URI's query string (`local-task://?workers=2`).
 pub type DeviceParams = BTreeMap<String, String>;
@@ -12,6 +13,16 @@ pub type DeviceParams = BTreeMap<String, String>;
 /// before it sleeps (`spin_us`, `poll_us`): a second of a busy core is far past where watching
 /// pays, and more would keep a core busy for as long as work runs.
 pub const MAX_SPIN_US: u64 = 1_000_000;
+
+/// A spin or poll parameter's value as a duration: `None` unless it is a whole number of
+/// microseconds from 0 to [`MAX_SPIN_US`] (the driver names the parameter in its error).
+pub fn parse_spin_us(value: &str) -> Option<Duration> {
+    value
+        .parse::<u64>()
+        .ok()
+        .filter(|us| *us <= MAX_SPIN_US)
+        .map(Duration::from_micros)
+}
 
 /// A kind of device (`iree_hal_driver_t`).
 ///
@@ -144,6 +155,15 @@ pub fn select_device<'a>(driver: &str, devices: &'a [DeviceInfo], path: &str) ->
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn spin_values_from_zero_to_a_second_are_taken() {
+        assert_eq!(parse_spin_us("0"), Some(Duration::ZERO));
+        assert_eq!(parse_spin_us("1000000"), Some(Duration::from_secs(1)));
+        for bad in ["1000001", "18446744073709551615", "-1", "soon", ""] {
+            assert_eq!(parse_spin_us(bad), None, "{bad:?}");
+        }
+    }
+
     use super::*;
 
     #[test]

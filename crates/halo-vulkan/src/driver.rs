@@ -5,7 +5,7 @@ use crate::instance::{Instance, Validation};
 use crate::status::VkResultExt;
 use ash::vk;
 use halo_hal::disk_cache::CacheDir;
-use halo_hal::driver::{select_device, MAX_SPIN_US};
+use halo_hal::driver::{parse_spin_us, select_device, MAX_SPIN_US};
 use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, Result};
 use std::sync::Arc;
 use std::time::Duration;
@@ -204,14 +204,8 @@ impl DeviceOptions {
                 "false" | "0" => Ok(false),
                 _ => Err(invalid("true or false")),
             };
-            let micros = || {
-                value
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|us| *us <= MAX_SPIN_US)
-                    .map(Duration::from_micros)
-                    .ok_or_else(|| invalid(&format!("microseconds from 0 to {MAX_SPIN_US}")))
-            };
+            let micros =
+                || parse_spin_us(value).ok_or_else(|| invalid(&format!("microseconds from 0 to {MAX_SPIN_US}")));
             match key.as_str() {
                 "device_local_mappable" => options.device_local_mappable = flag()?,
                 "robust_buffer_access" => options.robust_buffer_access = flag()?,

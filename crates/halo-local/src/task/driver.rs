@@ -4,11 +4,10 @@ use super::device::TaskDevice;
 use super::executor::{ExecutorOptions, Pinning};
 use super::submission::SchedulingOptions;
 use halo_cpu_executable::library::HostImport;
-use halo_hal::driver::{select_device, MAX_SPIN_US};
+use halo_hal::driver::{parse_spin_us, select_device, MAX_SPIN_US};
 use halo_hal::transient_pool::TransientPoolOptions;
 use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, Result};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Name under which the driver registers.
 pub const DRIVER_NAME: &str = "local-task";
@@ -71,7 +70,7 @@ impl TaskDeviceOptions {
                 }
                 "spin_us" => {
                     options.executor.spin =
-                        Duration::from_micros(bounded(0..=MAX_SPIN_US, &format!("a spin from 0 to {MAX_SPIN_US} us"))?)
+                        parse_spin_us(value).ok_or_else(|| bad(&format!("a spin from 0 to {MAX_SPIN_US} us")))?
                 }
                 "inline_ns" => options.scheduling.inline_ns = bounded(0..=u64::MAX, "a number of nanoseconds")?,
                 _ => {
@@ -119,6 +118,7 @@ impl Driver for TaskDriver {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn options(key: &str, value: &str) -> Result<TaskDeviceOptions> {
         TaskDeviceOptions::from_params(&DeviceParams::from([(key.to_string(), value.to_string())]))
