@@ -29,8 +29,8 @@ pub struct CompileArgs {
     /// first the compiler accepts), or one of those.
     #[arg(long = "flag-set", visible_alias = "flag_set", default_value = "best")]
     pub flag_set: String,
-    /// The change made to an ONNX graph before import: `depthwise-as-shifts` (what every CPU flag
-    /// set but `iree-default` does) or `none`; default: the flag set's.
+    /// The change made to an ONNX graph before import: `convolutions-as-shifts` (what every CPU
+    /// flag set but `iree-default` does), `depthwise-as-shifts` or `none`; default: the flag set's.
     #[arg(long = "graph-rewrite", visible_alias = "graph_rewrite", conflicts_with = "tune")]
     pub graph_rewrite: Option<String>,
     /// The `iree-compile` to use; without it `HALO_IREE_COMPILE`, then `PATH`.

@@ -109,7 +109,8 @@ fn tuning_keeps_a_variant_that_gives_the_recorded_answers_and_caches_it() {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.path().join("onnx_mlp.tune.json")).unwrap()).unwrap();
     let variants = report["variants"].as_array().unwrap();
-    // The model has no depthwise convolution, so `o3-keep-depthwise` would repeat `fast-o3`.
+    // The model has no convolution, so `o3-shift-depthwise-only` and `o3-keep-convolutions`
+    // would repeat `fast-o3`.
     assert_eq!(variants.len(), 10, "{report:#}");
     assert!(variants.iter().all(|v| v["graph_rewrite"] == "none"), "{report:#}");
     assert_eq!(report["baseline"], "iree-default");
@@ -272,8 +273,8 @@ fn compiled_benchmark_models_give_onnxruntimes_answers() {
     };
     let out = tempfile::tempdir().unwrap();
     let fixtures = repo().join("fixtures/benchmark-models");
-    // ShuffleNet's depthwise convolutions are rewritten before import; the others have
-    // none to rewrite.
+    // ShuffleNet's depthwise convolutions and DenseNet's narrowing ones are rewritten before
+    // import; the others have none to rewrite.
     for (model, declaration, rewritten) in [
         (
             "squeezenet",
@@ -289,6 +290,11 @@ fn compiled_benchmark_models_give_onnxruntimes_answers() {
             "shufflenet_v2",
             "sync func @shufflenet_v2(%input: tensor<1x3x64x64xf32>) -> (%gemm_333: tensor<1x10xf32>)",
             Some("graph rewrite 'depthwise-as-shifts': 19 node(s) replaced before import"),
+        ),
+        (
+            "densenet121",
+            "sync func @densenet121(%input: tensor<1x3x64x64xf32>) -> (%gemm_1028: tensor<1x10xf32>)",
+            Some("graph rewrite 'convolutions-as-shifts': 58 node(s) replaced before import"),
         ),
     ] {
         let vmfb = out.path().join(format!("{model}.vmfb"));

@@ -233,7 +233,7 @@ impl PreparedModel {
                 path.display()
             ))
         })?;
-        self.rewrite = rewrite;
+        self.rewrite = rewritten.rewrite;
         self.rewritten_nodes = rewritten.nodes;
         Ok(path)
     }

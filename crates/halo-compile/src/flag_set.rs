@@ -92,11 +92,12 @@ impl FlagSet {
     }
 
     /// The change this set makes to an ONNX graph before import for `target`: on CPUs every set
-    /// but IREE's own writes depthwise convolutions as shifted sums (see [`GraphRewrite`]).
+    /// but IREE's own writes depthwise and narrowing convolutions as shifted sums (see
+    /// [`GraphRewrite`]).
     pub fn graph_rewrite(self, target: &Target) -> GraphRewrite {
         match self {
             FlagSet::IreeDefault => GraphRewrite::None,
-            _ if target.kind == TargetKind::Cpu => GraphRewrite::DepthwiseAsShifts,
+            _ if target.kind == TargetKind::Cpu => GraphRewrite::ConvolutionsAsShifts,
             _ => GraphRewrite::None,
         }
     }
@@ -147,8 +148,8 @@ mod tests {
         );
         assert_eq!(FlagSet::Fast.candidates(&cuda, GraphKind::Unknown), [FlagSet::Fast]);
         assert!(FlagSet::IreeDefault.optimisation_flags(&cuda).is_empty());
-        // Only CPU sets rewrite depthwise convolutions, and never IREE's own set.
-        assert_eq!(FlagSet::Fast.graph_rewrite(&cpu), GraphRewrite::DepthwiseAsShifts);
+        // Only CPU sets rewrite convolutions, and never IREE's own set.
+        assert_eq!(FlagSet::Fast.graph_rewrite(&cpu), GraphRewrite::ConvolutionsAsShifts);
         assert_eq!(FlagSet::IreeDefault.graph_rewrite(&cpu), GraphRewrite::None);
         assert_eq!(FlagSet::FastO3.graph_rewrite(&cuda), GraphRewrite::None);
     }

@@ -1,15 +1,22 @@
 //! Changes made to an ONNX graph before it is imported, where IREE 3.13 compiles an operator to
 //! much slower code than an equivalent form of it.
 //!
-//! The one rewrite so far is for depthwise convolutions (one 3×3 filter per channel, as
-//! MobileNet and ShuffleNet have): IREE turns ONNX's NCHW depthwise `Conv` into code that runs at
-//! scalar speed (iree-org/iree#10635), with or without im2col or a channels-last layout. The same
-//! sum written as shifted slices of the padded input, each scaled per channel, becomes
-//! elementwise dispatches that IREE fuses and vectorizes along the image rows. On a 2-core AMD
-//! EPYC (AVX2; `iree-benchmark-module`, one operator, `fast-o3` flags) that took 32×112×112 from
-//! 7.2 to 0.55 ms, 192×28×28 from 2.3 to 0.61 ms and 576×14×14 from 1.4 to 0.61 ms; the full
-//! MobileNet-v2 went from 23.5 to 17.5 ms per call. A stride-2 convolution is the stride-1 sum
-//! subsampled (see [`MAX_STRIDE`]): strided windows would not vectorize.
+//! Depthwise convolutions (one 3×3 filter per channel, as MobileNet and ShuffleNet have): IREE
+//! turns ONNX's NCHW depthwise `Conv` into code that runs at scalar speed (iree-org/iree#10635),
+//! with or without im2col or a channels-last layout. The same sum written as shifted slices of
+//! the padded input, each scaled per channel, becomes elementwise dispatches that IREE fuses and
+//! vectorizes along the image rows. On a 2-core AMD EPYC (AVX2; `iree-benchmark-module`, one
+//! operator, `fast-o3` flags) that took 32×112×112 from 7.2 to 0.55 ms, 192×28×28 from 2.3 to
+//! 0.61 ms and 576×14×14 from 1.4 to 0.61 ms; the full MobileNet-v2 went from 23.5 to 17.5 ms per
+//! call. A stride-2 convolution is the stride-1 sum subsampled (see [`MAX_STRIDE`]): strided
+//! windows would not vectorize.
+//!
+//! Narrowing convolutions (a 3×3 filter over at least twice as many input channels as it has
+//! outputs, as each of DenseNet's layers has): with im2col, IREE copies the input nine times
+//! over before its matmul, and that copy runs at a few GB/s. The same convolution is one 1×1
+//! convolution (a plain matmul) to one group of output channels per filter tap, whose groups,
+//! shifted by their tap, add up to the result: the matmul does the same arithmetic, and the
+//! nine-fold data is the narrower output's. See [`MAX_NARROWING`] for what that measured.
 
 use crate::onnx::attribute_proto::AttributeType;
 use crate::onnx::{tensor_proto::DataType, AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto};
@@ -25,17 +32,26 @@ pub enum GraphRewrite {
     /// Depthwise convolutions with filters up to 3×3 and strides up to 2 become sums of
     /// per-channel-scaled shifted slices of their padded input (subsampled when strided).
     DepthwiseAsShifts,
+    /// What [`GraphRewrite::DepthwiseAsShifts`] does, and narrowing unit-stride convolutions
+    /// with filters up to 3×3 become a 1×1 convolution to one channel group per filter tap,
+    /// whose shifted groups are summed.
+    ConvolutionsAsShifts,
 }
 
 impl GraphRewrite {
     /// Every rewrite, in the order the CLI lists them.
-    pub const ALL: [GraphRewrite; 2] = [GraphRewrite::None, GraphRewrite::DepthwiseAsShifts];
+    pub const ALL: [GraphRewrite; 3] = [
+        GraphRewrite::None,
+        GraphRewrite::DepthwiseAsShifts,
+        GraphRewrite::ConvolutionsAsShifts,
+    ];
 
     /// The name reports and the command line use.
     pub fn name(self) -> &'static str {
         match self {
             GraphRewrite::None => "none",
             GraphRewrite::DepthwiseAsShifts => "depthwise-as-shifts",
+            GraphRewrite::ConvolutionsAsShifts => "convolutions-as-shifts",
         }
     }
 
@@ -61,6 +77,9 @@ pub(crate) struct Rewritten {
     pub bytes: Vec<u8>,
     /// How many nodes were replaced.
     pub nodes: usize,
+    /// The rewrite that made the same graph with the least: [`GraphRewrite::DepthwiseAsShifts`]
+    /// when [`GraphRewrite::ConvolutionsAsShifts`] found no narrowing convolution.
+    pub rewrite: GraphRewrite,
 }
 
 /// Rewrites ONNX model `bytes`; `None` when the rewrite changes nothing: no node qualifies, the
@@ -76,10 +95,16 @@ pub(crate) fn rewrite(bytes: &[u8], rewrite: GraphRewrite) -> Option<Rewritten> 
         return None;
     }
     let graph = model.graph.as_mut()?;
-    let nodes = decompose_depthwise(graph);
+    let count = decompose_convolutions(graph, rewrite);
+    let nodes = count.depthwise + count.narrowing;
     (nodes > 0).then(|| Rewritten {
         bytes: model.encode_to_vec(),
         nodes,
+        rewrite: if count.narrowing > 0 {
+            GraphRewrite::ConvolutionsAsShifts
+        } else {
+            GraphRewrite::DepthwiseAsShifts
+        },
     })
 }
 
@@ -109,16 +134,36 @@ fn has_external_data(model: &ModelProto) -> bool {
 /// more operands than IREE fuses into one dispatch (it splits above 16).
 const MAX_KERNEL_SIDE: i64 = 3;
 
-/// The largest stride rewritten. A stride-2 convolution is computed at stride 1 and subsampled:
-/// four times the arithmetic, but vectorized. On MobileNet-v2's shapes (halo benchmark-module,
-/// one operator) that took 96×112×112 from 4.2 to 2.2 ms and 144×56×56 from 0.85 to 0.4 ms,
-/// 192×28×28 stayed at 0.45 ms and 576×14×14 went from 0.26 to 0.35 ms; whole programs of 40
-/// calls (paired runs, whole process): MobileNet-v2 0.96× the time of the stride-1-only rewrite,
-/// ShuffleNet v2 1.00×.
+/// The largest stride of a rewritten depthwise convolution. A stride-2 convolution is computed
+/// at stride 1 and subsampled: four times the arithmetic, but vectorized. On MobileNet-v2's
+/// shapes (halo benchmark-module, one operator) that took 96×112×112 from 4.2 to 2.2 ms and
+/// 144×56×56 from 0.85 to 0.4 ms, 192×28×28 stayed at 0.45 ms and 576×14×14 went from 0.26 to
+/// 0.35 ms; whole programs of 40 calls (paired runs, whole process): MobileNet-v2 0.96× the time
+/// of the stride-1-only rewrite, ShuffleNet v2 1.00×.
 const MAX_STRIDE: i64 = 2;
 
-/// A depthwise convolution the rewrite can replace.
-struct Depthwise<'a> {
+/// A convolution is narrowing, and rewritten, when it has at most 1/`MAX_NARROWING` as many
+/// output channels as input channels. One 3×3 convolution at a time (halo benchmark-module,
+/// `fast-o3` flags, host CPU; input→output channels at a side of the image), im2col against the
+/// rewrite: DenseNet's 128→32 took 5.7–6.8 ms against 3.1–3.3 at 56, 2.5 against 0.84–0.95 at
+/// 28, 1.0 against 0.30 at 14 and 0.33 against 0.11 at 7; half as many outputs, 64→32 at 56,
+/// 128→64 at 28 and 256→128 at 14, gained 1.3–1.6×; as many (ResNet's 64→64 at 56 up to 512→512
+/// at 7) went either way within noise, and more (SqueezeNet's 16→64 at 55, 32→128 at 27,
+/// 64→256 at 13) lost 1.15–1.5×.
+const MAX_NARROWING: i64 = 2;
+
+/// What a rewritten convolution is.
+#[derive(Clone, Copy)]
+enum ConvolutionKind {
+    /// One filter per channel.
+    Depthwise,
+    /// One group, `outputs` output channels, at most 1/[`MAX_NARROWING`] of its `inputs`.
+    Narrowing { outputs: i64, inputs: i64 },
+}
+
+/// A convolution the rewrite can replace.
+struct Convolution<'a> {
+    kind: ConvolutionKind,
     input: &'a str,
     weight: &'a str,
     bias: Option<&'a str>,
@@ -131,16 +176,18 @@ struct Depthwise<'a> {
     strides: [i64; 2],
 }
 
-impl<'a> Depthwise<'a> {
-    /// `node` as a depthwise convolution with unit dilations and strides of at most 2, when it is one whose
-    /// filter `weights` shows to have one input channel per group and one group per channel.
-    fn of(node: &'a NodeProto, weights: &HashMap<&str, &[i64]>) -> Option<Depthwise<'a>> {
+impl<'a> Convolution<'a> {
+    /// `node` as a convolution `rewrite` replaces: unit dilations, explicit pads, filters up to
+    /// [`MAX_KERNEL_SIDE`], and a filter whose shape in `weights` makes it depthwise (strides
+    /// up to [`MAX_STRIDE`]) or, under [`GraphRewrite::ConvolutionsAsShifts`], narrowing (unit
+    /// strides).
+    fn of(node: &'a NodeProto, weights: &HashMap<&str, &[i64]>, rewrite: GraphRewrite) -> Option<Convolution<'a>> {
         if node.op_type() != "Conv" || !matches!(node.domain(), "" | "ai.onnx") || node.output.len() != 1 {
             return None;
         }
         let input = node.input.first().filter(|name| !name.is_empty())?;
         let weight = node.input.get(1)?;
-        let &[channels, 1, height, width] = *weights.get(weight.as_str())? else {
+        let &[outputs, inputs_per_group, height, width] = *weights.get(weight.as_str())? else {
             return None;
         };
         let ints = |name: &str| {
@@ -149,14 +196,31 @@ impl<'a> Depthwise<'a> {
                 .find(|a| a.name() == name)
                 .map(|a| a.ints.as_slice())
         };
-        let int = |name: &str| node.attribute.iter().find(|a| a.name() == name).map(|a| a.i());
-        let all_ones = |values: Option<&[i64]>| values.is_none_or(|v| v.len() == 2 && v.iter().all(|&x| x == 1));
+        let group = node.attribute.iter().find(|a| a.name() == "group").map_or(1, |a| a.i());
+        let kind = if outputs > 1 && inputs_per_group == 1 && group == outputs {
+            ConvolutionKind::Depthwise
+        } else if rewrite == GraphRewrite::ConvolutionsAsShifts
+            && group == 1
+            && outputs >= 1
+            && inputs_per_group >= MAX_NARROWING.saturating_mul(outputs)
+            && height * width > 1
+        {
+            ConvolutionKind::Narrowing {
+                outputs,
+                inputs: inputs_per_group,
+            }
+        } else {
+            return None;
+        };
+        let max_stride = match kind {
+            ConvolutionKind::Depthwise => MAX_STRIDE,
+            ConvolutionKind::Narrowing { .. } => 1,
+        };
         let strides = match ints("strides") {
             None => [1, 1],
-            Some(&[rows, columns]) if [rows, columns].iter().all(|s| (1..=MAX_STRIDE).contains(s)) => [rows, columns],
+            Some(&[rows, columns]) if [rows, columns].iter().all(|s| (1..=max_stride).contains(s)) => [rows, columns],
             Some(_) => return None,
         };
-        let auto_pad = node.attribute.iter().find(|a| a.name() == "auto_pad").map(|a| a.s());
         let pads = match ints("pads") {
             None => [0; 4],
             Some(&[top, left, bottom, right]) if [top, left, bottom, right].iter().all(|&p| p >= 0) => {
@@ -164,14 +228,15 @@ impl<'a> Depthwise<'a> {
             }
             Some(_) => return None,
         };
-        let plain = channels > 1
-            && (1..=MAX_KERNEL_SIDE).contains(&height)
+        let all_ones = |values: Option<&[i64]>| values.is_none_or(|v| v.len() == 2 && v.iter().all(|&x| x == 1));
+        let auto_pad = node.attribute.iter().find(|a| a.name() == "auto_pad").map(|a| a.s());
+        let plain = (1..=MAX_KERNEL_SIDE).contains(&height)
             && (1..=MAX_KERNEL_SIDE).contains(&width)
-            && int("group") == Some(channels)
             && all_ones(ints("dilations"))
             && auto_pad.is_none_or(|mode| mode == b"NOTSET")
             && ints("kernel_shape").is_none_or(|k| k == [height, width]);
-        plain.then(|| Depthwise {
+        plain.then(|| Convolution {
+            kind,
             input,
             weight,
             bias: node.input.get(2).map(String::as_str).filter(|name| !name.is_empty()),
@@ -183,22 +248,31 @@ impl<'a> Depthwise<'a> {
     }
 }
 
-/// Replaces every qualifying depthwise convolution of `graph` (not of its subgraphs) in place;
-/// returns how many.
-fn decompose_depthwise(graph: &mut GraphProto) -> usize {
+/// How many convolutions of each kind a rewrite replaced.
+#[derive(Default)]
+struct Replaced {
+    depthwise: usize,
+    narrowing: usize,
+}
+
+/// Replaces every convolution of `graph` (not of its subgraphs) that `rewrite` covers, in place.
+fn decompose_convolutions(graph: &mut GraphProto, rewrite: GraphRewrite) -> Replaced {
     let weights: HashMap<&str, &[i64]> = graph
         .initializer
         .iter()
         .map(|tensor| (tensor.name(), tensor.dims.as_slice()))
         .collect();
     let mut names = NameSource::of(graph);
-    let mut replaced = 0;
+    let mut replaced = Replaced::default();
     let mut nodes = Vec::with_capacity(graph.node.len());
     for node in &graph.node {
-        match Depthwise::of(node, &weights) {
+        match Convolution::of(node, &weights, rewrite) {
             Some(conv) => {
                 nodes.extend(shifted_sum(&conv, &mut names));
-                replaced += 1;
+                match conv.kind {
+                    ConvolutionKind::Depthwise => replaced.depthwise += 1,
+                    ConvolutionKind::Narrowing { .. } => replaced.narrowing += 1,
+                }
             }
             None => nodes.push(node.clone()),
         }
@@ -207,43 +281,70 @@ fn decompose_depthwise(graph: &mut GraphProto) -> usize {
     replaced
 }
 
-/// The nodes computing `conv`: y = bias + Σ over taps (i, j) of w[:, 0, i, j] · pad(x)[:, :, i.., j..].
-fn shifted_sum(conv: &Depthwise, names: &mut NameSource) -> Vec<NodeProto> {
+/// The nodes computing `conv` as a sum over its filter taps (i, j) of shifted windows:
+/// - depthwise: w[:, 0, i, j] · pad(x)[:, :, i.., j..];
+/// - narrowing: pad(z)[:, group (i, j), i.., j..], where the 1×1 convolution z = w' ∗ x has one
+///   group of output channels per tap, w'[group (i, j)] = w[:, :, i, j].
+fn shifted_sum(conv: &Convolution, names: &mut NameSource) -> Vec<NodeProto> {
+    let prefix = match conv.kind {
+        ConvolutionKind::Depthwise => "halo_depthwise",
+        ConvolutionKind::Narrowing { .. } => "halo_narrowing",
+    };
     let mut out = NodeWriter {
         nodes: Vec::new(),
         names,
-        prefix: format!("{}.halo_depthwise", conv.output),
+        prefix: format!("{}.{prefix}", conv.output),
+    };
+    let [height, width] = conv.kernel;
+    let shifted = match conv.kind {
+        ConvolutionKind::Depthwise => conv.input.to_string(),
+        ConvolutionKind::Narrowing { inputs, .. } => {
+            let taps_first = out.node_with("Transpose", &[conv.weight], "taps_first", ints("perm", &[2, 3, 0, 1]));
+            let shape = out.constant("per_tap_shape", &[-1, inputs, 1, 1]);
+            let filter = out.node("Reshape", &[&taps_first, &shape], "per_tap_filter");
+            out.node("Conv", &[conv.input, &filter], "per_tap")
+        }
     };
     let [top, left, bottom, right] = conv.pads;
     let padded = if conv.pads == [0; 4] {
-        conv.input.to_string()
+        shifted
     } else {
         let pads = out.constant("pads", &[0, 0, top, left, 0, 0, bottom, right]);
-        out.node("Pad", &[conv.input, &pads], "padded")
+        out.node("Pad", &[&shifted, &pads], "padded")
     };
-    let axes = out.constant("axes", &[2, 3]);
+    let spatial = out.constant("axes", &[2, 3]);
     let per_channel = out.constant("per_channel_shape", &[1, -1, 1, 1]);
-    let [height, width] = conv.kernel;
     let mut sum: Option<String> = None;
     for i in 0..height {
         for j in 0..width {
             let tap = format!("tap{i}_{j}");
-            let starts = out.constant(&format!("{tap}.starts"), &[i, j]);
             // The window of tap (i, j) stops `height - 1 - i` rows before the padded input's end.
             let ends = [end_before(height - 1 - i), end_before(width - 1 - j)];
-            let ends = out.constant(&format!("{tap}.ends"), &ends);
-            let window = out.node("Slice", &[&padded, &starts, &ends, &axes], &format!("{tap}.window"));
-            let filter_ends = out.constant(&format!("{tap}.filter_ends"), &[i + 1, j + 1]);
-            let filter = out.node(
-                "Slice",
-                &[conv.weight, &starts, &filter_ends, &axes],
-                &format!("{tap}.filter"),
-            );
-            let scale = out.node("Reshape", &[&filter, &per_channel], &format!("{tap}.scale"));
-            let product = out.node("Mul", &[&window, &scale], &format!("{tap}.product"));
+            let term = match conv.kind {
+                ConvolutionKind::Depthwise => {
+                    let starts = out.constant(&format!("{tap}.starts"), &[i, j]);
+                    let ends = out.constant(&format!("{tap}.ends"), &ends);
+                    let window = out.node("Slice", &[&padded, &starts, &ends, &spatial], &format!("{tap}.window"));
+                    let filter_ends = out.constant(&format!("{tap}.filter_ends"), &[i + 1, j + 1]);
+                    let filter = out.node(
+                        "Slice",
+                        &[conv.weight, &starts, &filter_ends, &spatial],
+                        &format!("{tap}.filter"),
+                    );
+                    let scale = out.node("Reshape", &[&filter, &per_channel], &format!("{tap}.scale"));
+                    out.node("Mul", &[&window, &scale], &format!("{tap}.product"))
+                }
+                ConvolutionKind::Narrowing { outputs, .. } => {
+                    let group = (i * width + j) * outputs;
+                    let starts = out.constant(&format!("{tap}.starts"), &[group, i, j]);
+                    let ends = out.constant(&format!("{tap}.ends"), &[group + outputs, ends[0], ends[1]]);
+                    let axes = out.constant(&format!("{tap}.axes"), &[1, 2, 3]);
+                    out.node("Slice", &[&padded, &starts, &ends, &axes], &format!("{tap}.window"))
+                }
+            };
             sum = Some(match sum {
-                None => product,
-                Some(previous) => out.node("Add", &[&previous, &product], &format!("{tap}.sum")),
+                None => term,
+                Some(previous) => out.node("Add", &[&previous, &term], &format!("{tap}.sum")),
             });
         }
     }
@@ -254,7 +355,7 @@ fn shifted_sum(conv: &Depthwise, names: &mut NameSource) -> Vec<NodeProto> {
         let starts = out.constant("subsample.starts", &[0, 0]);
         let ends = out.constant("subsample.ends", &[i64::MAX, i64::MAX]);
         let steps = out.constant("subsample.steps", &conv.strides);
-        sum = out.node("Slice", &[&sum, &starts, &ends, &axes, &steps], "subsampled");
+        sum = out.node("Slice", &[&sum, &starts, &ends, &spatial, &steps], "subsampled");
     }
     if let Some(bias) = conv.bias {
         let bias = out.node("Reshape", &[bias, &per_channel], "bias");
@@ -267,6 +368,16 @@ fn shifted_sum(conv: &Depthwise, names: &mut NameSource) -> Vec<NodeProto> {
     out.nodes
 }
 
+/// An `ints` attribute.
+fn ints(name: &str, values: &[i64]) -> AttributeProto {
+    AttributeProto {
+        name: Some(name.into()),
+        r#type: Some(AttributeType::Ints as i32),
+        ints: values.to_vec(),
+        ..AttributeProto::default()
+    }
+}
+
 /// Appends nodes whose values get fresh names under one prefix.
 struct NodeWriter<'a> {
     nodes: Vec<NodeProto>,
@@ -275,6 +386,15 @@ struct NodeWriter<'a> {
 }
 
 impl NodeWriter<'_> {
+    /// Appends an `op_type` node with one `attribute` reading `inputs`; returns its output's name.
+    fn node_with(&mut self, op_type: &str, inputs: &[&str], part: &str, attribute: AttributeProto) -> String {
+        let output = self.node(op_type, inputs, part);
+        if let Some(node) = self.nodes.last_mut() {
+            node.attribute = vec![attribute];
+        }
+        output
+    }
+
     /// Appends an `op_type` node reading `inputs`; returns its output's name.
     fn node(&mut self, op_type: &str, inputs: &[&str], part: &str) -> String {
         let output = self.names.fresh(&format!("{}.{part}", self.prefix));
@@ -291,22 +411,19 @@ impl NodeWriter<'_> {
     /// Appends a `Constant` node holding 1-D int64 `values` (a node needs no graph input entry,
     /// which initializers of models before IR version 4 do); returns its output's name.
     fn constant(&mut self, part: &str, values: &[i64]) -> String {
-        let output = self.node("Constant", &[], part);
         let tensor = TensorProto {
             dims: vec![values.len() as i64],
             data_type: Some(DataType::Int64 as i32),
             int64_data: values.to_vec(),
             ..TensorProto::default()
         };
-        if let Some(node) = self.nodes.last_mut() {
-            node.attribute = vec![AttributeProto {
-                name: Some("value".into()),
-                r#type: Some(AttributeType::Tensor as i32),
-                t: Some(tensor),
-                ..AttributeProto::default()
-            }];
-        }
-        output
+        let value = AttributeProto {
+            name: Some("value".into()),
+            r#type: Some(AttributeType::Tensor as i32),
+            t: Some(tensor),
+            ..AttributeProto::default()
+        };
+        self.node_with("Constant", &[], part, value)
     }
 }
 
@@ -360,15 +477,6 @@ impl NameSource {
 mod tests {
     use super::*;
     use crate::onnx::{OperatorSetIdProto, ValueInfoProto};
-
-    fn ints(name: &str, values: &[i64]) -> AttributeProto {
-        AttributeProto {
-            name: Some(name.into()),
-            r#type: Some(AttributeType::Ints as i32),
-            ints: values.to_vec(),
-            ..AttributeProto::default()
-        }
-    }
 
     fn int(name: &str, value: i64) -> AttributeProto {
         AttributeProto {
@@ -443,8 +551,30 @@ mod tests {
     }
 
     fn rewritten(model: &ModelProto) -> Option<(ModelProto, usize)> {
-        rewrite(&model.encode_to_vec(), GraphRewrite::DepthwiseAsShifts)
-            .map(|r| (ModelProto::decode(r.bytes.as_slice()).unwrap(), r.nodes))
+        rewritten_by(model, GraphRewrite::DepthwiseAsShifts).map(|(model, nodes, _)| (model, nodes))
+    }
+
+    fn rewritten_by(model: &ModelProto, asked: GraphRewrite) -> Option<(ModelProto, usize, GraphRewrite)> {
+        rewrite(&model.encode_to_vec(), asked)
+            .map(|r| (ModelProto::decode(r.bytes.as_slice()).unwrap(), r.nodes, r.rewrite))
+    }
+
+    /// Every value is defined once, and defined before it is used.
+    fn assert_defined_before_use(graph: &GraphProto, inputs: &[&'static str]) {
+        let mut defined: HashSet<&str> = inputs.iter().copied().collect();
+        for n in &graph.node {
+            for input in &n.input {
+                assert!(defined.contains(input.as_str()), "{input} used before it is defined");
+            }
+            for output in &n.output {
+                assert!(defined.insert(output), "{output} defined twice");
+            }
+        }
+    }
+
+    fn constant<'g>(graph: &'g GraphProto, name: &str) -> &'g [i64] {
+        let node = graph.node.iter().find(|n| n.output[0] == name).unwrap();
+        &node.attribute[0].t.as_ref().unwrap().int64_data
     }
 
     fn ops(model: &ModelProto) -> Vec<&str> {
@@ -479,26 +609,138 @@ mod tests {
         assert_eq!(out.producer_name(), "test");
         assert_eq!(graph.doc_string(), "kept");
         assert_eq!(graph.initializer, original.graph.as_ref().unwrap().initializer);
-        // Every value is defined once, and defined before it is used.
-        let mut defined: HashSet<&str> = ["x", "w", "b"].into();
-        for n in &graph.node {
-            for input in &n.input {
-                assert!(defined.contains(input.as_str()), "{input} used before it is defined");
-            }
-            for output in &n.output {
-                assert!(defined.insert(output), "{output} defined twice");
-            }
-        }
+        assert_defined_before_use(graph, &["x", "w", "b"]);
         // The bottom-right tap's window runs to the end of both axes; the top-left one stops
         // two rows and two columns short.
-        let constant = |name: &str| {
-            let node = graph.node.iter().find(|n| n.output[0] == name).unwrap();
-            node.attribute[0].t.as_ref().unwrap().int64_data.clone()
+        assert_eq!(constant(graph, "c.halo_depthwise.tap0_0.ends"), [-2, -2]);
+        assert_eq!(constant(graph, "c.halo_depthwise.tap2_2.ends"), [i64::MAX, i64::MAX]);
+        assert_eq!(constant(graph, "c.halo_depthwise.tap1_2.ends"), [-1, i64::MAX]);
+        assert_eq!(constant(graph, "c.halo_depthwise.pads"), [0, 0, 1, 1, 0, 0, 1, 1]);
+    }
+
+    fn narrowing_attributes() -> Vec<AttributeProto> {
+        vec![ints("pads", &[1, 1, 1, 1]), ints("kernel_shape", &[3, 3])]
+    }
+
+    #[test]
+    fn a_narrowing_3x3_conv_becomes_one_1x1_conv_to_nine_channel_groups_shifted_and_summed() {
+        let original = model(
+            vec![conv(&["x", "w", "b"], "y", narrowing_attributes())],
+            vec![weight("w", &[4, 8, 3, 3]), weight("b", &[4])],
+            17,
+        );
+        let (out, count, done) = rewritten_by(&original, GraphRewrite::ConvolutionsAsShifts).unwrap();
+        assert_eq!((count, done), (1, GraphRewrite::ConvolutionsAsShifts));
+        let graph = out.graph.as_ref().unwrap();
+        assert_defined_before_use(graph, &["x", "w", "b"]);
+        let ops = ops(&out);
+        let count_of = |op: &str| ops.iter().filter(|o| **o == op).count();
+        assert_eq!(
+            [
+                count_of("Transpose"),
+                count_of("Conv"),
+                count_of("Pad"),
+                count_of("Mul")
+            ],
+            [1, 1, 1, 0]
+        );
+        // Eight adds between the nine windows, one for the bias.
+        assert_eq!((count_of("Slice"), count_of("Add")), (9, 9));
+        // The filter is reordered tap-major, [3, 3, 4, 8], and flattened to 36 1×1 filters.
+        let transpose = graph.node.iter().find(|n| n.op_type() == "Transpose").unwrap();
+        assert_eq!(
+            (transpose.input[0].as_str(), transpose.attribute[0].ints.as_slice()),
+            ("w", [2, 3, 0, 1].as_slice())
+        );
+        assert_eq!(constant(graph, "y.halo_narrowing.per_tap_shape"), [-1, 8, 1, 1]);
+        let conv = graph.node.iter().find(|n| n.op_type() == "Conv").unwrap();
+        assert!(conv.attribute.is_empty(), "a 1x1 convolution: {:?}", conv.attribute);
+        assert_eq!(conv.input, ["x", "y.halo_narrowing.per_tap_filter"]);
+        // Tap (i, j) reads output channels 4 (3i + j) .. 4 (3i + j) + 4 of the padded products,
+        // shifted by (i, j).
+        assert_eq!(constant(graph, "y.halo_narrowing.tap0_0.starts"), [0, 0, 0]);
+        assert_eq!(constant(graph, "y.halo_narrowing.tap0_0.ends"), [4, -2, -2]);
+        assert_eq!(constant(graph, "y.halo_narrowing.tap1_2.starts"), [20, 1, 2]);
+        assert_eq!(constant(graph, "y.halo_narrowing.tap1_2.ends"), [24, -1, i64::MAX]);
+        assert_eq!(
+            constant(graph, "y.halo_narrowing.tap2_2.ends"),
+            [36, i64::MAX, i64::MAX]
+        );
+        assert_eq!(constant(graph, "y.halo_narrowing.tap2_2.axes"), [1, 2, 3]);
+        assert_eq!(constant(graph, "y.halo_narrowing.pads"), [0, 0, 1, 1, 0, 0, 1, 1]);
+        let last = graph.node.last().unwrap();
+        assert_eq!(
+            (last.op_type(), last.output.as_slice()),
+            ("Add", ["y".to_string()].as_slice())
+        );
+    }
+
+    #[test]
+    fn only_convolutions_as_shifts_rewrites_narrowing_convs_and_says_which_rewrite_happened() {
+        let both = model(
+            vec![
+                conv(&["x", "w"], "c", narrowing_attributes()),
+                conv(&["c", "d"], "y", depthwise_attributes()),
+            ],
+            vec![weight("w", &[4, 8, 3, 3]), weight("d", &[4, 1, 3, 3])],
+            17,
+        );
+        let (_, count, done) = rewritten_by(&both, GraphRewrite::ConvolutionsAsShifts).unwrap();
+        assert_eq!((count, done), (2, GraphRewrite::ConvolutionsAsShifts));
+        let (out, count, done) = rewritten_by(&both, GraphRewrite::DepthwiseAsShifts).unwrap();
+        assert_eq!((count, done), (1, GraphRewrite::DepthwiseAsShifts));
+        assert_eq!(ops(&out)[0], "Conv");
+        // Without a narrowing convolution the broader rewrite makes the depthwise one's graph.
+        let depthwise_only = model(
+            vec![conv(&["x", "d"], "y", depthwise_attributes())],
+            vec![weight("d", &[4, 1, 3, 3])],
+            17,
+        );
+        let (_, count, done) = rewritten_by(&depthwise_only, GraphRewrite::ConvolutionsAsShifts).unwrap();
+        assert_eq!((count, done), (1, GraphRewrite::DepthwiseAsShifts));
+    }
+
+    #[test]
+    fn convolutions_that_do_not_narrow_enough_or_are_strided_grouped_or_1x1_are_left_alone() {
+        let with = |dims: &[i64], extra: Vec<AttributeProto>| {
+            let mut attributes = narrowing_attributes();
+            attributes.retain(|a| extra.iter().all(|e| e.name() != a.name()));
+            attributes.extend(extra);
+            model(vec![conv(&["x", "w"], "y", attributes)], vec![weight("w", dims)], 17)
         };
-        assert_eq!(constant("c.halo_depthwise.tap0_0.ends"), [-2, -2]);
-        assert_eq!(constant("c.halo_depthwise.tap2_2.ends"), [i64::MAX, i64::MAX]);
-        assert_eq!(constant("c.halo_depthwise.tap1_2.ends"), [-1, i64::MAX]);
-        assert_eq!(constant("c.halo_depthwise.pads"), [0, 0, 1, 1, 0, 0, 1, 1]);
+        let unchanged = [
+            ("as many outputs as inputs", with(&[8, 8, 3, 3], vec![])),
+            ("more outputs than half the inputs", with(&[5, 9, 3, 3], vec![])),
+            ("strided", with(&[4, 8, 3, 3], vec![ints("strides", &[2, 2])])),
+            ("grouped", with(&[4, 4, 3, 3], vec![int("group", 2)])),
+            ("dilated", with(&[4, 8, 3, 3], vec![ints("dilations", &[2, 2])])),
+            (
+                "1x1",
+                with(
+                    &[4, 8, 1, 1],
+                    vec![ints("pads", &[0, 0, 0, 0]), ints("kernel_shape", &[1, 1])],
+                ),
+            ),
+            (
+                "5x5",
+                with(
+                    &[4, 8, 5, 5],
+                    vec![ints("pads", &[2, 2, 2, 2]), ints("kernel_shape", &[5, 5])],
+                ),
+            ),
+        ];
+        for (what, original) in unchanged {
+            assert!(
+                rewritten_by(&original, GraphRewrite::ConvolutionsAsShifts).is_none(),
+                "{what}"
+            );
+        }
+        // Exactly half as many outputs qualifies.
+        assert!(rewritten_by(
+            &with(&[4, 8, 3, 1], vec![ints("kernel_shape", &[3, 1])]),
+            GraphRewrite::ConvolutionsAsShifts
+        )
+        .is_some());
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub struct TuneReport {
     /// Every `iree-compile` flag of the chosen variant.
     pub chosen_flags: Vec<String>,
     /// The change the chosen variant made to the ONNX graph before import (`none`,
-    /// `depthwise-as-shifts`).
+    /// `depthwise-as-shifts`, `convolutions-as-shifts`).
     #[serde(default)]
     pub chosen_graph_rewrite: String,
     /// The SHA-256 of the chosen `.vmfb`.

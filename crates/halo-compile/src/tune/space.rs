@@ -13,11 +13,13 @@
 //! | `o3-aggressive-fusion` | `fast-o3` and `--iree-dispatch-creation-enable-aggressive-fusion` |
 //! | `o3-reassociate` | `fast-o3` and `--iree-llvmcpu-reassociate-fp-reductions` (reductions reordered; the tolerance check decides if that is acceptable) |
 //! | `o3-distribution-32`, `o3-distribution-128` | `fast-o3` with the workgroup distribution tile size `--iree-llvmcpu-distribution-size` at 32 and 128 (more or fewer, smaller or larger workgroups) |
-//! | `o3-keep-depthwise` | `fast-o3` with depthwise convolutions left as ONNX `Conv` |
+//! | `o3-shift-depthwise-only` | `fast-o3` with only depthwise convolutions written as shifted sums |
+//! | `o3-keep-convolutions` | `fast-o3` with every convolution left as ONNX `Conv` |
 //!
-//! Every CPU variant but `iree-default` and `o3-keep-depthwise` compiles the ONNX graph with
-//! its depthwise convolutions written as shifted sums ([`GraphRewrite`]). A variant
-//! whose rewrite finds nothing to change in the model, and so would repeat another, is left out.
+//! Every other CPU variant but `iree-default` compiles the ONNX graph with its depthwise and
+//! narrowing convolutions written as shifted sums ([`GraphRewrite::ConvolutionsAsShifts`]). A
+//! variant whose rewrite finds nothing to change in the model, and so would repeat another, is
+//! left out.
 //!
 //! GPUs (Vulkan, CUDA, HIP): `iree-default`, `o3` and `o3-aggressive-fusion`.
 //!
@@ -31,8 +33,10 @@ use crate::target::{Target, TargetKind};
 
 /// Changing the space (or how variants are timed) changes what a tuning result means, so cached
 /// results carry it. 2: variants take turns call by call instead of being timed one after another.
-/// 3: ONNX graphs rewritten (depthwise convolutions), and `o3-keep-depthwise`.
-pub const SPACE_VERSION: u32 = 3;
+/// 3: ONNX graphs rewritten (depthwise convolutions), and `o3-keep-depthwise`. 4: narrowing
+/// convolutions rewritten too, `o3-shift-depthwise-only`, and `o3-keep-depthwise` renamed
+/// `o3-keep-convolutions`.
+pub const SPACE_VERSION: u32 = 4;
 
 /// One point of the space: a name and the optimisation flags it adds to the target's.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,18 +82,23 @@ pub fn variants(target: &Target) -> Vec<Variant> {
             name,
             flags: flags.into_iter().map(String::from).collect(),
             graph_rewrite: if cpu && name != "iree-default" {
-                GraphRewrite::DepthwiseAsShifts
+                GraphRewrite::ConvolutionsAsShifts
             } else {
                 GraphRewrite::None
             },
         })
         .collect();
     if cpu {
-        space.push(Variant {
-            name: "o3-keep-depthwise",
-            flags: fast_o3.iter().map(|flag| flag.to_string()).collect(),
-            graph_rewrite: GraphRewrite::None,
-        });
+        for (name, graph_rewrite) in [
+            ("o3-shift-depthwise-only", GraphRewrite::DepthwiseAsShifts),
+            ("o3-keep-convolutions", GraphRewrite::None),
+        ] {
+            space.push(Variant {
+                name,
+                flags: fast_o3.iter().map(|flag| flag.to_string()).collect(),
+                graph_rewrite,
+            });
+        }
     }
     space
 }
@@ -121,11 +130,12 @@ mod tests {
         let no_im2col = cpu.iter().find(|v| v.name == "o3-no-im2col").unwrap();
         assert!(no_im2col.flags.contains(&O3.to_string()));
         assert!(!no_im2col.flags.iter().any(|f| f.contains("im2col")));
-        assert_eq!(cpu.len(), 11);
+        assert_eq!(cpu.len(), 12);
         let rewriting = |name: &str| cpu.iter().find(|v| v.name == name).unwrap().graph_rewrite;
         assert_eq!(rewriting("iree-default"), GraphRewrite::None);
-        assert_eq!(rewriting("fast-o3"), GraphRewrite::DepthwiseAsShifts);
-        assert_eq!(rewriting("o3-keep-depthwise"), GraphRewrite::None);
+        assert_eq!(rewriting("fast-o3"), GraphRewrite::ConvolutionsAsShifts);
+        assert_eq!(rewriting("o3-shift-depthwise-only"), GraphRewrite::DepthwiseAsShifts);
+        assert_eq!(rewriting("o3-keep-convolutions"), GraphRewrite::None);
         let gpu = variants(&Target::for_device("vulkan", None).unwrap());
         assert!(gpu.iter().all(|v| v.graph_rewrite == GraphRewrite::None));
     }
