@@ -17,6 +17,13 @@
 //! convolution (a plain matmul) to one group of output channels per filter tap, whose groups,
 //! shifted by their tap, add up to the result: the matmul does the same arithmetic, and the
 //! nine-fold data is the narrower output's. See [`MAX_NARROWING`] for what that measured.
+//!
+//! Other unit-stride convolutions of one group (ResNet's and SqueezeNet's 3×3 layers): IREE's
+//! im2col op itself is the slow part, so the rewrite writes the same copy as ONNX, the taps'
+//! shifted windows concatenated along the channels, which IREE compiles to row-wise copies,
+//! followed by one 1×1 convolution. Paired whole-process runs of `halo benchmark-module` against
+//! IREE's im2col: SqueezeNet 0.81×, ResNet-50 0.88× the wall time. Strided and 7×7 convolutions
+//! written the same way (strided windows) measured 1.00× on both, so they are left to IREE.
 
 use crate::onnx::attribute_proto::AttributeType;
 use crate::onnx::{tensor_proto::DataType, AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto};
@@ -32,9 +39,10 @@ pub enum GraphRewrite {
     /// Depthwise convolutions with filters up to 3×3 and strides up to 2 become sums of
     /// per-channel-scaled shifted slices of their padded input (subsampled when strided).
     DepthwiseAsShifts,
-    /// What [`GraphRewrite::DepthwiseAsShifts`] does, and narrowing unit-stride convolutions
-    /// with filters up to 3×3 become a 1×1 convolution to one channel group per filter tap,
-    /// whose shifted groups are summed.
+    /// What [`GraphRewrite::DepthwiseAsShifts`] does, and unit-stride convolutions of one group
+    /// with filters up to 3×3 become 1×1 convolutions: narrowing ones to one channel group per
+    /// filter tap, whose shifted groups are summed; the others over their input's shifted
+    /// windows, concatenated along the channels.
     ConvolutionsAsShifts,
 }
 
@@ -78,7 +86,7 @@ pub(crate) struct Rewritten {
     /// How many nodes were replaced.
     pub nodes: usize,
     /// The rewrite that made the same graph with the least: [`GraphRewrite::DepthwiseAsShifts`]
-    /// when [`GraphRewrite::ConvolutionsAsShifts`] found no narrowing convolution.
+    /// when [`GraphRewrite::ConvolutionsAsShifts`] found only depthwise convolutions.
     pub rewrite: GraphRewrite,
 }
 
@@ -96,11 +104,11 @@ pub(crate) fn rewrite(bytes: &[u8], rewrite: GraphRewrite) -> Option<Rewritten> 
     }
     let graph = model.graph.as_mut()?;
     let count = decompose_convolutions(graph, rewrite);
-    let nodes = count.depthwise + count.narrowing;
+    let nodes = count.depthwise + count.other;
     (nodes > 0).then(|| Rewritten {
         bytes: model.encode_to_vec(),
         nodes,
-        rewrite: if count.narrowing > 0 {
+        rewrite: if count.other > 0 {
             GraphRewrite::ConvolutionsAsShifts
         } else {
             GraphRewrite::DepthwiseAsShifts
@@ -142,14 +150,15 @@ const MAX_KERNEL_SIDE: i64 = 3;
 /// of the stride-1-only rewrite, ShuffleNet v2 1.00×.
 const MAX_STRIDE: i64 = 2;
 
-/// A convolution is narrowing, and rewritten, when it has at most 1/`MAX_NARROWING` as many
-/// output channels as input channels. One 3×3 convolution at a time (halo benchmark-module,
-/// `fast-o3` flags, host CPU; input→output channels at a side of the image), im2col against the
-/// rewrite: DenseNet's 128→32 took 5.7–6.8 ms against 3.1–3.3 at 56, 2.5 against 0.84–0.95 at
-/// 28, 1.0 against 0.30 at 14 and 0.33 against 0.11 at 7; half as many outputs, 64→32 at 56,
-/// 128→64 at 28 and 256→128 at 14, gained 1.3–1.6×; as many (ResNet's 64→64 at 56 up to 512→512
-/// at 7) went either way within noise, and more (SqueezeNet's 16→64 at 55, 32→128 at 27,
-/// 64→256 at 13) lost 1.15–1.5×.
+/// A convolution is narrowing when it has at most 1/`MAX_NARROWING` as many output channels as
+/// input channels. One 3×3 convolution at a time (halo benchmark-module, `fast-o3` flags, host
+/// CPU; input→output channels at a side of the image), IREE's im2col against output shifts:
+/// DenseNet's 128→32 took 5.7–6.8 ms against 3.1–3.3 at 56, 2.5 against 0.84–0.95 at 28, 1.0
+/// against 0.30 at 14 and 0.33 against 0.11 at 7; half as many outputs, 64→32 at 56, 128→64 at
+/// 28 and 256→128 at 14, gained 1.3–1.6×; as many (ResNet's 64→64 at 56 up to 512→512 at 7)
+/// went either way within noise, and more (SqueezeNet's 16→64 at 55, 32→128 at 27, 64→256 at
+/// 13) lost 1.15–1.5×. Concatenated input windows lost to output shifts on 128→32 at 56 (4.2–5.5
+/// against 2.1–3.0 ms).
 const MAX_NARROWING: i64 = 2;
 
 /// What a rewritten convolution is.
@@ -159,6 +168,8 @@ enum ConvolutionKind {
     Depthwise,
     /// One group, `outputs` output channels, at most 1/[`MAX_NARROWING`] of its `inputs`.
     Narrowing { outputs: i64, inputs: i64 },
+    /// One group, `outputs` output channels, more than 1/[`MAX_NARROWING`] of its inputs.
+    Dense { outputs: i64 },
 }
 
 /// A convolution the rewrite can replace.
@@ -179,8 +190,8 @@ struct Convolution<'a> {
 impl<'a> Convolution<'a> {
     /// `node` as a convolution `rewrite` replaces: unit dilations, explicit pads, filters up to
     /// [`MAX_KERNEL_SIDE`], and a filter whose shape in `weights` makes it depthwise (strides
-    /// up to [`MAX_STRIDE`]) or, under [`GraphRewrite::ConvolutionsAsShifts`], narrowing (unit
-    /// strides).
+    /// up to [`MAX_STRIDE`]) or, under [`GraphRewrite::ConvolutionsAsShifts`], one group and
+    /// more than one tap (unit strides).
     fn of(node: &'a NodeProto, weights: &HashMap<&str, &[i64]>, rewrite: GraphRewrite) -> Option<Convolution<'a>> {
         if node.op_type() != "Conv" || !matches!(node.domain(), "" | "ai.onnx") || node.output.len() != 1 {
             return None;
@@ -199,22 +210,19 @@ impl<'a> Convolution<'a> {
         let group = node.attribute.iter().find(|a| a.name() == "group").map_or(1, |a| a.i());
         let kind = if outputs > 1 && inputs_per_group == 1 && group == outputs {
             ConvolutionKind::Depthwise
-        } else if rewrite == GraphRewrite::ConvolutionsAsShifts
-            && group == 1
-            && outputs >= 1
-            && inputs_per_group >= MAX_NARROWING.saturating_mul(outputs)
-            && height * width > 1
-        {
+        } else if rewrite != GraphRewrite::ConvolutionsAsShifts || group != 1 || outputs < 1 || height * width == 1 {
+            return None;
+        } else if inputs_per_group >= MAX_NARROWING.saturating_mul(outputs) {
             ConvolutionKind::Narrowing {
                 outputs,
                 inputs: inputs_per_group,
             }
         } else {
-            return None;
+            ConvolutionKind::Dense { outputs }
         };
         let max_stride = match kind {
             ConvolutionKind::Depthwise => MAX_STRIDE,
-            ConvolutionKind::Narrowing { .. } => 1,
+            ConvolutionKind::Narrowing { .. } | ConvolutionKind::Dense { .. } => 1,
         };
         let strides = match ints("strides") {
             None => [1, 1],
@@ -252,7 +260,8 @@ impl<'a> Convolution<'a> {
 #[derive(Default)]
 struct Replaced {
     depthwise: usize,
-    narrowing: usize,
+    /// Narrowing and dense.
+    other: usize,
 }
 
 /// Replaces every convolution of `graph` (not of its subgraphs) that `rewrite` covers, in place.
@@ -268,10 +277,10 @@ fn decompose_convolutions(graph: &mut GraphProto, rewrite: GraphRewrite) -> Repl
     for node in &graph.node {
         match Convolution::of(node, &weights, rewrite) {
             Some(conv) => {
-                nodes.extend(shifted_sum(&conv, &mut names));
+                nodes.extend(replacement(&conv, &mut names));
                 match conv.kind {
                     ConvolutionKind::Depthwise => replaced.depthwise += 1,
-                    ConvolutionKind::Narrowing { .. } => replaced.narrowing += 1,
+                    ConvolutionKind::Narrowing { .. } | ConvolutionKind::Dense { .. } => replaced.other += 1,
                 }
             }
             None => nodes.push(node.clone()),
@@ -281,72 +290,111 @@ fn decompose_convolutions(graph: &mut GraphProto, rewrite: GraphRewrite) -> Repl
     replaced
 }
 
-/// The nodes computing `conv` as a sum over its filter taps (i, j) of shifted windows:
-/// - depthwise: w[:, 0, i, j] · pad(x)[:, :, i.., j..];
-/// - narrowing: pad(z)[:, group (i, j), i.., j..], where the 1×1 convolution z = w' ∗ x has one
-///   group of output channels per tap, w'[group (i, j)] = w[:, :, i, j].
-fn shifted_sum(conv: &Convolution, names: &mut NameSource) -> Vec<NodeProto> {
+/// The nodes computing `conv`, the last under the convolution's output name.
+fn replacement(conv: &Convolution, names: &mut NameSource) -> Vec<NodeProto> {
     let prefix = match conv.kind {
         ConvolutionKind::Depthwise => "halo_depthwise",
         ConvolutionKind::Narrowing { .. } => "halo_narrowing",
+        ConvolutionKind::Dense { .. } => "halo_windows",
     };
     let mut out = NodeWriter {
         nodes: Vec::new(),
         names,
         prefix: format!("{}.{prefix}", conv.output),
     };
+    match conv.kind {
+        ConvolutionKind::Dense { outputs } => windows_as_channels(conv, outputs, &mut out),
+        ConvolutionKind::Depthwise | ConvolutionKind::Narrowing { .. } => shifted_sum(conv, &mut out),
+    }
+    if let Some(last) = out.nodes.last_mut() {
+        last.output = vec![conv.output.to_string()];
+    }
+    out.nodes
+}
+
+/// `value` padded by `conv`'s pads (rows and columns of its last two axes).
+fn padded(conv: &Convolution, value: String, out: &mut NodeWriter) -> String {
+    if conv.pads == [0; 4] {
+        return value;
+    }
+    let [top, left, bottom, right] = conv.pads;
+    let pads = out.constant("pads", &[0, 0, top, left, 0, 0, bottom, right]);
+    out.node("Pad", &[&value, &pads], "padded")
+}
+
+/// The window of `padded` that filter tap (i, j) of `conv` reads: it starts i rows and j
+/// columns in and stops `height - 1 - i` rows and `width - 1 - j` columns before the end; with
+/// `channels`, only that range of channels (`axes` then names axes 1, 2 and 3, else 2 and 3).
+fn window(
+    conv: &Convolution,
+    padded: &str,
+    [i, j]: [i64; 2],
+    channels: Option<[i64; 2]>,
+    axes: &str,
+    out: &mut NodeWriter,
+) -> String {
+    let tap = format!("tap{i}_{j}");
     let [height, width] = conv.kernel;
+    let mut starts = vec![i, j];
+    let mut ends = vec![end_before(height - 1 - i), end_before(width - 1 - j)];
+    if let Some([first, end]) = channels {
+        starts.insert(0, first);
+        ends.insert(0, end);
+    }
+    let starts = out.constant(&format!("{tap}.starts"), &starts);
+    let ends = out.constant(&format!("{tap}.ends"), &ends);
+    out.node("Slice", &[padded, &starts, &ends, axes], &format!("{tap}.window"))
+}
+
+/// The filter taps of `conv`, row by row.
+fn taps(conv: &Convolution) -> impl Iterator<Item = [i64; 2]> {
+    let [height, width] = conv.kernel;
+    (0..height).flat_map(move |i| (0..width).map(move |j| [i, j]))
+}
+
+/// `conv` as a sum over its filter taps (i, j) of shifted windows:
+/// - depthwise: w[:, 0, i, j] · pad(x)[:, :, i.., j..];
+/// - narrowing: pad(z)[:, group (i, j), i.., j..], where the 1×1 convolution z = w' ∗ x has one
+///   group of output channels per tap, w'[group (i, j)] = w[:, :, i, j].
+fn shifted_sum(conv: &Convolution, out: &mut NodeWriter) {
     let shifted = match conv.kind {
-        ConvolutionKind::Depthwise => conv.input.to_string(),
         ConvolutionKind::Narrowing { inputs, .. } => {
             let taps_first = out.node_with("Transpose", &[conv.weight], "taps_first", ints("perm", &[2, 3, 0, 1]));
             let shape = out.constant("per_tap_shape", &[-1, inputs, 1, 1]);
             let filter = out.node("Reshape", &[&taps_first, &shape], "per_tap_filter");
             out.node("Conv", &[conv.input, &filter], "per_tap")
         }
+        _ => conv.input.to_string(),
     };
-    let [top, left, bottom, right] = conv.pads;
-    let padded = if conv.pads == [0; 4] {
-        shifted
-    } else {
-        let pads = out.constant("pads", &[0, 0, top, left, 0, 0, bottom, right]);
-        out.node("Pad", &[&shifted, &pads], "padded")
-    };
+    let padded = padded(conv, shifted, out);
     let spatial = out.constant("axes", &[2, 3]);
     let per_channel = out.constant("per_channel_shape", &[1, -1, 1, 1]);
     let mut sum: Option<String> = None;
-    for i in 0..height {
-        for j in 0..width {
-            let tap = format!("tap{i}_{j}");
-            // The window of tap (i, j) stops `height - 1 - i` rows before the padded input's end.
-            let ends = [end_before(height - 1 - i), end_before(width - 1 - j)];
-            let term = match conv.kind {
-                ConvolutionKind::Depthwise => {
-                    let starts = out.constant(&format!("{tap}.starts"), &[i, j]);
-                    let ends = out.constant(&format!("{tap}.ends"), &ends);
-                    let window = out.node("Slice", &[&padded, &starts, &ends, &spatial], &format!("{tap}.window"));
-                    let filter_ends = out.constant(&format!("{tap}.filter_ends"), &[i + 1, j + 1]);
-                    let filter = out.node(
-                        "Slice",
-                        &[conv.weight, &starts, &filter_ends, &spatial],
-                        &format!("{tap}.filter"),
-                    );
-                    let scale = out.node("Reshape", &[&filter, &per_channel], &format!("{tap}.scale"));
-                    out.node("Mul", &[&window, &scale], &format!("{tap}.product"))
-                }
-                ConvolutionKind::Narrowing { outputs, .. } => {
-                    let group = (i * width + j) * outputs;
-                    let starts = out.constant(&format!("{tap}.starts"), &[group, i, j]);
-                    let ends = out.constant(&format!("{tap}.ends"), &[group + outputs, ends[0], ends[1]]);
-                    let axes = out.constant(&format!("{tap}.axes"), &[1, 2, 3]);
-                    out.node("Slice", &[&padded, &starts, &ends, &axes], &format!("{tap}.window"))
-                }
-            };
-            sum = Some(match sum {
-                None => term,
-                Some(previous) => out.node("Add", &[&previous, &term], &format!("{tap}.sum")),
-            });
-        }
+    for [i, j] in taps(conv) {
+        let tap = format!("tap{i}_{j}");
+        let term = match conv.kind {
+            ConvolutionKind::Narrowing { outputs, .. } => {
+                let group = (i * conv.kernel[1] + j) * outputs;
+                let axes = out.constant(&format!("{tap}.axes"), &[1, 2, 3]);
+                window(conv, &padded, [i, j], Some([group, group + outputs]), &axes, out)
+            }
+            _ => {
+                let window = window(conv, &padded, [i, j], None, &spatial, out);
+                let starts = out.constant(&format!("{tap}.filter_starts"), &[i, j]);
+                let ends = out.constant(&format!("{tap}.filter_ends"), &[i + 1, j + 1]);
+                let filter = out.node(
+                    "Slice",
+                    &[conv.weight, &starts, &ends, &spatial],
+                    &format!("{tap}.filter"),
+                );
+                let scale = out.node("Reshape", &[&filter, &per_channel], &format!("{tap}.scale"));
+                out.node("Mul", &[&window, &scale], &format!("{tap}.product"))
+            }
+        };
+        sum = Some(match sum {
+            None => term,
+            Some(previous) => out.node("Add", &[&previous, &term], &format!("{tap}.sum")),
+        });
     }
     let mut sum = sum.unwrap_or_default();
     if conv.strides != [1, 1] {
@@ -361,11 +409,35 @@ fn shifted_sum(conv: &Convolution, names: &mut NameSource) -> Vec<NodeProto> {
         let bias = out.node("Reshape", &[bias, &per_channel], "bias");
         out.node("Add", &[&sum, &bias], "output");
     }
-    // The last node computes the convolution's value, under the convolution's output name.
-    if let Some(last) = out.nodes.last_mut() {
-        last.output = vec![conv.output.to_string()];
+}
+
+/// `conv` as IREE's im2col would compute it, written as ONNX: the taps' shifted windows of the
+/// padded input concatenated along the channels, then one 1×1 convolution whose filter is
+/// `conv`'s reordered tap-major, w'[:, (i, j, c)] = w[:, c, i, j].
+fn windows_as_channels(conv: &Convolution, outputs: i64, out: &mut NodeWriter) {
+    let padded = padded(conv, conv.input.to_string(), out);
+    let spatial = out.constant("axes", &[2, 3]);
+    let windows: Vec<String> = taps(conv)
+        .map(|tap| window(conv, &padded, tap, None, &spatial, out))
+        .collect();
+    let windows: Vec<&str> = windows.iter().map(String::as_str).collect();
+    let columns = out.node_with("Concat", &windows, "columns", int("axis", 1));
+    let taps_last = out.node_with("Transpose", &[conv.weight], "taps_last", ints("perm", &[0, 2, 3, 1]));
+    let shape = out.constant("columns_filter_shape", &[outputs, -1, 1, 1]);
+    let filter = out.node("Reshape", &[&taps_last, &shape], "columns_filter");
+    let mut inputs = vec![columns.as_str(), filter.as_str()];
+    inputs.extend(conv.bias);
+    out.node("Conv", &inputs, "output");
+}
+
+/// An `int` attribute.
+fn int(name: &str, value: i64) -> AttributeProto {
+    AttributeProto {
+        name: Some(name.into()),
+        r#type: Some(AttributeType::Int as i32),
+        i: Some(value),
+        ..AttributeProto::default()
     }
-    out.nodes
 }
 
 /// An `ints` attribute.
@@ -477,15 +549,6 @@ impl NameSource {
 mod tests {
     use super::*;
     use crate::onnx::{OperatorSetIdProto, ValueInfoProto};
-
-    fn int(name: &str, value: i64) -> AttributeProto {
-        AttributeProto {
-            name: Some(name.into()),
-            r#type: Some(AttributeType::Int as i32),
-            i: Some(value),
-            ..AttributeProto::default()
-        }
-    }
 
     fn node(op_type: &str, inputs: &[&str], output: &str) -> NodeProto {
         NodeProto {
@@ -701,7 +764,7 @@ mod tests {
     }
 
     #[test]
-    fn convolutions_that_do_not_narrow_enough_or_are_strided_grouped_or_1x1_are_left_alone() {
+    fn strided_grouped_dilated_1x1_and_5x5_convolutions_are_left_alone() {
         let with = |dims: &[i64], extra: Vec<AttributeProto>| {
             let mut attributes = narrowing_attributes();
             attributes.retain(|a| extra.iter().all(|e| e.name() != a.name()));
@@ -709,9 +772,8 @@ mod tests {
             model(vec![conv(&["x", "w"], "y", attributes)], vec![weight("w", dims)], 17)
         };
         let unchanged = [
-            ("as many outputs as inputs", with(&[8, 8, 3, 3], vec![])),
-            ("more outputs than half the inputs", with(&[5, 9, 3, 3], vec![])),
-            ("strided", with(&[4, 8, 3, 3], vec![ints("strides", &[2, 2])])),
+            ("strided narrowing", with(&[4, 8, 3, 3], vec![ints("strides", &[2, 2])])),
+            ("strided dense", with(&[8, 8, 3, 3], vec![ints("strides", &[1, 2])])),
             ("grouped", with(&[4, 4, 3, 3], vec![int("group", 2)])),
             ("dilated", with(&[4, 8, 3, 3], vec![ints("dilations", &[2, 2])])),
             (
@@ -735,12 +797,72 @@ mod tests {
                 "{what}"
             );
         }
-        // Exactly half as many outputs qualifies.
-        assert!(rewritten_by(
-            &with(&[4, 8, 3, 1], vec![ints("kernel_shape", &[3, 1])]),
-            GraphRewrite::ConvolutionsAsShifts
-        )
-        .is_some());
+        // Exactly half as many outputs is narrowing; one more output channel is dense.
+        let form = |dims: &[i64]| {
+            let (out, _, _) = rewritten_by(&with(dims, vec![]), GraphRewrite::ConvolutionsAsShifts).unwrap();
+            let last = out.graph.unwrap().node.pop().unwrap();
+            (
+                last.op_type().to_string(),
+                last.name().split('.').nth(1).unwrap().to_string(),
+            )
+        };
+        assert_eq!(form(&[4, 8, 3, 3]), ("Add".to_string(), "halo_narrowing".to_string()));
+        assert_eq!(form(&[5, 9, 3, 3]), ("Conv".to_string(), "halo_windows".to_string()));
+    }
+
+    #[test]
+    fn a_dense_3x3_conv_becomes_a_1x1_conv_over_its_nine_windows_concatenated() {
+        let original = model(
+            vec![
+                conv(&["x", "w", "b"], "y", narrowing_attributes()),
+                node("Relu", &["y"], "z"),
+            ],
+            vec![weight("w", &[8, 6, 3, 3]), weight("b", &[8])],
+            17,
+        );
+        let (out, count, done) = rewritten_by(&original, GraphRewrite::ConvolutionsAsShifts).unwrap();
+        assert_eq!((count, done), (1, GraphRewrite::ConvolutionsAsShifts));
+        let graph = out.graph.as_ref().unwrap();
+        assert_defined_before_use(graph, &["x", "w", "b"]);
+        let ops = ops(&out);
+        let count_of = |op: &str| ops.iter().filter(|o| **o == op).count();
+        assert_eq!(
+            [
+                count_of("Pad"),
+                count_of("Slice"),
+                count_of("Concat"),
+                count_of("Conv"),
+                count_of("Add")
+            ],
+            [1, 9, 1, 1, 0]
+        );
+        let concat = graph.node.iter().find(|n| n.op_type() == "Concat").unwrap();
+        assert_eq!(concat.attribute[0].i(), 1, "along the channels");
+        let windows: Vec<String> = taps(&Convolution {
+            kind: ConvolutionKind::Dense { outputs: 8 },
+            input: "x",
+            weight: "w",
+            bias: None,
+            output: "y",
+            kernel: [3, 3],
+            pads: [1; 4],
+            strides: [1, 1],
+        })
+        .map(|[i, j]| format!("y.halo_windows.tap{i}_{j}.window"))
+        .collect();
+        assert_eq!(concat.input, windows, "tap-major, row by row");
+        assert_eq!(constant(graph, "y.halo_windows.tap1_2.starts"), [1, 2]);
+        assert_eq!(constant(graph, "y.halo_windows.tap1_2.ends"), [-1, i64::MAX]);
+        // The filter is reordered to [8, 3, 3, 6], so its columns follow the windows' channels.
+        let transpose = graph.node.iter().find(|n| n.op_type() == "Transpose").unwrap();
+        assert_eq!(transpose.attribute[0].ints, [0, 2, 3, 1]);
+        assert_eq!(constant(graph, "y.halo_windows.columns_filter_shape"), [8, -1, 1, 1]);
+        // The 1×1 convolution adds the bias and is the convolution's value.
+        let conv = &graph.node[graph.node.len() - 2];
+        assert_eq!(conv.op_type(), "Conv");
+        assert!(conv.attribute.is_empty(), "a 1x1 convolution: {:?}", conv.attribute);
+        assert_eq!(conv.input[2], "b");
+        assert_eq!(conv.output, ["y"]);
     }
 
     #[test]
