@@ -201,6 +201,10 @@ impl<'a> Convolution<'a> {
         let &[outputs, inputs_per_group, height, width] = *weights.get(weight.as_str())? else {
             return None;
         };
+        // Dimensions come from the file: bounded before any arithmetic on them.
+        if ![height, width].iter().all(|side| (1..=MAX_KERNEL_SIDE).contains(side)) {
+            return None;
+        }
         let ints = |name: &str| {
             node.attribute
                 .iter()
@@ -210,7 +214,13 @@ impl<'a> Convolution<'a> {
         let group = node.attribute.iter().find(|a| a.name() == "group").map_or(1, |a| a.i());
         let kind = if outputs > 1 && inputs_per_group == 1 && group == outputs {
             ConvolutionKind::Depthwise
-        } else if rewrite != GraphRewrite::ConvolutionsAsShifts || group != 1 || outputs < 1 || height * width == 1 {
+        } else if rewrite != GraphRewrite::ConvolutionsAsShifts
+            || group != 1
+            || inputs_per_group < 1
+            || height * width == 1
+            // The 1×1 convolution of a narrowing one has this many output channels.
+            || outputs.checked_mul(height * width).is_none_or(|channels| channels < 1)
+        {
             return None;
         } else if inputs_per_group >= MAX_NARROWING.saturating_mul(outputs) {
             ConvolutionKind::Narrowing {
@@ -238,9 +248,7 @@ impl<'a> Convolution<'a> {
         };
         let all_ones = |values: Option<&[i64]>| values.is_none_or(|v| v.len() == 2 && v.iter().all(|&x| x == 1));
         let auto_pad = node.attribute.iter().find(|a| a.name() == "auto_pad").map(|a| a.s());
-        let plain = (1..=MAX_KERNEL_SIDE).contains(&height)
-            && (1..=MAX_KERNEL_SIDE).contains(&width)
-            && all_ones(ints("dilations"))
+        let plain = all_ones(ints("dilations"))
             && auto_pad.is_none_or(|mode| mode == b"NOTSET")
             && ints("kernel_shape").is_none_or(|k| k == [height, width]);
         plain.then(|| Convolution {
@@ -808,6 +816,34 @@ mod tests {
         };
         assert_eq!(form(&[4, 8, 3, 3]), ("Add".to_string(), "halo_narrowing".to_string()));
         assert_eq!(form(&[5, 9, 3, 3]), ("Conv".to_string(), "halo_windows".to_string()));
+    }
+
+    #[test]
+    fn extreme_filter_dimensions_from_the_file_are_refused_or_rewritten_without_overflow() {
+        let extremes = [i64::MIN, -1, 0, 1, 2, 3, i64::MAX / 9, i64::MAX / 2, i64::MAX];
+        for outputs in extremes {
+            for inputs in extremes {
+                for side in [i64::MIN, 0, 3, i64::MAX] {
+                    let dims = [outputs, inputs, side, side];
+                    let with_group = |group| {
+                        let attributes = vec![ints("pads", &[1, 1, 1, 1]), int("group", group)];
+                        // Dimensions only: a tensor of this size could never be written out.
+                        let tensor = TensorProto {
+                            name: Some("w".into()),
+                            dims: dims.to_vec(),
+                            data_type: Some(DataType::Float as i32),
+                            ..TensorProto::default()
+                        };
+                        model(vec![conv(&["x", "w"], "y", attributes)], vec![tensor], 17)
+                    };
+                    for group in [1, outputs] {
+                        let rewritten = rewritten_by(&with_group(group), GraphRewrite::ConvolutionsAsShifts);
+                        let sane = (1..=3).contains(&side) && outputs >= 1 && inputs >= 1;
+                        assert!(rewritten.is_none() || sane, "{dims:?}, group {group}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]
