@@ -557,6 +557,7 @@ impl NameSource {
 mod tests {
     use super::*;
     use crate::onnx::{OperatorSetIdProto, ValueInfoProto};
+    use proptest::prelude::*;
 
     fn node(op_type: &str, inputs: &[&str], output: &str) -> NodeProto {
         NodeProto {
@@ -816,6 +817,64 @@ mod tests {
         };
         assert_eq!(form(&[4, 8, 3, 3]), ("Add".to_string(), "halo_narrowing".to_string()));
         assert_eq!(form(&[5, 9, 3, 3]), ("Conv".to_string(), "halo_windows".to_string()));
+    }
+
+    /// A model of one `Conv` from `x` to `y` with filter `w` of `dims`, bias `b` when asked.
+    fn one_conv(dims: &[i64], bias: bool, attributes: Vec<AttributeProto>) -> ModelProto {
+        let inputs: &[&str] = if bias { &["x", "w", "b"] } else { &["x", "w"] };
+        let filter = TensorProto {
+            name: Some("w".into()),
+            dims: dims.to_vec(),
+            data_type: Some(DataType::Float as i32),
+            ..TensorProto::default()
+        };
+        model(vec![conv(inputs, "y", attributes)], vec![filter, weight("b", &[1])], 17)
+    }
+
+    /// Mostly valid attribute values, sometimes malformed ones.
+    fn attribute_values(valid: impl Strategy<Value = Vec<i64>> + 'static) -> BoxedStrategy<Option<Vec<i64>>> {
+        prop_oneof![
+            2 => Just(None),
+            3 => valid.prop_map(Some),
+            1 => proptest::collection::vec(-1i64..4, 0..6).prop_map(Some),
+        ]
+        .boxed()
+    }
+
+    proptest! {
+        #[test]
+        fn any_convolution_is_left_alone_or_replaced_by_a_well_formed_graph(
+            outputs in prop_oneof![4 => 1i64..40, 1 => -1i64..1],
+            inputs in prop_oneof![Just(1i64), -1i64..40],
+            sides in prop_oneof![3 => (1i64..4, 1i64..4), 1 => (-1i64..5, -1i64..5)],
+            group in prop_oneof![3 => Just(None), 2 => Just(Some(1i64)), 1 => (-1i64..5).prop_map(Some)],
+            bias in any::<bool>(),
+            pads in attribute_values(proptest::collection::vec(0i64..3, 4)),
+            strides in attribute_values(proptest::collection::vec(1i64..3, 2)),
+            dilations in attribute_values(proptest::collection::vec(1i64..2, 2)),
+        ) {
+            let dims = [outputs, inputs, sides.0, sides.1];
+            // No group given: one filter per channel (depthwise when `inputs` is 1).
+            let mut attributes = vec![int("group", group.unwrap_or(outputs))];
+            for (name, values) in [("pads", pads), ("strides", strides), ("dilations", dilations)] {
+                attributes.extend(values.map(|v| ints(name, &v)));
+            }
+            let original = one_conv(&dims, bias, attributes);
+            for asked in GraphRewrite::ALL {
+                let Some((out, count, done)) = rewritten_by(&original, asked) else {
+                    continue;
+                };
+                prop_assert_eq!(count, 1);
+                prop_assert!(asked == GraphRewrite::ConvolutionsAsShifts || done == asked);
+                let graph = out.graph.as_ref().unwrap();
+                assert_defined_before_use(graph, &["x", "w", "b"]);
+                prop_assert!(!ops(&out).is_empty());
+                prop_assert_eq!(&graph.node.last().unwrap().output, &vec!["y".to_string()]);
+                // Only the replaced node's value keeps its name; nothing else is called `y`.
+                let named_y = graph.node.iter().filter(|n| n.output.iter().any(|o| o == "y")).count();
+                prop_assert_eq!(named_y, 1);
+            }
+        }
     }
 
     #[test]
