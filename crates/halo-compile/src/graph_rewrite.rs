@@ -653,6 +653,21 @@ mod tests {
         model.graph.as_ref().unwrap().node.iter().map(|n| n.op_type()).collect()
     }
 
+    /// How many nodes of each of `op_types` `model` has.
+    fn op_counts<const N: usize>(model: &ModelProto, op_types: [&str; N]) -> [usize; N] {
+        let ops = ops(model);
+        op_types.map(|op_type| ops.iter().filter(|op| **op == op_type).count())
+    }
+
+    /// `original` under [`GraphRewrite::ConvolutionsAsShifts`], which must replace its one
+    /// convolution by well-formed nodes.
+    fn rewritten_once(original: &ModelProto) -> ModelProto {
+        let (out, count, done) = rewritten_by(original, GraphRewrite::ConvolutionsAsShifts).unwrap();
+        assert_eq!((count, done), (1, GraphRewrite::ConvolutionsAsShifts));
+        assert_defined_before_use(out.graph.as_ref().unwrap(), &["x", "w", "b"]);
+        out
+    }
+
     #[test]
     fn a_padded_3x3_depthwise_conv_becomes_nine_scaled_shifts_plus_bias() {
         let original = model(
@@ -701,23 +716,11 @@ mod tests {
             vec![weight("w", &[4, 8, 3, 3]), weight("b", &[4])],
             17,
         );
-        let (out, count, done) = rewritten_by(&original, GraphRewrite::ConvolutionsAsShifts).unwrap();
-        assert_eq!((count, done), (1, GraphRewrite::ConvolutionsAsShifts));
+        let out = rewritten_once(&original);
         let graph = out.graph.as_ref().unwrap();
-        assert_defined_before_use(graph, &["x", "w", "b"]);
-        let ops = ops(&out);
-        let count_of = |op: &str| ops.iter().filter(|o| **o == op).count();
-        assert_eq!(
-            [
-                count_of("Transpose"),
-                count_of("Conv"),
-                count_of("Pad"),
-                count_of("Mul")
-            ],
-            [1, 1, 1, 0]
-        );
+        assert_eq!(op_counts(&out, ["Transpose", "Conv", "Pad", "Mul"]), [1, 1, 1, 0]);
         // Eight adds between the nine windows, one for the bias.
-        assert_eq!((count_of("Slice"), count_of("Add")), (9, 9));
+        assert_eq!(op_counts(&out, ["Slice", "Add"]), [9, 9]);
         // The filter is reordered tap-major, [3, 3, 4, 8], and flattened to 36 1×1 filters.
         let transpose = graph.node.iter().find(|n| n.op_type() == "Transpose").unwrap();
         assert_eq!(
@@ -915,20 +918,10 @@ mod tests {
             vec![weight("w", &[8, 6, 3, 3]), weight("b", &[8])],
             17,
         );
-        let (out, count, done) = rewritten_by(&original, GraphRewrite::ConvolutionsAsShifts).unwrap();
-        assert_eq!((count, done), (1, GraphRewrite::ConvolutionsAsShifts));
+        let out = rewritten_once(&original);
         let graph = out.graph.as_ref().unwrap();
-        assert_defined_before_use(graph, &["x", "w", "b"]);
-        let ops = ops(&out);
-        let count_of = |op: &str| ops.iter().filter(|o| **o == op).count();
         assert_eq!(
-            [
-                count_of("Pad"),
-                count_of("Slice"),
-                count_of("Concat"),
-                count_of("Conv"),
-                count_of("Add")
-            ],
+            op_counts(&out, ["Pad", "Slice", "Concat", "Conv", "Add"]),
             [1, 9, 1, 1, 0]
         );
         let concat = graph.node.iter().find(|n| n.op_type() == "Concat").unwrap();
