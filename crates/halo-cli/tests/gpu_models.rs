@@ -19,15 +19,25 @@ fn modules(driver: &str) -> PathBuf {
 
 #[test]
 fn every_cuda_model_fixture_matches_iree_output() {
-    check_every_case("every_cuda_model_fixture_matches_iree_output", "cuda");
+    check_every_case("every_cuda_model_fixture_matches_iree_output", "cuda", "cuda");
+}
+
+#[test]
+fn every_cuda_model_fixture_matches_iree_output_with_graph_command_buffers() {
+    check_every_case(
+        "every_cuda_model_fixture_matches_iree_output_with_graph_command_buffers",
+        "cuda",
+        "cuda://?command_buffers=graph",
+    );
 }
 
 #[test]
 fn every_hip_model_fixture_matches_iree_output() {
-    check_every_case("every_hip_model_fixture_matches_iree_output", "hip");
+    check_every_case("every_hip_model_fixture_matches_iree_output", "hip", "hip");
 }
 
-fn check_every_case(test: &str, driver: &str) {
+/// Runs every case of `driver`'s modules on `device` (a driver name or URI).
+fn check_every_case(test: &str, driver: &str, device: &str) {
     if !common::device_present(driver) {
         println!("SKIPPED {test}: no {driver} device");
         return;
@@ -36,7 +46,7 @@ fn check_every_case(test: &str, driver: &str) {
         .into_iter()
         .filter(|flags| common::case_module(&modules(driver), flags).exists())
         .collect();
-    let device = format!("--device={driver}");
+    let device = format!("--device={device}");
     let failures: Vec<String> = cases
         .iter()
         .filter_map(|flags| {

@@ -26,6 +26,12 @@ pub type CuModule = *mut c_void;
 pub type CuFunction = *mut c_void;
 /// `CUevent`.
 pub type CuEvent = *mut c_void;
+/// `CUgraph`.
+pub type CuGraph = *mut c_void;
+/// `CUgraphNode`.
+pub type CuGraphNode = *mut c_void;
+/// `CUgraphExec`.
+pub type CuGraphExec = *mut c_void;
 
 /// `CUDA_ERROR_OUT_OF_MEMORY`.
 const ERROR_OUT_OF_MEMORY: CuResult = 2;
@@ -174,6 +180,7 @@ macro_rules! symbols {
             vendor: Vendor,
             $($name: unsafe extern "C" fn($($ty),*) -> CuResult,)*
             divergent: Divergent,
+            graphs: Option<GraphApi>,
             _library: libloading::Library,
         }
 
@@ -195,10 +202,17 @@ macro_rules! symbols {
                             get_error_name: symbol(&library, "hipGetErrorName")?,
                         },
                     };
+                    // Graphs are optional: HIP's node parameters are laid out differently, and a
+                    // driver without them still runs stream command buffers.
+                    let graphs = match vendor {
+                        Vendor::Cuda => GraphApi::resolve(&library).ok(),
+                        Vendor::Hip => None,
+                    };
                     Ok(Api {
                         vendor,
                         $($name: symbol(&library, pick_name(vendor, $cuda, $hip))?,)*
                         divergent,
+                        graphs,
                         _library: library,
                     })
                 }
@@ -264,6 +278,75 @@ symbols! {
     event_destroy = ("cuEventDestroy_v2", "hipEventDestroy"): fn(event: CuEvent);
 }
 
+/// `CUDA_KERNEL_NODE_PARAMS_v2`, which `cuGraphAddKernelNode_v2` takes.
+#[repr(C)]
+pub struct KernelNodeParams {
+    /// The kernel.
+    pub function: CuFunction,
+    /// Blocks in x, y, z.
+    pub grid: [c_uint; 3],
+    /// Threads per block in x, y, z.
+    pub block: [c_uint; 3],
+    /// Dynamic shared memory per block.
+    pub shared_memory: c_uint,
+    /// One pointer per kernel parameter; the values are copied when the node is set.
+    pub params: *mut *mut c_void,
+    /// Unused (the packed-parameter alternative).
+    pub extra: *mut *mut c_void,
+    /// Null: the kernel is `function`.
+    pub kernel: *mut c_void,
+    /// Null: the current context.
+    pub context: CuContext,
+}
+
+macro_rules! graph_symbols {
+    ($($name:ident = $symbol:literal : fn($($arg:ident: $ty:ty),*);)*) => {
+        /// CUDA's graph entry points (`cuGraph*`), for graph-backed command buffers.
+        #[derive(Clone, Copy)]
+        pub struct GraphApi {
+            $($name: unsafe extern "C" fn($($ty),*) -> CuResult,)*
+        }
+
+        impl GraphApi {
+            /// # Safety
+            /// `library` must be CUDA's driver library.
+            unsafe fn resolve(library: &libloading::Library) -> std::result::Result<Self, String> {
+                // SAFETY: each symbol is looked up with the signature `cuda.h` declares for it.
+                unsafe { Ok(GraphApi { $($name: symbol(library, $symbol)?,)* }) }
+            }
+        }
+
+        impl Api {
+            $(
+                #[doc = concat!("`", $symbol, "`, its result checked.")]
+                ///
+                /// # Safety
+                /// The arguments must be valid for this entry point as `cuda.h` documents it.
+                ///
+                /// # Errors
+                /// `Unimplemented` where the library has no graph entry points.
+                pub unsafe fn $name(&self, $($arg: $ty),*) -> Result<()> {
+                    let graphs = self.graphs()?;
+                    // SAFETY: the caller upholds the entry point's contract.
+                    let result = unsafe { (graphs.$name)($($arg),*) };
+                    self.check(result, $symbol)
+                }
+            )*
+        }
+    };
+}
+
+graph_symbols! {
+    graph_create = "cuGraphCreate": fn(graph: *mut CuGraph, flags: c_uint);
+    graph_destroy = "cuGraphDestroy": fn(graph: CuGraph);
+    graph_add_empty_node = "cuGraphAddEmptyNode": fn(node: *mut CuGraphNode, graph: CuGraph, dependencies: *const CuGraphNode, count: usize);
+    graph_add_kernel_node = "cuGraphAddKernelNode_v2": fn(node: *mut CuGraphNode, graph: CuGraph, dependencies: *const CuGraphNode, count: usize, params: *const KernelNodeParams);
+    graph_instantiate = "cuGraphInstantiateWithFlags": fn(exec: *mut CuGraphExec, graph: CuGraph, flags: u64);
+    graph_exec_kernel_node_set_params = "cuGraphExecKernelNodeSetParams_v2": fn(exec: CuGraphExec, node: CuGraphNode, params: *const KernelNodeParams);
+    graph_launch = "cuGraphLaunch": fn(exec: CuGraphExec, stream: CuStream);
+    graph_exec_destroy = "cuGraphExecDestroy": fn(exec: CuGraphExec);
+}
+
 // SAFETY: the table holds plain function pointers into a library that stays loaded; the driver
 // API may be called from any thread.
 unsafe impl Send for Api {}
@@ -306,6 +389,19 @@ impl Api {
     /// Whose API this is.
     pub fn vendor(&self) -> Vendor {
         self.vendor
+    }
+
+    /// The graph entry points.
+    ///
+    /// # Errors
+    /// `Unimplemented` for HIP, or a CUDA driver without them.
+    pub fn graphs(&self) -> Result<&GraphApi> {
+        self.graphs.as_ref().ok_or_else(|| {
+            Error::unimplemented(format!(
+                "graph command buffers are not available on {}",
+                self.vendor.api_name()
+            ))
+        })
     }
 
     /// Turns a result of `what` into a halo error.
@@ -418,9 +514,12 @@ fn status_code(result: CuResult) -> StatusCode {
         ERROR_NO_DEVICE => StatusCode::Unavailable,
         // CUDA_ERROR_INVALID_VALUE, _INVALID_IMAGE, _INVALID_PTX, _NOT_FOUND, _INVALID_HANDLE.
         1 | 200 | 218 | 400 | 500 => StatusCode::InvalidArgument,
-        // Launch failures and illegal accesses leave the context unusable: the device's state
-        // is lost, as Vulkan's device loss is.
-        700..=720 => StatusCode::DataLoss,
+        // Illegal addresses, launch timeouts, device-side asserts, faulting instructions and
+        // other launch failures leave the context unusable: the device's state is lost, as
+        // Vulkan's device loss is.
+        700 | 702 | 710 | 714..=719 => StatusCode::DataLoss,
+        // Too many registers or blocks for one launch: the launch fails, the context lives on.
+        701 | 720 => StatusCode::ResourceExhausted,
         _ => StatusCode::Internal,
     }
 }
@@ -435,6 +534,9 @@ mod tests {
         assert_eq!(status_code(ERROR_NO_DEVICE), StatusCode::Unavailable);
         assert_eq!(status_code(218), StatusCode::InvalidArgument);
         assert_eq!(status_code(700), StatusCode::DataLoss);
+        assert_eq!(status_code(719), StatusCode::DataLoss);
+        assert_eq!(status_code(701), StatusCode::ResourceExhausted);
+        assert_eq!(status_code(704), StatusCode::Internal);
         assert_eq!(status_code(999), StatusCode::Internal);
     }
 }

@@ -3,7 +3,8 @@
 //! checked), then issued onto the device's stream once the submission's waits are met.
 //!
 //! This is IREE's stream-backed command buffer: every operation goes onto one in-order stream,
-//! so barriers cost nothing. Indirect workgroup counts are not supported (IREE's CUDA stream
+//! so barriers cost nothing. The same operations build graph-backed command buffers
+//! ([`crate::graph`]). Indirect workgroup counts are not supported (IREE's CUDA stream
 //! command buffers refuse them too): reading the count would need a host round trip.
 
 use crate::api::CuFunction;
@@ -15,7 +16,11 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 /// One operation on the stream, with every address resolved.
+#[derive(PartialEq)]
 pub(crate) enum StreamOp {
+    /// Everything before finishes before anything after starts. The stream is in order anyway;
+    /// graphs let the operations between two barriers run concurrently.
+    Barrier,
     /// `cuMemsetD{8,16,32}Async` of `count` elements of `width` bytes.
     Fill {
         target: u64,
@@ -40,6 +45,8 @@ pub(crate) enum StreamOp {
 // SAFETY: the only handle is a `CUfunction`, an identifier any thread may use with the context
 // current; the executable that owns it is kept alive by the submission.
 unsafe impl Send for StreamOp {}
+// SAFETY: as above; shared references only read the handle.
+unsafe impl Sync for StreamOp {}
 
 /// Turns `commands` with `table` bound to their slots into stream operations.
 ///
@@ -50,7 +57,12 @@ pub(crate) fn translate(shared: &Arc<DeviceShared>, commands: &[Command], table:
     let mut ops = Vec::with_capacity(commands.len());
     for (index, command) in commands.iter().enumerate() {
         let op = match command {
-            Command::Barrier => continue,
+            Command::Barrier => {
+                if ops.last().is_some_and(|last| *last != StreamOp::Barrier) {
+                    ops.push(StreamOp::Barrier);
+                }
+                continue;
+            }
             Command::Fill { target, pattern } => fill(shared, target, pattern, table),
             Command::Update { data, target } => address(shared, target, table).map(|(target, _)| StreamOp::Write {
                 target,
@@ -64,7 +76,10 @@ pub(crate) fn translate(shared: &Arc<DeviceShared>, commands: &[Command], table:
             Command::Dispatch(dispatch) => launch(shared, dispatch, table),
         };
         match op {
+            // Empty operations do nothing, and graphs refuse empty memsets and copies.
             Ok(StreamOp::Launch { grid, .. }) if grid.contains(&0) => {}
+            Ok(StreamOp::Fill { count: 0, .. } | StreamOp::Copy { length: 0, .. }) => {}
+            Ok(StreamOp::Write { data, .. }) if data.is_empty() => {}
             Ok(op) => ops.push(op),
             Err(error) => return Err(error.context(format!("command {index} of the command buffer"))),
         }
@@ -165,6 +180,7 @@ pub(crate) fn issue(shared: &DeviceShared, stream: crate::api::CuStream, ops: &m
         // `cuMemcpyHtoDAsync` returns).
         unsafe {
             match op {
+                StreamOp::Barrier => {}
                 StreamOp::Fill {
                     target,
                     pattern,

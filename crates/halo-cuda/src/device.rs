@@ -13,17 +13,18 @@ use crate::allocator::GpuAllocator;
 use crate::api::{Api, CuContext, CuDevice, CuEvent, CuStream, DeviceAttribute, Vendor, EVENT_DISABLE_TIMING};
 use crate::buffer::Contents;
 use crate::command_buffer::{issue, translate, StreamOp};
-use crate::driver::DeviceOptions;
+use crate::driver::{CommandBufferKind, DeviceOptions};
 use crate::executable::GpuExecutableCache;
+use crate::graph::{self, Instance};
 use halo_hal::device::query_common_i64;
 use halo_hal::{
     Allocator, AllocatorStatistics, Binding, Buffer, BufferParams, CommandBuffer, Device, DeviceInfo, Error,
-    ExecutableCache, Fence, QueueAffinity, Result, Semaphore, Timeout,
+    ExecutableCache, Fence, QueueAffinity, Result, Semaphore, StatusCode, Timeout,
 };
 use std::any::Any;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 
 /// The device's limits that dispatches and executables are checked against.
 #[derive(Debug, Clone, Copy)]
@@ -80,6 +81,9 @@ pub struct DeviceShared {
     /// Submissions accepted and not yet completed or failed, for `wait_idle`.
     outstanding: Mutex<u64>,
     idle: Condvar,
+    /// The first error that left the context unusable (a kernel that faulted): every later
+    /// submission fails with it instead of reaching the driver.
+    lost: OnceLock<Error>,
 }
 
 // SAFETY: the raw handles (context, stream, events) are identifiers the driver API lets any
@@ -106,14 +110,40 @@ unsafe impl Send for InFlight {}
 pub(crate) enum Work {
     /// Only waits and signals.
     Nothing,
-    /// Stream operations, with the command buffer and bindings whose memory they address.
-    Commands(
-        Vec<StreamOp>,
-        #[expect(dead_code, reason = "held, never read: keeps executables and buffers alive")] Arc<CommandBuffer>,
-        #[expect(dead_code, reason = "held, never read: keeps bound buffers alive")] Vec<Binding<'static>>,
-    ),
+    /// A command buffer's operations.
+    Commands(Commands),
     /// A buffer released once the waits are met (queue dealloca).
     Keep(#[expect(dead_code, reason = "held, never read: dropping it releases the buffer")] Buffer),
+}
+
+/// A command buffer's translated operations, with what they address.
+pub(crate) struct Commands {
+    /// Issued onto the stream one by one, or moved into `graph`.
+    ops: Vec<StreamOp>,
+    /// The graph launched in graph mode.
+    graph: Option<Arc<Instance>>,
+    /// Keeps the executables and buffers the operations address alive.
+    command_buffer: Arc<CommandBuffer>,
+    #[expect(dead_code, reason = "held, never read: keeps bound buffers alive")]
+    bindings: Vec<Binding<'static>>,
+}
+
+impl Commands {
+    /// Puts the operations on `stream` in the device's way of running command buffers. Graphs
+    /// hold kernel launches only: fills and copies stay on the stream (on an H100, a graph copy
+    /// between host-visible buffers crashed or hung the driver).
+    fn issue(&mut self, shared: &Arc<DeviceShared>, stream: CuStream) -> Result<()> {
+        let launches = self.ops.iter().filter(|op| **op != StreamOp::Barrier);
+        let only_launches = launches.clone().all(|op| matches!(op, StreamOp::Launch { .. }));
+        match shared.options.command_buffers {
+            CommandBufferKind::Graph if only_launches && launches.count() > 0 => {
+                let ops = std::mem::take(&mut self.ops);
+                self.graph = Some(graph::launch(shared, stream, &self.command_buffer, ops)?);
+                Ok(())
+            }
+            _ => issue(shared, stream, &mut self.ops),
+        }
+    }
 }
 
 impl DeviceShared {
@@ -149,6 +179,7 @@ impl DeviceShared {
             peak: AtomicU64::new(0),
             outstanding: Mutex::new(0),
             idle: Condvar::new(),
+            lost: OnceLock::new(),
         });
         std::thread::Builder::new()
             .name("halo-cuda-completion".into())
@@ -256,20 +287,22 @@ impl DeviceShared {
     /// Issues `work` onto the stream and hands it to the completion thread. On error nothing
     /// was handed over; the caller fails the signals.
     fn issue(self: &Arc<Self>, mut work: Work, wait: &Fence, signal: &Fence) -> Result<()> {
-        let event = self.with_stream(|api, stream| {
-            if let Work::Commands(ops, _, _) = &mut work {
-                issue(self, stream, ops)?;
-            }
-            let event = self.take_event()?;
-            // SAFETY: the event and the stream are live handles of this context.
-            if let Err(error) = unsafe { api.event_record(event, stream) } {
-                self.events.lock().unwrap_or_else(|p| p.into_inner()).push(event);
-                return Err(error);
-            }
-            // Under the stream's lock, so whoever sees the promise issues behind this work.
-            self.promise(signal);
-            Ok(event)
-        })?;
+        let event = self
+            .with_stream(|api, stream| {
+                if let Work::Commands(commands) = &mut work {
+                    commands.issue(self, stream)?;
+                }
+                let event = self.take_event()?;
+                // SAFETY: the event and the stream are live handles of this context.
+                if let Err(error) = unsafe { api.event_record(event, stream) } {
+                    self.events.lock().unwrap_or_else(|p| p.into_inner()).push(event);
+                    return Err(error);
+                }
+                // Under the stream's lock, so whoever sees the promise issues behind this work.
+                self.promise(signal);
+                Ok(event)
+            })
+            .inspect_err(|error| self.note_loss(error))?;
         let in_flight = InFlight {
             shared: self.clone(),
             event,
@@ -284,6 +317,27 @@ impl DeviceShared {
             .map_err(|_| Error::internal("the GPU completion thread has stopped"))
     }
 
+    /// Remembers `error` as the device's loss when it left the context unusable.
+    fn note_loss(&self, error: &Error) {
+        if error.code() == StatusCode::DataLoss {
+            let _ = self.lost.set(error.clone());
+        }
+    }
+
+    /// `DataLoss` naming what was lost, once the device is.
+    pub(crate) fn check_not_lost(&self) -> Result<()> {
+        match self.lost.get() {
+            None => Ok(()),
+            Some(cause) => Err(Error::new(
+                StatusCode::DataLoss,
+                format!(
+                    "the {} device was lost and takes no more work; it failed with: {cause}",
+                    self.api.vendor().api_name()
+                ),
+            )),
+        }
+    }
+
     /// Runs `work` after `wait` and signals `signal` when the device has finished it.
     pub(crate) fn submit(self: &Arc<Self>, wait: &Fence, signal: &Fence, work: Work) {
         *self.outstanding() += 1;
@@ -291,6 +345,9 @@ impl DeviceShared {
             signal.fail(&error);
             self.finish_submission();
         };
+        if let Err(error) = self.check_not_lost() {
+            return fail(error);
+        }
         match self.ordered_by_stream(wait) {
             Err(error) => return fail(error),
             Ok(true) => return self.issue(work, wait, signal).unwrap_or_else(fail),
@@ -298,7 +355,10 @@ impl DeviceShared {
         }
         let (shared, wait_copy, signal) = (self.clone(), wait.clone(), signal.clone());
         wait.on_reached(move |outcome| {
-            if let Err(error) = outcome.and_then(|()| shared.issue(work, &wait_copy, &signal)) {
+            let issued = outcome
+                .and_then(|()| shared.check_not_lost())
+                .and_then(|()| shared.issue(work, &wait_copy, &signal));
+            if let Err(error) = issued {
                 signal.fail(&error);
                 shared.finish_submission();
             }
@@ -346,6 +406,7 @@ fn complete_in_order(receiver: Receiver<InFlight>) {
         let outcome = shared
             .bind()
             .and_then(|()| unsafe { shared.api.event_synchronize(in_flight.event) })
+            .inspect_err(|error| shared.note_loss(error))
             .map_err(|error| error.context("running work on the GPU stream"))
             // Work issued behind a promise ran even if the promise was then broken.
             .and_then(|()| in_flight.wait.query().map(|_| ()));
@@ -417,6 +478,9 @@ impl GpuDevice {
                 "this GPU has no memory pools for stream-ordered allocation; pass async_allocations=false",
             ));
         }
+        if options.command_buffers == CommandBufferKind::Graph {
+            api.graphs()?;
+        }
         let shared = DeviceShared::new(api, device, total_memory, options)?;
         Ok(GpuDevice {
             info,
@@ -477,8 +541,12 @@ impl Device for GpuDevice {
             Some(command_buffer) => {
                 command_buffer.validate_submission(binding_table)?;
                 let ops = translate(&self.shared, command_buffer.commands()?, binding_table)?;
-                let table = binding_table.iter().map(Binding::to_static).collect();
-                Work::Commands(ops, command_buffer.clone(), table)
+                Work::Commands(Commands {
+                    ops,
+                    graph: None,
+                    command_buffer: command_buffer.clone(),
+                    bindings: binding_table.iter().map(Binding::to_static).collect(),
+                })
             }
             None => Work::Nothing,
         };

@@ -134,12 +134,28 @@ pub struct DeviceOptions {
     /// `cuMemFreeAsync`): allocations and frees ordered on the stream, without waiting for the
     /// device. Off, they use `cuMemAlloc` and `cuMemFree`, which synchronize.
     pub async_allocations: bool,
+    /// How command buffers reach the GPU (`command_buffers=stream|graph`).
+    pub command_buffers: CommandBufferKind,
+}
+
+/// How a device runs command buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CommandBufferKind {
+    /// Each submission's operations are issued onto the stream one by one.
+    #[default]
+    Stream,
+    /// A command buffer of kernel launches becomes a CUDA graph, instantiated once and
+    /// launched with one call; launches between barriers may run concurrently, and a
+    /// submission with other bindings updates the kernel nodes in place. Command buffers that
+    /// fill or copy stay on the stream. CUDA only.
+    Graph,
 }
 
 impl Default for DeviceOptions {
     fn default() -> Self {
         DeviceOptions {
             async_allocations: true,
+            command_buffers: CommandBufferKind::default(),
         }
     }
 }
@@ -164,9 +180,20 @@ impl DeviceOptions {
                         }
                     }
                 }
+                "command_buffers" => {
+                    options.command_buffers = match value.as_str() {
+                        "stream" => CommandBufferKind::Stream,
+                        "graph" => CommandBufferKind::Graph,
+                        _ => {
+                            return Err(Error::invalid_argument(format!(
+                                "device parameter '{key}' is '{value}'; expected stream or graph"
+                            )))
+                        }
+                    }
+                }
                 _ => {
                     return Err(Error::invalid_argument(format!(
-                        "unknown device parameter '{key}' (known: async_allocations)"
+                        "unknown device parameter '{key}' (known: async_allocations, command_buffers)"
                     )))
                 }
             }
@@ -196,6 +223,11 @@ mod tests {
         assert!(!off.async_allocations);
         let error = DeviceOptions::from_params(&params(&[("async_allocations", "maybe")])).unwrap_err();
         assert!(error.to_string().contains("expected true or false"), "{error}");
+        let graph = DeviceOptions::from_params(&params(&[("command_buffers", "graph")])).unwrap();
+        assert_eq!(graph.command_buffers, CommandBufferKind::Graph);
+        assert!(graph.async_allocations);
+        let error = DeviceOptions::from_params(&params(&[("command_buffers", "tree")])).unwrap_err();
+        assert!(error.to_string().contains("expected stream or graph"), "{error}");
         let error = DeviceOptions::from_params(&params(&[("streams", "2")])).unwrap_err();
         assert!(
             error.to_string().contains("unknown device parameter 'streams'"),

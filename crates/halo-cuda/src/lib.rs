@@ -14,7 +14,9 @@
 //! - executables are `cuda-nvptx-fb` FlatBuffers of PTX, JIT-compiled by the driver, or
 //!   `rocm-hsaco-fb` FlatBuffers of AMD code objects ([`executable`]);
 //! - command buffers are halo-hal's validated command lists, translated at submit into stream
-//!   operations (memsets, copies, kernel launches) and issued in order ([`command_buffer`]);
+//!   operations (memsets, copies, kernel launches) and issued in order ([`command_buffer`]), or,
+//!   with `command_buffers=graph`, built into a CUDA graph that is instantiated once and
+//!   relaunched ([`graph`]);
 //! - semaphores are halo-hal's host timelines: a submission is issued by whichever thread meets
 //!   its last wait, and signalled by the device's completion thread once an event recorded after
 //!   it has passed.
@@ -24,8 +26,7 @@
 //! - a submission whose waits are promised by work already on the stream goes onto it at once:
 //!   the in-order stream is the device-side wait.
 //!
-//! Not yet: graph-backed command buffers, events for waits across devices or streams, indirect
-//! dispatches.
+//! Not yet: events for waits across devices or streams, indirect dispatches, graphs on HIP.
 #![warn(missing_docs)]
 #![deny(
     unsafe_op_in_unsafe_fn,
@@ -40,9 +41,10 @@ pub mod command_buffer;
 pub mod device;
 pub mod driver;
 pub mod executable;
+pub mod graph;
 
 pub use api::Vendor;
-pub use driver::{DeviceOptions, GpuDriver, DRIVER_NAME, HIP_DRIVER_NAME};
+pub use driver::{CommandBufferKind, DeviceOptions, GpuDriver, DRIVER_NAME, HIP_DRIVER_NAME};
 
 use halo_hal::DriverRegistry;
 use std::sync::Arc;

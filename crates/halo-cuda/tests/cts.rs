@@ -40,6 +40,28 @@ static CUDA_SYNC_ALLOCATIONS: Manifest = Manifest {
 
 cts_suite!(cuda_sync_allocations, CUDA_SYNC_ALLOCATIONS, super::create_device);
 
+/// The same suite with command buffers run as CUDA graphs.
+static CUDA_GRAPHS: Manifest = Manifest {
+    driver: "cuda",
+    device_uri: "cuda://?command_buffers=graph",
+    ..CUDA
+};
+
+cts_suite!(cuda_graph_command_buffers, CUDA_GRAPHS, super::create_device);
+
+/// Graphs with device-local memory from `cuMemAlloc`.
+static CUDA_GRAPHS_SYNC_ALLOCATIONS: Manifest = Manifest {
+    driver: "cuda",
+    device_uri: "cuda://?command_buffers=graph&async_allocations=false",
+    ..CUDA
+};
+
+cts_suite!(
+    cuda_graph_command_buffers_sync_allocations,
+    CUDA_GRAPHS_SYNC_ALLOCATIONS,
+    super::create_device
+);
+
 /// The suite on HIP; no AMD GPU has been available to run it yet, so here it says it skipped.
 static HIP: Manifest = Manifest {
     driver: "hip",

@@ -1,0 +1,313 @@
+//! Graph-backed command buffers (device parameter `command_buffers=graph`, CUDA only): the
+//! kernel launches of a command buffer become one CUDA graph, instantiated on its first
+//! submission and launched with a single call on later ones. Command buffers that fill or copy
+//! stay on the stream.
+//!
+//! Launches between two barriers do not depend on each other, so the graph lets them run
+//! concurrently; each one depends on everything before the previous barrier. The instantiated
+//! graph is kept with the command buffer. A later submission whose launches are the same is a
+//! plain relaunch; one whose kernels take other arguments (another binding table) or grids sets
+//! those nodes in place; anything else builds a new graph.
+
+use crate::api::{CuGraph, CuGraphExec, CuGraphNode, CuStream, KernelNodeParams};
+use crate::command_buffer::StreamOp;
+use crate::device::DeviceShared;
+use halo_hal::{Command, CommandBuffer, Error, Result};
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex};
+
+/// What a command buffer keeps between submissions: its last instantiated graph.
+#[derive(Default)]
+struct GraphSlot(Mutex<Option<Arc<Instance>>>);
+
+/// An instantiated graph and the operations its nodes were last set from.
+///
+/// Ownership: the command buffer keeps its latest instance, and a submission in flight the one
+/// it launched. Threading: any thread.
+pub(crate) struct Instance {
+    exec: Arc<Exec>,
+    /// One node per operation; null for barriers.
+    nodes: Vec<CuGraphNode>,
+    ops: Vec<StreamOp>,
+}
+
+// SAFETY: node handles are identifiers the driver lets any thread use with the context current;
+// they are only passed to the driver while the owning graph lives (`exec`).
+unsafe impl Send for Instance {}
+// SAFETY: as above; shared references never mutate the handles.
+unsafe impl Sync for Instance {}
+
+/// A graph and its instantiation, destroyed together.
+struct Exec {
+    shared: Arc<DeviceShared>,
+    graph: CuGraph,
+    exec: CuGraphExec,
+    /// The recorded commands, whose executables hold the modules the kernel nodes name: a
+    /// command buffer drops its commands before its graph, and a module must outlive the
+    /// graphs that launch its kernels.
+    _commands: Arc<[Command]>,
+}
+
+// SAFETY: graph handles are identifiers usable from any thread with the context current.
+unsafe impl Send for Exec {}
+// SAFETY: as above.
+unsafe impl Sync for Exec {}
+
+impl Drop for Exec {
+    fn drop(&mut self) {
+        if self.shared.bind().is_err() {
+            return;
+        }
+        let api = &self.shared.api;
+        // SAFETY: the handles were created on this context and are destroyed once; CUDA frees an
+        // instantiation that is still running once it completes.
+        unsafe {
+            if !self.exec.is_null() {
+                let _ = api.graph_exec_destroy(self.exec);
+            }
+            let _ = api.graph_destroy(self.graph);
+        }
+    }
+}
+
+/// Launches `ops`, the translation of `command_buffer` for this submission, as a graph on
+/// `stream`, reusing the command buffer's graph where it can. The caller holds the stream with
+/// the context current.
+///
+/// # Errors
+/// A graph entry point's failure; the command buffer's graph is then rebuilt next time.
+pub(crate) fn launch(
+    shared: &Arc<DeviceShared>,
+    stream: CuStream,
+    command_buffer: &CommandBuffer,
+    ops: Vec<StreamOp>,
+) -> Result<Arc<Instance>> {
+    let slot = command_buffer.driver_cache(|_| Ok(GraphSlot::default()))?;
+    let commands = command_buffer.commands()?;
+    let mut cached = slot.0.lock().unwrap_or_else(|p| p.into_inner());
+    // Taken out, so that a failure leaves nothing to reuse.
+    let instance = match cached.take() {
+        Some(previous) if previous.ops == ops => previous,
+        Some(previous) if only_kernel_arguments_differ(&previous.ops, &ops) => Arc::new(previous.update(ops)?),
+        _ => Arc::new(Instance::build(shared, commands, ops)?),
+    };
+    // SAFETY: the instantiation belongs to this context and lives while `instance` does, which
+    // the caller keeps until the launch completes.
+    unsafe { shared.api.graph_launch(instance.exec.exec, stream) }?;
+    *cached = Some(instance.clone());
+    Ok(instance)
+}
+
+/// Whether `new` is `old` with other arguments (or grids) for some kernels.
+fn only_kernel_arguments_differ(old: &[StreamOp], new: &[StreamOp]) -> bool {
+    old.len() == new.len()
+        && old.iter().zip(new).all(|pair| match pair {
+            (
+                StreamOp::Launch {
+                    function: f,
+                    block: a,
+                    shared_memory: m,
+                    params: p,
+                    ..
+                },
+                StreamOp::Launch {
+                    function: g,
+                    block: b,
+                    shared_memory: n,
+                    params: q,
+                    ..
+                },
+            ) => f == g && a == b && m == n && p.len() == q.len(),
+            (old, new) => old == new,
+        })
+}
+
+impl Instance {
+    fn build(shared: &Arc<DeviceShared>, commands: &Arc<[Command]>, ops: Vec<StreamOp>) -> Result<Self> {
+        let api = &shared.api;
+        let mut graph: CuGraph = std::ptr::null_mut();
+        // SAFETY: `graph` is an out-pointer; flags must be 0.
+        unsafe { api.graph_create(&mut graph, 0) }?;
+        // From here on, dropping `exec` destroys what was made so far.
+        let mut exec = Exec {
+            shared: shared.clone(),
+            graph,
+            exec: std::ptr::null_mut(),
+            _commands: commands.clone(),
+        };
+        let mut nodes = Vec::with_capacity(ops.len());
+        // What the current segment's nodes wait for, and the segment's nodes so far.
+        let mut after: Vec<CuGraphNode> = Vec::new();
+        let mut segment: Vec<CuGraphNode> = Vec::new();
+        for op in &ops {
+            if *op == StreamOp::Barrier {
+                if !segment.is_empty() {
+                    after = join(shared, graph, std::mem::take(&mut segment))?;
+                }
+                nodes.push(std::ptr::null_mut());
+                continue;
+            }
+            let node = add_node(shared, graph, &after, op)?;
+            segment.push(node);
+            nodes.push(node);
+        }
+        // SAFETY: the graph was built above on this context; `exec.exec` is an out-pointer.
+        unsafe { api.graph_instantiate(&mut exec.exec, graph, 0) }?;
+        Ok(Instance {
+            exec: Arc::new(exec),
+            nodes,
+            ops,
+        })
+    }
+
+    /// The same instantiation with the kernel nodes whose arguments differ in `ops` set anew.
+    /// Launches already on the stream keep what they were launched with.
+    fn update(&self, ops: Vec<StreamOp>) -> Result<Self> {
+        for ((old, new), &node) in self.ops.iter().zip(&ops).zip(&self.nodes) {
+            let StreamOp::Launch {
+                function,
+                grid,
+                block,
+                shared_memory,
+                params,
+            } = new
+            else {
+                continue;
+            };
+            if old == new {
+                continue;
+            }
+            let mut pointers = Vec::new();
+            let params = kernel_params(*function, *grid, *block, *shared_memory, params, &mut pointers);
+            // SAFETY: `node` is a kernel node of this instantiation, built for the same kernel;
+            // the arguments are copied during the call.
+            unsafe {
+                self.exec
+                    .shared
+                    .api
+                    .graph_exec_kernel_node_set_params(self.exec.exec, node, &params)
+            }?;
+        }
+        Ok(Instance {
+            exec: self.exec.clone(),
+            nodes: self.nodes.clone(),
+            ops,
+        })
+    }
+}
+
+/// One node that waits for all of `segment` (or the node itself when there is one).
+fn join(shared: &DeviceShared, graph: CuGraph, segment: Vec<CuGraphNode>) -> Result<Vec<CuGraphNode>> {
+    if segment.len() == 1 {
+        return Ok(segment);
+    }
+    let mut node: CuGraphNode = std::ptr::null_mut();
+    // SAFETY: the dependencies are nodes of `graph`, counted by the length passed.
+    unsafe {
+        shared
+            .api
+            .graph_add_empty_node(&mut node, graph, segment.as_ptr(), segment.len())
+    }?;
+    Ok(vec![node])
+}
+
+/// A kernel node's parameters; the pointers address `params`, which the driver copies.
+fn kernel_params(
+    function: crate::api::CuFunction,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared_memory: u32,
+    params: &[u64],
+    pointers: &mut Vec<*mut c_void>,
+) -> KernelNodeParams {
+    *pointers = params
+        .iter()
+        .map(|slot| (slot as *const u64).cast_mut().cast())
+        .collect();
+    KernelNodeParams {
+        function,
+        grid,
+        block,
+        shared_memory,
+        params: pointers.as_mut_ptr(),
+        extra: std::ptr::null_mut(),
+        kernel: std::ptr::null_mut(),
+        context: std::ptr::null_mut(),
+    }
+}
+
+/// A kernel node for `op`, after the nodes `after`.
+///
+/// # Errors
+/// `Internal` for anything but a kernel launch (the device keeps fills and copies on the
+/// stream); the driver's failure to add the node.
+fn add_node(shared: &DeviceShared, graph: CuGraph, after: &[CuGraphNode], op: &StreamOp) -> Result<CuGraphNode> {
+    let StreamOp::Launch {
+        function,
+        grid,
+        block,
+        shared_memory,
+        params,
+    } = op
+    else {
+        return Err(Error::internal("a GPU graph holds kernel launches only"));
+    };
+    let mut pointers = Vec::new();
+    let params = kernel_params(*function, *grid, *block, *shared_memory, params, &mut pointers);
+    let mut node: CuGraphNode = std::ptr::null_mut();
+    // SAFETY: the kernel belongs to this context, its arguments were resolved from live
+    // allocations of this device, and the driver copies them into the node during the call;
+    // the dependencies are nodes of `graph`, counted by the length passed.
+    unsafe {
+        shared
+            .api
+            .graph_add_kernel_node(&mut node, graph, after.as_ptr(), after.len(), &params)
+    }?;
+    Ok(node)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn launch(function: usize, params: Vec<u64>) -> StreamOp {
+        StreamOp::Launch {
+            function: function as crate::api::CuFunction,
+            grid: [4, 1, 1],
+            block: [64, 1, 1],
+            shared_memory: 0,
+            params,
+        }
+    }
+
+    #[test]
+    fn new_kernel_arguments_and_grids_update_nodes_in_place() {
+        let old = [launch(16, vec![0x1000, 3]), StreamOp::Barrier, launch(48, vec![0x2000])];
+        let rebound = [launch(16, vec![0x9000, 5]), StreamOp::Barrier, launch(48, vec![0x2000])];
+        assert!(only_kernel_arguments_differ(&old, &rebound));
+        let mut regridded = launch(16, vec![0x1000, 3]);
+        if let StreamOp::Launch { grid, .. } = &mut regridded {
+            *grid = [9, 9, 1];
+        }
+        assert!(only_kernel_arguments_differ(&old[..1], &[regridded]));
+    }
+
+    #[test]
+    fn other_kernels_or_order_build_a_new_graph() {
+        let old = [launch(16, vec![0x1000]), StreamOp::Barrier, launch(48, vec![0x2000])];
+        let cases: [&[StreamOp]; 4] = [
+            &[launch(32, vec![0x1000]), StreamOp::Barrier, launch(48, vec![0x2000])],
+            &[launch(16, vec![0x1000, 1]), StreamOp::Barrier, launch(48, vec![0x2000])],
+            &[launch(16, vec![0x1000]), launch(48, vec![0x2000]), StreamOp::Barrier],
+            &[launch(16, vec![0x1000]), StreamOp::Barrier],
+        ];
+        for new in cases {
+            assert!(!only_kernel_arguments_differ(&old, new));
+        }
+        let mut reshaped = launch(16, vec![0x1000]);
+        if let StreamOp::Launch { block, .. } = &mut reshaped {
+            *block = [32, 2, 1];
+        }
+        assert!(!only_kernel_arguments_differ(&old[..1], &[reshaped]));
+    }
+}
