@@ -91,14 +91,14 @@ pub(crate) enum SyncDirection {
     ToHost,
 }
 
-/// Brings the device's copy of `[offset, offset + length)` of a `CL_MEM_USE_HOST_PTR` buffer and
-/// the host memory under it (`host` is the buffer's host pointer) into agreement, blocking: a
-/// device with memory of its own may keep such a buffer's bytes in its memory between commands.
-/// OpenCL defines a blocking read or write between a `CL_MEM_USE_HOST_PTR` buffer and its own
-/// host pointer when no command uses the buffer meanwhile, which the in-order queue ensures.
+/// Copies `[offset, offset + length)` between a buffer object and the host memory beside it
+/// (`host`, the start of the host's copy of the whole buffer), blocking: the host's bytes to the
+/// buffer after host writes, the buffer's to the host before host reads. The in-order queue
+/// orders the copy after every command already enqueued on the buffer.
 ///
 /// # Safety
-/// `host` must be the host pointer `mem` was created over, with `offset + length` within it.
+/// `host` must address at least `offset + length` bytes, none of them `mem`'s own storage, and
+/// `mem` must hold at least `offset + length` bytes.
 pub(crate) unsafe fn sync_host_range(
     queue: &CommandQueue,
     mem: cl_mem,
@@ -110,7 +110,7 @@ pub(crate) unsafe fn sync_host_range(
     // SAFETY: the caller guarantees the range lies within the buffer's host memory.
     let pointer = unsafe { host.as_ptr().add(offset as usize) }.cast();
     let (offset, length) = (offset as usize, length as usize);
-    // SAFETY: blocking calls over the validated range; see above for the aliasing OpenCL allows.
+    // SAFETY: blocking calls over a range the caller guarantees within both copies.
     let event = unsafe {
         match direction {
             SyncDirection::ToDevice => opencl3::command_queue::enqueue_write_buffer(

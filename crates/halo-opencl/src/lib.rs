@@ -11,7 +11,8 @@
 //! - buffers are host memory with a `CL_MEM_USE_HOST_PTR` buffer object over it, whose bytes
 //!   kernels use in place where the device shares the host's memory; device-local buffers of a
 //!   device with memory of its own (or `device_local_mappable=false`) are buffer objects of that
-//!   memory, which the host reaches through queue copies ([`allocator`], [`buffer`]);
+//!   memory, which the host reaches through queue copies, and its host-visible buffers are host
+//!   memory beside such a buffer object, synced when mapped ([`allocator`], [`buffer`]);
 //! - executables are `vulkan-spirv-fb` FlatBuffers (`halo-spirv-fb`) whose SPIR-V is translated
 //!   and built into one kernel per export ([`executable`]); built programs are kept while used
 //!   and on disk between processes ([`program_cache`]);
