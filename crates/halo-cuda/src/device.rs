@@ -16,15 +16,16 @@ use crate::command_buffer::{issue, translate, StreamOp};
 use crate::driver::{CommandBufferKind, DeviceOptions};
 use crate::executable::GpuExecutableCache;
 use crate::graph::{self, Instance};
+use crate::promises::Promises;
 use halo_hal::device::query_common_i64;
 use halo_hal::{
     Allocator, AllocatorStatistics, Binding, Buffer, BufferParams, CommandBuffer, Device, DeviceInfo, Error,
-    ExecutableCache, Fence, QueueAffinity, Result, Semaphore, StatusCode, Timeout,
+    ExecutableCache, Fence, QueueAffinity, Result, StatusCode, Timeout,
 };
 use std::any::Any;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 
 /// The device's limits that dispatches and executables are checked against.
 #[derive(Debug, Clone, Copy)]
@@ -73,7 +74,7 @@ pub struct DeviceShared {
     pub(crate) total_memory: u64,
     /// Semaphore values that work already on the stream signals; a submission that waits for no
     /// more than these can follow it onto the stream at once.
-    issued: Mutex<Vec<(Weak<dyn Semaphore>, u64)>>,
+    promises: Promises,
     events: Mutex<Vec<CuEvent>>,
     completions: Mutex<Sender<InFlight>>,
     allocated: AtomicI64,
@@ -172,7 +173,7 @@ impl DeviceShared {
             limits,
             options,
             total_memory,
-            issued: Mutex::new(Vec::new()),
+            promises: Promises::default(),
             events: Mutex::new(Vec::new()),
             completions: Mutex::new(sender),
             allocated: AtomicI64::new(0),
@@ -235,55 +236,6 @@ impl DeviceShared {
         work(&self.api, *stream)
     }
 
-    fn issued(&self) -> MutexGuard<'_, Vec<(Weak<dyn Semaphore>, u64)>> {
-        self.issued.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Whether every timepoint of `wait` is reached, or will be by work already on the stream.
-    ///
-    /// # Errors
-    /// The failure of a wait semaphore.
-    fn ordered_by_stream(&self, wait: &Fence) -> Result<bool> {
-        let mut pending = Vec::new();
-        for (semaphore, value) in wait.timepoints() {
-            if semaphore.query()? < *value {
-                pending.push((semaphore, *value));
-            }
-        }
-        if pending.is_empty() {
-            return Ok(true);
-        }
-        let issued = self.issued();
-        Ok(pending.iter().all(|(semaphore, value)| {
-            issued
-                .iter()
-                .any(|(promised, at)| at >= value && std::ptr::addr_eq(promised.as_ptr(), Arc::as_ptr(semaphore)))
-        }))
-    }
-
-    /// Notes that work now on the stream signals `signal`.
-    fn promise(&self, signal: &Fence) {
-        let mut issued = self.issued();
-        for (semaphore, value) in signal.timepoints() {
-            match issued
-                .iter_mut()
-                .find(|(promised, _)| std::ptr::addr_eq(promised.as_ptr(), Arc::as_ptr(semaphore)))
-            {
-                Some((_, at)) => *at = (*at).max(*value),
-                None => issued.push((Arc::downgrade(semaphore), *value)),
-            }
-        }
-    }
-
-    /// Forgets promises that are kept (or can no longer matter).
-    fn forget_kept_promises(&self) {
-        self.issued().retain(|(promised, at)| {
-            promised
-                .upgrade()
-                .is_some_and(|semaphore| semaphore.query().is_ok_and(|value| value < *at))
-        });
-    }
-
     /// Issues `work` onto the stream and hands it to the completion thread. On error nothing
     /// was handed over; the caller fails the signals.
     fn issue(self: &Arc<Self>, mut work: Work, wait: &Fence, signal: &Fence) -> Result<()> {
@@ -299,7 +251,7 @@ impl DeviceShared {
                     return Err(error);
                 }
                 // Under the stream's lock, so whoever sees the promise issues behind this work.
-                self.promise(signal);
+                self.promises.add(signal);
                 Ok(event)
             })
             .inspect_err(|error| self.note_loss(error))?;
@@ -348,7 +300,7 @@ impl DeviceShared {
         if let Err(error) = self.check_not_lost() {
             return fail(error);
         }
-        match self.ordered_by_stream(wait) {
+        match self.promises.cover(wait) {
             Err(error) => return fail(error),
             Ok(true) => return self.issue(work, wait, signal).unwrap_or_else(fail),
             Ok(false) => {}
@@ -427,7 +379,7 @@ fn complete_in_order(receiver: Receiver<InFlight>) {
             }
             Err(error) => signal.fail(&error),
         }
-        shared.forget_kept_promises();
+        shared.promises.forget_kept();
         shared.finish_submission();
     }
 }

@@ -42,6 +42,7 @@ pub mod device;
 pub mod driver;
 pub mod executable;
 pub mod graph;
+mod promises;
 
 pub use api::Vendor;
 pub use driver::{CommandBufferKind, DeviceOptions, GpuDriver, DRIVER_NAME, HIP_DRIVER_NAME};
