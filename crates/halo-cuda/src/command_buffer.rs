@@ -3,8 +3,8 @@
 //! checked), then issued onto the device's stream once the submission's waits are met.
 //!
 //! This is IREE's stream-backed command buffer: every operation goes onto one in-order stream,
-//! so barriers cost nothing. The same operations build graph-backed command buffers
-//! ([`crate::graph`]). Indirect workgroup counts are not supported (IREE's CUDA stream
+//! so barriers cost nothing. With `command_buffers=graph`, the operations of a command buffer of
+//! kernel launches become a graph instead ([`crate::graph`]). Indirect workgroup counts are not supported (IREE's CUDA stream
 //! command buffers refuse them too): reading the count would need a host round trip.
 
 use crate::api::CuFunction;
@@ -19,7 +19,7 @@ use std::sync::Arc;
 #[derive(PartialEq)]
 pub(crate) enum StreamOp {
     /// Everything before finishes before anything after starts. The stream is in order anyway;
-    /// graphs let the operations between two barriers run concurrently.
+    /// graphs let the launches between two barriers run concurrently.
     Barrier,
     /// `cuMemsetD{8,16,32}Async` of `count` elements of `width` bytes.
     Fill {
@@ -76,7 +76,7 @@ pub(crate) fn translate(shared: &Arc<DeviceShared>, commands: &[Command], table:
             Command::Dispatch(dispatch) => launch(shared, dispatch, table),
         };
         match op {
-            // Empty operations do nothing, and graphs refuse empty memsets and copies.
+            // Empty operations do nothing (and CUDA refuses some of them).
             Ok(StreamOp::Launch { grid, .. }) if grid.contains(&0) => {}
             Ok(StreamOp::Fill { count: 0, .. } | StreamOp::Copy { length: 0, .. }) => {}
             Ok(StreamOp::Write { data, .. }) if data.is_empty() => {}
