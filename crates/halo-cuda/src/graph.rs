@@ -135,21 +135,22 @@ impl Instance {
             exec: std::ptr::null_mut(),
             _commands: commands.clone(),
         };
-        let mut nodes = Vec::with_capacity(ops.len());
-        // What the current segment's nodes wait for, and the segment's nodes so far.
-        let mut after: Vec<CuGraphNode> = Vec::new();
-        let mut segment: Vec<CuGraphNode> = Vec::new();
-        for op in &ops {
-            if *op == StreamOp::Barrier {
-                if !segment.is_empty() {
-                    after = join(shared, graph, std::mem::take(&mut segment))?;
+        // One node per operation (null for barriers), and the handle of every planned node.
+        let mut nodes = vec![std::ptr::null_mut(); ops.len()];
+        let mut handles: Vec<CuGraphNode> = Vec::new();
+        for planned in plan(&ops) {
+            let handle = match planned {
+                PlannedNode::Launch { op, after } => {
+                    let after: Vec<CuGraphNode> = after.iter().map(|&i| handles[i]).collect();
+                    nodes[op] = add_node(shared, graph, &after, &ops[op])?;
+                    nodes[op]
                 }
-                nodes.push(std::ptr::null_mut());
-                continue;
-            }
-            let node = add_node(shared, graph, &after, op)?;
-            segment.push(node);
-            nodes.push(node);
+                PlannedNode::Join { of } => {
+                    let of: Vec<CuGraphNode> = of.iter().map(|&i| handles[i]).collect();
+                    join(shared, graph, &of)?
+                }
+            };
+            handles.push(handle);
         }
         // SAFETY: the graph was built above on this context; `exec.exec` is an out-pointer.
         unsafe { api.graph_instantiate(&mut exec.exec, graph, 0) }?;
@@ -196,19 +197,53 @@ impl Instance {
     }
 }
 
-/// One node that waits for all of `segment` (or the node itself when there is one).
-fn join(shared: &DeviceShared, graph: CuGraph, segment: Vec<CuGraphNode>) -> Result<Vec<CuGraphNode>> {
-    if segment.len() == 1 {
-        return Ok(segment);
+/// One node of a graph, in the order the nodes are added; nodes are named by their position.
+#[derive(Debug, PartialEq)]
+enum PlannedNode {
+    /// The launch of operation `op`, after the nodes `after`.
+    Launch { op: usize, after: Vec<usize> },
+    /// An empty node after the nodes `of`: what follows a barrier behind several launches
+    /// waits for it alone.
+    Join { of: Vec<usize> },
+}
+
+/// The nodes for `ops`: launches between two barriers are independent, and each waits for
+/// every launch before the previous barrier.
+fn plan(ops: &[StreamOp]) -> Vec<PlannedNode> {
+    let mut planned = Vec::new();
+    let mut after: Vec<usize> = Vec::new();
+    let mut segment: Vec<usize> = Vec::new();
+    let mut barrier = false;
+    for (op, operation) in ops.iter().enumerate() {
+        if *operation == StreamOp::Barrier {
+            barrier = true;
+            continue;
+        }
+        if std::mem::take(&mut barrier) && !segment.is_empty() {
+            after = if segment.len() == 1 {
+                std::mem::take(&mut segment)
+            } else {
+                planned.push(PlannedNode::Join {
+                    of: std::mem::take(&mut segment),
+                });
+                vec![planned.len() - 1]
+            };
+        }
+        planned.push(PlannedNode::Launch {
+            op,
+            after: after.clone(),
+        });
+        segment.push(planned.len() - 1);
     }
+    planned
+}
+
+/// An empty node after the nodes `of`.
+fn join(shared: &DeviceShared, graph: CuGraph, of: &[CuGraphNode]) -> Result<CuGraphNode> {
     let mut node: CuGraphNode = std::ptr::null_mut();
     // SAFETY: the dependencies are nodes of `graph`, counted by the length passed.
-    unsafe {
-        shared
-            .api
-            .graph_add_empty_node(&mut node, graph, segment.as_ptr(), segment.len())
-    }?;
-    Ok(vec![node])
+    unsafe { shared.api.graph_add_empty_node(&mut node, graph, of.as_ptr(), of.len()) }?;
+    Ok(node)
 }
 
 /// A kernel node's parameters; the pointers address `params`, which the driver copies.
@@ -278,6 +313,27 @@ mod tests {
             shared_memory: 0,
             params,
         }
+    }
+
+    #[test]
+    fn launches_between_barriers_are_independent_and_barriers_join_them() {
+        use PlannedNode::{Join, Launch};
+        let l = |n| launch(n, vec![]);
+        let b = || StreamOp::Barrier;
+        let ops = [l(1), l(2), b(), l(3), b(), b(), l(4), l(5), b()];
+        assert_eq!(
+            plan(&ops),
+            [
+                Launch { op: 0, after: vec![] },
+                Launch { op: 1, after: vec![] },
+                Join { of: vec![0, 1] },
+                Launch { op: 3, after: vec![2] },
+                Launch { op: 6, after: vec![3] },
+                Launch { op: 7, after: vec![3] },
+            ]
+        );
+        assert_eq!(plan(&[b(), l(1)]), [Launch { op: 1, after: vec![] }]);
+        assert_eq!(plan(&[b(), b()]), []);
     }
 
     #[test]
