@@ -130,14 +130,10 @@ pub(crate) struct Commands {
 }
 
 impl Commands {
-    /// Puts the operations on `stream` in the device's way of running command buffers. Graphs
-    /// hold kernel launches only: fills and copies stay on the stream (on an H100, a graph copy
-    /// between host-visible buffers crashed or hung the driver).
+    /// Puts the operations on `stream` in the device's way of running command buffers.
     fn issue(&mut self, shared: &Arc<DeviceShared>, stream: CuStream) -> Result<()> {
-        let launches = self.ops.iter().filter(|op| **op != StreamOp::Barrier);
-        let only_launches = launches.clone().all(|op| matches!(op, StreamOp::Launch { .. }));
         match shared.options.command_buffers {
-            CommandBufferKind::Graph if only_launches && launches.count() > 0 => {
+            CommandBufferKind::Graph if graph::suits(&self.command_buffer, &self.ops) => {
                 let ops = std::mem::take(&mut self.ops);
                 self.graph = Some(graph::launch(shared, stream, &self.command_buffer, ops)?);
                 Ok(())

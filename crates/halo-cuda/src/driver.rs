@@ -144,10 +144,10 @@ pub enum CommandBufferKind {
     /// Each submission's operations are issued onto the stream one by one.
     #[default]
     Stream,
-    /// A command buffer of kernel launches becomes a CUDA graph, instantiated once and
-    /// launched with one call; launches between barriers may run concurrently, and a
-    /// submission with other bindings updates the kernel nodes in place. Command buffers that
-    /// fill or copy stay on the stream. CUDA only.
+    /// A reusable command buffer of kernel launches becomes a CUDA graph, instantiated once
+    /// and launched with one call; launches between barriers may run concurrently, and a
+    /// submission with other bindings updates the kernel nodes in place. One-shot command
+    /// buffers and those that fill or copy stay on the stream. CUDA only.
     Graph,
 }
 

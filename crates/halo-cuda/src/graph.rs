@@ -1,7 +1,7 @@
 //! Graph-backed command buffers (device parameter `command_buffers=graph`, CUDA only): the
-//! kernel launches of a command buffer become one CUDA graph, instantiated on its first
-//! submission and launched with a single call on later ones. Command buffers that fill or copy
-//! stay on the stream.
+//! kernel launches of a reusable command buffer become one CUDA graph, instantiated on its first
+//! submission and launched with a single call on later ones. One-shot command buffers, and those
+//! that fill or copy, stay on the stream ([`suits`]).
 //!
 //! Launches between two barriers do not depend on each other, so the graph lets them run
 //! concurrently; each one depends on everything before the previous barrier. The instantiated
@@ -12,7 +12,7 @@
 use crate::api::{CuGraph, CuGraphExec, CuGraphNode, CuStream, KernelNodeParams};
 use crate::command_buffer::StreamOp;
 use crate::device::DeviceShared;
-use halo_hal::{Command, CommandBuffer, Error, Result};
+use halo_hal::{Command, CommandBuffer, CommandBufferMode, Error, Result};
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
@@ -68,6 +68,17 @@ impl Drop for Exec {
             let _ = api.graph_destroy(self.graph);
         }
     }
+}
+
+/// Whether `command_buffer`, translated to `ops`, runs as a graph: it is reusable (a one-shot
+/// command buffer would pay the instantiation for a single launch) and launches kernels and
+/// nothing else. Fills and copies stay on the stream: on an H100 a graph copy between
+/// host-visible buffers crashed the driver when updated in place and hung it when rebuilt.
+pub(crate) fn suits(command_buffer: &CommandBuffer, ops: &[StreamOp]) -> bool {
+    let mut launches = ops.iter().filter(|op| **op != StreamOp::Barrier).peekable();
+    !command_buffer.mode().contains(CommandBufferMode::ONE_SHOT)
+        && launches.peek().is_some()
+        && launches.all(|op| matches!(op, StreamOp::Launch { .. }))
 }
 
 /// Launches `ops`, the translation of `command_buffer` for this submission, as a graph on
@@ -313,6 +324,24 @@ mod tests {
             shared_memory: 0,
             params,
         }
+    }
+
+    #[test]
+    fn only_reusable_command_buffers_of_launches_become_graphs() {
+        use halo_hal::{CommandCategory, QueueAffinity};
+        let reusable = CommandBuffer::new(CommandBufferMode::empty(), CommandCategory::ANY, QueueAffinity::ANY, 0);
+        let one_shot = CommandBuffer::new(CommandBufferMode::ONE_SHOT, CommandCategory::ANY, QueueAffinity::ANY, 0);
+        let launches = [launch(16, vec![]), StreamOp::Barrier, launch(32, vec![])];
+        assert!(suits(&reusable, &launches));
+        assert!(!suits(&one_shot, &launches));
+        assert!(!suits(&reusable, &[StreamOp::Barrier]), "nothing to launch");
+        let fill = StreamOp::Fill {
+            target: 0,
+            pattern: 0,
+            width: 4,
+            count: 1,
+        };
+        assert!(!suits(&reusable, &[launch(16, vec![]), fill]));
     }
 
     #[test]
