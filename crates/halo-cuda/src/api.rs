@@ -56,6 +56,15 @@ impl Vendor {
         }
     }
 
+    /// The environment variable that names the library file to load instead
+    /// (`HALO_CUDA_LIBRARY`, `HALO_HIP_LIBRARY`), for installations outside the loader's path.
+    pub fn library_variable(self) -> &'static str {
+        match self {
+            Vendor::Cuda => "HALO_CUDA_LIBRARY",
+            Vendor::Hip => "HALO_HIP_LIBRARY",
+        }
+    }
+
     /// The API's name in messages.
     pub fn api_name(self) -> &'static str {
         match self {
@@ -354,14 +363,27 @@ unsafe impl Send for Api {}
 unsafe impl Sync for Api {}
 
 impl Api {
-    /// Loads `vendor`'s library and initializes it.
+    /// Loads `vendor`'s library (or the file the environment variable
+    /// [`Vendor::library_variable`] names) and initializes it.
     ///
     /// # Errors
     /// `Unavailable` when the library is missing, lacks an entry point halo needs, or finds no
     /// device.
     pub fn load(vendor: Vendor) -> Result<Api> {
+        match std::env::var_os(vendor.library_variable()) {
+            Some(path) => Api::load_from(vendor, &[path]),
+            None => Api::load_from(vendor, vendor.libraries()),
+        }
+    }
+
+    /// Loads the first of `libraries` (names the dynamic loader searches for, or paths) as
+    /// `vendor`'s library and initializes it.
+    ///
+    /// # Errors
+    /// As [`Api::load`].
+    pub fn load_from(vendor: Vendor, libraries: &[impl AsRef<std::ffi::OsStr>]) -> Result<Api> {
         let mut failures = Vec::new();
-        let library = vendor.libraries().iter().find_map(|name| {
+        let library = libraries.iter().find_map(|name| {
             // SAFETY: loading the vendor's driver library runs its initializers, which have no
             // preconditions on the loading process.
             unsafe { libloading::Library::new(name) }

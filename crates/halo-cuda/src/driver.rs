@@ -38,6 +38,17 @@ impl GpuDriver {
         })
     }
 
+    /// The driver over the library file at `path`, which implements `vendor`'s API (an
+    /// installation outside the loader's path, or a stand-in for tests).
+    ///
+    /// # Errors
+    /// As [`GpuDriver::new`].
+    pub fn from_library(vendor: Vendor, path: &std::path::Path) -> Result<Self> {
+        Ok(GpuDriver {
+            api: Arc::new(Api::load_from(vendor, &[path])?),
+        })
+    }
+
     /// Each device with its ordinal and total memory.
     fn devices(&self) -> Result<Vec<(DeviceInfo, u64)>> {
         let api = &self.api;

@@ -1,7 +1,7 @@
 //! Graph-backed command buffers (device parameter `command_buffers=graph`, CUDA only): the
 //! kernel launches of a reusable command buffer become one CUDA graph, instantiated on its first
 //! submission and launched with a single call on later ones. One-shot command buffers, and those
-//! that fill or copy, stay on the stream ([`suits`]).
+//! that fill or copy, stay on the stream (`suits`).
 //!
 //! Launches between two barriers do not depend on each other, so the graph lets them run
 //! concurrently; each one depends on everything before the previous barrier. The instantiated
