@@ -1,7 +1,8 @@
 //! The CUDA driver under load and under failure: long chains of submissions queued in
 //! wait-before-signal order from several threads, a failed submission failing what waits on it
-//! while the device keeps working, and executables whose PTX does not load. Without the CUDA
-//! driver library or a GPU each test says that it skipped.
+//! while the device keeps working, and executables whose PTX does not load. Each test runs on a
+//! CUDA GPU (saying that it skipped without one) and, but for the PTX one, on the device of
+//! `halo-cuda-fake`, so the submission logic is exercised on every CI run.
 
 use halo_hal::{
     Buffer, BufferParams, BufferRef, CommandBuffer, Device, DriverRegistry, Error, ExecutableParams, Fence, MemoryType,
@@ -23,6 +24,40 @@ fn device_or_skip(test: &str) -> Option<Arc<dyn Device>> {
         other => Some(other.expect("creating the CUDA device")),
     }
 }
+
+/// The device of the fake CUDA library that cargo builds next to the tests.
+fn fake_device() -> Arc<dyn Device> {
+    let library = std::env::current_exe()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("libhalo_cuda_fake.so");
+    let driver = halo_cuda::GpuDriver::from_library(halo_cuda::Vendor::Cuda, &library).unwrap();
+    halo_hal::Driver::create_device(&driver, "", &Default::default()).unwrap()
+}
+
+/// Runs the test body `$name(device)` on a CUDA GPU (skipping without one) and on the fake.
+macro_rules! on_gpu_and_fake {
+    ($name:ident) => {
+        mod $name {
+            #[test]
+            fn on_cuda() {
+                if let Some(device) = super::device_or_skip(concat!(stringify!($name), "::on_cuda")) {
+                    super::$name(device);
+                }
+            }
+
+            #[test]
+            fn on_the_fake() {
+                super::$name(super::fake_device());
+            }
+        }
+    };
+}
+
+on_gpu_and_fake!(ten_thousand_chained_submissions_from_four_threads_complete_in_order);
+on_gpu_and_fake!(a_failed_wait_fails_what_follows_and_the_device_keeps_working);
+on_gpu_and_fake!(chains_submitted_in_order_follow_each_other_on_the_stream);
 
 fn buffer(device: &dyn Device, bytes: u64) -> Buffer {
     let params = BufferParams {
@@ -52,11 +87,7 @@ fn words(buffer: &Buffer) -> Vec<u32> {
         .collect()
 }
 
-#[test]
-fn ten_thousand_chained_submissions_from_four_threads_complete_in_order() {
-    let Some(device) = device_or_skip("ten_thousand_chained_submissions_from_four_threads_complete_in_order") else {
-        return;
-    };
+fn ten_thousand_chained_submissions_from_four_threads_complete_in_order(device: Arc<dyn Device>) {
     const THREADS: u64 = 4;
     const LINKS: u64 = 2500;
     const SLOTS: u64 = 64;
@@ -109,11 +140,7 @@ fn ten_thousand_chained_submissions_from_four_threads_complete_in_order() {
     device.wait_idle(Timeout::from(PATIENCE)).unwrap();
 }
 
-#[test]
-fn a_failed_wait_fails_what_follows_and_the_device_keeps_working() {
-    let Some(device) = device_or_skip("a_failed_wait_fails_what_follows_and_the_device_keeps_working") else {
-        return;
-    };
+fn a_failed_wait_fails_what_follows_and_the_device_keeps_working(device: Arc<dyn Device>) {
     let upstream = device.create_semaphore(0).unwrap();
     let downstream = device.create_semaphore(0).unwrap();
     let target = buffer(device.as_ref(), 16);
@@ -175,11 +202,7 @@ fn ptx_that_does_not_compile_is_an_error_naming_the_module() {
     );
 }
 
-#[test]
-fn chains_submitted_in_order_follow_each_other_on_the_stream() {
-    let Some(device) = device_or_skip("chains_submitted_in_order_follow_each_other_on_the_stream") else {
-        return;
-    };
+fn chains_submitted_in_order_follow_each_other_on_the_stream(device: Arc<dyn Device>) {
     // Each link waits for the one before, which is already on the stream when it is submitted:
     // the stream's order stands in for the wait. Every link writes through a scratch buffer
     // allocated and released on the queue (from the stream's memory pool).
