@@ -1,13 +1,18 @@
 //! A stand-in for CUDA's driver library (`libcuda.so.1`), built as a shared library that halo's
 //! GPU driver loads in place of the real one (`GpuDriver::from_library`). It has one device whose
-//! memory is host memory: streams run each operation at once, so events are always complete;
-//! modules load without compiling anything and kernel launches fail (`CUDA_ERROR_NOT_SUPPORTED`).
-//! What it exercises is everything around the kernels: allocation, fills, copies, submission
-//! order, semaphores and failure.
+//! memory is host memory; modules load without compiling anything and kernel launches fail
+//! (`CUDA_ERROR_NOT_SUPPORTED`). What it exercises is everything around the kernels:
+//! allocation, fills, copies, submission order, semaphores and failure.
 //!
-//! A 32-bit fill of [`FAULTING_FILL`] stands for a kernel that faults: like a real fault it
-//! poisons the context, and every later call that touches the stream returns
-//! `CUDA_ERROR_ILLEGAL_ADDRESS`. So does any fill or copy outside the fake's allocations.
+//! Like a GPU, the stream runs its work some time after it is enqueued: here, only when the host
+//! waits for an event recorded after it (or for the whole stream, or calls something that
+//! synchronizes). A host that reads results before waiting for them sees stale memory, as it
+//! would on a GPU. Host data given to an enqueued copy is taken at once, as CUDA stages pageable
+//! memory.
+//!
+//! A 32-bit fill of [`FAULTING_FILL`] stands for a kernel that faults: when it runs it poisons
+//! the context, and every later call that touches the stream returns
+//! `CUDA_ERROR_ILLEGAL_ADDRESS`. So does a fill or copy outside the fake's allocations.
 //!
 //! Every entry point has the contract `cuda.h` gives it; pointers are trusted as CUDA trusts
 //! them.
@@ -17,8 +22,9 @@
 )]
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::collections::VecDeque;
 use std::ffi::{c_char, c_int, c_uint, c_void};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 type CuResult = c_int;
@@ -42,9 +48,106 @@ static FAULT: AtomicI32 = AtomicI32::new(SUCCESS);
 /// Live allocations: address and layout.
 static ALLOCATIONS: Mutex<Vec<(usize, Layout)>> = Mutex::new(Vec::new());
 
-/// A handle the fake hands out for streams, contexts, events, modules and functions: any
-/// non-null value will do, since each kind has one behaviour.
+/// A handle the fake hands out for streams, contexts, modules and functions: any non-null value
+/// will do, since each kind has one behaviour.
 const HANDLE: *mut c_void = 0x1000 as *mut c_void;
+
+/// Work on the stream, not yet run.
+enum Work {
+    Fill {
+        address: u64,
+        pattern: u32,
+        width: usize,
+        count: usize,
+    },
+    Write {
+        target: u64,
+        data: Vec<u8>,
+    },
+    Copy {
+        source: u64,
+        target: u64,
+        bytes: usize,
+    },
+    Free(u64),
+}
+
+/// The stream: work in order with its ticket, and the number of tickets handed out.
+struct Stream {
+    pending: VecDeque<(u64, Work)>,
+    enqueued: u64,
+}
+
+static STREAM: Mutex<Stream> = Mutex::new(Stream {
+    pending: VecDeque::new(),
+    enqueued: 0,
+});
+
+fn stream() -> std::sync::MutexGuard<'static, Stream> {
+    STREAM.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Puts `work` on the stream, unless the context is poisoned.
+fn enqueue(work: Work) -> CuResult {
+    if poisoned() != SUCCESS {
+        return poisoned();
+    }
+    let mut stream = stream();
+    stream.enqueued += 1;
+    let ticket = stream.enqueued;
+    stream.pending.push_back((ticket, work));
+    SUCCESS
+}
+
+/// Runs the stream's work up to and including `ticket`, then reports the context's state.
+fn run_until(ticket: u64) -> CuResult {
+    let mut stream = stream();
+    while stream.pending.front().is_some_and(|(at, _)| *at <= ticket) {
+        let Some((_, work)) = stream.pending.pop_front() else {
+            break;
+        };
+        // Work behind a fault does not run; the context is lost.
+        if poisoned() == SUCCESS {
+            run(work);
+        }
+    }
+    poisoned()
+}
+
+/// Runs everything on the stream.
+fn run_all() -> CuResult {
+    run_until(u64::MAX)
+}
+
+fn run(work: Work) {
+    match work {
+        Work::Fill {
+            address,
+            pattern,
+            width,
+            count,
+        } => fill(address, pattern, width, count),
+        Work::Write { target, data } => {
+            if !allocated(target, data.len()) {
+                fault();
+                return;
+            }
+            // SAFETY: the target range lies in a live allocation (checked above).
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), target as *mut u8, data.len()) };
+        }
+        Work::Copy { source, target, bytes } => {
+            if !allocated(target, bytes) || !allocated(source, bytes) {
+                fault();
+                return;
+            }
+            // SAFETY: both ranges lie in live allocations (checked above); they may overlap.
+            unsafe { std::ptr::copy(source as *const u8, target as *mut u8, bytes) };
+        }
+        Work::Free(address) => {
+            free(address);
+        }
+    }
+}
 
 fn allocations() -> std::sync::MutexGuard<'static, Vec<(usize, Layout)>> {
     ALLOCATIONS.lock().unwrap_or_else(|p| p.into_inner())
@@ -99,26 +202,31 @@ fn free(address: u64) -> CuResult {
     SUCCESS
 }
 
-/// Writes `count` copies of `pattern` (`width` bytes each) at `address`, when that is allocated.
-fn fill(address: u64, pattern: u32, width: usize, count: usize) -> CuResult {
-    if poisoned() != SUCCESS {
-        return poisoned();
-    }
-    if width == 4 && pattern == FAULTING_FILL {
-        return fault();
-    }
+/// Writes `count` copies of `pattern` (`width` bytes each) at `address`, or faults when that is
+/// not allocated (or the pattern is [`FAULTING_FILL`]).
+fn fill(address: u64, pattern: u32, width: usize, count: usize) {
     let Some(bytes) = count.checked_mul(width) else {
-        return INVALID_VALUE;
+        fault();
+        return;
     };
-    if !allocated(address, bytes) {
-        return fault();
+    if (width == 4 && pattern == FAULTING_FILL) || !allocated(address, bytes) {
+        fault();
+        return;
     }
     let pattern = pattern.to_le_bytes();
     for element in 0..count {
         // SAFETY: the range was checked against a live allocation above.
         unsafe { std::ptr::copy_nonoverlapping(pattern.as_ptr(), (address as *mut u8).add(element * width), width) };
     }
-    SUCCESS
+}
+
+fn enqueue_fill(address: u64, pattern: u32, width: usize, count: usize) -> CuResult {
+    enqueue(Work::Fill {
+        address,
+        pattern,
+        width,
+        count,
+    })
 }
 
 #[no_mangle]
@@ -229,7 +337,7 @@ pub extern "C" fn cuStreamDestroy_v2(_stream: *mut c_void) -> CuResult {
 
 #[no_mangle]
 pub extern "C" fn cuStreamSynchronize(_stream: *mut c_void) -> CuResult {
-    poisoned()
+    run_all()
 }
 
 #[no_mangle]
@@ -259,39 +367,47 @@ pub unsafe extern "C" fn cuMemAllocHost_v2(pointer: *mut *mut c_void, bytes: usi
     unsafe { allocate(pointer.cast(), bytes) }
 }
 
+// The synchronous frees wait for the stream, as CUDA's do.
 #[no_mangle]
 pub extern "C" fn cuMemFree_v2(address: u64) -> CuResult {
+    run_all();
     free(address)
 }
 
 #[no_mangle]
 pub extern "C" fn cuMemFreeAsync(address: u64, _stream: *mut c_void) -> CuResult {
-    free(address)
+    enqueue(Work::Free(address))
 }
 
 #[no_mangle]
 pub extern "C" fn cuMemFreeHost(pointer: *mut c_void) -> CuResult {
+    run_all();
     free(pointer as u64)
 }
 
+/// The synchronous fill: after the stream's work, at once.
 #[no_mangle]
 pub extern "C" fn cuMemsetD8_v2(address: u64, value: u8, count: usize) -> CuResult {
-    fill(address, u32::from(value), 1, count)
+    let enqueued = enqueue_fill(address, u32::from(value), 1, count);
+    if enqueued != SUCCESS {
+        return enqueued;
+    }
+    run_all()
 }
 
 #[no_mangle]
 pub extern "C" fn cuMemsetD8Async(address: u64, value: u8, count: usize, _stream: *mut c_void) -> CuResult {
-    fill(address, u32::from(value), 1, count)
+    enqueue_fill(address, u32::from(value), 1, count)
 }
 
 #[no_mangle]
 pub extern "C" fn cuMemsetD16Async(address: u64, value: u16, count: usize, _stream: *mut c_void) -> CuResult {
-    fill(address, u32::from(value), 2, count)
+    enqueue_fill(address, u32::from(value), 2, count)
 }
 
 #[no_mangle]
 pub extern "C" fn cuMemsetD32Async(address: u64, value: u32, count: usize, _stream: *mut c_void) -> CuResult {
-    fill(address, value, 4, count)
+    enqueue_fill(address, value, 4, count)
 }
 
 #[no_mangle]
@@ -301,28 +417,14 @@ pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2(
     bytes: usize,
     _stream: *mut c_void,
 ) -> CuResult {
-    if poisoned() != SUCCESS {
-        return poisoned();
-    }
-    if !allocated(target, bytes) {
-        return fault();
-    }
-    // SAFETY: the source holds `bytes` bytes per the API; the target was checked above.
-    unsafe { std::ptr::copy(source.cast::<u8>(), target as *mut u8, bytes) };
-    SUCCESS
+    // SAFETY: the source holds `bytes` bytes, per the API; they are staged now.
+    let data = unsafe { std::slice::from_raw_parts(source.cast::<u8>(), bytes) }.to_vec();
+    enqueue(Work::Write { target, data })
 }
 
 #[no_mangle]
 pub extern "C" fn cuMemcpyAsync(target: u64, source: u64, bytes: usize, _stream: *mut c_void) -> CuResult {
-    if poisoned() != SUCCESS {
-        return poisoned();
-    }
-    if !allocated(target, bytes) || !allocated(source, bytes) {
-        return fault();
-    }
-    // SAFETY: both ranges lie in live allocations (checked above); they may overlap.
-    unsafe { std::ptr::copy(source as *const u8, target as *mut u8, bytes) };
-    SUCCESS
+    enqueue(Work::Copy { source, target, bytes })
 }
 
 #[no_mangle]
@@ -380,25 +482,38 @@ pub extern "C" fn cuLaunchKernel(
     }
 }
 
+/// An event: the ticket of the last work enqueued before it was recorded.
 #[no_mangle]
 pub unsafe extern "C" fn cuEventCreate(event: *mut *mut c_void, _flags: c_uint) -> CuResult {
+    let ticket = Box::into_raw(Box::new(AtomicU64::new(0)));
     // SAFETY: a valid out-pointer, per the API.
-    unsafe { *event = HANDLE };
+    unsafe { *event = ticket.cast() };
     SUCCESS
 }
 
 #[no_mangle]
-pub extern "C" fn cuEventRecord(_event: *mut c_void, _stream: *mut c_void) -> CuResult {
-    poisoned()
+pub unsafe extern "C" fn cuEventRecord(event: *mut c_void, _stream: *mut c_void) -> CuResult {
+    if poisoned() != SUCCESS {
+        return poisoned();
+    }
+    let enqueued = stream().enqueued;
+    // SAFETY: events are the fake's own tickets (`cuEventCreate`), live until destroyed.
+    unsafe { &*event.cast::<AtomicU64>() }.store(enqueued, Ordering::SeqCst);
+    SUCCESS
+}
+
+/// Runs the stream up to the event: the work happens when someone waits for it.
+#[no_mangle]
+pub unsafe extern "C" fn cuEventSynchronize(event: *mut c_void) -> CuResult {
+    // SAFETY: as in `cuEventRecord`.
+    let ticket = unsafe { &*event.cast::<AtomicU64>() }.load(Ordering::SeqCst);
+    run_until(ticket)
 }
 
 #[no_mangle]
-pub extern "C" fn cuEventSynchronize(_event: *mut c_void) -> CuResult {
-    poisoned()
-}
-
-#[no_mangle]
-pub extern "C" fn cuEventDestroy_v2(_event: *mut c_void) -> CuResult {
+pub unsafe extern "C" fn cuEventDestroy_v2(event: *mut c_void) -> CuResult {
+    // SAFETY: as in `cuEventRecord`; destroyed once, per the API.
+    drop(unsafe { Box::from_raw(event.cast::<AtomicU64>()) });
     SUCCESS
 }
 
