@@ -302,7 +302,8 @@ impl DeviceShared {
             Ok(false) => {}
         }
         let (shared, wait_copy, signal) = (self.clone(), wait.clone(), signal.clone());
-        wait.on_reached(move |outcome| {
+        // Once the waits are published, so that nobody sees this work's signal before them.
+        wait.on_published(move |outcome| {
             let issued = outcome
                 .and_then(|()| shared.check_not_lost())
                 .and_then(|()| shared.issue(work, &wait_copy, &signal));
@@ -344,10 +345,6 @@ impl DeviceShared {
     }
 }
 
-/// How long the completion thread waits for a submission's waits, reached before it was issued,
-/// to become visible to the host; only a signaller stuck in its callbacks takes long.
-const VISIBLE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
-
 /// The completion thread: waits for each submission's event in issue order (the stream runs them
 /// in that order), then signals or fails its semaphores and lets go of what it held.
 fn complete_in_order(receiver: Receiver<InFlight>) {
@@ -360,11 +357,8 @@ fn complete_in_order(receiver: Receiver<InFlight>) {
             .and_then(|()| unsafe { shared.api.event_synchronize(in_flight.event) })
             .inspect_err(|error| shared.note_loss(error))
             .map_err(|error| error.context("running work on the GPU stream"))
-            // Work issued behind a promise ran even if the promise was then broken. And a wait
-            // reached by a signal whose callbacks are still running (one of them issued this
-            // work) is not yet visible to the host: signalling before it would let the host see
-            // this submission's signal before the value it waited for.
-            .and_then(|()| in_flight.wait.wait(Timeout::from(VISIBLE_WAIT)));
+            // Work issued behind a promise ran even if the promise was then broken.
+            .and_then(|()| in_flight.wait.query().map(|_| ()));
         shared
             .events
             .lock()

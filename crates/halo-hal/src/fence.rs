@@ -1,6 +1,6 @@
 //! Fences: sets of timepoints that queue operations wait on and signal.
 
-use crate::semaphore::{wait_semaphores, Semaphore, Timeout, Timepoint, WaitMode};
+use crate::semaphore::{wait_semaphores, Semaphore, Timeout, Timepoint, TimepointCallback, WaitMode};
 use crate::{Error, Result};
 use smallvec::{smallvec, SmallVec};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -93,6 +93,22 @@ impl Fence {
 
     /// Runs `callback` once every timepoint is reached, or with the first failure.
     pub fn on_reached(&self, callback: impl FnOnce(Result<()>) + Send + 'static) {
+        self.on_all(Semaphore::on_reached, callback);
+    }
+
+    /// Runs `callback` once every timepoint is reached and visible to queries and waiters
+    /// ([`Semaphore::on_published`]), or with the first failure: for work that will signal
+    /// other semaphores.
+    pub fn on_published(&self, callback: impl FnOnce(Result<()>) + Send + 'static) {
+        self.on_all(Semaphore::on_published, callback);
+    }
+
+    /// Runs `callback` once `register` has reported every timepoint, or with the first failure.
+    fn on_all(
+        &self,
+        register: fn(&dyn Semaphore, u64, TimepointCallback),
+        callback: impl FnOnce(Result<()>) + Send + 'static,
+    ) {
         if self.timepoints.is_empty() {
             callback(Ok(()));
             return;
@@ -100,7 +116,8 @@ impl Fence {
         let pending = Arc::new((AtomicUsize::new(self.timepoints.len()), Mutex::new(Some(callback))));
         for (semaphore, value) in &self.timepoints {
             let pending = pending.clone();
-            semaphore.on_reached(
+            register(
+                semaphore.as_ref(),
                 *value,
                 Box::new(move |outcome| {
                     let fire = match outcome {

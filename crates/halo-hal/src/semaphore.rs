@@ -52,6 +52,12 @@ pub trait Semaphore: Send + Sync + 'static {
     /// Runs `callback` when the value reaches `value` or the semaphore fails (at once if either
     /// already happened). The callback runs on the signalling thread and must not block long.
     fn on_reached(&self, value: u64, callback: TimepointCallback);
+    /// Like [`Semaphore::on_reached`], but the callback runs once the value is visible to
+    /// queries and waiters, after the signal's `on_reached` callbacks: for work that goes on to
+    /// signal other semaphores, so that nobody sees its signal before the value it waited for.
+    fn on_published(&self, value: u64, callback: TimepointCallback) {
+        self.on_reached(value, callback);
+    }
     /// For drivers to recover their concrete type.
     fn as_any(&self) -> &dyn Any;
 }
@@ -80,22 +86,36 @@ struct TimelineState {
     signalled: u64,
     failure: Option<Error>,
     timepoints: Vec<(u64, TimepointCallback)>,
+    /// Timepoints whose callbacks run once their value is published (`on_published`).
+    after_publish: Vec<(u64, TimepointCallback)>,
     /// Threads asleep on `changed`: a signal with none skips the wake-up, a system call that
     /// costs about a microsecond even when nobody is woken.
     sleepers: usize,
 }
 
+/// Removes and returns the timepoints of `list` at or below `value`.
+fn take_reached(list: &mut Vec<(u64, TimepointCallback)>, value: u64) -> Vec<(u64, TimepointCallback)> {
+    if list.is_empty() {
+        return Vec::new();
+    }
+    let (ready, waiting) = std::mem::take(list).into_iter().partition(|(v, _)| *v <= value);
+    *list = waiting;
+    ready
+}
+
 impl TimelineState {
-    /// Removes and returns the timepoints at or below `value`.
+    /// Removes and returns the timepoints at or below `value` whose callbacks run before it is
+    /// published.
     fn take_reached(&mut self, value: u64) -> Vec<(u64, TimepointCallback)> {
-        if self.timepoints.is_empty() {
-            return Vec::new();
-        }
-        let (ready, waiting) = std::mem::take(&mut self.timepoints)
-            .into_iter()
-            .partition(|(v, _)| *v <= value);
-        self.timepoints = waiting;
-        ready
+        take_reached(&mut self.timepoints, value)
+    }
+
+    /// Removes and returns every timepoint at or below the published `value`: those added while
+    /// the signal's first callbacks ran, then those that wait for publication.
+    fn take_published(&mut self, value: u64) -> Vec<(u64, TimepointCallback)> {
+        let mut reached = take_reached(&mut self.timepoints, value);
+        reached.extend(take_reached(&mut self.after_publish, value));
+        reached
     }
 }
 
@@ -114,6 +134,7 @@ impl TimelineSemaphore {
                 signalled: initial_value,
                 failure: None,
                 timepoints: Vec::new(),
+                after_publish: Vec::new(),
                 sleepers: 0,
             }),
             changed: Condvar::new(),
@@ -191,7 +212,7 @@ impl Semaphore for TimelineSemaphore {
             state.value = state.value.max(value);
             self.published.fetch_max(value, Ordering::AcqRel);
             // Timepoints added while the callbacks ran saw the old value and were queued.
-            (state.take_reached(value), state.sleepers)
+            (state.take_published(value), state.sleepers)
         };
         if sleepers > 0 {
             self.changed.notify_all();
@@ -210,7 +231,9 @@ impl Semaphore for TimelineSemaphore {
             }
             state.failure = Some(error.clone());
             self.published.store(FAILED, Ordering::Release);
-            (std::mem::take(&mut state.timepoints), state.sleepers)
+            let mut ready = std::mem::take(&mut state.timepoints);
+            ready.append(&mut state.after_publish);
+            (ready, state.sleepers)
         };
         if sleepers > 0 {
             self.changed.notify_all();
@@ -260,21 +283,38 @@ impl Semaphore for TimelineSemaphore {
     }
 
     fn on_reached(&self, value: u64, callback: TimepointCallback) {
+        self.add_timepoint(value, callback, |state| &mut state.timepoints);
+    }
+
+    fn on_published(&self, value: u64, callback: TimepointCallback) {
+        self.add_timepoint(value, callback, |state| &mut state.after_publish);
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl TimelineSemaphore {
+    /// Runs `callback` now if the value is published at `value` (or the semaphore failed), else
+    /// queues it on the timepoint list `list` picks.
+    fn add_timepoint(
+        &self,
+        value: u64,
+        callback: TimepointCallback,
+        list: impl FnOnce(&mut TimelineState) -> &mut Vec<(u64, TimepointCallback)>,
+    ) {
         let mut state = self.lock();
         let outcome = match &state.failure {
             Some(failure) => Err(failure.clone()),
             None if state.value >= value => Ok(()),
             None => {
-                state.timepoints.push((value, callback));
+                list(&mut state).push((value, callback));
                 return;
             }
         };
         drop(state);
         callback(outcome);
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 
@@ -362,6 +402,42 @@ fn wait_any(timepoints: &[Timepoint], timeout: Timeout) -> Result<()> {
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicBool;
+
+    #[test]
+    fn published_callbacks_run_after_the_value_is_visible_and_the_others_before() {
+        let semaphore = TimelineSemaphore::new(0);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        for (published, at) in [(true, 1), (false, 1), (true, 2)] {
+            let (seen, observed) = (seen.clone(), semaphore.clone());
+            let callback: TimepointCallback = Box::new(move |outcome| {
+                outcome.unwrap();
+                seen.lock().unwrap().push((published, at, observed.query().unwrap()));
+            });
+            if published {
+                semaphore.on_published(at, callback);
+            } else {
+                semaphore.on_reached(at, callback);
+            }
+        }
+        semaphore.signal(1).unwrap();
+        // The reached callback saw the old value; the published one the new; value 2 waits.
+        assert_eq!(*seen.lock().unwrap(), [(false, 1, 0), (true, 1, 1)]);
+        semaphore.signal(2).unwrap();
+        assert_eq!(seen.lock().unwrap().last(), Some(&(true, 2, 2)));
+        // Once published, both kinds run at once; a failure reaches the queued ones too.
+        let late = Arc::new(AtomicBool::new(false));
+        let flag = late.clone();
+        semaphore.on_published(
+            2,
+            Box::new(move |outcome| flag.store(outcome.is_ok(), Ordering::Release)),
+        );
+        assert!(late.load(Ordering::Acquire));
+        let failed = Arc::new(Mutex::new(None));
+        let slot = failed.clone();
+        semaphore.on_published(3, Box::new(move |outcome| *slot.lock().unwrap() = Some(outcome)));
+        semaphore.fail(Error::aborted("gone"));
+        assert!(matches!(failed.lock().unwrap().as_ref(), Some(Err(_))));
+    }
 
     #[test]
     fn callbacks_of_a_signal_run_before_any_waiter_sees_it() {

@@ -236,7 +236,8 @@ impl SubmissionQueue {
         }
         let (sender, pending, promises) = (self.sender.clone(), self.pending.clone(), self.promises.clone());
         let (waits, signal) = (wait.clone(), signal.clone());
-        wait.on_reached(move |waited| {
+        // Once the waits are published, so that nobody sees this work's signal before them.
+        wait.on_published(move |waited| {
             let message = Message::Run {
                 waited,
                 on_device: false,

@@ -102,7 +102,15 @@ impl Queue {
             pending.retain(|weak| weak.strong_count() > 0);
             pending.push(Arc::downgrade(&submission));
         }
-        wait.on_reached(move |outcome| submission.ready(outcome));
+        // A release runs as soon as its waits are reached, before anyone who waited for the
+        // same values can allocate again; other work once they are published, so that nobody
+        // sees its signal before the values it waited for.
+        let releases = matches!(lock(&submission.work).as_ref(), Some(Work::Release(_)));
+        if releases {
+            wait.on_reached(move |outcome| submission.ready(outcome));
+        } else {
+            wait.on_published(move |outcome| submission.ready(outcome));
+        }
     }
 
     /// Blocks until nothing is in flight.
