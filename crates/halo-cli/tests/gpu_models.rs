@@ -63,6 +63,32 @@ fn check_every_case(test: &str, driver: &str, device: &str) {
     );
 }
 
+/// `HALO_CUDA_LIBRARY` names the library the `cuda` driver loads: the fake library's device is
+/// listed, and a path that does not exist is reported by name.
+#[test]
+fn halo_cuda_library_names_the_library_to_load() {
+    let devices = |library: &std::ffi::OsStr| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_halo"))
+            .arg("devices")
+            .env("HALO_CUDA_LIBRARY", library)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr)
+    };
+    let fake = std::env::current_exe().unwrap().with_file_name("libhalo_cuda_fake.so");
+    let listed = devices(fake.as_os_str());
+    assert!(
+        listed.contains("halo fake GPU") && listed.contains("CUDA 12.4"),
+        "{listed}"
+    );
+    let missing = devices("/nonexistent/libcuda.so.1".as_ref());
+    assert!(
+        missing.contains("# cuda: unavailable") && missing.contains("/nonexistent/libcuda.so.1"),
+        "{missing}"
+    );
+}
+
 /// A program missing from `fixtures/models/<driver>` must be listed in its README with the reason.
 #[test]
 fn every_model_is_compiled_for_each_gpu_or_explained() {
