@@ -176,21 +176,13 @@ impl Instance {
     /// Launches already on the stream keep what they were launched with.
     fn update(&self, ops: Vec<StreamOp>) -> Result<Self> {
         for ((old, new), &node) in self.ops.iter().zip(&ops).zip(&self.nodes) {
-            let StreamOp::Launch {
-                function,
-                grid,
-                block,
-                shared_memory,
-                params,
-            } = new
-            else {
-                continue;
-            };
             if old == new {
                 continue;
             }
             let mut pointers = Vec::new();
-            let params = kernel_params(*function, *grid, *block, *shared_memory, params, &mut pointers);
+            let Some(params) = kernel_params(new, &mut pointers) else {
+                continue;
+            };
             // SAFETY: `node` is a kernel node of this instantiation, built for the same kernel;
             // the arguments are copied during the call.
             unsafe {
@@ -257,37 +249,9 @@ fn join(shared: &DeviceShared, graph: CuGraph, of: &[CuGraphNode]) -> Result<CuG
     Ok(node)
 }
 
-/// A kernel node's parameters; the pointers address `params`, which the driver copies.
-fn kernel_params(
-    function: crate::api::CuFunction,
-    grid: [u32; 3],
-    block: [u32; 3],
-    shared_memory: u32,
-    params: &[u64],
-    pointers: &mut Vec<*mut c_void>,
-) -> KernelNodeParams {
-    *pointers = params
-        .iter()
-        .map(|slot| (slot as *const u64).cast_mut().cast())
-        .collect();
-    KernelNodeParams {
-        function,
-        grid,
-        block,
-        shared_memory,
-        params: pointers.as_mut_ptr(),
-        extra: std::ptr::null_mut(),
-        kernel: std::ptr::null_mut(),
-        context: std::ptr::null_mut(),
-    }
-}
-
-/// A kernel node for `op`, after the nodes `after`.
-///
-/// # Errors
-/// `Internal` for anything but a kernel launch (the device keeps fills and copies on the
-/// stream); the driver's failure to add the node.
-fn add_node(shared: &DeviceShared, graph: CuGraph, after: &[CuGraphNode], op: &StreamOp) -> Result<CuGraphNode> {
+/// A kernel node's parameters for `op`, or `None` when it is no launch; `pointers` receives one
+/// pointer per argument slot of `op`, which the driver copies the arguments through.
+fn kernel_params(op: &StreamOp, pointers: &mut Vec<*mut c_void>) -> Option<KernelNodeParams> {
     let StreamOp::Launch {
         function,
         grid,
@@ -296,10 +260,33 @@ fn add_node(shared: &DeviceShared, graph: CuGraph, after: &[CuGraphNode], op: &S
         params,
     } = op
     else {
-        return Err(Error::internal("a GPU graph holds kernel launches only"));
+        return None;
     };
+    *pointers = params
+        .iter()
+        .map(|slot| (slot as *const u64).cast_mut().cast())
+        .collect();
+    Some(KernelNodeParams {
+        function: *function,
+        grid: *grid,
+        block: *block,
+        shared_memory: *shared_memory,
+        params: pointers.as_mut_ptr(),
+        extra: std::ptr::null_mut(),
+        kernel: std::ptr::null_mut(),
+        context: std::ptr::null_mut(),
+    })
+}
+
+/// A kernel node for `op`, after the nodes `after`.
+///
+/// # Errors
+/// `Internal` for anything but a kernel launch (the device keeps fills and copies on the
+/// stream); the driver's failure to add the node.
+fn add_node(shared: &DeviceShared, graph: CuGraph, after: &[CuGraphNode], op: &StreamOp) -> Result<CuGraphNode> {
     let mut pointers = Vec::new();
-    let params = kernel_params(*function, *grid, *block, *shared_memory, params, &mut pointers);
+    let params =
+        kernel_params(op, &mut pointers).ok_or_else(|| Error::internal("a GPU graph holds kernel launches only"))?;
     let mut node: CuGraphNode = std::ptr::null_mut();
     // SAFETY: the kernel belongs to this context, its arguments were resolved from live
     // allocations of this device, and the driver copies them into the node during the call;
