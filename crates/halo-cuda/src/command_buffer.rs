@@ -45,8 +45,6 @@ pub(crate) enum StreamOp {
 // SAFETY: the only handle is a `CUfunction`, an identifier any thread may use with the context
 // current; the executable that owns it is kept alive by the submission.
 unsafe impl Send for StreamOp {}
-// SAFETY: as above; shared references only read the handle.
-unsafe impl Sync for StreamOp {}
 
 /// Turns `commands` with `table` bound to their slots into stream operations.
 ///

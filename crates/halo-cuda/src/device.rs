@@ -15,7 +15,7 @@ use crate::buffer::Contents;
 use crate::command_buffer::{issue, translate, StreamOp};
 use crate::driver::{CommandBufferKind, DeviceOptions};
 use crate::executable::GpuExecutableCache;
-use crate::graph::{self, Instance};
+use crate::graph;
 use crate::promises::Promises;
 use halo_hal::device::query_common_i64;
 use halo_hal::{
@@ -119,10 +119,8 @@ pub(crate) enum Work {
 
 /// A command buffer's translated operations, with what they address.
 pub(crate) struct Commands {
-    /// Issued onto the stream one by one, or moved into `graph`.
+    /// Issued onto the stream one by one, or moved into the command buffer's graph.
     ops: Vec<StreamOp>,
-    /// The graph launched in graph mode.
-    graph: Option<Arc<Instance>>,
     /// Keeps the executables and buffers the operations address alive.
     command_buffer: Arc<CommandBuffer>,
     #[expect(dead_code, reason = "held, never read: keeps bound buffers alive")]
@@ -134,9 +132,7 @@ impl Commands {
     fn issue(&mut self, shared: &Arc<DeviceShared>, stream: CuStream) -> Result<()> {
         match shared.options.command_buffers {
             CommandBufferKind::Graph if graph::suits(&self.command_buffer, &self.ops) => {
-                let ops = std::mem::take(&mut self.ops);
-                self.graph = Some(graph::launch(shared, stream, &self.command_buffer, ops)?);
-                Ok(())
+                graph::launch(shared, stream, &self.command_buffer, std::mem::take(&mut self.ops))
             }
             _ => issue(shared, stream, &mut self.ops),
         }
@@ -273,7 +269,7 @@ impl DeviceShared {
     }
 
     /// `DataLoss` naming what was lost, once the device is.
-    pub(crate) fn check_not_lost(&self) -> Result<()> {
+    fn check_not_lost(&self) -> Result<()> {
         match self.lost.get() {
             None => Ok(()),
             Some(cause) => Err(Error::new(
@@ -492,7 +488,6 @@ impl Device for GpuDevice {
                 let ops = translate(&self.shared, command_buffer.commands()?, binding_table)?;
                 Work::Commands(Commands {
                     ops,
-                    graph: None,
                     command_buffer: command_buffer.clone(),
                     bindings: binding_table.iter().map(Binding::to_static).collect(),
                 })

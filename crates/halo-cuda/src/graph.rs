@@ -18,14 +18,15 @@ use std::sync::{Arc, Mutex};
 
 /// What a command buffer keeps between submissions: its last instantiated graph.
 #[derive(Default)]
-struct GraphSlot(Mutex<Option<Arc<Instance>>>);
+struct GraphSlot(Mutex<Option<Instance>>);
 
 /// An instantiated graph and the operations its nodes were last set from.
 ///
-/// Ownership: the command buffer keeps its latest instance, and a submission in flight the one
-/// it launched. Threading: any thread.
-pub(crate) struct Instance {
-    exec: Arc<Exec>,
+/// Ownership: the command buffer's slot owns it. A launch in flight needs nothing of it: CUDA
+/// frees a destroyed instantiation once its launches complete, and the submission holds the
+/// command buffer, whose executables hold the kernels. Threading: any thread.
+struct Instance {
+    exec: Exec,
     /// One node per operation; null for barriers.
     nodes: Vec<CuGraphNode>,
     ops: Vec<StreamOp>,
@@ -34,8 +35,6 @@ pub(crate) struct Instance {
 // SAFETY: node handles are identifiers the driver lets any thread use with the context current;
 // they are only passed to the driver while the owning graph lives (`exec`).
 unsafe impl Send for Instance {}
-// SAFETY: as above; shared references never mutate the handles.
-unsafe impl Sync for Instance {}
 
 /// A graph and its instantiation, destroyed together.
 struct Exec {
@@ -50,8 +49,6 @@ struct Exec {
 
 // SAFETY: graph handles are identifiers usable from any thread with the context current.
 unsafe impl Send for Exec {}
-// SAFETY: as above.
-unsafe impl Sync for Exec {}
 
 impl Drop for Exec {
     fn drop(&mut self) {
@@ -92,21 +89,24 @@ pub(crate) fn launch(
     stream: CuStream,
     command_buffer: &CommandBuffer,
     ops: Vec<StreamOp>,
-) -> Result<Arc<Instance>> {
+) -> Result<()> {
     let slot = command_buffer.driver_cache(|_| Ok(GraphSlot::default()))?;
     let commands = command_buffer.commands()?;
     let mut cached = slot.0.lock().unwrap_or_else(|p| p.into_inner());
     // Taken out, so that a failure leaves nothing to reuse.
     let instance = match cached.take() {
         Some(previous) if previous.ops == ops => previous,
-        Some(previous) if only_kernel_arguments_differ(&previous.ops, &ops) => Arc::new(previous.update(ops)?),
-        _ => Arc::new(Instance::build(shared, commands, ops)?),
+        Some(mut previous) if only_kernel_arguments_differ(&previous.ops, &ops) => {
+            previous.update(ops)?;
+            previous
+        }
+        _ => Instance::build(shared, commands, ops)?,
     };
-    // SAFETY: the instantiation belongs to this context and lives while `instance` does, which
-    // the caller keeps until the launch completes.
+    // SAFETY: the instantiation belongs to this context; destroying it later does not disturb
+    // this launch.
     unsafe { shared.api.graph_launch(instance.exec.exec, stream) }?;
-    *cached = Some(instance.clone());
-    Ok(instance)
+    *cached = Some(instance);
+    Ok(())
 }
 
 /// Whether `new` is `old` with other arguments (or grids) for some kernels.
@@ -165,16 +165,12 @@ impl Instance {
         }
         // SAFETY: the graph was built above on this context; `exec.exec` is an out-pointer.
         unsafe { api.graph_instantiate(&mut exec.exec, graph, 0) }?;
-        Ok(Instance {
-            exec: Arc::new(exec),
-            nodes,
-            ops,
-        })
+        Ok(Instance { exec, nodes, ops })
     }
 
-    /// The same instantiation with the kernel nodes whose arguments differ in `ops` set anew.
-    /// Launches already on the stream keep what they were launched with.
-    fn update(&self, ops: Vec<StreamOp>) -> Result<Self> {
+    /// Sets anew the kernel nodes whose arguments differ in `ops`, which the instance then
+    /// holds. Launches already on the stream keep what they were launched with.
+    fn update(&mut self, ops: Vec<StreamOp>) -> Result<()> {
         for ((old, new), &node) in self.ops.iter().zip(&ops).zip(&self.nodes) {
             if old == new {
                 continue;
@@ -192,11 +188,8 @@ impl Instance {
                     .graph_exec_kernel_node_set_params(self.exec.exec, node, &params)
             }?;
         }
-        Ok(Instance {
-            exec: self.exec.clone(),
-            nodes: self.nodes.clone(),
-            ops,
-        })
+        self.ops = ops;
+        Ok(())
     }
 }
 
