@@ -91,6 +91,7 @@ impl Queue {
     /// Queues `work` to run after `wait`, signalling `signal` when done.
     pub fn submit(self: &Arc<Self>, wait: &Fence, signal: Fence, work: Work) {
         *lock(&self.in_flight) += 1;
+        let releases = matches!(work, Work::Release(_));
         let submission = Arc::new(Submission {
             queue: self.clone(),
             signal,
@@ -105,7 +106,6 @@ impl Queue {
         // A release runs as soon as its waits are reached, before anyone who waited for the
         // same values can allocate again; other work once they are published, so that nobody
         // sees its signal before the values it waited for.
-        let releases = matches!(lock(&submission.work).as_ref(), Some(Work::Release(_)));
         if releases {
             wait.on_reached(move |outcome| submission.ready(outcome));
         } else {
