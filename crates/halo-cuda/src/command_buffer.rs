@@ -4,8 +4,9 @@
 //!
 //! This is IREE's stream-backed command buffer: every operation goes onto one in-order stream,
 //! so barriers cost nothing. With `command_buffers=graph`, the operations of a command buffer of
-//! kernel launches become a graph instead ([`crate::graph`]). Indirect workgroup counts are not supported (IREE's CUDA stream
-//! command buffers refuse them too): reading the count would need a host round trip.
+//! kernel launches become a graph instead ([`crate::graph`]). Indirect workgroup counts are not
+//! supported (IREE's CUDA stream command buffers refuse them too): reading the count would need a
+//! host round trip.
 
 use crate::api::CuFunction;
 use crate::buffer::GpuAllocation;

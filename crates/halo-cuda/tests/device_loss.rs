@@ -4,8 +4,8 @@
 //! has its binary to itself. Without the CUDA driver library or a GPU it says that it skipped.
 
 use halo_hal::{
-    BufferParams, BufferRef, CommandBufferMode, CommandCategory, Device, DispatchCommand, DriverRegistry,
-    ExecutableParams, Fence, QueueAffinity, StatusCode, Timeout, WorkgroupCount,
+    BufferParams, BufferRef, CommandBuffer, CommandBufferMode, CommandCategory, Device, DispatchCommand,
+    DriverRegistry, ExecutableParams, Fence, QueueAffinity, StatusCode, Timeout, WorkgroupCount,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,6 +26,19 @@ fn faulting_executable() -> Vec<u8> {
     let null = format!("{:<width$}", "mov.b64 %rd1, 0;", width = load.len());
     data[at..at + load.len()].copy_from_slice(null.as_bytes());
     data
+}
+
+/// Submits `command_buffer` with a semaphore of its own and waits for it.
+fn submit_and_wait(device: &dyn Device, command_buffer: &Arc<CommandBuffer>) -> halo_hal::Result<()> {
+    let done = device.create_semaphore(0)?;
+    device.queue_execute(
+        QueueAffinity::ANY,
+        &Fence::new(),
+        &Fence::at(done.clone(), 1),
+        Some(command_buffer),
+        &[],
+    )?;
+    done.wait(1, Timeout::from(PATIENCE))
 }
 
 #[test]
@@ -71,40 +84,15 @@ fn a_faulting_kernel_loses_the_device_and_later_work_fails_saying_so() {
         .unwrap();
     command_buffer.end().unwrap();
 
-    let timeline = device.create_semaphore(0).unwrap();
-    device
-        .queue_execute(
-            QueueAffinity::ANY,
-            &Fence::new(),
-            &Fence::at(timeline.clone(), 1),
-            Some(&command_buffer),
-            &[],
-        )
-        .unwrap();
-    let fault = timeline
-        .wait(1, Timeout::from(PATIENCE))
-        .expect_err("a store through null fails");
+    let fault = submit_and_wait(device.as_ref(), &command_buffer).expect_err("a store through null fails");
     assert_eq!(fault.code(), StatusCode::DataLoss, "{fault}");
     assert!(fault.to_string().contains("CUDA_ERROR_"), "{fault}");
 
-    // Later work fails without reaching the driver, naming the loss and its cause (on a new
-    // semaphore: the first one keeps its failure).
-    let timeline = device.create_semaphore(0).unwrap();
+    // Later work fails without reaching the driver, naming the loss and its cause.
     let fill = device.transfer_command_buffer(QueueAffinity::ANY).unwrap();
     fill.fill_buffer(BufferRef::whole(&output), &[7]).unwrap();
     fill.end().unwrap();
-    device
-        .queue_execute(
-            QueueAffinity::ANY,
-            &Fence::new(),
-            &Fence::at(timeline.clone(), 1),
-            Some(&fill),
-            &[],
-        )
-        .unwrap();
-    let lost = timeline
-        .wait(1, Timeout::from(PATIENCE))
-        .expect_err("a lost device runs nothing");
+    let lost = submit_and_wait(device.as_ref(), &fill).expect_err("a lost device runs nothing");
     assert_eq!(lost.code(), StatusCode::DataLoss, "{lost}");
     assert!(lost.to_string().contains("device was lost"), "{lost}");
     device.wait_idle(Timeout::from(PATIENCE)).unwrap();
