@@ -3,7 +3,8 @@
 //! fail at once naming the loss, and waiting for the device ends. The poison is the whole
 //! process's, so this test has its binary to itself.
 
-use halo_cuda::{GpuDriver, Vendor};
+mod common;
+
 use halo_hal::{BufferParams, BufferRef, Device, Driver, Fence, QueueAffinity, StatusCode, Timeout};
 use std::time::Duration;
 
@@ -26,12 +27,7 @@ fn fill_and_wait(device: &dyn Device, target: &halo_hal::Buffer, pattern: u32) -
 
 #[test]
 fn a_fault_loses_the_fake_device_and_later_work_fails_saying_so() {
-    let library = std::env::current_exe()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("libhalo_cuda_fake.so");
-    let driver = GpuDriver::from_library(Vendor::Cuda, &library).expect("loading the fake CUDA library");
+    let driver = common::fake_driver().expect("loading the fake CUDA library");
     let device = driver.create_device("", &Default::default()).unwrap();
     let target = device.allocator().allocate_buffer(BufferParams::default(), 64).unwrap();
     fill_and_wait(device.as_ref(), &target, 7).expect("the device works before the fault");

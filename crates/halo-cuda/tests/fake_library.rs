@@ -3,26 +3,15 @@
 //! cases run here without a GPU, in both command-buffer modes' stream path. The fake runs no
 //! kernels, so the cases that need a kernel's results are listed as unsupported.
 
-use halo_cts::{cts_suite, Manifest, Tag};
-use halo_cuda::{GpuDriver, Vendor};
-use halo_hal::{Device, DriverRegistry, Result};
-use std::path::PathBuf;
-use std::sync::Arc;
+mod common;
 
-/// The fake library, which cargo builds next to the test binaries (a dev-dependency).
-fn fake_library() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    exe.parent()
-        .expect("the test binary's folder")
-        .join("libhalo_cuda_fake.so")
-}
+use halo_cts::{cts_suite, Manifest, Tag};
+use halo_hal::{Device, DriverRegistry, Result};
+use std::sync::Arc;
 
 fn create_device(uri: &str) -> Result<Arc<dyn Device>> {
     let mut registry = DriverRegistry::new();
-    registry.register(
-        "cuda",
-        Box::new(|| Ok(Arc::new(GpuDriver::from_library(Vendor::Cuda, &fake_library())?))),
-    );
+    registry.register("cuda", Box::new(|| Ok(Arc::new(common::fake_driver()?))));
     registry.create_device(uri)
 }
 

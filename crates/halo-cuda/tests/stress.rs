@@ -4,6 +4,8 @@
 //! CUDA GPU (saying that it skipped without one) and, but for the PTX one, on the device of
 //! `halo-cuda-fake`, so the submission logic is exercised on every CI run.
 
+mod common;
+
 use halo_hal::{
     Buffer, BufferParams, BufferRef, CommandBuffer, Device, DriverRegistry, Error, ExecutableParams, Fence, MemoryType,
     QueueAffinity, Semaphore, Timeout,
@@ -25,14 +27,9 @@ fn device_or_skip(test: &str) -> Option<Arc<dyn Device>> {
     }
 }
 
-/// The device of the fake CUDA library that cargo builds next to the tests.
+/// The device of the fake CUDA library.
 fn fake_device() -> Arc<dyn Device> {
-    let library = std::env::current_exe()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("libhalo_cuda_fake.so");
-    let driver = halo_cuda::GpuDriver::from_library(halo_cuda::Vendor::Cuda, &library).unwrap();
+    let driver = common::fake_driver().unwrap();
     halo_hal::Driver::create_device(&driver, "", &Default::default()).unwrap()
 }
 
