@@ -23,11 +23,11 @@ fn every_cuda_model_fixture_matches_iree_output() {
 }
 
 #[test]
-fn every_cuda_model_fixture_matches_iree_output_with_graph_command_buffers() {
+fn every_cuda_model_fixture_matches_iree_output_with_stream_command_buffers() {
     check_every_case(
-        "every_cuda_model_fixture_matches_iree_output_with_graph_command_buffers",
+        "every_cuda_model_fixture_matches_iree_output_with_stream_command_buffers",
         "cuda",
-        "cuda://?command_buffers=graph",
+        "cuda://?command_buffers=stream",
     );
 }
 

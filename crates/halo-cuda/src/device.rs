@@ -71,6 +71,8 @@ pub struct DeviceShared {
     stream: Mutex<CuStream>,
     pub(crate) limits: Limits,
     pub(crate) options: DeviceOptions,
+    /// How command buffers reach the GPU: the option, or the driver's best when it is unset.
+    command_buffers: CommandBufferKind,
     pub(crate) total_memory: u64,
     /// Semaphore values that work already on the stream signals; a submission that waits for no
     /// more than these can follow it onto the stream at once.
@@ -130,7 +132,7 @@ pub(crate) struct Commands {
 impl Commands {
     /// Puts the operations on `stream` in the device's way of running command buffers.
     fn issue(&mut self, shared: &Arc<DeviceShared>, stream: CuStream) -> Result<()> {
-        match shared.options.command_buffers {
+        match shared.command_buffers {
             CommandBufferKind::Graph if graph::suits(&self.command_buffer, &self.ops) => {
                 graph::launch(shared, stream, &self.command_buffer, std::mem::take(&mut self.ops))
             }
@@ -141,6 +143,7 @@ impl Commands {
 
 impl DeviceShared {
     fn new(api: Arc<Api>, device: CuDevice, total_memory: u64, options: DeviceOptions) -> Result<Arc<Self>> {
+        let command_buffers = command_buffer_kind(&api, options.command_buffers)?;
         let limits = Limits::query(&api, device)?;
         let mut context: CuContext = std::ptr::null_mut();
         // SAFETY: `device` is a valid ordinal and `context` an out-pointer.
@@ -164,6 +167,7 @@ impl DeviceShared {
             stream: Mutex::new(stream),
             limits,
             options,
+            command_buffers,
             total_memory,
             promises: Promises::default(),
             events: Mutex::new(Vec::new()),
@@ -341,6 +345,21 @@ impl DeviceShared {
     }
 }
 
+/// How a device runs command buffers: as asked, or, unasked, as graphs where the driver has the
+/// graph entry points. Graphs were faster than the stream on every reused command buffer measured
+/// on an H100, and they leave one-shot command buffers, fills and copies on the stream.
+///
+/// # Errors
+/// `Unimplemented` when graphs are asked of a driver without them (HIP, old CUDA drivers).
+fn command_buffer_kind(api: &Api, asked: Option<CommandBufferKind>) -> Result<CommandBufferKind> {
+    match asked {
+        Some(CommandBufferKind::Graph) => api.graphs().map(|_| CommandBufferKind::Graph),
+        Some(kind) => Ok(kind),
+        None if api.graphs().is_ok() => Ok(CommandBufferKind::Graph),
+        None => Ok(CommandBufferKind::Stream),
+    }
+}
+
 /// The completion thread: waits for each submission's event in issue order (the stream runs them
 /// in that order), then signals or fails its semaphores and lets go of what it held.
 fn complete_in_order(receiver: Receiver<InFlight>) {
@@ -422,9 +441,6 @@ impl GpuDevice {
             return Err(Error::unimplemented(
                 "this GPU has no memory pools for stream-ordered allocation; pass async_allocations=false",
             ));
-        }
-        if options.command_buffers == CommandBufferKind::Graph {
-            api.graphs()?;
         }
         let shared = DeviceShared::new(api, device, total_memory, options)?;
         Ok(GpuDevice {

@@ -145,15 +145,15 @@ pub struct DeviceOptions {
     /// `cuMemFreeAsync`): allocations and frees ordered on the stream, without waiting for the
     /// device. Off, they use `cuMemAlloc` and `cuMemFree`, which synchronize.
     pub async_allocations: bool,
-    /// How command buffers reach the GPU (`command_buffers=stream|graph`).
-    pub command_buffers: CommandBufferKind,
+    /// How command buffers reach the GPU (`command_buffers=stream|graph`); unset, graphs where
+    /// the driver has them (CUDA) and the stream elsewhere (HIP).
+    pub command_buffers: Option<CommandBufferKind>,
 }
 
 /// How a device runs command buffers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommandBufferKind {
     /// Each submission's operations are issued onto the stream one by one.
-    #[default]
     Stream,
     /// A reusable command buffer of kernel launches becomes a CUDA graph, instantiated once
     /// and launched with one call; launches between barriers may run concurrently, and a
@@ -166,7 +166,7 @@ impl Default for DeviceOptions {
     fn default() -> Self {
         DeviceOptions {
             async_allocations: true,
-            command_buffers: CommandBufferKind::default(),
+            command_buffers: None,
         }
     }
 }
@@ -193,8 +193,8 @@ impl DeviceOptions {
                 }
                 "command_buffers" => {
                     options.command_buffers = match value.as_str() {
-                        "stream" => CommandBufferKind::Stream,
-                        "graph" => CommandBufferKind::Graph,
+                        "stream" => Some(CommandBufferKind::Stream),
+                        "graph" => Some(CommandBufferKind::Graph),
                         _ => {
                             return Err(Error::invalid_argument(format!(
                                 "device parameter '{key}' is '{value}'; expected stream or graph"
@@ -235,7 +235,8 @@ mod tests {
         let error = DeviceOptions::from_params(&params(&[("async_allocations", "maybe")])).unwrap_err();
         assert!(error.to_string().contains("expected true or false"), "{error}");
         let graph = DeviceOptions::from_params(&params(&[("command_buffers", "graph")])).unwrap();
-        assert_eq!(graph.command_buffers, CommandBufferKind::Graph);
+        assert_eq!(graph.command_buffers, Some(CommandBufferKind::Graph));
+        assert_eq!(DeviceOptions::default().command_buffers, None, "the device chooses");
         assert!(graph.async_allocations);
         let error = DeviceOptions::from_params(&params(&[("command_buffers", "tree")])).unwrap_err();
         assert!(error.to_string().contains("expected stream or graph"), "{error}");

@@ -1,4 +1,4 @@
-//! Graph-backed command buffers (device parameter `command_buffers=graph`, CUDA only): the
+//! Graph-backed command buffers (CUDA's default; device parameter `command_buffers=graph`): the
 //! kernel launches of a reusable command buffer become one CUDA graph, instantiated on its first
 //! submission and launched with a single call on later ones. One-shot command buffers, and those
 //! that fill or copy, stay on the stream (`suits`).

@@ -14,9 +14,9 @@
 //! - executables are `cuda-nvptx-fb` FlatBuffers of PTX, JIT-compiled by the driver, or
 //!   `rocm-hsaco-fb` FlatBuffers of AMD code objects ([`executable`]);
 //! - command buffers are halo-hal's validated command lists, translated at submit into stream
-//!   operations (memsets, copies, kernel launches) and issued in order ([`command_buffer`]), or,
-//!   with `command_buffers=graph`, built into a CUDA graph that is instantiated once and
-//!   relaunched ([`graph`]);
+//!   operations (memsets, copies, kernel launches) and issued in order ([`command_buffer`]); on
+//!   CUDA, by default (`command_buffers=graph`; `stream` turns it off), a reusable one of kernel
+//!   launches becomes a CUDA graph that is instantiated once and relaunched ([`graph`]);
 //! - semaphores are halo-hal's host timelines: a submission is issued by whichever thread meets
 //!   its last wait, and signalled by the device's completion thread once an event recorded after
 //!   it has passed.

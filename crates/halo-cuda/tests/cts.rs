@@ -40,25 +40,26 @@ static CUDA_SYNC_ALLOCATIONS: Manifest = Manifest {
 
 cts_suite!(cuda_sync_allocations, CUDA_SYNC_ALLOCATIONS, super::create_device);
 
-/// The same suite with command buffers run as CUDA graphs.
-static CUDA_GRAPHS: Manifest = Manifest {
+/// The same suite with every command buffer issued onto the stream (the default runs reusable
+/// command buffers of launches as CUDA graphs where the driver has them).
+static CUDA_STREAM: Manifest = Manifest {
     driver: "cuda",
-    device_uri: "cuda://?command_buffers=graph",
+    device_uri: "cuda://?command_buffers=stream",
     ..CUDA
 };
 
-cts_suite!(cuda_graph_command_buffers, CUDA_GRAPHS, super::create_device);
+cts_suite!(cuda_stream_command_buffers, CUDA_STREAM, super::create_device);
 
-/// Graphs with device-local memory from `cuMemAlloc`.
-static CUDA_GRAPHS_SYNC_ALLOCATIONS: Manifest = Manifest {
+/// Stream command buffers with device-local memory from `cuMemAlloc`.
+static CUDA_STREAM_SYNC_ALLOCATIONS: Manifest = Manifest {
     driver: "cuda",
-    device_uri: "cuda://?command_buffers=graph&async_allocations=false",
+    device_uri: "cuda://?command_buffers=stream&async_allocations=false",
     ..CUDA
 };
 
 cts_suite!(
-    cuda_graph_command_buffers_sync_allocations,
-    CUDA_GRAPHS_SYNC_ALLOCATIONS,
+    cuda_stream_command_buffers_sync_allocations,
+    CUDA_STREAM_SYNC_ALLOCATIONS,
     super::create_device
 );
 

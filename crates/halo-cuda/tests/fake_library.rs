@@ -49,9 +49,13 @@ static FAKE_SYNC_ALLOCATIONS: Manifest = Manifest {
 cts_suite!(fake_sync_allocations, FAKE_SYNC_ALLOCATIONS, super::create_device);
 
 /// The fake has no graph entry points, as a CUDA driver older than 12 lacks them: graph
-/// command buffers are refused when the device is created, naming why.
+/// command buffers asked for are refused when the device is created, naming why, and the
+/// default falls back to the stream.
 #[test]
 fn graph_command_buffers_without_graph_entry_points_are_refused() {
+    if let Err(error) = create_device("cuda://") {
+        panic!("the default device over a library without graphs: {error}");
+    }
     let error = match create_device("cuda://?command_buffers=graph") {
         Ok(_) => panic!("a device with graph command buffers over a library without graphs"),
         Err(error) => error,
