@@ -2,6 +2,7 @@
 //! addressed by one unified (UVA) pointer.
 
 use crate::device::DeviceShared;
+use crate::recycler::block_size;
 use halo_hal::{Allocation, Error, MemoryType, Result};
 use std::any::Any;
 use std::ptr::NonNull;
@@ -9,7 +10,7 @@ use std::sync::Arc;
 
 /// Which vendor allocator a buffer came from, which decides how it is freed and whether the host
 /// can address it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum MemoryKind {
     /// `cuMemAlloc`: device-local, invisible to the host.
     Device,
@@ -51,16 +52,21 @@ pub struct GpuAllocation {
     kind: MemoryKind,
     /// Allocated (and so freed) in the order of the device's stream, from its memory pool.
     stream_ordered: bool,
+    /// The bytes the vendor allocation holds, at least `size`: what the device's recycler keeps
+    /// it under once freed.
+    block: usize,
 }
 
 impl GpuAllocation {
     /// Allocates `size` bytes of `kind` (at least one byte: the vendor APIs have no empty allocations).
     /// Device memory comes from the stream's memory pool when the device allows it: available to
-    /// everything issued on the stream from now on, without waiting for the device.
+    /// everything issued on the stream from now on, without waiting for the device. Other memory
+    /// comes from the device's recycler when it holds a freed block of the size.
     pub(crate) fn new(shared: &Arc<DeviceShared>, size: u64, kind: MemoryKind, contents: Contents) -> Result<Self> {
         let bytes = usize::try_from(size.max(1))
             .map_err(|_| Error::resource_exhausted(format!("a buffer of {size} bytes does not fit this host")))?;
         let stream_ordered = kind == MemoryKind::Device && shared.options.async_allocations;
+        let block = if stream_ordered { bytes } else { block_size(bytes) };
         let pointer = if stream_ordered {
             shared.with_stream(|api, stream| {
                 let mut pointer = 0u64;
@@ -77,7 +83,7 @@ impl GpuAllocation {
                 Ok(pointer)
             })?
         } else {
-            allocate_now(shared, bytes, kind, contents)?
+            allocate_now(shared, bytes, block, kind, contents)?
         };
         shared.count_allocated(size as i64);
         Ok(GpuAllocation {
@@ -86,6 +92,7 @@ impl GpuAllocation {
             size,
             kind,
             stream_ordered,
+            block,
         })
     }
 
@@ -100,26 +107,23 @@ impl GpuAllocation {
     }
 }
 
-/// An allocation made and zeroed before returning (pinned, managed, or device memory without
-/// memory pools).
-fn allocate_now(shared: &DeviceShared, bytes: usize, kind: MemoryKind, contents: Contents) -> Result<u64> {
+/// A block of `block` bytes for `bytes` (pinned, managed, or device memory without memory
+/// pools), reused or made, with its first `bytes` zeroed before returning if asked.
+fn allocate_now(
+    shared: &DeviceShared,
+    bytes: usize,
+    block: usize,
+    kind: MemoryKind,
+    contents: Contents,
+) -> Result<u64> {
     shared.bind()?;
     let api = &shared.api;
-    let mut pointer = 0u64;
-    // SAFETY: the out-pointers are valid for the calls; the context is current.
-    unsafe {
-        match kind {
-            MemoryKind::Device => api.mem_alloc(&mut pointer, bytes)?,
-            MemoryKind::Managed => api.mem_alloc_managed(&mut pointer, bytes, crate::api::MEM_ATTACH_GLOBAL)?,
-            MemoryKind::PinnedHost => {
-                let mut host = std::ptr::null_mut();
-                api.mem_alloc_host(&mut host, bytes)?;
-                pointer = host as u64;
-            }
-        }
-    }
+    let pointer = match shared.recycler.take(kind, block) {
+        Some(pointer) => pointer,
+        None => allocate_block(api, block, kind)?,
+    };
     if contents == Contents::Zeroed {
-        // SAFETY: `pointer` addresses `bytes` bytes just allocated and not yet shared.
+        // SAFETY: `pointer` addresses `block` bytes, at least `bytes`, that nothing else uses.
         if let Err(error) = unsafe { api.memset_d8(pointer, 0, bytes) } {
             free_now(api, pointer, kind);
             return Err(error.context(format!("zeroing a new buffer of {bytes} bytes")));
@@ -128,9 +132,27 @@ fn allocate_now(shared: &DeviceShared, bytes: usize, kind: MemoryKind, contents:
     Ok(pointer)
 }
 
+/// A new vendor allocation of `block` bytes of `kind`; the context is current.
+fn allocate_block(api: &crate::api::Api, block: usize, kind: MemoryKind) -> Result<u64> {
+    let mut pointer = 0u64;
+    // SAFETY: the out-pointers are valid for the calls; the caller made the context current.
+    unsafe {
+        match kind {
+            MemoryKind::Device => api.mem_alloc(&mut pointer, block)?,
+            MemoryKind::Managed => api.mem_alloc_managed(&mut pointer, block, crate::api::MEM_ATTACH_GLOBAL)?,
+            MemoryKind::PinnedHost => {
+                let mut host = std::ptr::null_mut();
+                api.mem_alloc_host(&mut host, block)?;
+                pointer = host as u64;
+            }
+        }
+    }
+    Ok(pointer)
+}
+
 /// Frees an allocation made by [`allocate_now`]; errors mean the context is lost, and the memory
 /// with it.
-fn free_now(api: &crate::api::Api, pointer: u64, kind: MemoryKind) {
+pub(crate) fn free_now(api: &crate::api::Api, pointer: u64, kind: MemoryKind) {
     // SAFETY: the pointer came from the matching allocator and nothing uses it any more.
     let _ = unsafe {
         match kind {
@@ -150,8 +172,10 @@ impl Drop for GpuAllocation {
             let _ = self
                 .shared
                 .with_stream(|api, stream| unsafe { api.mem_free_async(self.pointer, stream) });
-        } else if self.shared.bind().is_ok() {
-            free_now(&self.shared.api, self.pointer, self.kind);
+        } else if let Err(pointer) = self.shared.recycler.keep(self.kind, self.block, self.pointer) {
+            if self.shared.bind().is_ok() {
+                free_now(&self.shared.api, pointer, self.kind);
+            }
         }
         self.shared.count_allocated(-(self.size as i64));
     }

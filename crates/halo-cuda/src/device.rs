@@ -17,6 +17,7 @@ use crate::driver::{CommandBufferKind, DeviceOptions};
 use crate::executable::GpuExecutableCache;
 use crate::graph;
 use crate::promises::Promises;
+use crate::recycler::Recycler;
 use halo_hal::device::query_common_i64;
 use halo_hal::{
     Allocator, AllocatorStatistics, Binding, Buffer, BufferParams, CommandBuffer, Device, DeviceInfo, Error,
@@ -74,6 +75,8 @@ pub struct DeviceShared {
     /// How command buffers reach the GPU: the option, or the driver's best when it is unset.
     command_buffers: CommandBufferKind,
     pub(crate) total_memory: u64,
+    /// Freed allocations of the memory that has no stream-ordered pool, kept for reuse.
+    pub(crate) recycler: Recycler,
     /// Semaphore values that work already on the stream signals; a submission that waits for no
     /// more than these can follow it onto the stream at once.
     promises: Promises,
@@ -169,6 +172,7 @@ impl DeviceShared {
             options,
             command_buffers,
             total_memory,
+            recycler: Recycler::default(),
             promises: Promises::default(),
             events: Mutex::new(Vec::new()),
             completions: Mutex::new(sender),
@@ -407,6 +411,9 @@ impl Drop for DeviceShared {
         // the handles were created on this context and are destroyed once.
         unsafe {
             let _ = self.api.stream_synchronize(stream);
+            for (kind, pointer) in self.recycler.drain() {
+                crate::buffer::free_now(&self.api, pointer, kind);
+            }
             for event in events {
                 let _ = self.api.event_destroy(event);
             }

@@ -10,7 +10,8 @@
 //! - a device is a GPU's primary context with one non-blocking stream ([`device`]);
 //! - buffers are `cuMemAlloc` (device-local), `cuMemAllocManaged` (device-local and
 //!   host-visible) or `cuMemAllocHost` (pinned host) allocations, addressed by unified pointers
-//!   ([`allocator`], [`buffer`]);
+//!   ([`allocator`], [`buffer`]); freed blocks of memory without a stream-ordered pool are kept
+//!   for reuse, since those vendor calls synchronize with the device (`recycler`);
 //! - executables are `cuda-nvptx-fb` FlatBuffers of PTX, JIT-compiled by the driver, or
 //!   `rocm-hsaco-fb` FlatBuffers of AMD code objects ([`executable`]);
 //! - command buffers are halo-hal's validated command lists, translated at submit into stream
@@ -43,6 +44,7 @@ pub mod driver;
 pub mod executable;
 pub mod graph;
 mod promises;
+mod recycler;
 
 pub use api::Vendor;
 pub use driver::{CommandBufferKind, DeviceOptions, GpuDriver, DRIVER_NAME, HIP_DRIVER_NAME};

@@ -1,6 +1,7 @@
 //! The CUDA driver under load and under failure: long chains of submissions queued in
 //! wait-before-signal order from several threads, a failed submission failing what waits on it
-//! while the device keeps working, and executables whose PTX does not load. Each test runs on a
+//! while the device keeps working, executables whose PTX does not load, and host memory allocated
+//! and freed for every value read back, as programs do in loops. Each test runs on a
 //! CUDA GPU (saying that it skipped without one) and, but for the PTX one, on the device of
 //! `halo-cuda-fake`, so the submission logic is exercised on every CI run.
 
@@ -55,6 +56,7 @@ macro_rules! on_gpu_and_fake {
 on_gpu_and_fake!(ten_thousand_chained_submissions_from_four_threads_complete_in_order);
 on_gpu_and_fake!(a_failed_wait_fails_what_follows_and_the_device_keeps_working);
 on_gpu_and_fake!(chains_submitted_in_order_follow_each_other_on_the_stream);
+on_gpu_and_fake!(freed_host_memory_is_reused_zeroed_and_readbacks_in_a_loop_see_each_value);
 
 fn buffer(device: &dyn Device, bytes: u64) -> Buffer {
     let params = BufferParams {
@@ -244,4 +246,70 @@ fn chains_submitted_in_order_follow_each_other_on_the_stream(device: Arc<dyn Dev
         assert_eq!(u64::from(word), last, "slot {slot}");
     }
     device.wait_idle(Timeout::from(PATIENCE)).unwrap();
+}
+
+fn freed_host_memory_is_reused_zeroed_and_readbacks_in_a_loop_see_each_value(device: Arc<dyn Device>) {
+    let pinned = MemoryType::HOST_LOCAL | MemoryType::DEVICE_VISIBLE;
+    let managed = MemoryType::DEVICE_LOCAL | MemoryType::HOST_VISIBLE;
+    for memory_type in [pinned, managed] {
+        let params = BufferParams {
+            memory_type,
+            ..BufferParams::default()
+        };
+        let first = device.allocator().allocate_buffer(params, 1000).unwrap();
+        first.map_write(0, &[0xAB; 1000]).unwrap();
+        let address = first.host_range(0, 1000).unwrap().0;
+        drop(first);
+        let second = device.allocator().allocate_buffer(params, 1000).unwrap();
+        assert_eq!(
+            second.host_range(0, 1000).unwrap().0,
+            address,
+            "{memory_type:?}: the freed block serves the next allocation of its size"
+        );
+        assert!(
+            second.read_all().unwrap().iter().all(|&byte| byte == 0),
+            "{memory_type:?}: a reused block is zeroed as a new one is"
+        );
+    }
+    // A program that reads a value back every iteration: a host-visible staging buffer
+    // allocated on the queue, copied into, read by the host and released, a thousand times.
+    const LINKS: u64 = 1000;
+    let source = buffer(device.as_ref(), 4);
+    let timeline = device.create_semaphore(0).unwrap();
+    let before = device.allocator().statistics().bytes_allocated;
+    for link in 1..=LINKS {
+        let memory_type = if link % 2 == 0 { pinned } else { managed };
+        let params = BufferParams {
+            memory_type,
+            ..BufferParams::default()
+        };
+        let after_previous = Fence::at(timeline.clone(), link - 1);
+        let staging = device
+            .queue_alloca(QueueAffinity::ANY, &after_previous, &Fence::new(), params, 4)
+            .unwrap();
+        let command_buffer = device.transfer_command_buffer(QueueAffinity::ANY).unwrap();
+        command_buffer
+            .fill_buffer(BufferRef::direct(&source, 0, 4), &(link as u32).to_le_bytes())
+            .unwrap();
+        command_buffer.execution_barrier().unwrap();
+        command_buffer
+            .copy_buffer(BufferRef::direct(&source, 0, 4), BufferRef::direct(&staging, 0, 4))
+            .unwrap();
+        command_buffer.end().unwrap();
+        let done = Fence::at(timeline.clone(), link);
+        device
+            .queue_execute(QueueAffinity::ANY, &after_previous, &done, Some(&command_buffer), &[])
+            .unwrap();
+        timeline.wait(link, Timeout::from(PATIENCE)).unwrap();
+        assert_eq!(words(&staging), [link as u32], "link {link} read back");
+        device
+            .queue_dealloca(QueueAffinity::ANY, &done, &Fence::new(), &staging)
+            .unwrap();
+    }
+    device.wait_idle(Timeout::from(PATIENCE)).unwrap();
+    assert_eq!(
+        device.allocator().statistics().bytes_allocated,
+        before,
+        "every staging buffer was freed"
+    );
 }
