@@ -9,6 +9,10 @@
 //!     --halo target/release/halo --module fixtures/models/cnn.vmfb --function cnn \
 //!     --input fixtures/models/cnn.basic.0.npy --clients 32 --requests 1000
 //! ```
+//!
+//! `--server-core N --client-core M` keep the serving side (the server process, or the direct
+//! calls with their callers) on core N and the load generator on core M, so that on a small
+//! machine the clients' work is not taken from the server's.
 
 use halo_hal::HostTensor;
 use halo_serve::grpc::wire::grpc_inference_service_client::GrpcInferenceServiceClient;
@@ -31,6 +35,40 @@ struct Args {
     requests: usize,
     max_concurrency: usize,
     device: String,
+    /// Rounds of every paired path; each round makes `requests / rounds` requests per client.
+    rounds: usize,
+    /// The cores for the serving side and the clients; `None`: wherever the scheduler puts them.
+    cores: Option<Cores>,
+}
+
+/// Where the serving side and the load generator run.
+#[derive(Clone, Copy)]
+struct Cores {
+    server: core_affinity::CoreId,
+    client: core_affinity::CoreId,
+}
+
+impl Cores {
+    /// Moves the calling thread, and the threads and processes it starts from now on, to the
+    /// serving side's core.
+    fn serve_here(cores: Option<Cores>) {
+        if let Some(cores) = cores {
+            assert!(
+                core_affinity::set_for_current(cores.server),
+                "cannot move to the server core"
+            );
+        }
+    }
+
+    /// Moves the calling thread, and what it starts from now on, to the clients' core.
+    fn load_here(cores: Option<Cores>) {
+        if let Some(cores) = cores {
+            assert!(
+                core_affinity::set_for_current(cores.client),
+                "cannot move to the client core"
+            );
+        }
+    }
 }
 
 fn parse_args() -> Args {
@@ -43,7 +81,10 @@ fn parse_args() -> Args {
         requests: 1000,
         max_concurrency: 2,
         device: "local-task".into(),
+        rounds: 5,
+        cores: None,
     };
+    let (mut server_core, mut client_core) = (None, None);
     let mut words = std::env::args().skip(1);
     while let (Some(flag), Some(value)) = (words.next(), words.next()) {
         match flag.as_str() {
@@ -55,9 +96,20 @@ fn parse_args() -> Args {
             "--requests" => args.requests = value.parse().expect("--requests is a number"),
             "--max-concurrency" => args.max_concurrency = value.parse().expect("--max-concurrency is a number"),
             "--device" => args.device = value,
+            "--rounds" => args.rounds = value.parse::<usize>().expect("--rounds is a number").max(1),
+            "--server-core" => server_core = Some(value.parse().expect("--server-core is a core number")),
+            "--client-core" => client_core = Some(value.parse().expect("--client-core is a core number")),
             other => panic!("unknown flag {other}"),
         }
     }
+    args.cores = match (server_core, client_core) {
+        (Some(server), Some(client)) => Some(Cores {
+            server: core_affinity::CoreId { id: server },
+            client: core_affinity::CoreId { id: client },
+        }),
+        (None, None) => None,
+        _ => panic!("--server-core and --client-core go together"),
+    };
     args
 }
 
@@ -123,6 +175,24 @@ impl Phase {
     fn throughput(&self) -> f64 {
         self.latencies.len() as f64 / self.elapsed.as_secs_f64()
     }
+
+    /// Adds another round of the same path.
+    fn absorb(&mut self, round: Phase) {
+        self.elapsed += round.elapsed;
+        self.latencies.extend(round.latencies);
+        self.failures += round.failures;
+        self.cpu += round.cpu;
+        self.client_cpu = match (self.client_cpu, round.client_cpu) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+    }
+}
+
+/// The median of `values` (the upper one of an even count).
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// Runs `clients` threads, each making `requests` calls of `call`, which says whether it succeeded.
@@ -198,16 +268,20 @@ struct InputSpec {
 }
 
 impl Server {
+    /// Starts `halo serve`, on the server core when one is set (a child inherits the cores of
+    /// the thread that starts it).
     fn start(args: &Args, extra: &[&str]) -> Server {
-        let mut child = Command::new(&args.halo)
+        Cores::serve_here(args.cores);
+        let child = Command::new(&args.halo)
             .args(["serve", "--http-port=0", "--grpc-port=0", "--model-name=model"])
             .arg(format!("--module={}", args.module.display()))
             .arg(format!("--function={}", args.function))
             .arg(format!("--device={}", args.device))
             .args(extra)
             .stderr(Stdio::piped())
-            .spawn()
-            .expect("halo serve starts");
+            .spawn();
+        Cores::load_here(args.cores);
+        let mut child = child.expect("halo serve starts");
         let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
         let mut line = String::new();
         while !line.contains("http://") {
@@ -388,7 +462,9 @@ fn grpc_phase(
     })
 }
 
-fn direct_phase(args: &Args, spec: &InputSpec, input: &HostTensor) -> Phase {
+/// The model loaded in this process for direct calls; with cores set, its device's workers run
+/// on the server core, as the server's would.
+fn direct_model(args: &Args) -> Arc<Model> {
     let config = ModelConfig {
         name: "model".into(),
         version: "1".into(),
@@ -403,20 +479,26 @@ fn direct_phase(args: &Args, spec: &InputSpec, input: &HostTensor) -> Phase {
         input_types: vec![],
         output_types: vec![],
     };
-    let model = Arc::new(Model::load(&halo_runtime::Instance::new(), config).expect("the model loads"));
-    let tensor = InputTensor {
-        name: spec.name.clone(),
-        datatype: spec.datatype.clone(),
-        shape: input.shape.clone(),
-        bytes: input.bytes.clone(),
-    };
-    run_threads("direct in-process calls", args.clients, args.requests, || {
+    Cores::serve_here(args.cores);
+    let model = Model::load(&halo_runtime::Instance::new(), config).expect("the model loads");
+    Cores::load_here(args.cores);
+    Arc::new(model)
+}
+
+/// The same calls made in this process; with cores set, the calling threads run on the server
+/// core too.
+fn direct_phase(args: &Args, model: &Model, tensor: &InputTensor, requests: usize) -> Phase {
+    Cores::serve_here(args.cores);
+    let phase = run_threads("direct in-process calls", args.clients, requests, || {
         model.infer(vec![tensor.clone()]).is_ok()
-    })
+    });
+    Cores::load_here(args.cores);
+    phase
 }
 
 fn main() {
     let args = parse_args();
+    Cores::load_here(args.cores);
     let input = halo_runtime::npy::read(&args.input).expect("the input .npy reads");
     let concurrency = format!("--max-concurrency={}", args.max_concurrency);
     let queue = format!("--max-queue={}", args.clients);
@@ -425,23 +507,51 @@ fn main() {
     let (binary, length) = binary_body(&spec, &input);
     let json = json_body(&spec, &input);
     let (clients, requests) = (args.clients, args.requests);
-    let direct = Phase::measuring_cpu(std::process::id(), || direct_phase(&args, &spec, &input));
+    let model = direct_model(&args);
+    let tensor = InputTensor {
+        name: spec.name.clone(),
+        datatype: spec.datatype.clone(),
+        shape: input.shape.clone(),
+        bytes: input.bytes.clone(),
+    };
+    // The paired paths take turns in rounds, each against the direct calls of its own round, so
+    // that a machine whose speed drifts over minutes slows both sides of a ratio alike.
+    let per_round = (requests / args.rounds).max(1);
+    let own = std::process::id();
     let pid = server.child.id();
-    let phases = vec![
-        Phase::measuring_cpu(pid, || {
-            http_phase("HTTP, JSON", &server, clients, requests, &json, None)
-        }),
-        Phase::measuring_cpu(pid, || {
-            http_phase(
-                "HTTP, binary tensors",
-                &server,
-                clients,
-                requests,
-                &binary,
-                Some(length),
-            )
-        }),
-        Phase::measuring_cpu(pid, || grpc_phase("gRPC", &server, clients, requests, &spec, &input)),
+    let mut totals: Vec<Phase> = Vec::new();
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); 3];
+    for _ in 0..args.rounds {
+        let direct = Phase::measuring_cpu(own, || direct_phase(&args, &model, &tensor, per_round));
+        let round = vec![
+            direct,
+            Phase::measuring_cpu(pid, || {
+                http_phase("HTTP, JSON", &server, clients, per_round, &json, None)
+            }),
+            Phase::measuring_cpu(pid, || {
+                http_phase(
+                    "HTTP, binary tensors",
+                    &server,
+                    clients,
+                    per_round,
+                    &binary,
+                    Some(length),
+                )
+            }),
+            Phase::measuring_cpu(pid, || grpc_phase("gRPC", &server, clients, per_round, &spec, &input)),
+        ];
+        for (path, phase) in round[1..].iter().enumerate() {
+            ratios[path].push(phase.throughput() / round[0].throughput());
+        }
+        if totals.is_empty() {
+            totals = round;
+        } else {
+            for (total, phase) in totals.iter_mut().zip(round) {
+                total.absorb(phase);
+            }
+        }
+    }
+    let single = [
         Phase::measuring_cpu(pid, || {
             http_phase("HTTP, binary, 1 client", &server, 1, requests, &binary, Some(length))
         }),
@@ -449,27 +559,36 @@ fn main() {
             grpc_phase("gRPC, 1 client", &server, 1, requests, &spec, &input)
         }),
     ];
+    let placement = match args.cores {
+        Some(cores) => format!(
+            "; serving side on core {}, clients on core {}",
+            cores.server.id, cores.client.id
+        ),
+        None => String::new(),
+    };
     println!(
-        "model {} ({}) on {}, {} server threads computing; CPU ms/request is the serving process's (this one for direct calls), client CPU the load generator's",
+        "model {} ({}) on {}, {} server threads computing{placement}; {} rounds; CPU ms/request is the serving process's (this one for direct calls), client CPU the load generator's",
         args.module.display(),
         args.function,
         args.device,
-        args.max_concurrency
+        args.max_concurrency,
+        args.rounds
     );
     println!();
     println!("| path | clients | answered | failed | requests/s | p50 ms | p99 ms | CPU ms/request | client CPU ms/request |");
     println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
-    println!("{}", direct.row());
-    for phase in &phases {
+    for phase in totals.iter().chain(&single) {
         println!("{}", phase.row());
     }
     println!();
-    for phase in &phases[..3] {
+    for (phase, ratios) in totals[1..].iter().zip(ratios) {
+        let shown: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
         println!(
-            "{}: {:.2}x the direct calls' throughput; {:.2}x their CPU per request",
+            "{}: {:.2}x the direct calls' throughput (median of rounds: {}); {:.2}x their CPU per request",
             phase.name,
-            phase.throughput() / direct.throughput(),
-            phase.cpu_per_request() / direct.cpu_per_request()
+            median(ratios),
+            shown.join(", "),
+            phase.cpu_per_request() / totals[0].cpu_per_request()
         );
     }
     drop(server);
