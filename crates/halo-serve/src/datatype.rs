@@ -1,6 +1,7 @@
 //! The protocol's tensor datatypes (`FP32`, `INT64`, `BOOL`, ...), the element types they carry,
 //! and JSON numbers in and out of little-endian element bytes.
 
+use crate::json_data::JsonScalar;
 use half::{bf16, f16};
 use halo_hal::{ElementType, Error, NumericalType, Result};
 use serde_json::Value;
@@ -30,7 +31,7 @@ pub fn datatype_of(element_type: ElementType) -> Option<&'static str> {
 ///
 /// # Errors
 /// `InvalidArgument` when the value is not a number the type can hold.
-pub fn push_json_element(element_type: ElementType, value: &Value, out: &mut Vec<u8>) -> Result<()> {
+pub fn push_json_element(element_type: ElementType, value: &JsonScalar, out: &mut Vec<u8>) -> Result<()> {
     use NumericalType::*;
     let wrong = || {
         Error::invalid_argument(format!(
@@ -39,11 +40,7 @@ pub fn push_json_element(element_type: ElementType, value: &Value, out: &mut Vec
         ))
     };
     let integer = |min: i128, max: i128| -> Result<i128> {
-        let number = value
-            .as_i64()
-            .map(i128::from)
-            .or_else(|| value.as_u64().map(i128::from))
-            .ok_or_else(wrong)?;
+        let number = value.as_i128().ok_or_else(wrong)?;
         (min..=max).contains(&number).then_some(number).ok_or_else(wrong)
     };
     let float = || value.as_f64().ok_or_else(wrong);
@@ -106,7 +103,7 @@ mod tests {
         let element_type = ElementType::parse(text).expect("element type");
         let mut bytes = Vec::new();
         for value in values {
-            push_json_element(element_type, value, &mut bytes).expect("encodes");
+            push_json_element(element_type, &value.clone().into(), &mut bytes).expect("encodes");
         }
         assert_eq!(bytes.len(), values.len() * element_type.byte_size());
         json_elements(element_type, &bytes).expect("decodes")
@@ -145,7 +142,7 @@ mod tests {
             ("i1", Value::from(1)),
         ] {
             let element_type = ElementType::parse(text).expect("element type");
-            let error = push_json_element(element_type, &value, &mut out).expect_err(text);
+            let error = push_json_element(element_type, &value.clone().into(), &mut out).expect_err(text);
             assert!(error.to_string().contains(&value.to_string()), "{error}");
         }
         assert!(out.is_empty());

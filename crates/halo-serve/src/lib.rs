@@ -10,6 +10,7 @@
 pub mod datatype;
 pub mod grpc;
 pub mod http;
+pub mod json_data;
 pub mod metrics;
 pub mod model;
 pub mod protocol;

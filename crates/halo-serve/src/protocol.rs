@@ -2,6 +2,7 @@
 //! the server's tensors.
 
 use crate::datatype::{json_elements, push_json_element};
+use crate::json_data::JsonData;
 use crate::model::{InputTensor, Model, OutputTensor, TensorSpec};
 use crate::shared_memory::SharedMemory;
 use crate::statistics::Counted;
@@ -97,7 +98,7 @@ pub struct RequestInput {
     pub datatype: String,
     /// Its elements, row-major, flat or nested; absent when they follow the JSON as binary.
     #[serde(default)]
-    pub data: Option<Value>,
+    pub data: Option<JsonData>,
     /// `binary_data_size`: how many bytes of the binary tail are this input's.
     #[serde(default)]
     pub parameters: TensorParameters,
@@ -372,33 +373,22 @@ fn json_input(element_type: ElementType, input: RequestInput) -> Result<InputTen
                 input.name, input.shape
             ))
         })?;
-    let mut elements = 0u64;
-    let mut pending: Vec<&Value> = input.data.iter().collect();
-    // Depth-first, last child pushed first, so elements come out row-major.
-    while let Some(value) = pending.pop() {
-        match value {
-            Value::Array(items) => pending.extend(items.iter().rev()),
-            scalar => {
-                elements += 1;
-                if elements > count {
-                    break;
-                }
-                push_json_element(element_type, scalar, &mut bytes)
-                    .map_err(|e| Error::invalid_argument(format!("input '{}': {}", input.name, e.message())))?;
-            }
-        }
-    }
-    if elements != count {
+    let scalars = input.data.as_ref().map_or(&[][..], |data| &data.0[..]);
+    if scalars.len() as u64 != count {
         return Err(Error::invalid_argument(format!(
             "input '{}' of shape {:?} needs {count} elements but has {}",
             input.name,
             input.shape,
-            if elements > count {
+            if scalars.len() as u64 > count {
                 "more".to_string()
             } else {
-                elements.to_string()
+                scalars.len().to_string()
             }
         )));
+    }
+    for scalar in scalars {
+        push_json_element(element_type, scalar, &mut bytes)
+            .map_err(|e| Error::invalid_argument(format!("input '{}': {}", input.name, e.message())))?;
     }
     Ok(InputTensor {
         name: input.name,
