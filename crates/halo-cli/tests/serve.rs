@@ -436,6 +436,12 @@ fn every_bad_request_gets_400_naming_the_problem_and_the_server_keeps_serving() 
         ),
         (
             "/v2/models/tiny_add/infer",
+            json!({"inputs": [input("input0", json!([1u64 << 32, 1u64 << 32]), "FP32", json!([])), good.clone()]})
+                .to_string(),
+            "more elements than a tensor can hold",
+        ),
+        (
+            "/v2/models/tiny_add/infer",
             json!({"inputs": [input("input0", json!([4]), "FP32", json!([[1, 2], [3, 4], [5]])), good.clone()]})
                 .to_string(),
             "needs 4 elements but has more",

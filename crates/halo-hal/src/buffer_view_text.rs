@@ -39,9 +39,19 @@ impl HostTensor {
     }
 }
 
-/// Product of dims, 1 for rank 0.
+/// Product of dims, 1 for rank 0; `u64::MAX` when it overflows (shapes come from requests and
+/// programs, and no data can match that many elements).
 pub fn element_count(shape: &[u64]) -> u64 {
-    shape.iter().product()
+    checked_element_count(shape).unwrap_or(u64::MAX)
+}
+
+/// Product of dims, 1 for rank 0; `None` when it overflows (a dimension of 0 makes it 0 however
+/// large the others are).
+pub fn checked_element_count(shape: &[u64]) -> Option<u64> {
+    if shape.contains(&0) {
+        return Some(0);
+    }
+    shape.iter().try_fold(1u64, |count, &dim| count.checked_mul(dim))
 }
 
 /// Splits `AxBxT` into a shape and an element type the way IREE does (at the last `x`).
@@ -124,10 +134,7 @@ fn parse_tensor(text: &str) -> Result<HostTensor> {
 }
 
 fn element_count_checked(shape: &[u64]) -> Result<u64> {
-    shape
-        .iter()
-        .try_fold(1u64, |acc, dim| acc.checked_mul(*dim))
-        .ok_or_else(|| Error::invalid_argument(format!("shape {shape:?} overflows")))
+    checked_element_count(shape).ok_or_else(|| Error::invalid_argument(format!("shape {shape:?} overflows")))
 }
 
 /// Prints a dense tensor like `iree-run-module`: `2x2xi32=[1 2][3 4]`.
@@ -177,6 +184,21 @@ mod tests {
 
     fn round_trip(text: &str) -> String {
         HostTensor::parse(text).unwrap().format(1024)
+    }
+
+    #[test]
+    fn element_counts_that_overflow_are_named_not_wrapped() {
+        assert_eq!(element_count(&[]), 1);
+        assert_eq!(element_count(&[2, 3]), 6);
+        let huge = [1 << 32, 1 << 32];
+        assert_eq!(checked_element_count(&huge), None);
+        assert_eq!(element_count(&huge), u64::MAX, "saturates instead of wrapping to 0");
+        assert_eq!(
+            checked_element_count(&[1 << 32, 1 << 32, 0]),
+            Some(0),
+            "a zero dimension wins"
+        );
+        assert!(HostTensor::parse("4294967296x4294967296xf32").is_err());
     }
 
     #[test]

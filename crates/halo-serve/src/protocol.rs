@@ -6,7 +6,7 @@ use crate::json_data::JsonData;
 use crate::model::{InputTensor, Model, OutputTensor, TensorSpec};
 use crate::shared_memory::SharedMemory;
 use crate::statistics::Counted;
-use halo_hal::buffer_view_text::element_count;
+use halo_hal::buffer_view_text::checked_element_count;
 use halo_hal::{ElementType, Error, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -359,7 +359,12 @@ fn binary_input(input: RequestInput, bytes: &[u8]) -> Result<InputTensor> {
 }
 
 fn json_input(element_type: ElementType, input: RequestInput) -> Result<InputTensor> {
-    let count = element_count(&input.shape);
+    let count = checked_element_count(&input.shape).ok_or_else(|| {
+        Error::invalid_argument(format!(
+            "input '{}' of shape {:?} has more elements than a tensor can hold",
+            input.name, input.shape
+        ))
+    })?;
     let mut bytes = Vec::new();
     bytes
         .try_reserve(

@@ -1,6 +1,6 @@
 //! Running one compiled variant on a device: its per-call time and its outputs.
 
-use halo_hal::buffer_view_text::parse_shape_and_type;
+use halo_hal::buffer_view_text::{checked_element_count, parse_shape_and_type};
 use halo_hal::Device;
 use halo_hal::{Error, HostTensor, NumericalType, Result, ResultExt};
 use halo_runtime::{tensor, Function, LoadMode, Session, Value};
@@ -155,8 +155,8 @@ pub(crate) fn generated_inputs(
                     return Err(Error::invalid_argument(format!("'{ty}' has a dynamic shape")));
                 }
                 let (shape, element_type) = parse_shape_and_type(inner)?;
-                let count = usize::try_from(shape.iter().product::<u64>())
-                    .ok()
+                let count = checked_element_count(&shape)
+                    .and_then(|count| usize::try_from(count).ok())
                     .filter(|&count| count.checked_mul(element_type.byte_size()).is_some())
                     .ok_or_else(|| Error::resource_exhausted(format!("'{ty}' is too large to generate")))?;
                 let mut bytes = Vec::new();
