@@ -76,6 +76,21 @@ fn fill_word(device: &dyn Device, target: &Buffer, slot: u64, value: u32) -> Arc
     command_buffer
 }
 
+/// A one-shot command buffer that writes `value` into the first word of `first`, then copies
+/// that word to `then`.
+fn write_then_copy(device: &dyn Device, first: &Buffer, value: u32, then: BufferRef) -> Arc<CommandBuffer> {
+    let command_buffer = device.transfer_command_buffer(QueueAffinity::ANY).unwrap();
+    command_buffer
+        .fill_buffer(BufferRef::direct(first, 0, 4), &value.to_le_bytes())
+        .unwrap();
+    command_buffer.execution_barrier().unwrap();
+    command_buffer
+        .copy_buffer(BufferRef::direct(first, 0, 4), then)
+        .unwrap();
+    command_buffer.end().unwrap();
+    command_buffer
+}
+
 /// Little-endian u32 words of a host-visible buffer.
 fn words(buffer: &Buffer) -> Vec<u32> {
     buffer
@@ -220,18 +235,8 @@ fn chains_submitted_in_order_follow_each_other_on_the_stream(device: Arc<dyn Dev
                 4096,
             )
             .unwrap();
-        let command_buffer = device.transfer_command_buffer(QueueAffinity::ANY).unwrap();
-        command_buffer
-            .fill_buffer(BufferRef::direct(&scratch, 0, 4), &(link as u32).to_le_bytes())
-            .unwrap();
-        command_buffer.execution_barrier().unwrap();
-        command_buffer
-            .copy_buffer(
-                BufferRef::direct(&scratch, 0, 4),
-                BufferRef::direct(&target, (link % SLOTS) * 4, 4),
-            )
-            .unwrap();
-        command_buffer.end().unwrap();
+        let target_word = BufferRef::direct(&target, (link % SLOTS) * 4, 4);
+        let command_buffer = write_then_copy(device.as_ref(), &scratch, link as u32, target_word);
         let done = Fence::at(timeline.clone(), link);
         device
             .queue_execute(QueueAffinity::ANY, &after_previous, &done, Some(&command_buffer), &[])
@@ -287,15 +292,7 @@ fn freed_host_memory_is_reused_zeroed_and_readbacks_in_a_loop_see_each_value(dev
         let staging = device
             .queue_alloca(QueueAffinity::ANY, &after_previous, &Fence::new(), params, 4)
             .unwrap();
-        let command_buffer = device.transfer_command_buffer(QueueAffinity::ANY).unwrap();
-        command_buffer
-            .fill_buffer(BufferRef::direct(&source, 0, 4), &(link as u32).to_le_bytes())
-            .unwrap();
-        command_buffer.execution_barrier().unwrap();
-        command_buffer
-            .copy_buffer(BufferRef::direct(&source, 0, 4), BufferRef::direct(&staging, 0, 4))
-            .unwrap();
-        command_buffer.end().unwrap();
+        let command_buffer = write_then_copy(device.as_ref(), &source, link as u32, BufferRef::direct(&staging, 0, 4));
         let done = Fence::at(timeline.clone(), link);
         device
             .queue_execute(QueueAffinity::ANY, &after_previous, &done, Some(&command_buffer), &[])
