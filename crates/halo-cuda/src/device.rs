@@ -195,6 +195,13 @@ impl DeviceShared {
         unsafe { self.api.ctx_set_current(self.context) }
     }
 
+    /// Frees the blocks the recycler keeps; the caller made the context current.
+    fn free_recycled(&self) {
+        for (kind, pointer) in self.recycler.drain() {
+            crate::buffer::free_now(&self.api, pointer, kind);
+        }
+    }
+
     pub(crate) fn count_allocated(&self, delta: i64) {
         let now = self.allocated.fetch_add(delta, Ordering::Relaxed) + delta;
         self.peak.fetch_max(now.max(0) as u64, Ordering::Relaxed);
@@ -411,9 +418,7 @@ impl Drop for DeviceShared {
         // the handles were created on this context and are destroyed once.
         unsafe {
             let _ = self.api.stream_synchronize(stream);
-            for (kind, pointer) in self.recycler.drain() {
-                crate::buffer::free_now(&self.api, pointer, kind);
-            }
+            self.free_recycled();
             for event in events {
                 let _ = self.api.event_destroy(event);
             }
@@ -489,12 +494,25 @@ impl Device for GpuDevice {
             };
             return self.shared.api.attribute(self.shared.device, attribute).map(i64::from);
         }
+        if category == "gpu.recycler" {
+            return match key {
+                "kept_bytes" => Ok(self.shared.recycler.kept_bytes() as i64),
+                _ => Err(Error::not_found(format!("unknown device query '{category}::{key}'"))),
+            };
+        }
         let cache = GpuExecutableCache::new(self.shared.clone());
         query_common_i64(self, &cache, category, key)
     }
 
     fn create_executable_cache(&self) -> Result<Arc<dyn ExecutableCache>> {
         Ok(Arc::new(GpuExecutableCache::new(self.shared.clone())))
+    }
+
+    /// Frees the pinned, managed and synchronously allocated blocks kept for reuse.
+    fn trim(&self) -> Result<()> {
+        self.shared.bind()?;
+        self.shared.free_recycled();
+        Ok(())
     }
 
     fn queue_execute(

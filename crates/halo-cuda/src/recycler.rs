@@ -65,6 +65,11 @@ impl Recycler {
         Ok(())
     }
 
+    /// The bytes of the blocks kept.
+    pub(crate) fn kept_bytes(&self) -> usize {
+        self.lock().bytes
+    }
+
     /// Every kept block, which the caller frees; the recycler is empty afterwards.
     pub(crate) fn drain(&self) -> Vec<(MemoryKind, u64)> {
         let mut kept = self.lock();
@@ -122,8 +127,10 @@ mod tests {
         let recycler = Recycler::default();
         recycler.keep(MemoryKind::PinnedHost, 256, 1).unwrap();
         recycler.keep(MemoryKind::Managed, 1024, 2).unwrap();
+        assert_eq!(recycler.kept_bytes(), 1280);
         let mut drained = recycler.drain();
         drained.sort();
+        assert_eq!(recycler.kept_bytes(), 0);
         assert_eq!(drained, [(MemoryKind::PinnedHost, 1), (MemoryKind::Managed, 2)]);
         assert_eq!(recycler.take(MemoryKind::PinnedHost, 256), None);
         assert_eq!(

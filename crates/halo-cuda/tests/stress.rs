@@ -275,6 +275,15 @@ fn freed_host_memory_is_reused_zeroed_and_readbacks_in_a_loop_see_each_value(dev
             second.read_all().unwrap().iter().all(|&byte| byte == 0),
             "{memory_type:?}: a reused block is zeroed as a new one is"
         );
+        drop(second);
+        let kept = || device.query_i64("gpu.recycler", "kept_bytes").unwrap();
+        assert_eq!(
+            kept(),
+            1024,
+            "{memory_type:?}: the freed block is kept, at its power-of-two size"
+        );
+        device.trim().unwrap();
+        assert_eq!(kept(), 0, "{memory_type:?}: trim frees what is kept");
     }
     // A program that reads a value back every iteration: a host-visible staging buffer
     // allocated on the queue, copied into, read by the host and released, a thousand times.
