@@ -94,7 +94,8 @@ fn parse_tensor(text: &str) -> Result<HostTensor> {
     let text = text.trim().trim_matches('"');
     let (head, data) = text.split_once('=').unwrap_or((text, ""));
     let (shape, element_type) = parse_shape_and_type(head)?;
-    let count = element_count_checked(&shape)?;
+    let count =
+        checked_element_count(&shape).ok_or_else(|| Error::invalid_argument(format!("shape {shape:?} overflows")))?;
     let size = element_type.byte_size();
     let byte_length = count
         .checked_mul(size as u64)
@@ -131,10 +132,6 @@ fn parse_tensor(text: &str) -> Result<HostTensor> {
         element_type,
         bytes,
     })
-}
-
-fn element_count_checked(shape: &[u64]) -> Result<u64> {
-    checked_element_count(shape).ok_or_else(|| Error::invalid_argument(format!("shape {shape:?} overflows")))
 }
 
 /// Prints a dense tensor like `iree-run-module`: `2x2xi32=[1 2][3 4]`.
