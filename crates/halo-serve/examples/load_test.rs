@@ -48,26 +48,23 @@ struct Cores {
     client: core_affinity::CoreId,
 }
 
-impl Cores {
-    /// Moves the calling thread, and the threads and processes it starts from now on, to the
-    /// serving side's core.
-    fn serve_here(cores: Option<Cores>) {
-        if let Some(cores) = cores {
-            assert!(
-                core_affinity::set_for_current(cores.server),
-                "cannot move to the server core"
-            );
-        }
+impl Args {
+    /// The serving side's core, when cores are set.
+    fn server_core(&self) -> Option<core_affinity::CoreId> {
+        self.cores.map(|cores| cores.server)
     }
 
-    /// Moves the calling thread, and what it starts from now on, to the clients' core.
-    fn load_here(cores: Option<Cores>) {
-        if let Some(cores) = cores {
-            assert!(
-                core_affinity::set_for_current(cores.client),
-                "cannot move to the client core"
-            );
-        }
+    /// The load generator's core, when cores are set.
+    fn client_core(&self) -> Option<core_affinity::CoreId> {
+        self.cores.map(|cores| cores.client)
+    }
+}
+
+/// Moves the calling thread, and the threads and processes it starts from now on, to `core`;
+/// with none, leaves it where it is.
+fn move_to(core: Option<core_affinity::CoreId>) {
+    if let Some(core) = core {
+        assert!(core_affinity::set_for_current(core), "cannot move to core {}", core.id);
     }
 }
 
@@ -271,7 +268,7 @@ impl Server {
     /// Starts `halo serve`, on the server core when one is set (a child inherits the cores of
     /// the thread that starts it).
     fn start(args: &Args, extra: &[&str]) -> Server {
-        Cores::serve_here(args.cores);
+        move_to(args.server_core());
         let child = Command::new(&args.halo)
             .args(["serve", "--http-port=0", "--grpc-port=0", "--model-name=model"])
             .arg(format!("--module={}", args.module.display()))
@@ -280,7 +277,7 @@ impl Server {
             .args(extra)
             .stderr(Stdio::piped())
             .spawn();
-        Cores::load_here(args.cores);
+        move_to(args.client_core());
         let mut child = child.expect("halo serve starts");
         let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
         let mut line = String::new();
@@ -479,26 +476,26 @@ fn direct_model(args: &Args) -> Arc<Model> {
         input_types: vec![],
         output_types: vec![],
     };
-    Cores::serve_here(args.cores);
+    move_to(args.server_core());
     let model = Model::load(&halo_runtime::Instance::new(), config).expect("the model loads");
-    Cores::load_here(args.cores);
+    move_to(args.client_core());
     Arc::new(model)
 }
 
 /// The same calls made in this process; with cores set, the calling threads run on the server
 /// core too.
 fn direct_phase(args: &Args, model: &Model, tensor: &InputTensor, requests: usize) -> Phase {
-    Cores::serve_here(args.cores);
+    move_to(args.server_core());
     let phase = run_threads("direct in-process calls", args.clients, requests, || {
         model.infer(vec![tensor.clone()]).is_ok()
     });
-    Cores::load_here(args.cores);
+    move_to(args.client_core());
     phase
 }
 
 fn main() {
     let args = parse_args();
-    Cores::load_here(args.cores);
+    move_to(args.client_core());
     let input = halo_runtime::npy::read(&args.input).expect("the input .npy reads");
     let concurrency = format!("--max-concurrency={}", args.max_concurrency);
     let queue = format!("--max-queue={}", args.clients);
