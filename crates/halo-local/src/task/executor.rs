@@ -1,9 +1,11 @@
 //! The task executor: a pool of worker threads that run the tiles of parallel jobs.
 //!
-//! A [`Job`] is a parallel-for over tiles (workgroups, transfer chunks). Workers claim tiles with
-//! an atomic counter, so idle workers take whatever is left of any posted job; the thread that
-//! finishes a job's last tile runs its completion (which usually posts the next job), so there is
-//! no coordinator thread. Idle workers spin briefly, watching for new jobs, before they sleep:
+//! A [`Job`] is a parallel-for over tiles (workgroups, transfer chunks), dealt out in one
+//! contiguous share per worker. A worker claims from the front of its own share, then steals from
+//! the back of the others', so idle workers take whatever is left of any posted job while each
+//! keeps to the same part of consecutive dispatches (and of the data they pass on). The thread
+//! that finishes a job's last tile runs its completion (which usually posts the next job), so
+//! there is no coordinator thread. Idle workers spin briefly, watching for new jobs, before they sleep:
 //! waking a sleeping thread costs tens of microseconds on these machines, a spinning one about one.
 //! They do not spin while their core is contended ([`super::contention`]).
 
@@ -81,12 +83,66 @@ struct WorkSlot {
     holders: usize,
 }
 
-/// A parallel job: `tile_count` tiles of `work`, claimed `chunk` at a time.
+/// One worker's part of a job: a run of claim units, `front` in the high half of `ends` and
+/// `back` in the low half. Its owner claims from the front and other workers steal from the
+/// back, so each worker runs the same slice of every dispatch of one shape, and reads what it
+/// wrote in the previous dispatch from its own cache rather than its neighbour's.
+#[repr(align(64))]
+struct Share {
+    ends: AtomicU64,
+}
+
+impl Share {
+    fn new(front: u32, back: u32) -> Self {
+        Share {
+            ends: AtomicU64::new(pack(front, back)),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        let (front, back) = unpack(self.ends.load(Ordering::Relaxed));
+        front >= back
+    }
+
+    /// Takes the unit at the front (`from_front`) or the back; `None` once the share is empty.
+    fn claim(&self, from_front: bool) -> Option<u32> {
+        let mut ends = self.ends.load(Ordering::Relaxed);
+        loop {
+            let (front, back) = unpack(ends);
+            if front >= back {
+                return None;
+            }
+            let (claimed, next) = if from_front {
+                (front, pack(front + 1, back))
+            } else {
+                (back - 1, pack(front, back - 1))
+            };
+            match self
+                .ends
+                .compare_exchange_weak(ends, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return Some(claimed),
+                Err(now) => ends = now,
+            }
+        }
+    }
+}
+
+fn pack(front: u32, back: u32) -> u64 {
+    (u64::from(front) << 32) | u64::from(back)
+}
+
+fn unpack(ends: u64) -> (u32, u32) {
+    ((ends >> 32) as u32, ends as u32)
+}
+
+/// A parallel job: `tile_count` tiles of `work` in claim units of `chunk` tiles, dealt out in
+/// equal contiguous shares, one per worker.
 pub struct Job {
     work: Mutex<WorkSlot>,
     tile_count: u64,
     chunk: u64,
-    next: AtomicU64,
+    shares: Box<[Share]>,
     remaining: AtomicU64,
     failed: AtomicBool,
     error: Mutex<Option<Error>>,
@@ -94,17 +150,30 @@ pub struct Job {
 }
 
 impl Job {
-    /// A job over `tile_count` tiles that calls `completion` when done; `chunk` tiles are claimed
-    /// at a time (at least 1).
-    pub fn new(work: Box<dyn TileWork>, tile_count: u64, chunk: u64, completion: Completion) -> Arc<Self> {
+    /// A job over `tile_count` tiles, split among `workers` workers, that calls `completion` when
+    /// done; `chunk` tiles are claimed at a time (at least 1, more where the count of claim units
+    /// would not fit 32 bits).
+    pub fn new(
+        work: Box<dyn TileWork>,
+        tile_count: u64,
+        chunk: u64,
+        workers: usize,
+        completion: Completion,
+    ) -> Arc<Self> {
+        let chunk = chunk.max(1).max(tile_count.div_ceil(u64::from(u32::MAX)));
+        let units = tile_count.div_ceil(chunk);
+        let workers = workers.max(1) as u64;
+        let shares = (0..workers)
+            .map(|i| Share::new((units * i / workers) as u32, (units * (i + 1) / workers) as u32))
+            .collect();
         Arc::new(Job {
             work: Mutex::new(WorkSlot {
                 work: Some(Arc::from(work)),
                 holders: 0,
             }),
             tile_count,
-            chunk: chunk.max(1),
-            next: AtomicU64::new(0),
+            chunk,
+            shares,
             remaining: AtomicU64::new(tile_count),
             failed: AtomicBool::new(false),
             error: Mutex::new(None),
@@ -113,7 +182,17 @@ impl Job {
     }
 
     fn exhausted(&self) -> bool {
-        self.next.load(Ordering::Relaxed) >= self.tile_count
+        self.shares.iter().all(Share::is_empty)
+    }
+
+    /// The next claim unit for worker `worker`: the front of its own share, else the back of the
+    /// next share along that has any left.
+    fn claim(&self, worker: usize) -> Option<u32> {
+        let count = self.shares.len();
+        let own = worker % count;
+        self.shares[own]
+            .claim(true)
+            .or_else(|| (1..count).find_map(|step| self.shares[(own + step) % count].claim(false)))
     }
 
     /// Claims and runs chunks until none are left. A failed chunk stops later chunks from running
@@ -127,11 +206,8 @@ impl Job {
             slot.holders += 1;
             work
         };
-        loop {
-            let start = self.next.fetch_add(self.chunk, Ordering::Relaxed);
-            if start >= self.tile_count {
-                break;
-            }
+        while let Some(unit) = self.claim(context.processor_id as usize) {
+            let start = u64::from(unit) * self.chunk;
             let end = (start + self.chunk).min(self.tile_count);
             if !self.failed.load(Ordering::Relaxed) {
                 if let Err(error) = run_catching_panics(&*work, start..end, context) {
@@ -401,6 +477,7 @@ mod tests {
             Box::new(Count(counts.clone())),
             tiles as u64,
             chunk,
+            executor.worker_count(),
             Box::new(move |r| tx.send(r).unwrap()),
         );
         executor.post(job);
@@ -426,6 +503,37 @@ mod tests {
                 "{tiles} tiles, chunk {chunk}"
             );
         }
+    }
+
+    fn claims(job: &Job, worker: usize) -> Vec<u32> {
+        std::iter::from_fn(|| job.claim(worker)).collect()
+    }
+
+    #[test]
+    fn a_worker_takes_its_own_share_first_then_steals_from_the_backs_of_the_others() {
+        let job = Job::new(Box::new(Panics), 10, 1, 3, Box::new(|_| ()));
+        assert_eq!(job.claim(0), Some(0), "worker 0 starts at the front of share [0, 3)");
+        assert_eq!(claims(&job, 1), [3, 4, 5, 9, 8, 7, 6, 2, 1]);
+        assert!(job.exhausted());
+        assert_eq!(job.claim(2), None);
+    }
+
+    #[test]
+    fn more_workers_than_tiles_leave_some_shares_empty() {
+        let job = Job::new(Box::new(Panics), 2, 1, 4, Box::new(|_| ()));
+        assert!(!job.exhausted());
+        let mut all = claims(&job, 0);
+        all.sort_unstable();
+        assert_eq!(all, [0, 1]);
+    }
+
+    #[test]
+    fn a_tile_count_past_32_bits_is_claimed_in_larger_chunks() {
+        let tiles = 1u64 << 40;
+        let job = Job::new(Box::new(Panics), tiles, 1, 2, Box::new(|_| ()));
+        assert!(job.chunk * u64::from(u32::MAX) >= tiles);
+        let last = job.claim(1).expect("worker 1 has a share");
+        assert!(u64::from(last) * job.chunk < tiles && (u64::from(last) + 1) * job.chunk >= tiles / 2);
     }
 
     #[test]
@@ -466,6 +574,7 @@ mod tests {
             Box::new(Panics),
             1000,
             8,
+            executor.worker_count(),
             Box::new(move |r| tx.send(r).unwrap()),
         ));
         let outcome = rx.recv_timeout(Duration::from_secs(20)).expect("the job completes");
@@ -510,6 +619,7 @@ mod tests {
             Box::new(work.clone()),
             64,
             1,
+            executor.worker_count(),
             Box::new(move |r| tx.send(r).unwrap()),
         ));
         rx.recv_timeout(Duration::from_secs(20))
@@ -596,6 +706,7 @@ mod tests {
                 Box::new(Rendezvous(arrived.clone())),
                 1,
                 1,
+                executor.worker_count(),
                 Box::new(move |r| tx.send(r).unwrap()),
             ));
         }
@@ -617,6 +728,7 @@ mod tests {
             Box::new(Count(counts.clone())),
             5000,
             1,
+            executor.worker_count(),
             Box::new(move |r| tx.send(r).unwrap()),
         ));
         drop(executor);

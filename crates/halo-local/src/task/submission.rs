@@ -270,6 +270,7 @@ impl Submission {
                 Box::new(region),
                 tiles,
                 chunk,
+                self.queue.executor.worker_count(),
                 Box::new(move |outcome| {
                     in_ready_scope(|| match outcome {
                         Ok(()) => this.advance(index + 1),
