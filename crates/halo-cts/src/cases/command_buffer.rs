@@ -75,12 +75,15 @@ pub fn copy_between_buffers(ctx: &CtsDevice) {
     assert!(error.to_string().contains("overlaps"), "{error}");
 }
 
-/// Fill, update and copy to the same bytes apply in recorded order.
+/// Fill, update and copy to the same bytes, each behind a barrier, apply in recorded order.
+/// Without the barriers their order would be undefined: only barriers order commands, as in
+/// IREE's HAL and Vulkan, and `local-task` runs the commands of one region on several workers.
 pub fn commands_run_in_order(ctx: &CtsDevice) {
     let a = ctx.buffer(8);
     let b = ctx.buffer(8);
     let cb = ctx.command_buffer(CommandBufferMode::ONE_SHOT, 2);
     cb.fill_buffer(ctx.reference(0, &a, 0, 8), &[1]).unwrap();
+    cb.execution_barrier().unwrap();
     cb.update_buffer(&[2, 2], ctx.reference(0, &a, 2, 2)).unwrap();
     cb.execution_barrier().unwrap();
     cb.copy_buffer(ctx.reference(0, &a, 0, 8), ctx.reference(1, &b, 0, 8))
