@@ -30,7 +30,7 @@ fn device_with(options: TaskDeviceOptions) -> Arc<TaskDevice> {
 /// A device that never runs regions inline, so every dispatch goes through the workers.
 fn parallel_device() -> Arc<TaskDevice> {
     let mut options = TaskDeviceOptions::default();
-    options.scheduling.inline_ns = 0;
+    options.scheduling.inline_ns = Some(0);
     options.executor.worker_count = 2;
     device_with(options)
 }
@@ -488,4 +488,33 @@ fn large_fills_and_copies_cut_into_pieces_write_every_byte_once() {
     let mut expected = vec![0u8; size];
     expected[to..to + length].copy_from_slice(&pattern[from..from + length]);
     assert!(copied.read_all().unwrap() == expected, "the copy's bytes differ");
+}
+
+#[test]
+fn with_one_core_the_submitting_thread_does_the_work_itself() {
+    // On a thread allowed one core, the default device has one worker that could only take turns
+    // with this thread: a 64 MiB fill (1024 pieces, milliseconds of work) is done by the time
+    // queue_fill returns.
+    let Some(core) = core_affinity::get_core_ids().and_then(|cores| cores.first().copied()) else {
+        eprintln!("skipped with_one_core_the_submitting_thread_does_the_work_itself: no core list");
+        return;
+    };
+    thread::spawn(move || {
+        assert!(core_affinity::set_for_current(core), "cannot bind the test thread");
+        let device = device_with(TaskDeviceOptions::default());
+        assert_eq!(device.worker_count(), 1);
+        let size = 64 << 20;
+        let buffer = device
+            .allocator()
+            .allocate_buffer(BufferParams::host_mappable(), size)
+            .unwrap();
+        let done = device.create_semaphore(0).unwrap();
+        device
+            .queue_fill(ANY, &Fence::new(), &Fence::at(done.clone(), 1), &buffer, 0, size, &[9])
+            .unwrap();
+        assert_eq!(done.query().unwrap(), 1, "the fill was left to the worker");
+        assert!(buffer.read_all().unwrap().iter().all(|&b| b == 9));
+    })
+    .join()
+    .unwrap();
 }

@@ -72,7 +72,7 @@ impl TaskDeviceOptions {
                     options.executor.spin =
                         parse_spin_us(value).ok_or_else(|| bad(&format!("a spin from 0 to {MAX_SPIN_US} us")))?
                 }
-                "inline_ns" => options.scheduling.inline_ns = bounded(0..=u64::MAX, "a number of nanoseconds")?,
+                "inline_ns" => options.scheduling.inline_ns = Some(bounded(0..=u64::MAX, "a number of nanoseconds")?),
                 _ => {
                     return Err(Error::invalid_argument(format!(
                         "unknown local-task parameter '{key}' (known: workers, pin, spin_us, inline_ns, {})",
@@ -132,7 +132,7 @@ mod tests {
         assert_eq!(options("pin", "auto").unwrap().executor.pinning, Pinning::Auto);
         assert_eq!(TaskDeviceOptions::default().executor.pinning, Pinning::Auto);
         assert_eq!(options("spin_us", "0").unwrap().executor.spin, Duration::ZERO);
-        assert_eq!(options("inline_ns", "5").unwrap().scheduling.inline_ns, 5);
+        assert_eq!(options("inline_ns", "5").unwrap().scheduling.inline_ns, Some(5));
     }
 
     #[test]

@@ -5,9 +5,9 @@
 //! the back of the others', so idle workers take whatever is left of any posted job while each
 //! keeps to the same part of consecutive dispatches (and of the data they pass on). The thread
 //! that finishes a job's last tile runs its completion (which usually posts the next job), so
-//! there is no coordinator thread. Idle workers spin briefly, watching for new jobs, before they sleep:
-//! waking a sleeping thread costs tens of microseconds on these machines, a spinning one about one.
-//! They do not spin while their core is contended ([`super::contention`]).
+//! there is no coordinator thread. Idle workers spin briefly, watching for new jobs, before they
+//! sleep: waking a sleeping thread costs tens of microseconds on these machines, a spinning one
+//! about one. They do not spin while their core is contended ([`super::contention`]).
 
 use super::contention::ContentionWatch;
 use crate::tile::{TileWork, WorkerContext};
@@ -531,9 +531,12 @@ mod tests {
     fn a_tile_count_past_32_bits_is_claimed_in_larger_chunks() {
         let tiles = 1u64 << 40;
         let job = Job::new(Box::new(Panics), tiles, 1, 2, Box::new(|_| ()));
-        assert!(job.chunk * u64::from(u32::MAX) >= tiles);
-        let last = job.claim(1).expect("worker 1 has a share");
-        assert!(u64::from(last) * job.chunk < tiles && (u64::from(last) + 1) * job.chunk >= tiles / 2);
+        assert_eq!(job.chunk, tiles.div_ceil(u64::from(u32::MAX)));
+        let first_of_second_share = u64::from(job.claim(1).expect("worker 1 has a share")) * job.chunk;
+        assert!(
+            first_of_second_share.abs_diff(tiles / 2) <= job.chunk,
+            "worker 1 starts half way, not at tile {first_of_second_share}"
+        );
     }
 
     #[test]
