@@ -45,7 +45,7 @@ fn robust_buffer_access_is_on_by_default_and_can_be_turned_off() {
 fn a_bad_robust_buffer_access_value_is_refused_by_name() {
     // The parameters are read before any device is opened, so this runs without Vulkan too.
     let params = DeviceParams::from([("robust_buffer_access".to_string(), "sometimes".to_string())]);
-    let error = DeviceOptions::from_params(&params).err().expect("refused");
+    let error = DeviceOptions::from_params(&params).expect_err("refused");
     assert!(
         error
             .to_string()
