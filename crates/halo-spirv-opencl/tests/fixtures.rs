@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{fixture_modules, fixtures, spirv_modules, OpenCl};
+use common::{fixture_modules, fixtures, spirv_modules, OpenCl, FIXTURE_SUBGROUP_SIZE};
 use halo_hal::StatusCode;
 use halo_spirv_opencl::{translate, Options};
 use std::collections::BTreeMap;
@@ -12,10 +12,9 @@ use std::collections::BTreeMap;
 #[test]
 fn every_fixture_shader_translates_and_builds_or_names_what_it_lacks() {
     let opencl = OpenCl::first("every_fixture_shader_translates_and_builds_or_names_what_it_lacks");
-    // Without a device, translate as for one without extensions, at the opencl driver's default
-    // subgroup size (IREE's llvmpipe Vulkan target's, which the fixtures were compiled for).
+    // Without a device, translate as for one without extensions.
     let options = opencl.as_ref().map(OpenCl::options).unwrap_or(Options {
-        subgroup_size: 8,
+        subgroup_size: FIXTURE_SUBGROUP_SIZE,
         ..Options::default()
     });
     let modules = fixture_modules();

@@ -17,6 +17,10 @@ use opencl3::types::CL_BLOCKING;
 use std::path::{Path, PathBuf};
 use std::ptr;
 
+/// The subgroup size the fixtures were compiled for: IREE's llvmpipe Vulkan target's, and the
+/// opencl driver's default.
+pub const FIXTURE_SUBGROUP_SIZE: u32 = 8;
+
 /// The first OpenCL device, with a context and an in-order queue.
 pub struct OpenCl {
     pub device: Device,
@@ -50,10 +54,9 @@ impl OpenCl {
         Some(OpenCl { device, context, queue })
     }
 
-    /// Translation options matching the device's extensions, for the fixtures: they were
-    /// compiled for IREE's llvmpipe target, whose subgroups are 8 wide.
+    /// Translation options matching the device's extensions, for the fixtures.
     pub fn options(&self) -> Options {
-        self.options_for_subgroups(8)
+        self.options_for_subgroups(FIXTURE_SUBGROUP_SIZE)
     }
 
     /// Translation options matching the device's extensions, for subgroups of `size`: built-ins
