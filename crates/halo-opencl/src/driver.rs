@@ -50,8 +50,9 @@ pub struct OpenClDriver;
 /// threads made them at once.
 static DISCOVERY: Mutex<()> = Mutex::new(());
 
-/// Every device: its info and handle.
-fn devices() -> Result<Vec<(DeviceInfo, ClDevice)>> {
+/// Every device: its info and handle. Everything in the crate that discovers devices comes
+/// here, so discovery is never made from two threads at once.
+pub(crate) fn devices() -> Result<Vec<(DeviceInfo, ClDevice)>> {
     let _discovering = DISCOVERY.lock().unwrap_or_else(PoisonError::into_inner);
     let platforms = match opencl3::platform::get_platforms() {
         Ok(platforms) => platforms,
