@@ -4,9 +4,11 @@
 //!
 //! Each model is one exported function of a loaded module. Its inputs and outputs, with the
 //! protocol's datatypes and shapes, come from the declaration `iree-compile` records for the
-//! function. Requests run on blocking threads, at most `max_concurrency` at once per model, with
+//! function. Requests run on the model's computing threads, at most `max_concurrency` at once, with
 //! up to `max_queue` more waiting; beyond that a request is refused with `503`.
 
+pub mod batch_scheduling;
+pub mod compute;
 pub mod datatype;
 pub mod grpc;
 pub mod http;

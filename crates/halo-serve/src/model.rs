@@ -1,6 +1,7 @@
 //! A served model: one function of a loaded module, its inputs and outputs as the protocol
 //! describes them, and the admission limits that bound its concurrent work.
 
+use crate::compute::ComputeThreads;
 use crate::datatype::datatype_of;
 use crate::metrics::Metrics;
 use crate::statistics::{ModelStatistics, StatisticsSnapshot};
@@ -67,7 +68,7 @@ pub struct ModelConfig {
     pub output_types: Vec<String>,
 }
 
-/// Most requests of one model that may run at once: each holds a blocking thread.
+/// Most requests of one model that may run at once: each holds a computing thread.
 pub const MAX_CONCURRENCY: usize = 4096;
 
 /// Most requests of one model that may wait for a turn, so a queue's memory stays bounded.
@@ -208,9 +209,10 @@ pub struct Model {
     outputs: Vec<TensorSpec>,
     /// Requests admitted and not yet answered (running or waiting).
     admitted: AtomicUsize,
-    /// Turns to run; a running request holds one until its call returns, even when its client
-    /// was answered at its deadline, so the work on the device stays bounded.
-    running: Arc<tokio::sync::Semaphore>,
+    /// The threads its calls run on, `max_concurrency` at most; a call keeps its thread until
+    /// it returns, even when its client was answered at its deadline, so the work on the
+    /// device stays bounded.
+    compute: ComputeThreads,
     statistics: ModelStatistics,
 }
 
@@ -270,7 +272,7 @@ impl Model {
         )?;
         check_against_function(&function, &inputs, &outputs)?;
         Ok(Model {
-            running: Arc::new(tokio::sync::Semaphore::new(config.max_concurrency)),
+            compute: ComputeThreads::new("halo-compute", config.max_concurrency),
             config,
             session,
             function,
@@ -314,19 +316,16 @@ impl Model {
         }
     }
 
-    /// Waits for a turn to run among the admitted requests.
-    pub async fn turn(&self) -> tokio::sync::OwnedSemaphorePermit {
-        self.running
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("the semaphore is never closed")
+    /// The threads its calls run on.
+    pub fn compute_threads(&self) -> &ComputeThreads {
+        &self.compute
     }
 
-    /// Runs a request: admits it, waits for its turn and calls the function on a blocking
-    /// thread, so the server's threads keep answering while models compute. Both times go to
-    /// `metrics`. A request still waiting or computing at `deadline` is answered then; a call
-    /// that has started finishes in the background, keeping its turn.
+    /// Runs a request: admits it and calls the function on one of the model's computing
+    /// threads, so the server's threads keep answering while models compute. Both the time it
+    /// waited for a thread and the time it computed go to `metrics`. A request still waiting
+    /// or computing at `deadline` is answered then; a call that has started finishes in the
+    /// background, keeping its thread.
     ///
     /// # Errors
     /// `Unavailable` when the model is full; `DeadlineExceeded` at the deadline; the errors of
@@ -350,21 +349,33 @@ impl Model {
         deadline: Option<Instant>,
     ) -> Result<Vec<OutputTensor>> {
         let _admission = self.admit()?;
-        let waiting = Instant::now();
-        let turn = self.before(deadline, "waiting for a turn", self.turn()).await?;
-        let waited = waiting.elapsed();
-        metrics.observe_queue(&self.config.name, waited);
         let model = self.clone();
-        let computing = Instant::now();
-        let call = tokio::task::spawn_blocking(move || {
-            let _turn = turn;
-            model.infer(inputs)
-        });
-        let outputs = self
-            .before(deadline, "computing", call)
-            .await?
-            .map_err(|e| Error::internal(format!("the inference task failed: {e}")))?;
-        let computed = computing.elapsed();
+        let queued = Instant::now();
+        let mut ticket = self.compute.submit(move || {
+            let waited = queued.elapsed();
+            let computing = Instant::now();
+            let outputs = model.infer(inputs);
+            (waited, computing.elapsed(), outputs)
+        })?;
+        let finished = match deadline {
+            None => ticket.result().await,
+            Some(deadline) => match tokio::time::timeout_at(deadline.into(), ticket.result()).await {
+                Ok(finished) => finished,
+                Err(_) => {
+                    let stage = if ticket.withdraw() {
+                        "waiting for a turn"
+                    } else {
+                        "computing"
+                    };
+                    return Err(Error::deadline_exceeded(format!(
+                        "the request to model '{}' ran out of time while {stage}",
+                        self.config.name
+                    )));
+                }
+            },
+        };
+        let (waited, computed, outputs) = finished.with_context(|| format!("running model '{}'", self.config.name))?;
+        metrics.observe_queue(&self.config.name, waited);
         metrics.observe_compute(&self.config.name, computed);
         if outputs.is_ok() {
             // As Triton's, the stage times are those of successful requests.
@@ -386,23 +397,6 @@ impl Model {
             (model, request) => model.or(request),
         };
         timeout.and_then(|t| Instant::now().checked_add(t))
-    }
-
-    async fn before<T>(
-        &self,
-        deadline: Option<Instant>,
-        what: &str,
-        work: impl std::future::Future<Output = T>,
-    ) -> Result<T> {
-        let Some(deadline) = deadline else {
-            return Ok(work.await);
-        };
-        tokio::time::timeout_at(deadline.into(), work).await.map_err(|_| {
-            Error::deadline_exceeded(format!(
-                "the request to model '{}' ran out of time while {what}",
-                self.config.name
-            ))
-        })
     }
 
     /// The bytes allocated on each of the model's devices, by device URI.

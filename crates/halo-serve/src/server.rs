@@ -1,6 +1,7 @@
 //! Loading the models and serving them over HTTP and gRPC until a shutdown signal, finishing
 //! requests in flight.
 
+use crate::batch_scheduling::{self, Policy};
 use crate::grpc::service;
 use crate::http::router;
 use crate::model::Models;
@@ -71,6 +72,7 @@ impl Server {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .thread_name("halo-serve")
+            .on_thread_start(|| batch_scheduling::set_current_thread(Policy::Batch))
             .build()
             .map_err(|e| Error::unavailable(format!("starting the server's runtime: {e}")))?;
         runtime.block_on(async move {

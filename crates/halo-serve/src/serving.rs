@@ -1,6 +1,7 @@
 //! What the HTTP and gRPC front ends share: the loaded models, where more come from, and the
 //! metrics of their requests.
 
+use crate::batch_scheduling::{self, Policy};
 use crate::metrics::{Metrics, Protocol, UNKNOWN_MODEL};
 use crate::model::{find, Model, Models};
 use crate::repository::ModelRepository;
@@ -96,9 +97,14 @@ impl Serving {
         })?;
         let config = repository.config(name)?;
         let serving = self.clone();
-        let model = tokio::task::spawn_blocking(move || Model::load(&serving.instance, config))
-            .await
-            .map_err(|e| Error::internal(format!("loading model '{name}' failed: {e}")))??;
+        let model = tokio::task::spawn_blocking(move || {
+            // The devices' own threads take the policy of the thread that makes them: the
+            // default, as for the models loaded at start.
+            batch_scheduling::set_current_thread(Policy::Normal);
+            Model::load(&serving.instance, config)
+        })
+        .await
+        .map_err(|e| Error::internal(format!("loading model '{name}' failed: {e}")))??;
         self.change(|models| {
             models.insert(name.to_string(), Arc::new(model));
         });

@@ -96,8 +96,12 @@ fn a_request_past_its_deadline_is_answered_deadline_exceeded_and_the_next_runs()
             .to_vec()
     };
     runtime.block_on(async {
-        // The only turn is taken, so the request waits until its deadline.
-        let turn = model.turn().await;
+        // The only computing thread is taken, so the request waits until its deadline.
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let occupied = model
+            .compute_threads()
+            .submit(move || released.recv())
+            .expect("a thread starts");
         let deadline = model.deadline(Some(Duration::from_millis(20)));
         let error = model.run(inputs(), &metrics, deadline).await.expect_err("it times out");
         assert_eq!(error.code(), halo_hal::StatusCode::DeadlineExceeded);
@@ -107,7 +111,8 @@ fn a_request_past_its_deadline_is_answered_deadline_exceeded_and_the_next_runs()
                 .contains("model 'adder' ran out of time while waiting for a turn"),
             "{error}"
         );
-        drop(turn);
+        drop(release);
+        drop(occupied);
         let outputs = model
             .run(inputs(), &metrics, model.deadline(None))
             .await
