@@ -64,7 +64,7 @@ pub struct Ticket<T> {
 
 impl<T> Ticket<T> {
     /// Takes the call back if no thread has started it; `false` when one has (it runs to its
-    /// end, holding its thread, and its result is dropped).
+    /// end, holding its thread, and its result is dropped). Dropping the ticket withdraws too.
     pub fn withdraw(&self) -> bool {
         self.stage
             .compare_exchange(QUEUED, WITHDRAWN, Ordering::AcqRel, Ordering::Acquire)
@@ -79,6 +79,13 @@ impl<T> Ticket<T> {
         (&mut self.result)
             .await
             .map_err(|_| Error::internal("the call panicked on its computing thread"))
+    }
+}
+
+impl<T> Drop for Ticket<T> {
+    fn drop(&mut self) {
+        // Nobody waits for a call that has not started (its client went): it need not run.
+        self.withdraw();
     }
 }
 
@@ -253,7 +260,7 @@ mod tests {
     }
 
     #[test]
-    fn a_withdrawn_call_never_runs_and_a_started_one_cannot_be_withdrawn() {
+    fn a_withdrawn_or_dropped_call_never_runs_and_a_started_one_cannot_be_withdrawn() {
         let threads = ComputeThreads::new("test", 1);
         let (release, running) = occupy(&threads);
         assert!(!running.withdraw(), "a started call was withdrawn");
@@ -261,6 +268,8 @@ mod tests {
         let flag = ran.clone();
         let waiting = threads.submit(move || flag.store(1, Ordering::Release)).unwrap();
         assert!(waiting.withdraw());
+        let flag = ran.clone();
+        drop(threads.submit(move || flag.store(2, Ordering::Release)).unwrap());
         release.send(()).unwrap();
         // A call queued after the withdrawn one runs, so the withdrawn one's turn has passed.
         let mut after = threads.submit(|| ()).unwrap();

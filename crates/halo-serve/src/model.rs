@@ -207,8 +207,8 @@ pub struct Model {
     function: Function,
     inputs: Vec<TensorSpec>,
     outputs: Vec<TensorSpec>,
-    /// Requests admitted and not yet answered (running or waiting).
-    admitted: AtomicUsize,
+    /// Requests admitted whose calls are queued or running, or that are not yet answered.
+    admitted: Arc<AtomicUsize>,
     /// The threads its calls run on, `max_concurrency` at most; a call keeps its thread until
     /// it returns, even when its client was answered at its deadline, so the work on the
     /// device stays bounded.
@@ -217,13 +217,13 @@ pub struct Model {
 }
 
 /// A request's place in a model's admission: released when dropped.
-pub struct Admission<'a> {
-    model: &'a Model,
+pub struct Admission {
+    admitted: Arc<AtomicUsize>,
 }
 
-impl Drop for Admission<'_> {
+impl Drop for Admission {
     fn drop(&mut self) {
-        self.model.admitted.fetch_sub(1, Ordering::AcqRel);
+        self.admitted.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -278,7 +278,7 @@ impl Model {
             function,
             inputs,
             outputs,
-            admitted: AtomicUsize::new(0),
+            admitted: Arc::new(AtomicUsize::new(0)),
             statistics: ModelStatistics::default(),
         })
     }
@@ -302,13 +302,15 @@ impl Model {
     ///
     /// # Errors
     /// `Unavailable` naming the model and its limits when it is full.
-    pub fn admit(&self) -> Result<Admission<'_>> {
+    pub fn admit(&self) -> Result<Admission> {
         let limit = self.config.max_concurrency + self.config.max_queue;
         let admitted = self
             .admitted
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < limit).then_some(n + 1));
         match admitted {
-            Ok(_) => Ok(Admission { model: self }),
+            Ok(_) => Ok(Admission {
+                admitted: self.admitted.clone(),
+            }),
             Err(_) => Err(Error::unavailable(format!(
                 "model '{}' is busy: {} requests running and {} queued",
                 self.config.name, self.config.max_concurrency, self.config.max_queue
@@ -348,10 +350,13 @@ impl Model {
         metrics: &Metrics,
         deadline: Option<Instant>,
     ) -> Result<Vec<OutputTensor>> {
-        let _admission = self.admit()?;
+        let admission = self.admit()?;
         let model = self.clone();
         let queued = Instant::now();
+        // The call holds the admission, so one withdrawn at its deadline still counts until a
+        // thread drops it from the queue: the queued inputs' memory stays within the limits.
         let mut ticket = self.compute.submit(move || {
+            let _admission = admission;
             let waited = queued.elapsed();
             let computing = Instant::now();
             let outputs = model.infer(inputs);

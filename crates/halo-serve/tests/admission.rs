@@ -111,6 +111,12 @@ fn a_request_past_its_deadline_is_answered_deadline_exceeded_and_the_next_runs()
                 .contains("model 'adder' ran out of time while waiting for a turn"),
             "{error}"
         );
+        // The withdrawn call holds its place until a thread drops it from the queue, so
+        // clients timing out and retrying cannot pile inputs up behind a busy thread.
+        let second = model.admit().expect("one place is left");
+        let refused = model.admit().err().expect("the withdrawn call still counts");
+        assert_eq!(refused.code(), halo_hal::StatusCode::Unavailable);
+        drop(second);
         drop(release);
         drop(occupied);
         let outputs = model
