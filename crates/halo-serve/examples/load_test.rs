@@ -39,7 +39,12 @@ struct Args {
     rounds: usize,
     /// The cores for the serving side and the clients; `None`: wherever the scheduler puts them.
     cores: Option<Cores>,
+    /// The protocol paths compared with the direct calls, from [`PATHS`].
+    paths: Vec<String>,
 }
+
+/// Every protocol path, by the name `--paths` takes: HTTP/JSON, HTTP with binary tensors, gRPC.
+const PATHS: [&str; 3] = ["json", "binary", "grpc"];
 
 /// Where the serving side and the load generator run.
 #[derive(Clone, Copy)]
@@ -80,6 +85,7 @@ fn parse_args() -> Args {
         device: "local-task".into(),
         rounds: 5,
         cores: None,
+        paths: PATHS.map(String::from).to_vec(),
     };
     let (mut server_core, mut client_core) = (None, None);
     let mut words = std::env::args().skip(1);
@@ -96,6 +102,15 @@ fn parse_args() -> Args {
             "--rounds" => args.rounds = value.parse::<usize>().expect("--rounds is a number").max(1),
             "--server-core" => server_core = Some(value.parse().expect("--server-core is a core number")),
             "--client-core" => client_core = Some(value.parse().expect("--client-core is a core number")),
+            "--paths" => {
+                args.paths = value.split(',').map(String::from).collect();
+                for path in &args.paths {
+                    assert!(
+                        PATHS.contains(&path.as_str()),
+                        "unknown path {path}: the paths are {PATHS:?}"
+                    );
+                }
+            }
             other => panic!("unknown flag {other}"),
         }
     }
@@ -517,26 +532,24 @@ fn main() {
     let own = std::process::id();
     let pid = server.child.id();
     let mut totals: Vec<Phase> = Vec::new();
-    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); 3];
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); args.paths.len()];
     for _ in 0..args.rounds {
         let direct = Phase::measuring_cpu(own, || direct_phase(&args, &model, &tensor, per_round));
-        let round = vec![
-            direct,
-            Phase::measuring_cpu(pid, || {
-                http_phase("HTTP, JSON", &server, clients, per_round, &json, None)
-            }),
-            Phase::measuring_cpu(pid, || {
-                http_phase(
+        let mut round = vec![direct];
+        for path in &args.paths {
+            round.push(Phase::measuring_cpu(pid, || match path.as_str() {
+                "json" => http_phase("HTTP, JSON", &server, clients, per_round, &json, None),
+                "binary" => http_phase(
                     "HTTP, binary tensors",
                     &server,
                     clients,
                     per_round,
                     &binary,
                     Some(length),
-                )
-            }),
-            Phase::measuring_cpu(pid, || grpc_phase("gRPC", &server, clients, per_round, &spec, &input)),
-        ];
+                ),
+                _ => grpc_phase("gRPC", &server, clients, per_round, &spec, &input),
+            }));
+        }
         for (path, phase) in round[1..].iter().enumerate() {
             ratios[path].push(phase.throughput() / round[0].throughput());
         }

@@ -15,6 +15,11 @@ use std::net::TcpListener;
 use std::sync::Arc;
 use tonic::transport::server::TcpIncoming;
 
+/// The largest HTTP/2 frame a gRPC client may send. HTTP/2's default, 16 KiB, cuts a tensor
+/// into many frames, each read with its own system call; clients send frames up to what the
+/// server announces.
+const GRPC_MAX_FRAME_BYTES: u32 = 1 << 20;
+
 /// What a server serves and its limits.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -101,6 +106,7 @@ impl Server {
                 let (listener, address) = to_tokio(listener)?;
                 tracing::info!(%address, "serving gRPC");
                 tonic::transport::Server::builder()
+                    .max_frame_size(Some(GRPC_MAX_FRAME_BYTES))
                     .add_service(service(self.serving.clone(), self.max_request_bytes))
                     .serve_with_incoming_shutdown(
                         TcpIncoming::from(listener).with_nodelay(Some(true)),
