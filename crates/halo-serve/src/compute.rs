@@ -74,11 +74,12 @@ impl<T> Ticket<T> {
     /// The call's result.
     ///
     /// # Errors
-    /// `Internal` when the call panicked.
+    /// `Internal` when the call panicked, or was dropped because no computing thread could
+    /// start.
     pub async fn result(&mut self) -> Result<T> {
-        (&mut self.result)
-            .await
-            .map_err(|_| Error::internal("the call panicked on its computing thread"))
+        (&mut self.result).await.map_err(|_| {
+            Error::internal("the call ended without a result: it panicked, or no computing thread could start")
+        })
     }
 }
 
@@ -153,7 +154,9 @@ impl ComputeThreads {
             tracing::warn!(threads = state.threads, %error, "could not start another computing thread");
             return Ok(());
         }
-        state.calls.pop_back();
+        // No thread would ever take the queued calls (others may have queued beside this one
+        // while their threads failed to start too): their tickets end without a result.
+        state.calls.clear();
         Err(Error::resource_exhausted(format!(
             "could not start a computing thread '{}': {error}",
             self.name
