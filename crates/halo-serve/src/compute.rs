@@ -155,8 +155,11 @@ impl ComputeThreads {
             return Ok(());
         }
         // No thread would ever take the queued calls (others may have queued beside this one
-        // while their threads failed to start too): their tickets end without a result.
-        state.calls.clear();
+        // while their threads failed to start too): their tickets end without a result. They
+        // are dropped outside the lock, since what they hold may own these threads.
+        let abandoned = std::mem::take(&mut state.calls);
+        drop(state);
+        drop(abandoned);
         Err(Error::resource_exhausted(format!(
             "could not start a computing thread '{}': {error}",
             self.name
