@@ -4,8 +4,9 @@
 //! Under load a thread finishing one call takes the next queued one without sleeping, so a
 //! saturated server pays no thread switch per request between the calls (tokio's blocking pool
 //! would have a thread sleep and be woken for each call the semaphore let through). Threads start
-//! when a call finds none idle, up to the limit, and stay until the model goes. They are batch
-//! work for the scheduler (see [`crate::batch_scheduling`]).
+//! when a call finds none idle, up to the limit, and stay until the model goes. They run at the
+//! default scheduling policy even when started by the server's batch threads (see
+//! [`crate::batch_scheduling`]), so a call handed to an idle one starts at once.
 
 use crate::batch_scheduling::{self, Policy};
 use halo_hal::{Error, Result};
@@ -141,7 +142,7 @@ impl ComputeThreads {
     fn start_thread(&self) -> Result<()> {
         let shared = self.shared.clone();
         let started = std::thread::Builder::new().name(self.name.clone()).spawn(move || {
-            batch_scheduling::set_current_thread(Policy::Batch);
+            batch_scheduling::set_current_thread(Policy::Normal);
             work(&shared)
         });
         let Err(error) = started else {
@@ -296,10 +297,16 @@ mod tests {
 
     #[cfg(target_os = "linux")]
     #[test]
-    fn calls_run_as_batch_work() {
-        let threads = ComputeThreads::new("test", 1);
-        let mut policy = threads.submit(batch_scheduling::current_thread).unwrap();
-        assert_eq!(block_on(policy.result()).unwrap(), Policy::Batch);
+    fn calls_run_at_the_default_policy_even_when_a_batch_thread_starts_them() {
+        let policy = std::thread::spawn(|| {
+            batch_scheduling::set_current_thread(Policy::Batch);
+            let threads = ComputeThreads::new("test", 1);
+            let mut policy = threads.submit(batch_scheduling::current_thread).unwrap();
+            block_on(policy.result()).unwrap()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(policy, Policy::Normal);
     }
 
     #[test]
