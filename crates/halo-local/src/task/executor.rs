@@ -104,18 +104,17 @@ impl Share {
         front >= back
     }
 
-    /// Takes the unit at the front (`from_front`) or the back; `None` once the share is empty.
-    fn claim(&self, from_front: bool) -> Option<u32> {
+    /// Takes the unit at `end`; `None` once the share is empty.
+    fn claim(&self, end: End) -> Option<u32> {
         let mut ends = self.ends.load(Ordering::Relaxed);
         loop {
             let (front, back) = unpack(ends);
             if front >= back {
                 return None;
             }
-            let (claimed, next) = if from_front {
-                (front, pack(front + 1, back))
-            } else {
-                (back - 1, pack(front, back - 1))
+            let (claimed, next) = match end {
+                End::Front => (front, pack(front + 1, back)),
+                End::Back => (back - 1, pack(front, back - 1)),
             };
             match self
                 .ends
@@ -126,6 +125,13 @@ impl Share {
             }
         }
     }
+}
+
+/// Which end of a share a claim takes: its owner's or a thief's.
+#[derive(Clone, Copy)]
+enum End {
+    Front,
+    Back,
 }
 
 fn pack(front: u32, back: u32) -> u64 {
@@ -191,8 +197,8 @@ impl Job {
         let count = self.shares.len();
         let own = worker % count;
         self.shares[own]
-            .claim(true)
-            .or_else(|| (1..count).find_map(|step| self.shares[(own + step) % count].claim(false)))
+            .claim(End::Front)
+            .or_else(|| (1..count).find_map(|step| self.shares[(own + step) % count].claim(End::Back)))
     }
 
     /// Claims and runs chunks until none are left. A failed chunk stops later chunks from running
