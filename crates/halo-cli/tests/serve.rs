@@ -776,3 +776,43 @@ fn a_bad_model_configuration_stops_the_server_naming_the_file_and_the_problem() 
         let _ = std::fs::remove_dir_all(root);
     }
 }
+
+/// The scheduling policy (`/proc/PID/task/TID/stat` field 41) of each of `pid`'s threads, by
+/// thread name.
+#[cfg(target_os = "linux")]
+fn thread_policies(pid: u32) -> Vec<(String, u32)> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the server's threads");
+    tasks
+        .filter_map(|task| {
+            let stat = std::fs::read_to_string(task.ok()?.path().join("stat")).ok()?;
+            let (head, tail) = stat.rsplit_once(')')?;
+            let name = head.split_once('(')?.1.to_string();
+            // Fields after the name start at field 3.
+            let policy = tail.split_whitespace().nth(41 - 3)?.parse().ok()?;
+            Some((name, policy))
+        })
+        .collect()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn io_threads_are_batch_work_and_computing_threads_keep_the_default_policy() {
+    const SCHED_OTHER: u32 = 0;
+    const SCHED_BATCH: u32 = 3;
+    let served = Served::start("cnn.vmfb", "cnn", &[]);
+    let input = halo_runtime::npy::read(&models().join("cnn.basic.0.npy")).expect("the fixture input");
+    let body = json!({
+        "inputs": [{"name": "input0", "shape": input.shape.clone(), "datatype": "FP32", "data": f32_data(&input)}]
+    });
+    // A request starts the model's computing thread.
+    assert_eq!(served.post("/v2/models/cnn/infer", &body.to_string()).0, 200);
+    let policies = thread_policies(served.child.id());
+    let of = |name: &str| -> Vec<u32> { policies.iter().filter(|(n, _)| n == name).map(|(_, p)| *p).collect() };
+    let io = of("halo-serve");
+    assert!(!io.is_empty() && io.iter().all(|&p| p == SCHED_BATCH), "{policies:?}");
+    let computing = of("halo-compute");
+    assert!(
+        !computing.is_empty() && computing.iter().all(|&p| p == SCHED_OTHER),
+        "{policies:?}"
+    );
+}
