@@ -272,7 +272,7 @@ impl<'a> Convolution<'a> {
 #[derive(Default)]
 struct Replaced {
     depthwise: usize,
-    /// Narrowing and dense.
+    /// Narrowing and dense, and those whose bias was moved after them.
     other: usize,
 }
 
@@ -361,17 +361,17 @@ fn window(
     }
     let starts = out.constant(&format!("{tap}.starts"), &starts);
     let ends = out.constant(&format!("{tap}.ends"), &ends);
-    let mut inputs = vec![padded, &starts, &ends, axes];
     let row_stride = conv.strides[0];
-    let steps;
-    if row_stride != 1 {
-        let mut step_values = vec![row_stride, 1];
-        if channels.is_some() {
-            step_values.insert(0, 1);
-        }
-        steps = out.constant(&format!("{tap}.steps"), &step_values);
-        inputs.push(&steps);
-    }
+    let steps = (row_stride != 1).then(|| {
+        let steps = if channels.is_some() {
+            vec![1, row_stride, 1]
+        } else {
+            vec![row_stride, 1]
+        };
+        out.constant(&format!("{tap}.steps"), &steps)
+    });
+    let mut inputs = vec![padded, &starts, &ends, axes];
+    inputs.extend(steps.as_deref());
     out.node("Slice", &inputs, &format!("{tap}.window"))
 }
 
