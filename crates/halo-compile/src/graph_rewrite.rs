@@ -405,7 +405,7 @@ fn shifted_sum(conv: &Convolution, out: &mut NodeWriter) {
     };
     let padded = padded(conv, shifted, out);
     let spatial = out.constant("axes", &[2, 3]);
-    let per_channel = out.constant("per_channel_shape", &[1, -1, 1, 1]);
+    let per_channel = per_channel_shape(2, out);
     let mut terms = Vec::new();
     for [i, j] in taps(conv) {
         let tap = format!("tap{i}_{j}");
@@ -451,7 +451,7 @@ fn shifted_sum(conv: &Convolution, out: &mut NodeWriter) {
         sum = out.node("Slice", &[&sum, &starts, &ends, &columns, &steps], "subsampled");
     }
     if let Some(bias) = conv.bias {
-        add_bias(&sum, bias, 2, out);
+        add_bias(&sum, bias, &per_channel, out);
     }
 }
 
@@ -480,7 +480,8 @@ fn windows_as_channels(conv: &Convolution, outputs: i64, out: &mut NodeWriter) {
     let filter = out.node("Reshape", &[&taps_last, &shape], "columns_filter");
     let product = out.node("Conv", &[&columns, &filter], "product");
     if let Some(bias) = conv.bias {
-        add_bias(&product, bias, 2, out);
+        let per_channel = per_channel_shape(2, out);
+        add_bias(&product, bias, &per_channel, out);
     }
 }
 
@@ -513,18 +514,24 @@ fn bias_separated(node: &NodeProto, weights: &HashMap<&str, &[i64]>, names: &mut
     if let Some(conv) = out.nodes.last_mut() {
         conv.attribute = node.attribute.clone();
     }
-    add_bias(&product, bias, filter_rank - 2, &mut out);
+    let per_channel = per_channel_shape(filter_rank - 2, &mut out);
+    add_bias(&product, bias, &per_channel, &mut out);
     if let Some(last) = out.nodes.last_mut() {
         last.output = vec![output.clone()];
     }
     Some(out.nodes)
 }
 
-/// `value` plus `bias`, one value per channel (axis 1 of a value with `spatial` axes after it).
-fn add_bias(value: &str, bias: &str, spatial: usize, out: &mut NodeWriter) -> String {
+/// A `Reshape` shape that puts one value per channel of a value with `spatial` axes after its
+/// channels: `[1, -1, 1, ...]`.
+fn per_channel_shape(spatial: usize, out: &mut NodeWriter) -> String {
     let shape: Vec<i64> = [1, -1].into_iter().chain(std::iter::repeat_n(1, spatial)).collect();
-    let shape = out.constant("bias_shape", &shape);
-    let bias = out.node("Reshape", &[bias, &shape], "bias");
+    out.constant("per_channel_shape", &shape)
+}
+
+/// `value` plus `bias`, one value per channel, shaped by `per_channel` (see [`per_channel_shape`]).
+fn add_bias(value: &str, bias: &str, per_channel: &str, out: &mut NodeWriter) -> String {
+    let bias = out.node("Reshape", &[bias, per_channel], "bias");
     out.node("Add", &[value, &bias], "output")
 }
 
