@@ -69,7 +69,8 @@ impl Session {
         &mut self.context
     }
 
-    /// Loads a `.vmfb` file (memory-mapped; large constants are used in place) and links it.
+    /// Loads a `.vmfb` file (memory-mapped; large constants are used in place) and links it; once
+    /// the module is initialized its file pages leave resident memory until a call reads them.
     ///
     /// # Errors
     /// The loader's or verifier's error naming the file; `NotFound` for a missing import; the

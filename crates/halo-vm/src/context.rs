@@ -293,6 +293,11 @@ impl Context {
         if let Some(init) = instance.module.find_export("__init") {
             crate::interp::invoke(&instance, init.internal_ordinal, &[])
                 .with_context(|| format!("initializing module '{name}'"))?;
+            // The initializer has read what it repacks; what calls still read faults back in.
+            // A refusal only leaves the pages resident, so it is not the caller's error.
+            if let Err(error) = instance.module.bytes().release_resident_pages() {
+                tracing::debug!(module = %name, %error, "module file pages stay resident");
+            }
         }
         self.modules.push(ContextModule::Bytecode(instance.clone()));
         Ok(instance)
