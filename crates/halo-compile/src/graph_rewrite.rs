@@ -1088,6 +1088,45 @@ mod tests {
         }
     }
 
+    proptest! {
+        #[test]
+        fn any_max_pool_is_left_alone_or_replaced_by_a_well_formed_graph(
+            kernel in attribute_values(proptest::collection::vec(1i64..4, 2)),
+            extreme in prop_oneof![3 => Just(None), 1 => proptest::sample::select(vec![i64::MIN, -1, 0, i64::MAX]).prop_map(Some)],
+            pads in attribute_values(proptest::collection::vec(0i64..2, 4)),
+            strides in attribute_values(proptest::collection::vec(1i64..4, 2)),
+            dilations in attribute_values(proptest::collection::vec(1i64..3, 2)),
+            ceil_mode in prop_oneof![Just(None), (-1i64..3).prop_map(Some)],
+            indices in any::<bool>(),
+        ) {
+            let mut attributes = Vec::new();
+            let kernel = kernel.map(|mut k| {
+                if let (Some(value), Some(first)) = (extreme, k.first_mut()) {
+                    *first = value;
+                }
+                k
+            });
+            for (name, values) in [("kernel_shape", kernel), ("pads", pads), ("strides", strides), ("dilations", dilations)] {
+                attributes.extend(values.map(|v| ints(name, &v)));
+            }
+            attributes.extend(ceil_mode.map(|mode| int("ceil_mode", mode)));
+            let mut original = max_pool(attributes);
+            if indices {
+                original.graph.as_mut().unwrap().node[0].output.push("indices".into());
+            }
+            let Some((out, count, done)) = rewritten_by(&original, GraphRewrite::ConvolutionsAsShifts) else {
+                return Ok(());
+            };
+            prop_assert_eq!((count, done), (1, GraphRewrite::ConvolutionsAsShifts));
+            prop_assert!(!indices);
+            let graph = out.graph.as_ref().unwrap();
+            assert_defined_before_use(graph, &["x"]);
+            prop_assert_eq!(&graph.node.last().unwrap().output, &vec!["y".to_string()]);
+            let maxima = graph.node.iter().filter(|n| n.op_type() == "Max").count();
+            prop_assert_eq!(maxima, 1);
+        }
+    }
+
     #[test]
     fn extreme_filter_dimensions_from_the_file_are_refused_or_rewritten_without_overflow() {
         let extremes = [i64::MIN, -1, 0, 1, 2, 3, i64::MAX / 9, i64::MAX / 2, i64::MAX];
