@@ -25,8 +25,8 @@
 //! IREE's im2col: SqueezeNet 0.81×, ResNet-50 0.88× the wall time. Strided and 7×7 convolutions
 //! written the same way (strided windows) measured 1.00× on both, so they are left to IREE.
 //!
-//! Max pools without padding: IREE compiles them to a scalar loop nest too; the largest of the
-//! windows, strided as a depthwise convolution's, vectorizes (see [`max_of_windows`]).
+//! Max pools: IREE compiles them to a scalar loop nest too; the largest of the windows, strided
+//! as a depthwise convolution's, vectorizes (see [`max_of_windows`]).
 
 use crate::onnx::attribute_proto::AttributeType;
 use crate::onnx::{tensor_proto::DataType, AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto};
@@ -46,7 +46,8 @@ pub enum GraphRewrite {
     /// with filters up to 3×3 become 1×1 convolutions: narrowing ones to one channel group per
     /// filter tap, whose shifted groups are summed; the others over their input's shifted
     /// windows, concatenated along the channels. The other convolutions of one group add their
-    /// bias after them, and max pools without padding become the largest of their windows.
+    /// bias after them, and max pools (padded ones only over a `Relu`'s values) become the
+    /// largest of their windows.
     ConvolutionsAsShifts,
 }
 
@@ -299,14 +300,18 @@ struct MaxPool<'a> {
     input: &'a str,
     output: &'a str,
     sliding: Sliding,
+    /// Top, left, bottom, right: zeros, which only a pool of values known not to be negative
+    /// may have.
+    pads: [i64; 4],
 }
 
 impl<'a> MaxPool<'a> {
-    /// `node` as a max pool over images without padding: two spatial axes, more than one tap,
-    /// sides up to [`MAX_KERNEL_SIDE`], strides up to [`MAX_STRIDE`], unit dilations, floor
-    /// rounding and no indices output. A padded pool would need its pad value (the element
-    /// type's lowest) or an edge pad: written with `Pad` mode `edge`, ShuffleNet v2 lost 1.12×.
-    fn of(node: &'a NodeProto) -> Option<MaxPool<'a>> {
+    /// `node` as a max pool over images: two spatial axes, more than one tap, sides up to
+    /// [`MAX_KERNEL_SIDE`], strides up to [`MAX_STRIDE`], unit dilations, floor rounding, no
+    /// indices output, and no padding unless its input is in `rectified` (a `Relu`'s value, as
+    /// the pools after CNN stems are). Other padded pools would need their pad value (the
+    /// element type's lowest) or an edge pad, which lost 1.12× on ShuffleNet v2.
+    fn of(node: &'a NodeProto, rectified: &HashSet<&str>) -> Option<MaxPool<'a>> {
         if node.op_type() != "MaxPool" || !matches!(node.domain(), "" | "ai.onnx") || node.output.len() != 1 {
             return None;
         }
@@ -319,9 +324,22 @@ impl<'a> MaxPool<'a> {
         };
         let kernel = pair("kernel_shape", [0, 0])?;
         let strides = pair("strides", [1, 1])?;
-        let unpadded = attribute("pads").is_none_or(|a| a.ints.iter().all(|&p| p == 0))
-            && attribute("auto_pad").is_none_or(|a| matches!(a.s(), b"NOTSET" | b"VALID"));
-        let plain = unpadded
+        let pads = match attribute("pads").map(|a| a.ints.as_slice()) {
+            None => [0; 4],
+            Some(&[top, left, bottom, right]) => [top, left, bottom, right],
+            Some(_) => return None,
+        };
+        // A window of zero padding and values that are not negative has the largest value a
+        // window padded with -inf has, as long as every window holds a value (pads < sides).
+        let [height, width] = kernel;
+        let pads_fit = pads == [0; 4]
+            || (rectified.contains(input.as_str())
+                && pads
+                    .iter()
+                    .zip([height, width, height, width])
+                    .all(|(&pad, side)| (0..side).contains(&pad)));
+        let plain = pads_fit
+            && attribute("auto_pad").is_none_or(|a| matches!(a.s(), b"NOTSET" | b"VALID"))
             && pair("dilations", [1, 1])? == [1, 1]
             && attribute("ceil_mode").is_none_or(|a| a.i() == 0)
             && kernel.iter().all(|side| (1..=MAX_KERNEL_SIDE).contains(side))
@@ -331,6 +349,7 @@ impl<'a> MaxPool<'a> {
             input,
             output: &node.output[0],
             sliding: Sliding { kernel, strides },
+            pads,
         })
     }
 }
@@ -350,6 +369,13 @@ fn decompose_convolutions(graph: &mut GraphProto, rewrite: GraphRewrite) -> Repl
         .iter()
         .map(|tensor| (tensor.name(), tensor.dims.as_slice()))
         .collect();
+    // Values a `Relu` makes, which are never negative.
+    let rectified: HashSet<&str> = graph
+        .node
+        .iter()
+        .filter(|n| n.op_type() == "Relu" && matches!(n.domain(), "" | "ai.onnx"))
+        .filter_map(|n| n.output.first().map(String::as_str))
+        .collect();
     let mut names = NameSource::of(graph);
     let mut replaced = Replaced::default();
     let mut nodes = Vec::with_capacity(graph.node.len());
@@ -361,7 +387,9 @@ fn decompose_convolutions(graph: &mut GraphProto, rewrite: GraphRewrite) -> Repl
                 ConvolutionKind::Narrowing { .. } | ConvolutionKind::Dense { .. } => replaced.other += 1,
             }
         } else if let Some(separated) = (rewrite == GraphRewrite::ConvolutionsAsShifts)
-            .then(|| bias_separated(node, &weights, &mut names).or_else(|| max_of_windows(node, &mut names)))
+            .then(|| {
+                bias_separated(node, &weights, &mut names).or_else(|| max_of_windows(node, &rectified, &mut names))
+            })
             .flatten()
         {
             nodes.extend(separated);
@@ -396,12 +424,13 @@ fn replacement(conv: &Convolution, names: &mut NameSource) -> Vec<NodeProto> {
     out.nodes
 }
 
-/// `value` padded by `conv`'s pads (rows and columns of its last two axes).
-fn padded(conv: &Convolution, value: String, out: &mut NodeWriter) -> String {
-    if conv.pads == [0; 4] {
+/// `value` padded with zeros by `pads` (top, left, bottom, right: rows and columns of its last
+/// two axes).
+fn padded(pads: [i64; 4], value: String, out: &mut NodeWriter) -> String {
+    if pads == [0; 4] {
         return value;
     }
-    let [top, left, bottom, right] = conv.pads;
+    let [top, left, bottom, right] = pads;
     let pads = out.constant("pads", &[0, 0, top, left, 0, 0, bottom, right]);
     out.node("Pad", &[&value, &pads], "padded")
 }
@@ -462,7 +491,7 @@ fn shifted_sum(conv: &Convolution, out: &mut NodeWriter) {
         }
         _ => conv.input.to_string(),
     };
-    let padded = padded(conv, shifted, out);
+    let padded = padded(conv.pads, shifted, out);
     let spatial = out.constant("axes", &[2, 3]);
     let per_channel = per_channel_shape(2, out);
     let mut terms = Vec::new();
@@ -540,7 +569,7 @@ fn added(terms: &[(String, String)], out: &mut NodeWriter) -> String {
 /// padded input concatenated along the channels, then one 1×1 convolution whose filter is
 /// `conv`'s reordered tap-major, w'[:, (i, j, c)] = w[:, c, i, j].
 fn windows_as_channels(conv: &Convolution, outputs: i64, out: &mut NodeWriter) {
-    let padded = padded(conv, conv.input.to_string(), out);
+    let padded = padded(conv.pads, conv.input.to_string(), out);
     let spatial = out.constant("axes", &[2, 3]);
     let windows: Vec<String> = taps(conv.sliding())
         .map(|tap| window(conv.sliding(), &padded, tap, None, &spatial, out))
@@ -557,21 +586,24 @@ fn windows_as_channels(conv: &Convolution, outputs: i64, out: &mut NodeWriter) {
     }
 }
 
-/// The nodes computing `node` when it is a [`MaxPool`]: the largest of its taps' windows, each
-/// taking every row-stride-th row, with every column-stride-th column of that maximum kept, as
-/// the depthwise rewrite does. IREE 3.13 compiles an NCHW max pool to a scalar loop nest
-/// (`conv_64x55x55x3x3`, 8.6 % of SqueezeNet's worker time). SqueezeNet's three 3×3 stride-2
-/// pools, 15 alternating runs of 60 calls, per call: 0.93×.
-fn max_of_windows(node: &NodeProto, names: &mut NameSource) -> Option<Vec<NodeProto>> {
-    let pool = MaxPool::of(node)?;
+/// The nodes computing `node` when it is a [`MaxPool`]: the largest of its taps' windows (of its
+/// input padded with zeros, where it is padded), each taking every row-stride-th row, with every
+/// column-stride-th column of that maximum kept, as the depthwise rewrite does. IREE 3.13
+/// compiles an NCHW max pool to a scalar loop nest (`conv_64x55x55x3x3`, 8.6 % of SqueezeNet's
+/// worker time). Alternating runs, per call: SqueezeNet's three unpadded 3×3 stride-2 pools
+/// 0.93× (15 runs of 60 calls); ShuffleNet v2's padded stem pool 0.93× on one worker and on
+/// `local-sync`, 0.98× on two, ResNet-50's 0.97×.
+fn max_of_windows(node: &NodeProto, rectified: &HashSet<&str>, names: &mut NameSource) -> Option<Vec<NodeProto>> {
+    let pool = MaxPool::of(node, rectified)?;
     let mut out = NodeWriter {
         nodes: Vec::new(),
         names,
         prefix: format!("{}.halo_max_pool", pool.output),
     };
+    let padded = padded(pool.pads, pool.input.to_string(), &mut out);
     let spatial = out.constant("axes", &[2, 3]);
     let windows: Vec<String> = taps(pool.sliding)
-        .map(|tap| window(pool.sliding, pool.input, tap, None, &spatial, &mut out))
+        .map(|tap| window(pool.sliding, &padded, tap, None, &spatial, &mut out))
         .collect();
     let windows: Vec<&str> = windows.iter().map(String::as_str).collect();
     let max = out.node("Max", &windows, "max");
@@ -1332,6 +1364,35 @@ mod tests {
     }
 
     #[test]
+    fn a_padded_max_pool_of_a_relu_pools_its_input_padded_with_zeros() {
+        let with_pads = |pads: &[i64]| {
+            let mut pool = node("MaxPool", &["r"], "y");
+            pool.attribute = vec![
+                ints("kernel_shape", &[3, 3]),
+                ints("strides", &[2, 2]),
+                ints("pads", pads),
+            ];
+            model(vec![node("Relu", &["x"], "r"), pool], Vec::new(), 17)
+        };
+        let (out, count, _) = rewritten_by(&with_pads(&[1, 1, 1, 1]), GraphRewrite::ConvolutionsAsShifts).unwrap();
+        assert_eq!(count, 1);
+        let graph = out.graph.as_ref().unwrap();
+        assert_defined_before_use(graph, &["x"]);
+        let pad = graph.node.iter().find(|n| n.op_type() == "Pad").unwrap();
+        assert_eq!(pad.input[0], "r");
+        assert_eq!(pad.input.len(), 2, "the default pad value: zero");
+        assert_eq!(constant(graph, &pad.input[1]), [0, 0, 1, 1, 0, 0, 1, 1]);
+        let windows = graph
+            .node
+            .iter()
+            .filter(|n| n.op_type() == "Slice" && n.input[0] == pad.output[0]);
+        assert_eq!(windows.count(), 9);
+        // A pad as wide as the window would leave windows of padding alone: zero is not -inf.
+        assert!(rewritten_by(&with_pads(&[0, 0, 3, 0]), GraphRewrite::ConvolutionsAsShifts).is_none());
+        assert!(rewritten_by(&with_pads(&[1, 1, 1]), GraphRewrite::ConvolutionsAsShifts).is_none());
+    }
+
+    #[test]
     fn padded_rounded_up_dilated_indexed_large_and_1x1_max_pools_are_left_alone() {
         let with = |extra: Vec<AttributeProto>| {
             let mut attributes = vec![ints("kernel_shape", &[3, 3]), ints("strides", &[2, 2])];
@@ -1342,7 +1403,10 @@ mod tests {
         let mut indexed = with(Vec::new());
         indexed.graph.as_mut().unwrap().node[0].output.push("indices".into());
         let unchanged = [
-            ("padded", with(vec![ints("pads", &[1, 1, 1, 1])])),
+            (
+                "padded, of a value that may be negative",
+                with(vec![ints("pads", &[1, 1, 1, 1])]),
+            ),
             (
                 "same padding",
                 with(vec![AttributeProto {
