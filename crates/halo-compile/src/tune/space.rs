@@ -37,7 +37,8 @@ use crate::target::{Target, TargetKind};
 /// convolutions rewritten too, `o3-shift-depthwise-only`, and `o3-keep-depthwise` renamed
 /// `o3-keep-convolutions`. 5: strided depthwise convolutions take every other row, 3×3 ones sum
 /// their taps in two chains, and the convolutions left to IREE add their bias after them. 6:
-/// max pools rewritten (padded ones of a `Relu`'s values too).
+/// max pools rewritten (padded ones of a `Relu`'s values too), and average pools moved before
+/// the 1×1 convolutions they follow.
 pub const SPACE_VERSION: u32 = 6;
 
 /// One point of the space: a name and the optimisation flags it adds to the target's.
