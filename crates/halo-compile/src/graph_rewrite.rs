@@ -30,7 +30,7 @@
 //!
 //! An average pool after a 1×1 convolution (DenseNet's transitions) is computed before it: both
 //! are linear, so they commute, and the convolution then runs over a quarter of the pixels (see
-//! [`pooled_first`]).
+//! [`pools_after_pointwise_convolutions`]).
 
 use crate::onnx::attribute_proto::AttributeType;
 use crate::onnx::{tensor_proto::DataType, AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto};
