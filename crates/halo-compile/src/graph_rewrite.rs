@@ -240,13 +240,8 @@ impl<'a> Convolution<'a> {
         if ![height, width].iter().all(|side| (1..=MAX_KERNEL_SIDE).contains(side)) {
             return None;
         }
-        let ints = |name: &str| {
-            node.attribute
-                .iter()
-                .find(|a| a.name() == name)
-                .map(|a| a.ints.as_slice())
-        };
-        let group = node.attribute.iter().find(|a| a.name() == "group").map_or(1, |a| a.i());
+        let ints = |name: &str| ints_of(node, name);
+        let group = int_of(node, "group", 1);
         let kind = if outputs > 1 && inputs_per_group == 1 && group == outputs {
             ConvolutionKind::Depthwise
         } else if rewrite != GraphRewrite::ConvolutionsAsShifts
@@ -320,15 +315,14 @@ impl<'a> MaxPool<'a> {
             return None;
         }
         let input = node.input.first().filter(|name| !name.is_empty())?;
-        let attribute = |name: &str| node.attribute.iter().find(|a| a.name() == name);
-        let pair = |name: &str, default: [i64; 2]| match attribute(name).map(|a| a.ints.as_slice()) {
+        let pair = |name: &str, default: [i64; 2]| match ints_of(node, name) {
             None => Some(default),
             Some(&[rows, columns]) => Some([rows, columns]),
             Some(_) => None,
         };
         let kernel = pair("kernel_shape", [0, 0])?;
         let strides = pair("strides", [1, 1])?;
-        let pads = match attribute("pads").map(|a| a.ints.as_slice()) {
+        let pads = match ints_of(node, "pads") {
             None => [0; 4],
             Some(&[top, left, bottom, right]) => [top, left, bottom, right],
             Some(_) => return None,
@@ -343,9 +337,9 @@ impl<'a> MaxPool<'a> {
                     .zip([height, width, height, width])
                     .all(|(&pad, side)| (0..side).contains(&pad)));
         let plain = pads_fit
-            && attribute("auto_pad").is_none_or(|a| matches!(a.s(), b"NOTSET" | b"VALID"))
+            && pads_as_given(node)
             && pair("dilations", [1, 1])? == [1, 1]
-            && attribute("ceil_mode").is_none_or(|a| a.i() == 0)
+            && int_of(node, "ceil_mode", 0) == 0
             && kernel.iter().all(|side| (1..=MAX_KERNEL_SIDE).contains(side))
             && kernel != [1, 1]
             && strides.iter().all(|stride| (1..=MAX_STRIDE).contains(stride));
@@ -489,6 +483,15 @@ fn window(
     out.node("Slice", &inputs, &format!("{tap}.window"))
 }
 
+/// Every tap's window (see [`window`]) of `input` padded with zeros by `pads`, row by row.
+fn padded_windows(input: &str, pads: [i64; 4], sliding: Sliding, out: &mut NodeWriter) -> Vec<String> {
+    let padded = padded(pads, input.to_string(), out);
+    let spatial = out.constant("axes", &[2, 3]);
+    taps(sliding)
+        .map(|tap| window(sliding, &padded, tap, None, &spatial, out))
+        .collect()
+}
+
 /// The taps of `sliding`, row by row.
 fn taps(sliding: Sliding) -> impl Iterator<Item = [i64; 2]> {
     let [height, width] = sliding.kernel;
@@ -587,11 +590,7 @@ fn added(terms: &[(String, String)], out: &mut NodeWriter) -> String {
 /// padded input concatenated along the channels, then one 1×1 convolution whose filter is
 /// `conv`'s reordered tap-major, w'[:, (i, j, c)] = w[:, c, i, j].
 fn windows_as_channels(conv: &Convolution, outputs: i64, out: &mut NodeWriter) {
-    let padded = padded(conv.pads, conv.input.to_string(), out);
-    let spatial = out.constant("axes", &[2, 3]);
-    let windows: Vec<String> = taps(conv.sliding())
-        .map(|tap| window(conv.sliding(), &padded, tap, None, &spatial, out))
-        .collect();
+    let windows = padded_windows(conv.input, conv.pads, conv.sliding(), out);
     let windows: Vec<&str> = windows.iter().map(String::as_str).collect();
     let columns = out.node_with("Concat", &windows, "columns", int("axis", 1));
     let taps_last = out.node_with("Transpose", &[conv.weight], "taps_last", ints("perm", &[0, 2, 3, 1]));
@@ -618,11 +617,7 @@ fn max_of_windows(node: &NodeProto, rectified: &HashSet<&str>, names: &mut NameS
         names,
         prefix: format!("{}.halo_max_pool", pool.output),
     };
-    let padded = padded(pool.pads, pool.input.to_string(), &mut out);
-    let spatial = out.constant("axes", &[2, 3]);
-    let windows: Vec<String> = taps(pool.sliding)
-        .map(|tap| window(pool.sliding, &padded, tap, None, &spatial, &mut out))
-        .collect();
+    let windows = padded_windows(pool.input, pool.pads, pool.sliding, &mut out);
     let windows: Vec<&str> = windows.iter().map(String::as_str).collect();
     let max = out.node("Max", &windows, "max");
     every_column(max, pool.sliding.strides[1], &mut out);
@@ -685,35 +680,43 @@ fn ints_of<'n>(node: &'n NodeProto, name: &str) -> Option<&'n [i64]> {
         .map(|a| a.ints.as_slice())
 }
 
+/// The value of an `int` attribute of `node` called `name`, or `default` without one.
+fn int_of(node: &NodeProto, name: &str, default: i64) -> i64 {
+    node.attribute
+        .iter()
+        .find(|a| a.name() == name)
+        .map_or(default, |a| a.i())
+}
+
+/// Whether `node` pads as its `pads` say: no `auto_pad`, or `NOTSET` or `VALID`.
+fn pads_as_given(node: &NodeProto) -> bool {
+    let auto_pad = node.attribute.iter().find(|a| a.name() == "auto_pad").map(|a| a.s());
+    auto_pad.is_none_or(|mode| matches!(mode, b"NOTSET" | b"VALID"))
+}
+
 /// Whether `node` is an ONNX node of `op_type` with one output and, for each of `unit` attributes,
 /// nothing but ones (or the attribute absent), and for `pads`, nothing but zeros.
 fn plain(node: &NodeProto, op_type: &str, unit: &[&str]) -> bool {
     let absent_or = |name: &str, value: i64| ints_of(node, name).is_none_or(|v| v.iter().all(|&x| x == value));
-    let auto_pad = node.attribute.iter().find(|a| a.name() == "auto_pad").map(|a| a.s());
     node.op_type() == op_type
         && matches!(node.domain(), "" | "ai.onnx")
         && node.output.len() == 1
         && !node.input.first().is_none_or(String::is_empty)
         && absent_or("pads", 0)
-        && auto_pad.is_none_or(|mode| matches!(mode, b"NOTSET" | b"VALID"))
+        && pads_as_given(node)
         && unit.iter().all(|name| absent_or(name, 1))
 }
 
 /// An average pool over two axes without padding, rounding up or dilation.
 fn is_plain_average_pool(node: &NodeProto) -> bool {
-    let ceil_mode = node
-        .attribute
-        .iter()
-        .find(|a| a.name() == "ceil_mode")
-        .map_or(0, |a| a.i());
     plain(node, "AveragePool", &["dilations"])
-        && ceil_mode == 0
+        && int_of(node, "ceil_mode", 0) == 0
         && ints_of(node, "kernel_shape").is_some_and(|k| k.len() == 2)
 }
 
 /// A convolution of one group with a 1×1 filter in `weights`, unit strides and no padding.
 fn is_pointwise_convolution(node: &NodeProto, weights: &HashMap<&str, &[i64]>) -> bool {
-    let group = node.attribute.iter().find(|a| a.name() == "group").map_or(1, |a| a.i());
+    let group = int_of(node, "group", 1);
     let filter = node.input.get(1).and_then(|w| weights.get(w.as_str()));
     plain(node, "Conv", &["strides", "dilations"])
         && group == 1
@@ -762,7 +765,7 @@ fn bias_separated(node: &NodeProto, weights: &HashMap<&str, &[i64]>, names: &mut
     if node.op_type() != "Conv" || !matches!(node.domain(), "" | "ai.onnx") || node.output.len() != 1 {
         return None;
     }
-    let group = node.attribute.iter().find(|a| a.name() == "group").map_or(1, |a| a.i());
+    let group = int_of(node, "group", 1);
     let bias = node.input.get(2).filter(|name| !name.is_empty())?;
     let filter_rank = weights.get(node.input[1].as_str())?.len();
     if group != 1 || node.input.len() != 3 || filter_rank < 3 {
