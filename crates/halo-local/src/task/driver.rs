@@ -17,7 +17,7 @@ pub const DRIVER_NAME: &str = "local-task";
 pub struct TaskDriver;
 
 /// Everything a `local-task` device is built with; from URI parameters
-/// (`local-task://?workers=2&pin=true&spin_us=50&inline_ns=20000`).
+/// (`local-task://?workers=2&pin=true&spin_us=50&busy_spin_us=2000&inline_ns=20000`).
 #[derive(Debug, Clone, Default)]
 pub struct TaskDeviceOptions {
     /// Worker pool settings.
@@ -72,12 +72,16 @@ impl TaskDeviceOptions {
                     options.executor.spin =
                         parse_spin_us(value).ok_or_else(|| bad(&format!("a spin from 0 to {MAX_SPIN_US} us")))?
                 }
+                "busy_spin_us" => {
+                    options.executor.spin_while_busy =
+                        parse_spin_us(value).ok_or_else(|| bad(&format!("a spin from 0 to {MAX_SPIN_US} us")))?
+                }
                 "inline_ns" => options.scheduling.inline_ns = Some(bounded(0..=u64::MAX, "a number of nanoseconds")?),
                 _ => {
                     return Err(Error::invalid_argument(format!(
-                        "unknown local-task parameter '{key}' (known: workers, pin, spin_us, inline_ns, {})",
-                        TransientPoolOptions::PARAMETERS.join(", ")
-                    )))
+                    "unknown local-task parameter '{key}' (known: workers, pin, spin_us, busy_spin_us, inline_ns, {})",
+                    TransientPoolOptions::PARAMETERS.join(", ")
+                )))
                 }
             }
         }
@@ -132,6 +136,10 @@ mod tests {
         assert_eq!(options("pin", "auto").unwrap().executor.pinning, Pinning::Auto);
         assert_eq!(TaskDeviceOptions::default().executor.pinning, Pinning::Auto);
         assert_eq!(options("spin_us", "0").unwrap().executor.spin, Duration::ZERO);
+        assert_eq!(
+            options("busy_spin_us", "300").unwrap().executor.spin_while_busy,
+            Duration::from_micros(300)
+        );
         assert_eq!(options("inline_ns", "5").unwrap().scheduling.inline_ns, Some(5));
     }
 
@@ -143,6 +151,7 @@ mod tests {
             ("workers", "-2", "from 1 to 256"),
             ("pin", "yes", "true, false, 1, 0 or auto"),
             ("spin_us", "1000001", "from 0 to 1000000"),
+            ("busy_spin_us", "2.5", "from 0 to 1000000"),
             ("inline_ns", "soon", "nanoseconds"),
         ] {
             let error = options(key, value)
