@@ -213,8 +213,9 @@ impl Job {
             .or_else(|| (1..count).find_map(|step| self.shares[(own + step) % count].claim(End::Back)))
     }
 
-    /// Claims and runs chunks until none are left. A failed chunk stops later chunks from running
-    /// (they still count as finished) and its error becomes the job's outcome.
+    /// Claims and runs chunks until none are left; true when this call completed the job. A failed
+    /// chunk stops later chunks from running (they still count as finished) and its error becomes
+    /// the job's outcome.
     fn run_chunks(&self, context: &mut WorkerContext) -> bool {
         let work = {
             let mut slot = lock(&self.work);
@@ -245,12 +246,14 @@ impl Job {
                 None
             }
         };
-        let completes = done.is_some();
-        if let Some(work) = done {
-            drop(work);
-            self.complete();
+        match done {
+            Some(work) => {
+                drop(work);
+                self.complete();
+                true
+            }
+            None => false,
         }
-        completes
     }
 
     fn complete(&self) {
