@@ -101,6 +101,12 @@ fn bad_input_is_reported_not_crashed() {
     assert!(huge.contains("has more workgroups than 2^64"), "{huge}");
     let deep = run_error(&[&negate[..], &["--workgroup_count=1,1,65536"]].concat());
     assert!(deep.contains("workgroup count z 65536"), "{deep}");
+    // Two bindings of 8 floats hold 64 bytes: a 65th workgroup could only write past them.
+    let past = run_error(&[&negate[..], &["--workgroup_count=65,1,1"]].concat());
+    assert!(
+        past.contains("asks for 65 workgroups") && past.contains("more than the 64 bytes its bindings hold"),
+        "{past}"
+    );
 }
 
 /// Vulkan leaves dispatches beyond `maxComputeWorkGroupCount` undefined: halo refuses them.

@@ -83,19 +83,31 @@ impl<'a> PreparedDispatch<'a> {
         };
         let total = workgroup_count
             .iter()
-            .try_fold(1u64, |total, &c| total.checked_mul(u64::from(c)));
-        if total.is_none() {
-            return Err(Error::out_of_range(format!(
-                "workgroup count {workgroup_count:?} of dispatch '{}' has more workgroups than 2^64",
-                info.name
-            )));
-        }
+            .try_fold(1u64, |total, &c| total.checked_mul(u64::from(c)))
+            .ok_or_else(|| {
+                Error::out_of_range(format!(
+                    "workgroup count {workgroup_count:?} of dispatch '{}' has more workgroups than 2^64",
+                    info.name
+                ))
+            })?;
         if workgroup_count[2] > u16::MAX as u32 {
             return Err(Error::out_of_range(format!(
                 "workgroup count z {} of dispatch '{}' exceeds {}",
                 workgroup_count[2],
                 info.name,
                 u16::MAX
+            )));
+        }
+        // A compiled kernel sizes its grid to its data, so every workgroup writes at least one
+        // element of a binding. More workgroups than the bindings hold bytes means the count does
+        // not belong to this kernel, whose extra workgroups would write past its bindings into
+        // whatever memory follows: native code checks no bounds.
+        let binding_bytes: u64 = binding_lengths.iter().map(|&length| length as u64).sum();
+        if total > binding_bytes.max(1) {
+            return Err(Error::out_of_range(format!(
+                "dispatch '{}' asks for {total} workgroups ({workgroup_count:?}), more than the {binding_bytes} \
+                 bytes its bindings hold: its kernel would run workgroups past its data",
+                info.name
             )));
         }
         Ok(PreparedDispatch {
