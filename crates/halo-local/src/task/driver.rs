@@ -34,6 +34,9 @@ pub struct TaskDeviceOptions {
 /// past what the system can start would fail deep inside thread creation instead.
 pub const MAX_WORKERS: usize = 256;
 
+/// The URI parameters of the executor and scheduler (the transient pool names its own).
+const PARAMETERS: [&str; 5] = ["workers", "pin", "spin_us", "busy_spin_us", "inline_ns"];
+
 impl TaskDeviceOptions {
     /// Reads the URI parameters; unknown keys and bad values are errors naming them.
     pub fn from_params(params: &DeviceParams) -> Result<Self> {
@@ -53,6 +56,7 @@ impl TaskDeviceOptions {
                     .filter(|n| range.contains(n))
                     .ok_or_else(|| bad(expected))
             };
+            let spin = || parse_spin_us(value).ok_or_else(|| bad(&format!("a spin from 0 to {MAX_SPIN_US} us")));
             match key.as_str() {
                 "workers" => {
                     options.executor.worker_count = bounded(
@@ -68,20 +72,15 @@ impl TaskDeviceOptions {
                         _ => return Err(bad("true, false, 1, 0 or auto")),
                     }
                 }
-                "spin_us" => {
-                    options.executor.spin =
-                        parse_spin_us(value).ok_or_else(|| bad(&format!("a spin from 0 to {MAX_SPIN_US} us")))?
-                }
-                "busy_spin_us" => {
-                    options.executor.spin_while_busy =
-                        parse_spin_us(value).ok_or_else(|| bad(&format!("a spin from 0 to {MAX_SPIN_US} us")))?
-                }
+                "spin_us" => options.executor.spin = spin()?,
+                "busy_spin_us" => options.executor.spin_while_busy = spin()?,
                 "inline_ns" => options.scheduling.inline_ns = Some(bounded(0..=u64::MAX, "a number of nanoseconds")?),
                 _ => {
                     return Err(Error::invalid_argument(format!(
-                    "unknown local-task parameter '{key}' (known: workers, pin, spin_us, busy_spin_us, inline_ns, {})",
-                    TransientPoolOptions::PARAMETERS.join(", ")
-                )))
+                        "unknown local-task parameter '{key}' (known: {}, {})",
+                        PARAMETERS.join(", "),
+                        TransientPoolOptions::PARAMETERS.join(", ")
+                    )))
                 }
             }
         }
@@ -163,6 +162,14 @@ mod tests {
                 message.contains(&format!("{key}={value}")) && message.contains(expected),
                 "{message}"
             );
+        }
+    }
+
+    #[test]
+    fn an_unknown_parameter_is_refused_with_every_known_one() {
+        let message = options("spin", "5").expect_err("spin taken").to_string();
+        for known in PARAMETERS.iter().chain(&TransientPoolOptions::PARAMETERS) {
+            assert!(message.contains(known), "{known} missing from: {message}");
         }
     }
 }

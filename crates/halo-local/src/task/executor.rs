@@ -5,9 +5,10 @@
 //! the back of the others', so idle workers take whatever is left of any posted job while each
 //! keeps to the same part of consecutive dispatches (and of the data they pass on). The thread
 //! that finishes a job's last tile runs its completion (which usually posts the next job), so
-//! there is no coordinator thread. Idle workers spin briefly, watching for new jobs, before they
-//! sleep: waking a sleeping thread costs tens of microseconds on these machines, a spinning one
-//! about one. They do not spin while their core is contended ([`super::contention`]).
+//! there is no coordinator thread. Idle workers spin, watching for new jobs, before they sleep:
+//! waking a sleeping thread costs tens of microseconds on these machines, a spinning one about
+//! one. They spin longer while a posted job is unfinished, since its completion usually posts the
+//! next, and not at all while their core is contended ([`super::contention`]).
 
 use super::contention::ContentionWatch;
 use crate::tile::{TileWork, WorkerContext};
