@@ -1,8 +1,9 @@
 //! A seeded mutation campaign through the command line: fixture modules with a few bytes changed
 //! run through `halo run-module` on both CPU drivers. Whatever a mutant does, halo must end in a
 //! result or an error message: never a panic, an abort, or death by a signal. Bytes of the
-//! embedded kernel libraries (ELF files) are left alone: changed machine code may crash as any
-//! native code does, and the ELF loader has its own hostile-input tests. Runs that do not finish
+//! embedded kernel libraries (ELF files) are left alone: changed machine code that faults ends in
+//! an error (see the last test), but it may as well write anywhere without faulting, as any native
+//! code may; the ELF loader has its own hostile-input tests. Runs that do not finish
 //! in time are counted, not failed (a changed loop bound can make a correct program run for
 //! ever; `halo` then behaves as IREE would). The Vulkan builds of the model fixtures get their
 //! own campaign on the `vulkan` driver, SPIR-V included: a driver's compiler must never see a
@@ -241,4 +242,71 @@ fn a_descriptor_count_past_the_devices_limit_is_refused() {
         stderr.contains("binding 0: 2315255809 descriptors exceed the device's"),
         "{stderr}"
     );
+}
+
+/// Mutants `scripts/mutate-modules` found with kernel bytes changed (seed 777): one byte of
+/// machine code makes a kernel, or a library's query function, fault. Each ends in an error that
+/// names what faulted, on both CPU drivers, instead of the process dying by the signal.
+#[test]
+fn kernels_that_fault_end_in_an_error_naming_them() {
+    let models = fixtures().join("models");
+    // (module, byte, its value, the damaged value, case, what the error says)
+    let damaged = [
+        (
+            "elementwise_math",
+            21162,
+            133,
+            67,
+            "elementwise_math.binary",
+            "export 9 'binary_dispatch_1_elementwise_8_f32' of library 'elementwise_math_linked' \
+             faulted in workgroup (0, 0, 0): SIGILL (illegal instruction)",
+        ),
+        (
+            "pooling",
+            8354,
+            65,
+            48,
+            "pooling.max_pool",
+            "export 0 'max_pool_dispatch_0_conv_2x2x2x2x2_f32' of library 'pooling_linked' faulted",
+        ),
+        (
+            "dynamic_shapes",
+            34966,
+            141,
+            176,
+            "dynamic_shapes.row_sums_2x3",
+            "the library's query function faulted: SIGSEGV (invalid memory access) at address 0x0",
+        ),
+    ];
+    for (name, at, was, now, case, says) in damaged {
+        let mut bytes = std::fs::read(models.join(format!("{name}.vmfb"))).unwrap();
+        assert_eq!(bytes[at], was, "{name}.vmfb changed; find a faulting byte again");
+        bytes[at] = now;
+        let module = std::env::temp_dir().join(format!("halo-faulting-{name}-{}.vmfb", std::process::id()));
+        std::fs::write(&module, &bytes).unwrap();
+        for driver in ["local-sync", "local-task"] {
+            let output = Command::new(env!("CARGO_BIN_EXE_halo"))
+                .args([
+                    "run-module",
+                    &format!("--device={driver}"),
+                    &format!("--module={}", module.display()),
+                    &format!("--flagfile={case}.flags"),
+                ])
+                .current_dir(&models)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(
+                output.status.code(),
+                Some(1),
+                "{name} on {driver}: {}: {stderr}",
+                output.status
+            );
+            assert!(
+                stderr.contains("DATA_LOSS") && stderr.contains(says),
+                "{name} on {driver}: {stderr}"
+            );
+        }
+        std::fs::remove_file(&module).unwrap();
+    }
 }

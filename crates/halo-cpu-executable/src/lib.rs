@@ -8,7 +8,9 @@
 //!   `system_library`: `system-elf-x86_64` through the system's dynamic loader;
 //! - [`executable`]: a loaded library as a HAL executable, and the cache that prepares them;
 //! - [`dispatch`]: one dispatch's prepared state and the call of one workgroup;
-//! - [`float_mode`]: the denormal mode compiled kernels expect, set around their calls.
+//! - [`float_mode`]: the denormal mode compiled kernels expect, set around their calls;
+//! - [`native_faults`]: calls into a library's code that return its faults (a damaged kernel's
+//!   out-of-range access, illegal instruction) as errors instead of ending the process.
 //!
 //! How workgroups are spread over threads is the driver's business, not this crate's.
 #![warn(missing_docs)]
@@ -23,4 +25,5 @@ mod elf;
 pub mod executable;
 pub mod float_mode;
 pub mod library;
+pub mod native_faults;
 mod system_library;

@@ -71,6 +71,9 @@ pub(crate) struct ElfModule {
     executable: Vec<Range<usize>>,
     /// Absolute address of `iree_hal_executable_library_query`.
     query: usize,
+    /// Where the image's first byte is, in memory and in the file's virtual addresses.
+    base: usize,
+    vaddr_min: u64,
 }
 
 impl ElfModule {
@@ -149,6 +152,8 @@ impl ElfModule {
             readable: ranges(elf::PF_R | elf::PF_W | elf::PF_X),
             executable: ranges(elf::PF_X),
             query,
+            base,
+            vaddr_min: layout.vaddr_min,
         })
     }
 
@@ -165,6 +170,13 @@ impl ElfModule {
     /// Address ranges that hold code.
     pub fn executable(&self) -> &[Range<usize>] {
         &self.executable
+    }
+
+    /// The file's virtual address (as a disassembler numbers it) of `address`, if that is code of
+    /// this image.
+    pub fn code_address(&self, address: usize) -> Option<u64> {
+        let inside = self.executable.iter().any(|code| code.contains(&address));
+        inside.then(|| (address - self.base) as u64 + self.vaddr_min)
     }
 }
 

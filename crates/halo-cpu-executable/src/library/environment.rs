@@ -6,6 +6,7 @@ use std::ffi::{c_int, c_void};
 use halo_hal::{Error, Result};
 
 use super::abi::{EnvironmentV0, ImportFn, ProcessorV0};
+use crate::native_faults;
 
 /// A host function executables may import by name (IREE's import provider).
 ///
@@ -62,9 +63,10 @@ unsafe extern "C" fn import_thunk(
     reserved: *mut c_void,
 ) -> c_int {
     match function {
+        // Host code: a fault in it must not be recovered by abandoning its frames.
         // SAFETY: `function` came from a `HostImport`, whose contract covers
         // calls with the compiler-packed `params` and its own context.
-        Some(function) => unsafe { function(params, context, reserved) },
+        Some(function) => native_faults::unguarded(|| unsafe { function(params, context, reserved) }),
         None => -1,
     }
 }

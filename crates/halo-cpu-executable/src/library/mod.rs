@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use halo_hal::{Error, Result, ResultExt};
 
 use crate::elf::ElfModule;
+use crate::native_faults::{self, NativeFault};
 use crate::system_library::SystemLibrary;
 
 pub use self::abi::{DispatchStateV0 as DispatchState, WorkgroupStateV0 as WorkgroupState};
@@ -165,7 +166,7 @@ pub struct Library {
     sources: Vec<SourceFile>,
     environment: Environment,
     // Last, so the code is unloaded only after everything pointing into it is gone.
-    _loaded: Loaded,
+    loaded: Loaded,
 }
 
 impl Library {
@@ -216,6 +217,7 @@ impl Library {
             Loaded::System(library) => (library.function(abi::LIBRARY_QUERY_SYMBOL)?, Bounds::Trusted),
         };
         let mut environment = Environment::new(constants);
+        native_faults::install();
         // SAFETY: `query` is the library's query symbol in `loaded`, which is
         // alive for the call, and `bounds` describes the same image.
         let tables = unsafe { tables::query(query, &environment, bounds) }?;
@@ -246,13 +248,26 @@ impl Library {
             constant_count: tables.constant_count,
             sources: tables.sources,
             environment,
-            _loaded: loaded,
+            loaded,
         })
     }
 
     /// The format it was loaded from.
     pub fn format(&self) -> &'static str {
         self.format
+    }
+
+    /// `fault` in words, with the faulting instruction's address in the library's own numbering
+    /// where halo loaded the image (so it can be found in a disassembly).
+    fn describe_fault(&self, fault: &NativeFault) -> String {
+        let own = match &self.loaded {
+            Loaded::Embedded(module) => module.code_address(fault.instruction),
+            Loaded::System(_) => None,
+        };
+        match own {
+            Some(address) => format!("{} (address {address:#x} of the library)", fault.describe()),
+            None => fault.describe(),
+        }
     }
 
     /// The library's name, for diagnostics.
@@ -495,13 +510,37 @@ impl BoundDispatch<'_> {
     /// given to [`Library::bind_dispatch`].
     #[inline]
     pub unsafe fn run(&self, workgroup: &WorkgroupState) -> Result<()> {
-        // SAFETY: `function` is a dispatch function of the library that `library` keeps loaded;
-        // the environment lives in the library; the caller guarantees the states.
-        let rc = unsafe { (self.function)(self.library.environment.as_ptr(), self.state, workgroup) };
+        let arguments = [
+            self.library.environment.as_ptr() as usize,
+            std::ptr::from_ref(self.state) as usize,
+            std::ptr::from_ref(workgroup) as usize,
+        ];
+        // SAFETY: `function` is a dispatch function of the library that `library` keeps loaded
+        // (three pointers in, an `int` out); the environment lives in the library; the caller
+        // guarantees the states.
+        let result = unsafe { native_faults::call(self.function as usize, arguments) };
+        // The `int` result is the low half of the register.
+        let rc = result.map_err(|fault| self.fault(&fault, workgroup))? as u32 as i32;
         if rc != 0 {
             return Err(self.failure(rc, workgroup));
         }
         Ok(())
+    }
+
+    #[cold]
+    fn fault(&self, fault: &NativeFault, workgroup: &WorkgroupState) -> Error {
+        let name = self.library.export_name(self.ordinal).unwrap_or_default();
+        Error::data_loss(format!(
+            "export {} '{name}' of library '{}' faulted in workgroup ({}, {}, {}): {}; the kernel \
+             went outside its memory or code (a damaged module, or push constants or a workgroup \
+             count that do not fit its bindings), so its outputs are lost",
+            self.ordinal,
+            self.library.name,
+            workgroup.workgroup_id_x,
+            workgroup.workgroup_id_y,
+            workgroup.workgroup_id_z,
+            self.library.describe_fault(fault)
+        ))
     }
 
     #[cold]

@@ -13,9 +13,10 @@ use std::ops::Range;
 
 use halo_hal::{Error, Result};
 
-use super::abi::{self, DispatchFn, LibraryHeader, LibraryV0, QueryFn};
+use super::abi::{self, DispatchFn, LibraryHeader, LibraryV0};
 use super::environment::Environment;
 use super::{ExportAttrs, ExportParam, ParamKind, SourceFile, SourceLocation};
+use crate::native_faults;
 
 /// Where library pointers may point.
 #[derive(Debug, Clone, Copy)]
@@ -212,10 +213,12 @@ pub(crate) struct Tables {
 /// `query` must be the address of the library's `iree_hal_executable_library_query`
 /// in a loaded image that outlives the call, and `bounds` must describe that image.
 pub(crate) unsafe fn query(query: usize, environment: &Environment, bounds: Bounds<'_>) -> Result<Tables> {
-    // SAFETY: the caller guarantees `query` is the query function's address.
-    let query: QueryFn = unsafe { std::mem::transmute::<usize, QueryFn>(query) };
-    // SAFETY: the ABI's entry point takes a version and a live environment.
-    let result = unsafe { query(abi::LIBRARY_VERSION_LATEST, environment.as_ptr()) };
+    let arguments = [abi::LIBRARY_VERSION_LATEST as usize, environment.as_ptr() as usize, 0];
+    // SAFETY: the caller guarantees `query` is the query function's address; the ABI's entry point
+    // takes a version and a live environment and returns a pointer.
+    let result = unsafe { native_faults::call(query, arguments) }
+        .map_err(|fault| Error::data_loss(format!("the library's query function faulted: {}", fault.describe())))?
+        as *const *const LibraryHeader;
     if result.is_null() {
         return Err(Error::incompatible(format!(
             "the library offers no ABI version at or below {} (its query returned NULL)",

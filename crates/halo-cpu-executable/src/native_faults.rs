@@ -1,0 +1,363 @@
+//! Faults in compiled code (`SIGSEGV`, `SIGBUS`, `SIGILL`, `SIGFPE`) returned as errors instead
+//! of ending the process (Linux on x86-64).
+//!
+//! Compiled kernels check no bounds. A module whose machine code, push constants or workgroup
+//! counts were damaged can make one read or write outside its memory, run an illegal instruction
+//! or divide by zero, and the CPU then raises a signal on the thread running it. Every call into a
+//! library's code goes through a small trampoline that records its stack. The signal handler,
+//! installed when the first library loads, sees that the faulting thread is inside such a call
+//! and resumes it at the trampoline's return with the fault recorded, so the call fails with an
+//! error naming the kernel. Only native frames are abandoned: host imports (Rust a kernel calls
+//! back into) run with the guard lifted ([`unguarded`]), so no Rust frame is ever skipped. Faults
+//! anywhere else go on to the handler installed before halo's (Rust's stack-overflow report,
+//! Python's `faulthandler`), or to the default action.
+//!
+//! What this cannot catch is a stray write that lands in mapped memory: like any native code's,
+//! it corrupts that memory silently.
+
+use std::cell::Cell;
+use std::ffi::c_int;
+use std::ptr::null_mut;
+
+/// A fault that stopped native code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NativeFault {
+    /// The signal raised (`SIGSEGV`, `SIGBUS`, `SIGILL` or `SIGFPE`).
+    pub signal: c_int,
+    /// The address the fault names: the one accessed for memory faults, otherwise the instruction's.
+    pub address: usize,
+    /// The address of the instruction that faulted.
+    pub instruction: usize,
+}
+
+impl NativeFault {
+    /// What happened, in words: "SIGSEGV (invalid memory access) at address 0x10".
+    pub fn describe(&self) -> String {
+        let (name, what) = match self.signal {
+            libc::SIGSEGV => ("SIGSEGV", "invalid memory access"),
+            libc::SIGBUS => ("SIGBUS", "bad memory access"),
+            libc::SIGILL => ("SIGILL", "illegal instruction"),
+            libc::SIGFPE => ("SIGFPE", "arithmetic fault"),
+            _ => ("signal", "fault"),
+        };
+        format!(
+            "{name} ({what}) at address {:#x}, instruction {:#x}",
+            self.address, self.instruction
+        )
+    }
+}
+
+/// What the trampoline and the handler share for one call: the stack to resume on (written by the
+/// trampoline) and the fault (written by the handler; `signal` 0 while there is none).
+#[repr(C)]
+struct Recovery {
+    stack: usize,
+    signal: c_int,
+    address: usize,
+    instruction: usize,
+}
+
+thread_local! {
+    /// The call the thread is in, if any. Const-initialized and without a destructor, so the
+    /// signal handler may read it.
+    static GUARD: Cell<*mut Recovery> = const { Cell::new(null_mut()) };
+}
+
+/// Calls native code `function(a, b, c)` (System V arguments in registers, one integer result)
+/// with faults inside it returned as [`NativeFault`].
+///
+/// # Safety
+/// As calling `function` directly with these arguments: it must be a function of at most three
+/// integer or pointer arguments that returns an integer or pointer, and what it may touch must
+/// be alive for the call.
+pub unsafe fn call(function: usize, arguments: [usize; 3]) -> Result<usize, NativeFault> {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    {
+        let mut recovery = Recovery {
+            stack: 0,
+            signal: 0,
+            address: 0,
+            instruction: 0,
+        };
+        let recovery: *mut Recovery = &mut recovery;
+        let outer = GUARD.replace(recovery);
+        let [a, b, c] = arguments;
+        // SAFETY: the caller's contract covers `function` and its arguments; the trampoline
+        // preserves the callee-saved registers and writes only `recovery.stack`.
+        let result = unsafe { halo_guarded_native_call(function, a, b, c, recovery) };
+        GUARD.set(outer);
+        // SAFETY: `recovery` points at the local above, which the handler wrote only while this
+        // thread was stopped inside the call.
+        let recovery = unsafe { &*recovery };
+        if recovery.signal != 0 {
+            return Err(NativeFault {
+                signal: recovery.signal,
+                address: recovery.address,
+                instruction: recovery.instruction,
+            });
+        }
+        Ok(result)
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    {
+        type Native = unsafe extern "C" fn(usize, usize, usize) -> usize;
+        // SAFETY: the caller guarantees `function` has (a prefix of) this signature.
+        let function = unsafe { std::mem::transmute::<usize, Native>(function) };
+        let [a, b, c] = arguments;
+        // SAFETY: as above.
+        Ok(unsafe { function(a, b, c) })
+    }
+}
+
+/// Runs host code that native code called (an import) with the guard lifted, so that a fault
+/// there is not recovered by abandoning Rust frames.
+pub fn unguarded<R>(body: impl FnOnce() -> R) -> R {
+    let outer = GUARD.replace(null_mut());
+    let result = body();
+    GUARD.set(outer);
+    result
+}
+
+/// Installs the fault handler once per process (before the first library's code runs).
+pub fn install() {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    handler::install();
+}
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+unsafe extern "C" {
+    /// The trampoline: calls `function(a, b, c)` after storing its stack pointer in
+    /// `recovery.stack`.
+    fn halo_guarded_native_call(function: usize, a: usize, b: usize, c: usize, recovery: *mut Recovery) -> usize;
+    /// Where a faulted call resumes: the trampoline's epilogue.
+    fn halo_guarded_native_return();
+}
+
+// The stack at `recovery.stack` holds the callee-saved registers the trampoline pushed, so
+// resuming at its epilogue with that stack pointer restores them and returns to the Rust caller
+// as if the call had returned. `cld` restores the direction flag the ABI expects clear.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+std::arch::global_asm!(
+    ".text",
+    ".p2align 4",
+    ".globl halo_guarded_native_call",
+    ".hidden halo_guarded_native_call",
+    ".type halo_guarded_native_call, @function",
+    "halo_guarded_native_call:",
+    "push rbp",
+    "mov rbp, rsp",
+    "push rbx",
+    "push r12",
+    "push r13",
+    "push r14",
+    "push r15",
+    "sub rsp, 8",
+    "mov [r8], rsp",
+    "mov rax, rdi",
+    "mov rdi, rsi",
+    "mov rsi, rdx",
+    "mov rdx, rcx",
+    "call rax",
+    ".globl halo_guarded_native_return",
+    ".hidden halo_guarded_native_return",
+    "halo_guarded_native_return:",
+    "cld",
+    "add rsp, 8",
+    "pop r15",
+    "pop r14",
+    "pop r13",
+    "pop r12",
+    "pop rbx",
+    "pop rbp",
+    "ret",
+    ".size halo_guarded_native_call, . - halo_guarded_native_call",
+);
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod handler {
+    use super::{halo_guarded_native_return, GUARD};
+    use std::ffi::{c_int, c_void};
+    use std::ptr::null_mut;
+    use std::sync::{Once, OnceLock};
+
+    const SIGNALS: [c_int; 4] = [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE];
+
+    /// The actions in place before halo's, per signal of `SIGNALS`, to pass other faults on to.
+    static PREVIOUS: OnceLock<[libc::sigaction; 4]> = OnceLock::new();
+
+    pub(super) fn install() {
+        static INSTALLED: Once = Once::new();
+        INSTALLED.call_once(|| {
+            PREVIOUS.get_or_init(|| SIGNALS.map(current_action));
+            for signal in SIGNALS {
+                // SAFETY: an all-zero `sigaction` is a valid value (empty mask, no flags).
+                let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+                action.sa_sigaction = on_fault as extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) as usize;
+                // On the thread's alternate stack where it has one, so a kernel's stack overflow
+                // is recovered too.
+                action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+                // SAFETY: `action` is initialised and `signal` is a valid signal number.
+                unsafe { libc::sigaction(signal, &action, null_mut()) };
+            }
+        });
+    }
+
+    fn current_action(signal: c_int) -> libc::sigaction {
+        // SAFETY: an all-zero `sigaction` is valid, and a null new action only reads the old.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(signal, std::ptr::null(), &mut action);
+            action
+        }
+    }
+
+    extern "C" fn on_fault(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
+        let recovery = GUARD.get();
+        // Only faults the CPU raised (a positive `si_code`), not signals sent by a process.
+        // SAFETY: the kernel passes a valid `siginfo_t` to an `SA_SIGINFO` handler.
+        let raised = !info.is_null() && unsafe { (*info).si_code } > 0;
+        if recovery.is_null() || context.is_null() || !raised {
+            forward(signal, info, context);
+            return;
+        }
+        GUARD.set(null_mut());
+        // SAFETY: `context` is the interrupted thread's `ucontext_t`, and `recovery` the live
+        // record of the call this thread is inside (set and cleared around the trampoline).
+        unsafe {
+            let registers = &mut (*context.cast::<libc::ucontext_t>()).uc_mcontext.gregs;
+            (*recovery).signal = signal;
+            (*recovery).address = (*info).si_addr() as usize;
+            (*recovery).instruction = registers[libc::REG_RIP as usize] as usize;
+            registers[libc::REG_RSP as usize] = (*recovery).stack as i64;
+            registers[libc::REG_RIP as usize] = halo_guarded_native_return as *const () as usize as i64;
+        }
+    }
+
+    /// Hands a fault outside native code to the action before halo's. Where that was the default
+    /// (or to ignore it), the default is put back: the faulting instruction runs again and ends
+    /// the process as it would have without halo.
+    fn forward(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
+        let previous = SIGNALS
+            .iter()
+            .position(|&s| s == signal)
+            .and_then(|index| Some(PREVIOUS.get()?[index]));
+        match previous {
+            Some(action) if action.sa_sigaction != libc::SIG_DFL && action.sa_sigaction != libc::SIG_IGN => {
+                if action.sa_flags & libc::SA_SIGINFO != 0 {
+                    type Handler = extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void);
+                    // SAFETY: with `SA_SIGINFO` the field holds a three-argument handler.
+                    let handler = unsafe { std::mem::transmute::<usize, Handler>(action.sa_sigaction) };
+                    handler(signal, info, context);
+                } else {
+                    type Handler = extern "C" fn(c_int);
+                    // SAFETY: without `SA_SIGINFO` the field holds a one-argument handler.
+                    let handler = unsafe { std::mem::transmute::<usize, Handler>(action.sa_sigaction) };
+                    handler(signal);
+                }
+            }
+            _ => {
+                // SAFETY: an all-zero `sigaction` with `SIG_DFL` (0) is the default action.
+                unsafe {
+                    let default: libc::sigaction = std::mem::zeroed();
+                    libc::sigaction(signal, &default, null_mut());
+                }
+            }
+        }
+    }
+}
+
+#[cfg(all(test, target_arch = "x86_64", target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    extern "C" fn add(a: usize, b: usize, c: usize) -> usize {
+        a + b + c
+    }
+
+    /// Stores to the address it is given.
+    extern "C" fn store_to(address: usize, _: usize, _: usize) -> usize {
+        // SAFETY: the store faults by design (the tests pass unmapped addresses) and the guard
+        // turns that into an error; assembly is opaque to the compiler, so no Rust assumption
+        // rests on the store.
+        unsafe { std::arch::asm!("mov qword ptr [{0}], 0", in(reg) address) };
+        0
+    }
+
+    extern "C" fn illegal(_: usize, _: usize, _: usize) -> usize {
+        // SAFETY: `ud2` raises SIGILL, which the guard turns into an error.
+        unsafe { std::arch::asm!("ud2") };
+        0
+    }
+
+    extern "C" fn divide(a: usize, b: usize, _: usize) -> usize {
+        let quotient: usize;
+        // SAFETY: `div` by the zero the test passes raises SIGFPE (the guard's to catch).
+        unsafe { std::arch::asm!("xor edx, edx", "div {0}", in(reg) b, inout("rax") a => quotient, out("rdx") _) };
+        quotient
+    }
+
+    /// Calls `function` through the guard, its callee-saved registers checked afterwards by the
+    /// compiler's use of them in the caller.
+    fn guarded(
+        function: extern "C" fn(usize, usize, usize) -> usize,
+        arguments: [usize; 3],
+    ) -> Result<usize, NativeFault> {
+        install();
+        // SAFETY: the test functions take three integers and return one.
+        unsafe { call(function as usize, arguments) }
+    }
+
+    #[test]
+    fn a_call_that_returns_gives_its_result() {
+        assert_eq!(guarded(add, [1, 2, 3]), Ok(6));
+    }
+
+    #[test]
+    fn faults_are_returned_with_the_signal_and_address_and_the_thread_goes_on() {
+        let fault = guarded(store_to, [0x10, 0, 0]).unwrap_err();
+        assert_eq!((fault.signal, fault.address), (libc::SIGSEGV, 0x10));
+        assert!(
+            fault
+                .describe()
+                .starts_with("SIGSEGV (invalid memory access) at address 0x10"),
+            "{}",
+            fault.describe()
+        );
+
+        let fault = guarded(illegal, [0, 0, 0]).unwrap_err();
+        assert_eq!(fault.signal, libc::SIGILL);
+        assert_eq!(fault.instruction, fault.address, "SIGILL names the instruction");
+
+        assert_eq!(guarded(divide, [7, 0, 0]).unwrap_err().signal, libc::SIGFPE);
+        assert_eq!(guarded(divide, [7, 2, 0]), Ok(3));
+        // Many in a row: each recovery leaves the stack and the guard as they were.
+        for address in 1..200 {
+            assert_eq!(guarded(store_to, [address * 8, 0, 0]).unwrap_err().address, address * 8);
+            assert_eq!(guarded(add, [address, 1, 1]), Ok(address + 2));
+        }
+    }
+
+    #[test]
+    fn faults_on_many_threads_at_once_are_each_recovered() {
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    (0..100).all(|i| {
+                        guarded(store_to, [(t * 1000 + i + 1) * 8, 0, 0]).map_err(|f| f.address)
+                            == Err((t * 1000 + i + 1) * 8)
+                    })
+                })
+            })
+            .collect();
+        assert!(threads.into_iter().all(|t| t.join().unwrap()));
+    }
+
+    #[test]
+    fn host_code_a_call_makes_runs_unguarded() {
+        extern "C" fn calls_host(_: usize, _: usize, _: usize) -> usize {
+            unguarded(|| GUARD.get().is_null()) as usize
+        }
+        assert_eq!(guarded(calls_host, [0, 0, 0]), Ok(1));
+        assert!(GUARD.get().is_null(), "the guard is lifted after the call");
+    }
+}
