@@ -1,9 +1,10 @@
-//! Faults in compiled code (`SIGSEGV`, `SIGBUS`, `SIGILL`, `SIGFPE`) returned as errors instead
-//! of ending the process (Linux on x86-64).
+//! Faults in compiled code (`SIGSEGV`, `SIGBUS`, `SIGILL`, `SIGFPE`, `SIGTRAP`) returned as errors
+//! instead of ending the process (Linux on x86-64).
 //!
 //! Compiled kernels check no bounds. A module whose machine code, push constants or workgroup
 //! counts were damaged can make one read or write outside its memory, run an illegal instruction
-//! or divide by zero, and the CPU then raises a signal on the thread running it. Every call into a
+//! divide by zero or jump into the `int3` padding between functions, and the CPU then raises a
+//! signal on the thread running it. Every call into a
 //! library's code goes through a small trampoline that records its stack. The signal handler,
 //! installed when the first library loads, sees that the faulting thread is inside such a call
 //! and resumes it at the trampoline's return with the fault recorded, so the call fails with an
@@ -22,28 +23,32 @@ use std::ptr::null_mut;
 /// A fault that stopped native code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NativeFault {
-    /// The signal raised (`SIGSEGV`, `SIGBUS`, `SIGILL` or `SIGFPE`).
+    /// The signal raised (`SIGSEGV`, `SIGBUS`, `SIGILL`, `SIGFPE` or `SIGTRAP`).
     pub signal: c_int,
-    /// The address the fault names: the one accessed for memory faults, otherwise the instruction's.
+    /// The address accessed, for `SIGSEGV` and `SIGBUS`.
     pub address: usize,
     /// The address of the instruction that faulted.
     pub instruction: usize,
 }
 
 impl NativeFault {
-    /// What happened, in words: "SIGSEGV (invalid memory access) at address 0x10".
+    /// What happened, in words: "SIGSEGV: invalid access to address 0x10 at instruction 0x7f...".
     pub fn describe(&self) -> String {
-        let (name, what) = match self.signal {
-            libc::SIGSEGV => ("SIGSEGV", "invalid memory access"),
-            libc::SIGBUS => ("SIGBUS", "bad memory access"),
-            libc::SIGILL => ("SIGILL", "illegal instruction"),
-            libc::SIGFPE => ("SIGFPE", "arithmetic fault"),
-            _ => ("signal", "fault"),
-        };
-        format!(
-            "{name} ({what}) at address {:#x}, instruction {:#x}",
-            self.address, self.instruction
-        )
+        let at = self.instruction;
+        match self.signal {
+            libc::SIGSEGV => format!(
+                "SIGSEGV: invalid access to address {:#x} at instruction {at:#x}",
+                self.address
+            ),
+            libc::SIGBUS => format!(
+                "SIGBUS: bad access to address {:#x} at instruction {at:#x}",
+                self.address
+            ),
+            libc::SIGILL => format!("SIGILL: illegal instruction at {at:#x}"),
+            libc::SIGFPE => format!("SIGFPE: arithmetic fault at instruction {at:#x}"),
+            libc::SIGTRAP => format!("SIGTRAP: breakpoint at instruction {at:#x}"),
+            signal => format!("signal {signal} at instruction {at:#x}"),
+        }
     }
 }
 
@@ -180,10 +185,10 @@ mod handler {
     use std::ptr::null_mut;
     use std::sync::{Once, OnceLock};
 
-    const SIGNALS: [c_int; 4] = [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE];
+    const SIGNALS: [c_int; 5] = [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE, libc::SIGTRAP];
 
     /// The actions in place before halo's, per signal of `SIGNALS`, to pass other faults on to.
-    static PREVIOUS: OnceLock<[libc::sigaction; 4]> = OnceLock::new();
+    static PREVIOUS: OnceLock<[libc::sigaction; SIGNALS.len()]> = OnceLock::new();
 
     pub(super) fn install() {
         static INSTALLED: Once = Once::new();
@@ -283,6 +288,12 @@ mod tests {
         0
     }
 
+    extern "C" fn breakpoint(_: usize, _: usize, _: usize) -> usize {
+        // SAFETY: `int3` raises SIGTRAP, which the guard turns into an error.
+        unsafe { std::arch::asm!("int3") };
+        0
+    }
+
     extern "C" fn illegal(_: usize, _: usize, _: usize) -> usize {
         // SAFETY: `ud2` raises SIGILL, which the guard turns into an error.
         unsafe { std::arch::asm!("ud2") };
@@ -316,19 +327,22 @@ mod tests {
     fn faults_are_returned_with_the_signal_and_address_and_the_thread_goes_on() {
         let fault = guarded(store_to, [0x10, 0, 0]).unwrap_err();
         assert_eq!((fault.signal, fault.address), (libc::SIGSEGV, 0x10));
+        let said = fault.describe();
         assert!(
-            fault
-                .describe()
-                .starts_with("SIGSEGV (invalid memory access) at address 0x10"),
-            "{}",
-            fault.describe()
+            said.starts_with("SIGSEGV: invalid access to address 0x10 at instruction 0x"),
+            "{said}"
         );
 
         let fault = guarded(illegal, [0, 0, 0]).unwrap_err();
         assert_eq!(fault.signal, libc::SIGILL);
-        assert_eq!(fault.instruction, fault.address, "SIGILL names the instruction");
+        assert!(
+            fault.describe().starts_with("SIGILL: illegal instruction at 0x"),
+            "{}",
+            fault.describe()
+        );
 
         assert_eq!(guarded(divide, [7, 0, 0]).unwrap_err().signal, libc::SIGFPE);
+        assert_eq!(guarded(breakpoint, [0, 0, 0]).unwrap_err().signal, libc::SIGTRAP);
         assert_eq!(guarded(divide, [7, 2, 0]), Ok(3));
         // Many in a row: each recovery leaves the stack and the guard as they were.
         for address in 1..200 {
