@@ -205,7 +205,7 @@ impl<'a> PreparedDispatch<'a> {
         } else {
             local_memory.as_mut_ptr().cast::<c_void>()
         };
-        let mut workgroup = WorkgroupStateV0 {
+        let workgroup = WorkgroupStateV0 {
             workgroup_id_x: (first % nx) as u32,
             workgroup_id_y: ((first / nx) % ny) as u32,
             workgroup_id_z: (first / (nx * ny)) as u16,
@@ -214,22 +214,10 @@ impl<'a> PreparedDispatch<'a> {
             local_memory: local_memory_ptr,
             local_memory_size,
         };
-        for _ in 0..count {
-            // SAFETY: binding pointers and lengths were resolved from bounds-checked host
-            // buffers that `self` keeps alive or borrows; `state` points into `self`; `local_memory` is an
-            // exclusive scratch slice of the size the export asked for.
-            unsafe { bound.run(&workgroup) }?;
-            // Step in x-fastest order without dividing per workgroup.
-            workgroup.workgroup_id_x += 1;
-            if workgroup.workgroup_id_x as u64 == nx {
-                workgroup.workgroup_id_x = 0;
-                workgroup.workgroup_id_y += 1;
-                if workgroup.workgroup_id_y as u64 == ny {
-                    workgroup.workgroup_id_y = 0;
-                    workgroup.workgroup_id_z += 1;
-                }
-            }
-        }
+        // SAFETY: binding pointers and lengths were resolved from bounds-checked host buffers
+        // that `self` keeps alive or borrows; `state` points into `self`; `local_memory` is an
+        // exclusive scratch slice of the size the export asked for.
+        unsafe { bound.run_range(&workgroup, count, [nx as u32, ny as u32]) }?;
         Ok(())
     }
 }

@@ -2,16 +2,16 @@
 //! instead of ending the process (Linux on x86-64).
 //!
 //! Compiled kernels check no bounds. A module whose machine code, push constants or workgroup
-//! counts were damaged can make one read or write outside its memory, run an illegal instruction
-//! divide by zero or jump into the `int3` padding between functions, and the CPU then raises a
-//! signal on the thread running it. Every call into a
-//! library's code goes through a small trampoline that records its stack. The signal handler,
-//! installed when the first library loads, sees that the faulting thread is inside such a call
-//! and resumes it at the trampoline's return with the fault recorded, so the call fails with an
-//! error naming the kernel. Only native frames are abandoned: host imports (Rust a kernel calls
-//! back into) run with the guard lifted ([`unguarded`]), so no Rust frame is ever skipped. Faults
-//! anywhere else go on to the handler installed before halo's (Rust's stack-overflow report,
-//! Python's `faulthandler`), or to the default action.
+//! counts were damaged can make one read or write outside its memory, run an illegal instruction,
+//! divide by zero or jump into the `int3` padding between functions; the CPU then raises a signal
+//! on the thread running it. Every call into a library's code goes through a small trampoline
+//! that records its stack. The signal handler, installed when the first library loads, sees that
+//! the faulting thread is inside such a call and resumes it at the trampoline's return with the
+//! fault recorded, so the call fails with an error naming the kernel. Only native frames are
+//! abandoned: host imports (Rust a kernel calls back into) run with the guard lifted
+//! ([`unguarded`]), so no Rust frame is ever skipped. Faults anywhere else go on to the handler
+//! installed before halo's (Rust's stack-overflow report, Python's `faulthandler`), or to the
+//! default action.
 //!
 //! What this cannot catch is a stray write that lands in mapped memory: like any native code's,
 //! it corrupts that memory silently.
