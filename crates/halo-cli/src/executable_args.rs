@@ -2,6 +2,8 @@
 
 use crate::registry::DEFAULT_DEVICE;
 use clap::Args;
+use halo_hal::buffer_view::Encoding;
+use halo_hal::guarded_memory::GuardedBytes;
 use halo_hal::{
     BufferParams, BufferRef, BufferView, Device, DeviceUri, DispatchCommand, DriverRegistry, Error, Executable,
     ExecutableParams, HostTensor, Result, ResultExt, WorkgroupCount,
@@ -79,14 +81,14 @@ impl ExecutableArgs {
         let export = resolve_entry_point(executable.as_ref(), &self.entry_point)?;
         let workgroup_count = parse_workgroup_count(&self.workgroup_count)?;
         let constants = parse_u32_list(&self.constant, "--constant")?;
+        let guarded = GUARDED_DRIVERS.contains(&DeviceUri::parse(&self.device)?.driver.as_str());
         let bindings = self
             .binding
             .iter()
             .enumerate()
             .map(|(ordinal, text)| {
                 let tensor = HostTensor::parse(text)?;
-                BufferView::from_host(device.as_ref(), BufferParams::device_local(), &tensor)
-                    .with_context(|| format!("allocating binding {ordinal}"))
+                binding(device.as_ref(), guarded, &tensor).with_context(|| format!("allocating binding {ordinal}"))
             })
             .collect::<Result<Vec<_>>>()?;
         let dispatch = DispatchCommand {
@@ -122,6 +124,23 @@ impl ExecutableArgs {
             })
             .with_context(|| format!("preparing executable '{}'", self.executable_file))
     }
+}
+
+/// The drivers whose kernels are native code that checks no bounds: a `--workgroup_count` larger
+/// than the bindings were sized for makes the extra workgroups access past them, so each binding
+/// lies between guard pages there and such an access ends in an error naming the kernel.
+const GUARDED_DRIVERS: [&str; 2] = ["local-sync", "local-task"];
+
+/// A binding holding `tensor`, between guard pages when `guarded`.
+fn binding(device: &dyn Device, guarded: bool, tensor: &HostTensor) -> Result<BufferView> {
+    if !guarded {
+        return BufferView::from_host(device, BufferParams::device_local(), tensor);
+    }
+    let bytes = GuardedBytes::copy_of(&tensor.bytes)?;
+    let buffer = device
+        .allocator()
+        .import_host(BufferParams::device_local(), Box::new(bytes))?;
+    BufferView::new(buffer, &tensor.shape, tensor.element_type, Encoding::DenseRowMajor)
 }
 
 /// Creates the device `uri` names, capping `local-task` workers at `max_workers` if given.

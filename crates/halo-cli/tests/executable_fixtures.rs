@@ -109,6 +109,48 @@ fn bad_input_is_reported_not_crashed() {
     );
 }
 
+/// A workgroup count within that bound but past the grid the kernel was compiled for: the conv
+/// fixture's output tiles take 12 workgroups, and the 13th onwards would write past its output.
+/// The bindings lie between guard pages, so the first stray access faults and the dispatch ends in
+/// an error naming the kernel, on both CPU drivers and for every count (once heap corruption,
+/// then a SIGSEGV or a hang).
+#[test]
+fn workgroups_past_the_kernels_grid_end_in_an_error() {
+    let flags = std::fs::read_to_string(fixtures().join("conv2d_f32.basic.flags")).unwrap();
+    assert!(flags.contains("--workgroup_count=12,1,1"), "the fixture changed");
+    for count in ["13,1,1", "100,1,1", "1376,1,1"] {
+        let changed = std::env::temp_dir().join(format!("halo-conv-{count}-{}.flags", std::process::id()));
+        std::fs::write(
+            &changed,
+            flags.replace("--workgroup_count=12,1,1", &format!("--workgroup_count={count}")),
+        )
+        .unwrap();
+        for device in ["local-sync", "local-task"] {
+            let file = fixtures().join("conv2d_f32.embedded-elf-x86_64.so");
+            let output = halo(&[
+                "run-executable".into(),
+                format!("--device={device}"),
+                "--executable_format=embedded-elf-x86_64".into(),
+                format!("--executable_file={}", file.display()),
+                format!("--flagfile={}", changed.display()),
+            ]);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(
+                output.status.code(),
+                Some(1),
+                "{count} on {device}: {}: {stderr}",
+                output.status
+            );
+            assert!(
+                stderr.contains("DATA_LOSS: export 0 'conv' of library 'conv2d_f32' faulted in workgroup")
+                    && stderr.contains("SIGSEGV: invalid access to address"),
+                "{count} on {device}: {stderr}"
+            );
+        }
+        std::fs::remove_file(&changed).unwrap();
+    }
+}
+
 /// Vulkan leaves dispatches beyond `maxComputeWorkGroupCount` undefined: halo refuses them.
 #[test]
 fn vulkan_refuses_workgroup_counts_beyond_the_device_limits() {

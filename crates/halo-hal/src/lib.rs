@@ -30,6 +30,7 @@ pub mod error;
 pub mod executable;
 pub mod fence;
 pub mod file;
+pub mod guarded_memory;
 pub mod host_memory;
 pub mod memory;
 pub mod mlir_text;
