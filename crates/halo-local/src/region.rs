@@ -110,9 +110,8 @@ impl Region {
     }
 }
 
-/// Runs workgroups `tiles` of `dispatch`, counting the time in the worker's busy time, and
-/// recording one run in [`TIMING_SAMPLE_PERIOD`] (counted in `runs`) so the scheduler learns what
-/// a workgroup costs.
+/// Runs workgroups `tiles` of `dispatch`, timing one run in [`TIMING_SAMPLE_PERIOD`] (counted in
+/// `runs`) so the scheduler learns what a workgroup costs.
 fn run_dispatch(
     dispatch: &PreparedDispatch<'_>,
     runs: &AtomicU32,
@@ -134,17 +133,15 @@ fn run_dispatch(
     let _entered = span.enter();
     let run = runs.load(Ordering::Relaxed);
     runs.store(run.wrapping_add(1), Ordering::Relaxed);
+    // Reading the clock costs about as much as a tiny dispatch, so only sampled runs do.
     let timed = run.is_multiple_of(TIMING_SAMPLE_PERIOD) || dispatch.workgroup_ns().is_none();
-    let started = Instant::now();
+    let started = timed.then(Instant::now);
     let state = dispatch.state(context.max_concurrency);
     let processor_id = context.processor_id;
     let scratch = context.scratch(dispatch.local_memory_size() as usize);
-    let outcome = dispatch.run_workgroups(&state, tiles.start, tiles.end - tiles.start, processor_id, scratch);
-    let elapsed = started.elapsed().as_nanos() as u64;
-    context.add_busy_ns(elapsed);
-    outcome?;
-    if timed {
-        dispatch.record_time(tiles.end - tiles.start, elapsed);
+    dispatch.run_workgroups(&state, tiles.start, tiles.end - tiles.start, processor_id, scratch)?;
+    if let Some(started) = started {
+        dispatch.record_time(tiles.end - tiles.start, started.elapsed().as_nanos() as u64);
     }
     Ok(())
 }

@@ -15,7 +15,8 @@ pub struct WorkerContext {
     /// How many threads may run workgroups of one dispatch at once (the ABI's `max_concurrency`).
     pub max_concurrency: u8,
     scratch: LocalMemory,
-    /// Nanoseconds spent running workgroups since [`WorkerContext::take_busy_ns`] last ran.
+    /// Nanoseconds spent running commands (workgroups and transfers) since
+    /// [`WorkerContext::take_busy_ns`] last ran.
     busy_ns: u64,
 }
 

@@ -226,6 +226,9 @@ impl Job {
             slot.holders += 1;
             work
         };
+        // The worker's busy time: one clock reading per job it takes part in, not per dispatch
+        // (a reading costs about as much as a tiny dispatch).
+        let started = Instant::now();
         while let Some(unit) = self.claim(context.processor_id as usize) {
             let start = u64::from(unit) * self.chunk;
             let end = (start + self.chunk).min(self.tile_count);
@@ -237,6 +240,7 @@ impl Job {
             }
             self.remaining.fetch_sub(end - start, Ordering::AcqRel);
         }
+        context.add_busy_ns(started.elapsed().as_nanos() as u64);
         drop(work);
         let done = {
             let mut slot = lock(&self.work);
