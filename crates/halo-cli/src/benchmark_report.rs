@@ -27,9 +27,9 @@ pub struct BenchmarkRun {
 /// How a device's workers spent an iteration, summed over workers.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct WorkerTime {
-    /// Nanoseconds running workgroups.
+    /// Nanoseconds running commands (workgroups and transfers).
     pub busy_ns: f64,
-    /// Nanoseconds not running workgroups: workers × wall time − busy time.
+    /// Nanoseconds not running commands: workers × wall time − busy time.
     pub idle_ns: f64,
 }
 

@@ -403,8 +403,9 @@ impl Executor {
         self.worker_count
     }
 
-    /// Nanoseconds spent running workgroups, summed over workers, since they started (a job's
-    /// time is added when the worker leaves it), with what [`Executor::add_busy_ns`] added.
+    /// Nanoseconds spent running commands (workgroups and transfers), summed over workers, since
+    /// they started (a job's time is added when the worker leaves it), with what
+    /// [`Executor::add_busy_ns`] added.
     pub fn busy_ns(&self) -> u64 {
         self.shared.busy_ns.load(Ordering::Relaxed)
     }
