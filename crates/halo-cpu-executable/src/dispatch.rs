@@ -217,7 +217,7 @@ impl<'a> PreparedDispatch<'a> {
         // SAFETY: binding pointers and lengths were resolved from bounds-checked host buffers
         // that `self` keeps alive or borrows; `state` points into `self`; `local_memory` is an
         // exclusive scratch slice of the size the export asked for.
-        unsafe { bound.run_range(&workgroup, count, [nx as u32, ny as u32]) }?;
+        unsafe { bound.run_range(&workgroup, count, [self.workgroup_count[0], self.workgroup_count[1]]) }?;
         Ok(())
     }
 }

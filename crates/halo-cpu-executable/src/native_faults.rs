@@ -191,6 +191,8 @@ mod handler {
     static PREVIOUS: OnceLock<[libc::sigaction; SIGNALS.len()]> = OnceLock::new();
 
     pub(super) fn install() {
+        // `Once` holds back other loading threads until the handler is in; the previous actions
+        // are stored before it goes in, so a fault elsewhere meanwhile still finds them.
         static INSTALLED: Once = Once::new();
         INSTALLED.call_once(|| {
             PREVIOUS.get_or_init(|| SIGNALS.map(current_action));
