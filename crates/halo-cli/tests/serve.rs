@@ -452,6 +452,20 @@ fn every_bad_request_gets_400_naming_the_problem_and_the_server_keeps_serving() 
                 .to_string(),
             "{\"x\":3} is not a FP32 value",
         ),
+        (
+            "/v2/models/tiny_add/infer",
+            format!(
+                r#"{{"inputs": [{{"name": "input0", "shape": [4], "datatype": "FP32", "data": [1, 2,, 4]}}, {good}]}}"#
+            ),
+            "input 'input0': its data is not valid JSON",
+        ),
+        (
+            "/v2/models/tiny_add/infer",
+            format!(
+                r#"{{"inputs": [{good}, {{"name": "input0", "shape": [4], "datatype": "FP32", "data": [1, 2, 3, 4]}}], "id": 7}}"#
+            ),
+            "not a valid inference request: invalid type: integer `7`",
+        ),
     ];
     for (path, body, message) in cases {
         let (status, response) = served.post(path, &body);

@@ -9,10 +9,12 @@
 
 pub mod batch_scheduling;
 pub mod compute;
+pub mod data_arrays;
 pub mod datatype;
 pub mod grpc;
 pub mod http;
 pub mod json_data;
+pub mod json_numbers;
 pub mod metrics;
 pub mod model;
 pub mod protocol;

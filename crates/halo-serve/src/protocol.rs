@@ -1,8 +1,10 @@
 //! The Open Inference Protocol's JSON messages (KServe v2 REST), and their conversion to and from
 //! the server's tensors.
 
+use crate::data_arrays::lift_data_arrays;
 use crate::datatype::{json_elements, push_json_element};
 use crate::json_data::JsonData;
+use crate::json_numbers::read_array;
 use crate::model::{InputTensor, Model, OutputTensor, TensorSpec};
 use crate::shared_memory::SharedMemory;
 use crate::statistics::Counted;
@@ -87,9 +89,9 @@ impl ModelMetadata {
     }
 }
 
-/// One input of an inference request.
+/// One input of an inference request; its `data` may be text of the request's body.
 #[derive(Debug, Deserialize)]
-pub struct RequestInput {
+pub struct RequestInput<'a> {
     /// The input's name.
     pub name: String,
     /// Its shape.
@@ -98,10 +100,25 @@ pub struct RequestInput {
     pub datatype: String,
     /// Its elements, row-major, flat or nested; absent when they follow the JSON as binary.
     #[serde(default)]
-    pub data: Option<JsonData>,
+    pub data: Option<InputData<'a>>,
     /// `binary_data_size`: how many bytes of the binary tail are this input's.
     #[serde(default)]
     pub parameters: TensorParameters,
+}
+
+/// An input's JSON `data`.
+#[derive(Debug)]
+pub enum InputData<'a> {
+    /// Read by serde, element by element.
+    Values(JsonData),
+    /// An array's text, as [`InferRequest::parse`] took it out of the request, still to read.
+    Text(&'a [u8]),
+}
+
+impl<'de> Deserialize<'de> for InputData<'_> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        JsonData::deserialize(deserializer).map(InputData::Values)
+    }
 }
 
 /// The per-tensor parameters of the binary tensor data and shared memory extensions.
@@ -197,7 +214,7 @@ pub struct RequestParameters {
 
 /// `POST /v2/models/{name}/infer`: its JSON part.
 #[derive(Debug, Deserialize)]
-pub struct InferRequest {
+pub struct InferRequest<'a> {
     /// An identifier the response repeats.
     #[serde(default)]
     pub id: Option<String>,
@@ -205,19 +222,19 @@ pub struct InferRequest {
     #[serde(default)]
     pub parameters: RequestParameters,
     /// Its inputs.
-    pub inputs: Vec<RequestInput>,
+    pub inputs: Vec<RequestInput<'a>>,
     /// The outputs wanted, in order; all of them, as JSON, when absent.
     #[serde(default)]
     pub outputs: Option<Vec<RequestOutput>>,
 }
 
-impl InferRequest {
+impl InferRequest<'_> {
     /// Parses a request body whose first `json_length` bytes are JSON (the whole body when
     /// `None`), returning the request and the binary tensor data after it.
     ///
     /// # Errors
     /// `InvalidArgument` for a length past the body or JSON that is not a request.
-    pub fn parse(body: &[u8], json_length: Option<usize>) -> Result<(InferRequest, &[u8])> {
+    pub fn parse(body: &[u8], json_length: Option<usize>) -> Result<(InferRequest<'_>, &[u8])> {
         let split = json_length.unwrap_or(body.len());
         let (json, binary) = body.split_at_checked(split).ok_or_else(|| {
             Error::invalid_argument(format!(
@@ -225,8 +242,21 @@ impl InferRequest {
                 body.len()
             ))
         })?;
-        let request = serde_json::from_slice(json)
-            .map_err(|e| Error::invalid_argument(format!("the request is not a valid inference request: {e}")))?;
+        let lifted = lift_data_arrays(json);
+        let mut request: InferRequest = serde_json::from_slice(&lifted.json).map_err(|e| {
+            // Positions in the text with the arrays taken out would mislead: name them in the
+            // text as sent.
+            let e = match lifted.any() {
+                true => serde_json::from_slice::<InferRequest>(json).err().unwrap_or(e),
+                false => e,
+            };
+            Error::invalid_argument(format!("the request is not a valid inference request: {e}"))
+        })?;
+        for (input, array) in request.inputs.iter_mut().zip(lifted.arrays) {
+            if let Some(text) = array {
+                input.data = Some(InputData::Text(text));
+            }
+        }
         Ok((request, binary))
     }
 }
@@ -285,7 +315,7 @@ pub struct ErrorBody {
 /// shared memory range that is not registered.
 pub fn decode_inputs(
     model: &Model,
-    inputs: Vec<RequestInput>,
+    inputs: Vec<RequestInput<'_>>,
     mut binary: &[u8],
     shared: &SharedMemory,
 ) -> Result<Vec<InputTensor>> {
@@ -344,7 +374,7 @@ pub fn decode_inputs(
     Ok(tensors)
 }
 
-fn binary_input(input: RequestInput, bytes: &[u8]) -> Result<InputTensor> {
+fn binary_input(input: RequestInput<'_>, bytes: &[u8]) -> Result<InputTensor> {
     let mut owned = Vec::new();
     owned
         .try_reserve_exact(bytes.len())
@@ -358,7 +388,7 @@ fn binary_input(input: RequestInput, bytes: &[u8]) -> Result<InputTensor> {
     })
 }
 
-fn json_input(element_type: ElementType, input: RequestInput) -> Result<InputTensor> {
+fn json_input(element_type: ElementType, mut input: RequestInput<'_>) -> Result<InputTensor> {
     let count = checked_element_count(&input.shape).ok_or_else(|| {
         Error::invalid_argument(format!(
             "input '{}' of shape {:?} has more elements than a tensor can hold",
@@ -378,7 +408,26 @@ fn json_input(element_type: ElementType, input: RequestInput) -> Result<InputTen
                 input.name, input.shape
             ))
         })?;
-    let scalars = input.data.as_ref().map_or(&[][..], |data| &data.0[..]);
+    let values = match input.data.take() {
+        Some(InputData::Text(text)) => {
+            if read_array(text, element_type, count, &mut bytes) == Some(count) {
+                return Ok(InputTensor {
+                    name: input.name,
+                    datatype: input.datatype,
+                    shape: input.shape,
+                    bytes,
+                });
+            }
+            // Whatever the fast reader refused, the general one names.
+            bytes.clear();
+            serde_json::from_slice(text).map_err(|e| {
+                Error::invalid_argument(format!("input '{}': its data is not valid JSON: {e}", input.name))
+            })?
+        }
+        Some(InputData::Values(values)) => values,
+        None => JsonData::default(),
+    };
+    let scalars = &values.0[..];
     if scalars.len() as u64 != count {
         return Err(Error::invalid_argument(format!(
             "input '{}' of shape {:?} needs {count} elements but has {}",
