@@ -10,6 +10,10 @@
 //!     --input fixtures/models/cnn.basic.0.npy --clients 32 --requests 1000
 //! ```
 //!
+//! `--direct-concurrency N` lets at most N direct calls run at once, as the server runs at most
+//! `--max-concurrency` requests: for large models, many calls at once on few cores cost more CPU
+//! each (their working sets evict one another), which flatters the server.
+//!
 //! `--server-core N --client-core M` keep the serving side (the server process, or the direct
 //! calls with their callers) on core N and the load generator on core M, so that on a small
 //! machine the clients' work is not taken from the server's.
@@ -34,6 +38,8 @@ struct Args {
     clients: usize,
     requests: usize,
     max_concurrency: usize,
+    /// How many direct calls run at once; the others wait. `None`: every client's at once.
+    direct_concurrency: Option<usize>,
     device: String,
     /// Rounds of every paired path; each round makes `requests / rounds` requests per client.
     rounds: usize,
@@ -82,6 +88,7 @@ fn parse_args() -> Args {
         clients: 32,
         requests: 1000,
         max_concurrency: 2,
+        direct_concurrency: None,
         device: "local-task".into(),
         rounds: 5,
         cores: None,
@@ -98,6 +105,9 @@ fn parse_args() -> Args {
             "--clients" => args.clients = value.parse().expect("--clients is a number"),
             "--requests" => args.requests = value.parse().expect("--requests is a number"),
             "--max-concurrency" => args.max_concurrency = value.parse().expect("--max-concurrency is a number"),
+            "--direct-concurrency" => {
+                args.direct_concurrency = Some(value.parse().expect("--direct-concurrency is a number"))
+            }
             "--device" => args.device = value,
             "--rounds" => args.rounds = value.parse::<usize>().expect("--rounds is a number").max(1),
             "--server-core" => server_core = Some(value.parse().expect("--server-core is a core number")),
@@ -497,12 +507,27 @@ fn direct_model(args: &Args) -> Arc<Model> {
     Arc::new(model)
 }
 
-/// The same calls made in this process; with cores set, the calling threads run on the server
-/// core too.
+/// The same calls made in this process, at most `--direct-concurrency` at once; with cores set,
+/// the calling threads run on the server core too.
 fn direct_phase(args: &Args, model: &Model, tensor: &InputTensor, requests: usize) -> Phase {
     move_to(args.server_core());
-    let phase = run_threads("direct in-process calls", args.clients, requests, || {
-        model.infer(vec![tensor.clone()]).is_ok()
+    let limit = args.direct_concurrency.unwrap_or(args.clients).max(1);
+    let running = (std::sync::Mutex::new(0usize), std::sync::Condvar::new());
+    let name = match args.direct_concurrency {
+        Some(limit) => format!("direct in-process calls, {limit} at once"),
+        None => "direct in-process calls".to_string(),
+    };
+    let phase = run_threads(&name, args.clients, requests, || {
+        let (count, freed) = &running;
+        let mut now = freed
+            .wait_while(count.lock().expect("count"), |now| *now >= limit)
+            .expect("count");
+        *now += 1;
+        drop(now);
+        let ok = model.infer(vec![tensor.clone()]).is_ok();
+        *count.lock().expect("count") -= 1;
+        freed.notify_one();
+        ok
     });
     move_to(args.client_core());
     phase

@@ -38,6 +38,7 @@ impl Element {
     }
 
     /// Appends `number` as one element, or `None` when the type cannot hold it.
+    #[inline(always)]
     fn push(self, number: &Number, token: &[u8], out: &mut Vec<u8>) -> Option<()> {
         match self {
             Element::F32 => out.extend_from_slice(&number.to_f32(token)?.to_le_bytes()),
@@ -130,6 +131,7 @@ struct Number {
 
 impl Number {
     /// Reads the number starting at `at` by JSON's grammar: the number and the index after it.
+    #[inline(always)]
     fn scan(text: &[u8], mut at: usize) -> Option<(Number, usize)> {
         let mut number = Number {
             negative: false,
@@ -183,6 +185,7 @@ impl Number {
 
     /// Takes a run of digits into the mantissa while it fits a `u64`; `scale` is what each digit
     /// taken adds to the exponent (-1 in a fraction), and each digit dropped adds one more.
+    #[inline(always)]
     fn take_digits(&mut self, text: &[u8], mut at: usize, scale: i64) -> usize {
         // Eight at a time while they fit: one digit at a time is a chain of dependent
         // multiplications, which made scanning most of the reader's time.
@@ -229,6 +232,7 @@ impl Number {
     }
 
     /// The nearest `f64` to `token` rounded to `f32`, as [`Number::to_f64`] then a cast gives it.
+    #[inline(always)]
     fn to_f32(&self, token: &[u8]) -> Option<f32> {
         match self.scaled() {
             Some(Scaled::Exact(value)) => Some(value as f32),
@@ -239,6 +243,7 @@ impl Number {
 
     /// The number computed in `f64` in at most two steps, when its digits fit a `u64` and its
     /// power of ten is within 44.
+    #[inline(always)]
     fn scaled(&self) -> Option<Scaled> {
         if self.inexact {
             return None;
@@ -283,6 +288,7 @@ enum Scaled {
 /// point halfway between two `f32`s that the number it stands for, and that number's nearest
 /// `f64`, round to the same `f32` as `value` does. Clients write `f32` values through `f64`
 /// (`0.30000001192092896`), which is far from every tie.
+#[inline(always)]
 fn clear_of_f32_ties(value: f64) -> bool {
     // The 29 low bits of the fraction are what rounding to `f32` drops; a tie is 1 << 28.
     let dropped = value.to_bits() & ((1 << 29) - 1);
@@ -291,6 +297,7 @@ fn clear_of_f32_ties(value: f64) -> bool {
 }
 
 /// The value of eight ASCII digits, if all eight bytes are digits.
+#[inline(always)]
 fn eight_digits(bytes: &[u8]) -> Option<u64> {
     let chunk = u64::from_le_bytes(bytes.try_into().ok()?);
     // A byte below '0' borrows into its high bit when '0' is taken away, and one above '9'
