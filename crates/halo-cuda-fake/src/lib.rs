@@ -14,6 +14,11 @@
 //! the context, and every later call that touches the stream returns
 //! `CUDA_ERROR_ILLEGAL_ADDRESS`. So does a fill or copy outside the fake's allocations.
 //!
+//! A 32-bit fill of [`SLOW_FILL`] stands for long work: for [`SLOW_WORK`] after it is enqueued,
+//! events say they are not reached, and a thread synchronizing with one spins (on the CPU, as
+//! CUDA's default scheduling does), or sleeps if the event was created with
+//! `CU_EVENT_BLOCKING_SYNC`.
+//!
 //! Every entry point has the contract `cuda.h` gives it; pointers are trusted as CUDA trusts
 //! them.
 #![allow(
@@ -26,6 +31,7 @@ use std::collections::VecDeque;
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 type CuResult = c_int;
 
@@ -33,11 +39,29 @@ const SUCCESS: CuResult = 0;
 const INVALID_VALUE: CuResult = 1;
 const OUT_OF_MEMORY: CuResult = 2;
 const INVALID_DEVICE: CuResult = 101;
+const NOT_READY: CuResult = 600;
 const ILLEGAL_ADDRESS: CuResult = 700;
 const NOT_SUPPORTED: CuResult = 801;
 
 /// The 32-bit fill pattern that makes the fake fault, as a kernel storing out of bounds would.
 pub const FAULTING_FILL: u32 = 0xDEAD_FA17;
+
+/// The 32-bit fill pattern that stands for work the device takes [`SLOW_WORK`] to finish.
+pub const SLOW_FILL: u32 = 0x0DE1_A7ED;
+
+/// How long the work a [`SLOW_FILL`] stands for takes.
+pub const SLOW_WORK: Duration = Duration::from_millis(300);
+
+/// Until when the device is busy with slow work.
+static BUSY_UNTIL: Mutex<Option<Instant>> = Mutex::new(None);
+
+/// How long the device stays busy with slow work, if it is.
+fn busy_for() -> Option<Duration> {
+    let until = (*BUSY_UNTIL.lock().unwrap_or_else(|p| p.into_inner()))?;
+    until
+        .checked_duration_since(Instant::now())
+        .filter(|left| !left.is_zero())
+}
 
 /// The fake device's memory, in bytes.
 const TOTAL_MEMORY: usize = 1 << 30;
@@ -407,6 +431,9 @@ pub extern "C" fn cuMemsetD16Async(address: u64, value: u16, count: usize, _stre
 
 #[no_mangle]
 pub extern "C" fn cuMemsetD32Async(address: u64, value: u32, count: usize, _stream: *mut c_void) -> CuResult {
+    if value == SLOW_FILL {
+        *BUSY_UNTIL.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now() + SLOW_WORK);
+    }
     enqueue_fill(address, value, 4, count)
 }
 
@@ -483,11 +510,32 @@ pub extern "C" fn cuLaunchKernel(
 }
 
 /// An event: the ticket of the last work enqueued before it was recorded.
+/// An event: the ticket of the work it follows, and whether synchronizing with it sleeps.
+struct Event {
+    ticket: AtomicU64,
+    blocking: bool,
+}
+
+/// `CU_EVENT_BLOCKING_SYNC`.
+const EVENT_BLOCKING_SYNC: c_uint = 1;
+
+/// The fake's event behind a handle `cuEventCreate` gave.
+///
+/// # Safety
+/// `event` must be a live handle from `cuEventCreate`.
+unsafe fn event_at<'a>(event: *mut c_void) -> &'a Event {
+    // SAFETY: the caller passes a live handle, which is a boxed `Event`.
+    unsafe { &*event.cast::<Event>() }
+}
+
 #[no_mangle]
-pub unsafe extern "C" fn cuEventCreate(event: *mut *mut c_void, _flags: c_uint) -> CuResult {
-    let ticket = Box::into_raw(Box::new(AtomicU64::new(0)));
+pub unsafe extern "C" fn cuEventCreate(event: *mut *mut c_void, flags: c_uint) -> CuResult {
+    let created = Box::into_raw(Box::new(Event {
+        ticket: AtomicU64::new(0),
+        blocking: flags & EVENT_BLOCKING_SYNC != 0,
+    }));
     // SAFETY: a valid out-pointer, per the API.
-    unsafe { *event = ticket.cast() };
+    unsafe { *event = created.cast() };
     SUCCESS
 }
 
@@ -497,23 +545,49 @@ pub unsafe extern "C" fn cuEventRecord(event: *mut c_void, _stream: *mut c_void)
         return poisoned();
     }
     let enqueued = stream().enqueued;
-    // SAFETY: events are the fake's own tickets (`cuEventCreate`), live until destroyed.
-    unsafe { &*event.cast::<AtomicU64>() }.store(enqueued, Ordering::SeqCst);
+    // SAFETY: events are the fake's own (`cuEventCreate`), live until destroyed.
+    unsafe { event_at(event) }.ticket.store(enqueued, Ordering::SeqCst);
     SUCCESS
 }
 
-/// Runs the stream up to the event: the work happens when someone waits for it.
+/// Runs the stream up to the event: the work happens when someone waits for it. While slow work
+/// is running, spins or sleeps until it ends.
 #[no_mangle]
 pub unsafe extern "C" fn cuEventSynchronize(event: *mut c_void) -> CuResult {
     // SAFETY: as in `cuEventRecord`.
-    let ticket = unsafe { &*event.cast::<AtomicU64>() }.load(Ordering::SeqCst);
-    run_until(ticket)
+    let event = unsafe { event_at(event) };
+    while let Some(left) = busy_for() {
+        if event.blocking {
+            std::thread::sleep(left);
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+    run_until(event.ticket.load(Ordering::SeqCst) & !QUERIED)
+}
+
+/// Set in an event's ticket once it has been queried since it was recorded.
+const QUERIED: u64 = 1 << 63;
+
+/// Says the event is not reached while slow work runs, and the first time it is asked after
+/// each record, as a GPU still running would; asked again, runs the stream up to it.
+#[no_mangle]
+pub unsafe extern "C" fn cuEventQuery(event: *mut c_void) -> CuResult {
+    if busy_for().is_some() {
+        return NOT_READY;
+    }
+    // SAFETY: as in `cuEventRecord`.
+    let ticket = unsafe { event_at(event) }.ticket.fetch_or(QUERIED, Ordering::SeqCst);
+    if ticket & QUERIED == 0 {
+        return NOT_READY;
+    }
+    run_until(ticket & !QUERIED)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn cuEventDestroy_v2(event: *mut c_void) -> CuResult {
     // SAFETY: as in `cuEventRecord`; destroyed once, per the API.
-    drop(unsafe { Box::from_raw(event.cast::<AtomicU64>()) });
+    drop(unsafe { Box::from_raw(event.cast::<Event>()) });
     SUCCESS
 }
 

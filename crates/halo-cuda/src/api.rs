@@ -138,6 +138,10 @@ impl DeviceAttribute {
 pub const STREAM_NON_BLOCKING: c_uint = 1;
 /// `CU_EVENT_DISABLE_TIMING`: cheaper events that only order and report completion.
 pub const EVENT_DISABLE_TIMING: c_uint = 2;
+/// `CU_EVENT_BLOCKING_SYNC`: a thread synchronizing with the event sleeps instead of spinning.
+pub const EVENT_BLOCKING_SYNC: c_uint = 1;
+/// `CUDA_ERROR_NOT_READY` / `hipErrorNotReady`: the work an event follows is still running.
+pub const NOT_READY: CuResult = 600;
 /// `CU_MEM_ATTACH_GLOBAL`: managed memory any stream may touch.
 pub const MEM_ATTACH_GLOBAL: c_uint = 1;
 /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`.
@@ -284,6 +288,7 @@ symbols! {
     event_create = ("cuEventCreate", "hipEventCreateWithFlags"): fn(event: *mut CuEvent, flags: c_uint);
     event_record = ("cuEventRecord", "hipEventRecord"): fn(event: CuEvent, stream: CuStream);
     event_synchronize = ("cuEventSynchronize", "hipEventSynchronize"): fn(event: CuEvent);
+    event_query = ("cuEventQuery", "hipEventQuery"): fn(event: CuEvent);
     event_destroy = ("cuEventDestroy_v2", "hipEventDestroy"): fn(event: CuEvent);
 }
 
@@ -424,6 +429,21 @@ impl Api {
                 self.vendor.api_name()
             ))
         })
+    }
+
+    /// Whether the work `event` follows has finished (`cuEventQuery`, which reports work still
+    /// running as an error).
+    ///
+    /// # Safety
+    /// `event` must be a live event of the current context.
+    pub unsafe fn event_reached(&self, event: CuEvent) -> Result<bool> {
+        // SAFETY: the caller passes a live event.
+        match unsafe { (self.event_query)(event) } {
+            NOT_READY => Ok(false),
+            result => self
+                .check(result, pick_name(self.vendor, "cuEventQuery", "hipEventQuery"))
+                .map(|()| true),
+        }
     }
 
     /// Turns a result of `what` into a halo error.
