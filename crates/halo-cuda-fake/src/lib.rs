@@ -15,9 +15,8 @@
 //! `CUDA_ERROR_ILLEGAL_ADDRESS`. So does a fill or copy outside the fake's allocations.
 //!
 //! A 32-bit fill of [`SLOW_FILL`] stands for long work: for [`SLOW_WORK`] after it is enqueued,
-//! events say they are not reached, and a thread synchronizing with one spins (on the CPU, as
-//! CUDA's default scheduling does), or sleeps if the event was created with
-//! `CU_EVENT_BLOCKING_SYNC`.
+//! events say they are not reached, and a thread synchronizing with one spins on the CPU, as
+//! under CUDA's default scheduling.
 //!
 //! Every entry point has the contract `cuda.h` gives it; pointers are trusted as CUDA trusts
 //! them.
@@ -510,14 +509,10 @@ pub extern "C" fn cuLaunchKernel(
 }
 
 /// An event: the ticket of the last work enqueued before it was recorded.
-/// An event: the ticket of the work it follows, and whether synchronizing with it sleeps.
+/// An event: the ticket of the work it follows.
 struct Event {
     ticket: AtomicU64,
-    blocking: bool,
 }
-
-/// `CU_EVENT_BLOCKING_SYNC`.
-const EVENT_BLOCKING_SYNC: c_uint = 1;
 
 /// The fake's event behind a handle `cuEventCreate` gave.
 ///
@@ -529,10 +524,9 @@ unsafe fn event_at<'a>(event: *mut c_void) -> &'a Event {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn cuEventCreate(event: *mut *mut c_void, flags: c_uint) -> CuResult {
+pub unsafe extern "C" fn cuEventCreate(event: *mut *mut c_void, _flags: c_uint) -> CuResult {
     let created = Box::into_raw(Box::new(Event {
         ticket: AtomicU64::new(0),
-        blocking: flags & EVENT_BLOCKING_SYNC != 0,
     }));
     // SAFETY: a valid out-pointer, per the API.
     unsafe { *event = created.cast() };
@@ -551,17 +545,13 @@ pub unsafe extern "C" fn cuEventRecord(event: *mut c_void, _stream: *mut c_void)
 }
 
 /// Runs the stream up to the event: the work happens when someone waits for it. While slow work
-/// is running, spins or sleeps until it ends.
+/// is running, spins until it ends.
 #[no_mangle]
 pub unsafe extern "C" fn cuEventSynchronize(event: *mut c_void) -> CuResult {
     // SAFETY: as in `cuEventRecord`.
     let event = unsafe { event_at(event) };
-    while let Some(left) = busy_for() {
-        if event.blocking {
-            std::thread::sleep(left);
-        } else {
-            std::hint::spin_loop();
-        }
+    while busy_for().is_some() {
+        std::hint::spin_loop();
     }
     run_until(event.ticket.load(Ordering::SeqCst) & !QUERIED)
 }

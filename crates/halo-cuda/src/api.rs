@@ -138,8 +138,6 @@ impl DeviceAttribute {
 pub const STREAM_NON_BLOCKING: c_uint = 1;
 /// `CU_EVENT_DISABLE_TIMING`: cheaper events that only order and report completion.
 pub const EVENT_DISABLE_TIMING: c_uint = 2;
-/// `CU_EVENT_BLOCKING_SYNC`: a thread synchronizing with the event sleeps instead of spinning.
-pub const EVENT_BLOCKING_SYNC: c_uint = 1;
 /// `CUDA_ERROR_NOT_READY` / `hipErrorNotReady`: the work an event follows is still running.
 pub const NOT_READY: CuResult = 600;
 /// `CU_MEM_ATTACH_GLOBAL`: managed memory any stream may touch.
