@@ -4,6 +4,7 @@
 use crate::json_data::JsonScalar;
 use half::{bf16, f16};
 use halo_hal::{ElementType, Error, NumericalType, Result};
+use serde::ser::{Serialize, SerializeSeq, Serializer};
 use serde_json::Value;
 
 /// The protocol's name for `element_type`, if it has one (signless integers are `INT`).
@@ -63,36 +64,71 @@ pub fn push_json_element(element_type: ElementType, value: &JsonScalar, out: &mu
     Ok(())
 }
 
-/// The elements in `bytes` as JSON values (booleans for `BOOL`, numbers otherwise; a float the
-/// JSON cannot hold, NaN or infinite, becomes `null`).
-///
-/// # Errors
-/// `Unimplemented` for an element type the protocol has no datatype for.
-pub fn json_elements(element_type: ElementType, bytes: &[u8]) -> Result<Vec<Value>> {
-    use NumericalType::*;
-    let size = element_type.byte_size();
-    let kind = (element_type.numerical_type(), element_type.bit_count());
-    let element = |chunk: &[u8]| -> Value {
-        let mut wide = [0u8; 8];
-        wide[..chunk.len()].copy_from_slice(chunk);
-        let unsigned = u64::from_le_bytes(wide);
-        let signed = |bits: u32| ((unsigned << (64 - bits)) as i64) >> (64 - bits);
-        match kind {
-            (Boolean, _) => Value::Bool(unsigned != 0),
-            (IntegerUnsigned, _) => unsigned.into(),
-            (Integer | IntegerSigned, bits) => signed(bits).into(),
-            (FloatIeee, 16) => f16::from_bits(unsigned as u16).to_f64().into(),
-            (FloatIeee, 32) => f64::from(f32::from_bits(unsigned as u32)).into(),
-            (FloatBrain, 16) => bf16::from_bits(unsigned as u16).to_f64().into(),
-            _ => f64::from_bits(unsigned).into(),
+/// A tensor's elements as a flat JSON array (booleans for `BOOL`, numbers otherwise; a float
+/// JSON cannot hold, NaN or infinite, as `null`), written straight from their bytes: a JSON
+/// value per element is made only as it is written.
+#[derive(Debug)]
+pub struct JsonElements {
+    element_type: ElementType,
+    bytes: Vec<u8>,
+}
+
+impl JsonElements {
+    /// `bytes` as elements of `element_type`.
+    ///
+    /// # Errors
+    /// `Unimplemented` for an element type the protocol has no datatype for.
+    pub fn new(element_type: ElementType, bytes: Vec<u8>) -> Result<Self> {
+        if datatype_of(element_type).is_none() {
+            return Err(Error::unimplemented(format!(
+                "the protocol has no datatype for {element_type:?}"
+            )));
         }
-    };
-    if datatype_of(element_type).is_none() {
-        return Err(Error::unimplemented(format!(
-            "the protocol has no datatype for {element_type:?}"
-        )));
+        Ok(JsonElements { element_type, bytes })
     }
-    Ok(bytes.chunks_exact(size).map(element).collect())
+
+    /// The elements as JSON values, in order.
+    pub fn values(&self) -> impl ExactSizeIterator<Item = Value> + '_ {
+        use NumericalType::*;
+        let kind = (self.element_type.numerical_type(), self.element_type.bit_count());
+        self.bytes
+            .chunks_exact(self.element_type.byte_size())
+            .map(move |chunk| {
+                let mut wide = [0u8; 8];
+                wide[..chunk.len()].copy_from_slice(chunk);
+                let unsigned = u64::from_le_bytes(wide);
+                let signed = |bits: u32| ((unsigned << (64 - bits)) as i64) >> (64 - bits);
+                match kind {
+                    (Boolean, _) => Value::Bool(unsigned != 0),
+                    (IntegerUnsigned, _) => unsigned.into(),
+                    (Integer | IntegerSigned, bits) => signed(bits).into(),
+                    (FloatIeee, 16) => f16::from_bits(unsigned as u16).to_f64().into(),
+                    (FloatIeee, 32) => f64::from(f32::from_bits(unsigned as u32)).into(),
+                    (FloatBrain, 16) => bf16::from_bits(unsigned as u16).to_f64().into(),
+                    _ => f64::from_bits(unsigned).into(),
+                }
+            })
+    }
+}
+
+/// `FP32` elements are written in the shortest form that reads back as the same `f32`
+/// (`0.1`, not the `f64` form `0.10000000149011612`): half the text, and faster to write and to
+/// read. A client reading them as the datatype says gets the exact values.
+impl Serialize for JsonElements {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let is_f32 =
+            (self.element_type.numerical_type(), self.element_type.bit_count()) == (NumericalType::FloatIeee, 32);
+        if !is_f32 {
+            return serializer.collect_seq(self.values());
+        }
+        let mut sequence = serializer.serialize_seq(Some(self.bytes.len() / 4))?;
+        for chunk in self.bytes.chunks_exact(4) {
+            let value = f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+            // JSON has no NaN or infinities; serde_json writes them as `null` for any float.
+            sequence.serialize_element(&value)?;
+        }
+        sequence.end()
+    }
 }
 
 #[cfg(test)]
@@ -106,7 +142,10 @@ mod tests {
             push_json_element(element_type, &value.clone().into(), &mut bytes).expect("encodes");
         }
         assert_eq!(bytes.len(), values.len() * element_type.byte_size());
-        json_elements(element_type, &bytes).expect("decodes")
+        JsonElements::new(element_type, bytes)
+            .expect("a datatype")
+            .values()
+            .collect()
     }
 
     #[test]
@@ -128,6 +167,23 @@ mod tests {
             let element_type = ElementType::parse(text).expect("element type");
             assert_eq!(datatype_of(element_type), Some(*datatype));
             assert_eq!(&round_trip(text, values), values, "{text}");
+        }
+    }
+
+    #[test]
+    fn fp32_elements_are_written_in_their_shortest_form() {
+        let values = [0.1f32, -3.4028235e38, 1e-45, f32::NAN, f32::INFINITY, 16777216.0];
+        let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let elements = JsonElements::new(ElementType::parse("f32").expect("f32"), bytes).expect("FP32");
+        let text = serde_json::to_string(&elements).expect("json");
+        assert_eq!(text, "[0.1,-3.4028235e+38,1e-45,null,null,16777216.0]");
+        let read: Vec<Option<f32>> = serde_json::from_str(&text).expect("numbers");
+        for (value, read) in values.iter().zip(read) {
+            assert_eq!(
+                read.map(f32::to_bits),
+                value.is_finite().then(|| value.to_bits()),
+                "{value}"
+            );
         }
     }
 

@@ -2,7 +2,7 @@
 //! the server's tensors.
 
 use crate::data_arrays::lift_data_arrays;
-use crate::datatype::{json_elements, push_json_element};
+use crate::datatype::{push_json_element, JsonElements};
 use crate::json_data::JsonData;
 use crate::json_numbers::read_array;
 use crate::model::{InputTensor, Model, OutputTensor, TensorSpec};
@@ -272,7 +272,7 @@ pub struct ResponseOutput {
     pub datatype: &'static str,
     /// Its elements, flat and row-major; absent when they follow the JSON as binary.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub data: Option<Vec<Value>>,
+    pub data: Option<JsonElements>,
     /// `binary_data_size` for a binary output.
     #[serde(skip_serializing_if = "TensorParameters::is_empty")]
     pub parameters: TensorParameters,
@@ -565,7 +565,7 @@ pub fn encode_outputs(
                     (None, parameters)
                 }
                 OutputForm::Json => (
-                    Some(json_elements(output.element_type, &output.bytes)?),
+                    Some(JsonElements::new(output.element_type, output.bytes)?),
                     TensorParameters::default(),
                 ),
             };
