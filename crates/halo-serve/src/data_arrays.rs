@@ -279,4 +279,58 @@ mod tests {
         );
         assert_eq!(lifted(&json).1, [Some("[1]".to_string())]);
     }
+
+    /// The part of a request the arrays are taken from, read as the server reads requests.
+    #[derive(serde::Deserialize)]
+    struct Frame {
+        inputs: Vec<FrameInput>,
+    }
+
+    #[derive(serde::Deserialize)]
+    struct FrameInput {
+        data: Option<serde_json::Value>,
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+        #[test]
+        fn what_a_damaged_request_yields_is_what_serde_reads_in_it(
+            edits in proptest::collection::vec((0..200usize, 0..16usize, 0..3u8), 1..5),
+        ) {
+            let mut json = br#"{"id": "a\"b", "inputs": [{"name": "x", "data": [[1, 2], [3]], "shape": [3]},
+                {"data": 5, "name": "y"}, {"data": [], "p": {"q": ["]"]}}], "outputs": [{"data": [7]}]}"#
+                .to_vec();
+            for (place, byte, kind) in edits {
+                let place = place % (json.len() + 1);
+                let byte = b"[]{}:,\"\\ data01x"[byte];
+                match kind {
+                    0 if place < json.len() => json[place] = byte,
+                    1 => json.insert(place, byte),
+                    _ if place < json.len() => drop(json.remove(place)),
+                    _ => {}
+                }
+            }
+            let lifted = lift_data_arrays(&json);
+            let taken: Option<Vec<Option<serde_json::Value>>> = lifted
+                .arrays
+                .iter()
+                .map(|array| array.map(|a| serde_json::from_slice(a).ok()).map_or(Some(None), |v| v.map(Some)))
+                .collect();
+            // A taken array that is not JSON fails its request when it is read; otherwise what
+            // serde accepts with the arrays taken out, it accepts as sent, with those arrays as
+            // the inputs' data. (Read as the server reads requests: a key twice is refused.)
+            let frame = serde_json::from_slice::<Frame>(&lifted.json);
+            if let (Ok(frame), Some(taken)) = (frame, taken) {
+                let sent: Frame = serde_json::from_slice(&json).map_err(|e| {
+                    proptest::test_runner::TestCaseError::fail(format!("{e}: {}", String::from_utf8_lossy(&json)))
+                })?;
+                for (index, array) in taken.iter().enumerate() {
+                    let Some(array) = array else { continue };
+                    proptest::prop_assert_eq!(Some(array), sent.inputs[index].data.as_ref());
+                    proptest::prop_assert_eq!(frame.inputs[index].data.as_ref(), Some(&serde_json::json!(0)));
+                }
+            }
+        }
+    }
 }

@@ -443,6 +443,31 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(2000))]
 
         #[test]
+        fn damaged_arrays_are_refused_or_read_as_the_general_reader_reads_them(
+            edits in proptest::collection::vec((any::<usize>(), any::<u8>(), 0..3u8), 1..6),
+            name in "(f16|bf16|f32|f64|i8|i32|i64|ui8|ui64)",
+        ) {
+            let mut text = b"[[1.5, -0.25, 3e2], [0, 12345678901234567890, -7, 1E-3]]".to_vec();
+            // Each edit replaces, inserts or removes a byte, with JSON's own bytes likelier.
+            for (place, byte, kind) in edits {
+                let place = place % (text.len() + 1);
+                let byte = b"[]{},.-+eE0123456789 \"x"[usize::from(byte) % 22];
+                match kind {
+                    0 if place < text.len() => text[place] = byte,
+                    1 => text.insert(place, byte),
+                    _ if place < text.len() => drop(text.remove(place)),
+                    _ => {}
+                }
+            }
+            let element_type = ElementType::parse(&name).expect("type");
+            let mut out = Vec::new();
+            if read_array(&text, element_type, u64::MAX, &mut out).is_some() {
+                let text = String::from_utf8(text).expect("only ASCII was written");
+                prop_assert_eq!(Some(out), general(&text, element_type), "{}", text);
+            }
+        }
+
+        #[test]
         fn f32_values_written_as_clients_write_them_read_back_exactly(
             values in proptest::collection::vec(any::<f32>().prop_filter("finite", |v| v.is_finite()), 0..64),
         ) {

@@ -766,6 +766,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_input_with_its_data_twice_is_refused_whichever_the_reader() {
+        for data in [
+            r#""data": [1], "data": 5"#,
+            r#""data": 5, "data": [1]"#,
+            r#""data": [1], "data": [2]"#,
+        ] {
+            let body = format!(r#"{{"inputs": [{{"name": "x", "shape": [1], "datatype": "FP32", {data}}}]}}"#);
+            let error = InferRequest::parse(body.as_bytes(), None).expect_err(&body);
+            assert!(error.to_string().contains("duplicate field `data`"), "{error}");
+        }
+    }
+
+    #[test]
+    fn data_arrays_are_handed_on_as_their_text_and_scalars_as_values() {
+        let body = br#"{"inputs": [{"name": "a", "shape": [2], "datatype": "FP32", "data": [1, 2]},
+            {"name": "b", "shape": [], "datatype": "FP32", "data": 3}]}"#;
+        let (request, binary) = InferRequest::parse(body, None).expect("a request");
+        assert!(binary.is_empty());
+        assert!(matches!(request.inputs[0].data, Some(InputData::Text(b"[1, 2]"))));
+        assert!(matches!(&request.inputs[1].data, Some(InputData::Values(values)) if values.0.len() == 1));
+    }
+
+    #[test]
     fn load_parameters_are_refused_by_name_and_none_pass() {
         assert!(refuse_load_parameters(std::iter::empty()).is_ok());
         let names = ["file:1/model.vmfb".to_string(), "config".to_string()];
