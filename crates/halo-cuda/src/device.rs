@@ -372,27 +372,24 @@ fn command_buffer_kind(api: &Api, asked: Option<CommandBufferKind>) -> Result<Co
     }
 }
 
-/// How long the completion thread polls an event without sleeping: work this short completes
-/// without a wake-up's latency.
-const POLL_BEFORE_SLEEPING: Duration = Duration::from_micros(200);
-
 /// The longest nap between polls after that: a bound on how late long work is noticed.
 const LONGEST_NAP: Duration = Duration::from_micros(100);
 
-/// Waits for `event`: polling, yielding the core between polls, then napping between polls, so
-/// that long work leaves the CPU to other threads. `cuEventSynchronize` spins under CUDA's
+/// Waits for `event`: polling for `poll` (the device's `poll_us`), yielding the core between
+/// polls, so that short work completes without a wake-up's latency; then napping between polls,
+/// so that long work leaves the CPU to other threads. `cuEventSynchronize` spins under CUDA's
 /// default scheduling: a server computing MobileNet-v2 on an H100 spent 3 ms of CPU per 3 ms
 /// call, on the core its protocol threads needed. Events created to block instead
 /// (`CU_EVENT_BLOCKING_SYNC`) made programs of tens of microseconds 10-40 % slower there.
 ///
 /// # Safety
 /// `event` must be a live event of the current context, recorded on its stream.
-unsafe fn wait_for_event(api: &Api, event: CuEvent) -> Result<()> {
+unsafe fn wait_for_event(api: &Api, event: CuEvent, poll: Duration) -> Result<()> {
     let start = Instant::now();
     let mut nap = Duration::from_micros(10);
     // SAFETY: the caller passes a live, recorded event.
     while !unsafe { api.event_reached(event) }? {
-        if start.elapsed() < POLL_BEFORE_SLEEPING {
+        if start.elapsed() < poll {
             std::thread::yield_now();
         } else {
             std::thread::sleep(nap);
@@ -411,7 +408,7 @@ fn complete_in_order(receiver: Receiver<InFlight>) {
         // back in the pool below.
         let outcome = shared
             .bind()
-            .and_then(|()| unsafe { wait_for_event(&shared.api, in_flight.event) })
+            .and_then(|()| unsafe { wait_for_event(&shared.api, in_flight.event, shared.options.poll) })
             .inspect_err(|error| shared.note_loss(error))
             .map_err(|error| error.context("running work on the GPU stream"))
             // Work issued behind a promise ran even if the promise was then broken.

@@ -2,10 +2,11 @@
 
 use crate::api::{Api, CuDevice, DeviceAttribute, Vendor};
 use crate::device::GpuDevice;
-use halo_hal::driver::select_device;
+use halo_hal::driver::{parse_spin_us, select_device, MAX_SPIN_US};
 use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, Result};
 use std::ffi::c_char;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The name CUDA devices are created under (`cuda://0`).
 pub const DRIVER_NAME: &str = "cuda";
@@ -148,6 +149,9 @@ pub struct DeviceOptions {
     /// How command buffers reach the GPU (`command_buffers=stream|graph`); unset, graphs where
     /// the driver has them (CUDA) and the stream elsewhere (HIP).
     pub command_buffers: Option<CommandBufferKind>,
+    /// How long the completion thread polls a submission before it naps between polls
+    /// (`poll_us`, 200 by default).
+    pub poll: Duration,
 }
 
 /// How a device runs command buffers.
@@ -167,6 +171,7 @@ impl Default for DeviceOptions {
         DeviceOptions {
             async_allocations: true,
             command_buffers: None,
+            poll: Duration::from_micros(200),
         }
     }
 }
@@ -202,9 +207,16 @@ impl DeviceOptions {
                         }
                     }
                 }
+                "poll_us" => {
+                    options.poll = parse_spin_us(value).ok_or_else(|| {
+                        Error::invalid_argument(format!(
+                            "device parameter '{key}' is '{value}'; expected microseconds from 0 to {MAX_SPIN_US}"
+                        ))
+                    })?
+                }
                 _ => {
                     return Err(Error::invalid_argument(format!(
-                        "unknown device parameter '{key}' (known: async_allocations, command_buffers)"
+                        "unknown device parameter '{key}' (known: async_allocations, command_buffers, poll_us)"
                     )))
                 }
             }
@@ -240,6 +252,13 @@ mod tests {
         assert!(graph.async_allocations);
         let error = DeviceOptions::from_params(&params(&[("command_buffers", "tree")])).unwrap_err();
         assert!(error.to_string().contains("expected stream or graph"), "{error}");
+        assert_eq!(DeviceOptions::default().poll, Duration::from_micros(200));
+        let poll = DeviceOptions::from_params(&params(&[("poll_us", "2000")])).unwrap();
+        assert_eq!(poll.poll, Duration::from_micros(2000));
+        for bad in ["-1", "1000001", "soon"] {
+            let error = DeviceOptions::from_params(&params(&[("poll_us", bad)])).unwrap_err();
+            assert!(error.to_string().contains("microseconds from 0 to 1000000"), "{error}");
+        }
         let error = DeviceOptions::from_params(&params(&[("streams", "2")])).unwrap_err();
         assert!(
             error.to_string().contains("unknown device parameter 'streams'"),
