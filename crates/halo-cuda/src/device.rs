@@ -372,7 +372,8 @@ fn command_buffer_kind(api: &Api, asked: Option<CommandBufferKind>) -> Result<Co
     }
 }
 
-/// The longest nap between polls after that: a bound on how late long work is noticed.
+/// The longest nap between polls once a submission has run past the device's poll time: a bound
+/// on how late long work is noticed.
 const LONGEST_NAP: Duration = Duration::from_micros(100);
 
 /// Waits for `event`: polling for `poll` (the device's `poll_us`), yielding the core between

@@ -246,9 +246,10 @@ impl InferRequest<'_> {
         let mut request: InferRequest = serde_json::from_slice(&lifted.json).map_err(|e| {
             // Positions in the text with the arrays taken out would mislead: name them in the
             // text as sent.
-            let e = match lifted.any() {
-                true => serde_json::from_slice::<InferRequest>(json).err().unwrap_or(e),
-                false => e,
+            let e = if lifted.any() {
+                serde_json::from_slice::<InferRequest>(json).err().unwrap_or(e)
+            } else {
+                e
             };
             Error::invalid_argument(format!("the request is not a valid inference request: {e}"))
         })?;
