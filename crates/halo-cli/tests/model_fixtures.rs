@@ -37,6 +37,13 @@ fn every_model_fixture_matches_iree_run_module_on_local_sync() {
     check_all_on("local-sync");
 }
 
+/// Every buffer between guard pages: the answers are unchanged, and no fixture's kernel reaches
+/// past a buffer (it would end in `DATA_LOSS`).
+#[test]
+fn every_model_fixture_matches_iree_run_module_with_guard_pages() {
+    check_all_on("local-sync://?guard_pages=true");
+}
+
 /// The mock chip's memory cannot be mapped by the host, so every input, output and value the
 /// program reads back travels through the transfer queue.
 #[test]

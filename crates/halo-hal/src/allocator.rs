@@ -1,9 +1,10 @@
 //! Allocators create buffers in a device's memory; the heap allocator serves CPU drivers.
 
 use crate::buffer::{Allocation, Buffer};
+use crate::guarded_memory::GuardedBytes;
 use crate::host_memory::{HostAllocation, HostBytes};
 use crate::memory::{BufferParams, BufferUsage, MemoryAccess, MemoryType};
-use crate::{Error, Result};
+use crate::{DeviceParams, Error, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -77,6 +78,26 @@ pub fn import_by_copy(
 #[derive(Default)]
 pub struct HeapAllocator {
     stats: Arc<HeapStats>,
+    /// Whether each buffer is mapped on its own between guard pages ([`GuardedBytes`]).
+    guard_pages: bool,
+}
+
+/// The CPU drivers' `guard_pages` device parameter, taken out of `params`: whether each buffer
+/// is mapped on its own between guard pages, so that a kernel reaching past a buffer faults (and
+/// its call ends in an error naming it) instead of writing over other memory. A debugging aid,
+/// for damaged modules and mutation campaigns: each buffer costs a mapping and 1 GiB of address
+/// space, and queue allocations are not pooled.
+///
+/// # Errors
+/// `InvalidArgument` for a value other than `true`, `false`, `1` or `0`.
+pub fn take_guard_pages(params: &mut DeviceParams) -> Result<bool> {
+    match params.remove("guard_pages").as_deref() {
+        None | Some("false" | "0") => Ok(false),
+        Some("true" | "1") => Ok(true),
+        Some(value) => Err(Error::invalid_argument(format!(
+            "device parameter guard_pages={value} is not true or false"
+        ))),
+    }
 }
 
 #[derive(Default)]
@@ -122,6 +143,24 @@ impl HeapAllocator {
         Self::default()
     }
 
+    /// A new allocator whose every buffer is mapped on its own between guard pages (see
+    /// [`take_guard_pages`]).
+    pub fn with_guard_pages() -> Self {
+        HeapAllocator {
+            guard_pages: true,
+            ..Self::default()
+        }
+    }
+
+    fn host_allocation(&self, size: u64, memory_type: MemoryType) -> Result<HostAllocation> {
+        if !self.guard_pages {
+            return HostAllocation::new(size, memory_type);
+        }
+        let len = usize::try_from(size)
+            .map_err(|_| Error::resource_exhausted(format!("cannot allocate {size} bytes of host memory")))?;
+        Ok(HostAllocation::import(Box::new(GuardedBytes::new(len)?), memory_type))
+    }
+
     fn check_params(params: &BufferParams) -> Result<()> {
         // Host memory satisfies every memory type a CPU device can ask for except an explicit
         // demand for memory the host cannot see, which no CPU driver can honour meaningfully.
@@ -151,7 +190,7 @@ impl Allocator for HeapAllocator {
         let _span = tracing::info_span!("allocate", size, memory_type = ?params.memory_type).entered();
         Self::check_params(&params)?;
         let memory_type = Self::MEMORY_TYPE | (params.memory_type & MemoryType::DEVICE_LOCAL);
-        let inner = HostAllocation::new(size, memory_type)?;
+        let inner = self.host_allocation(size, memory_type)?;
         let now = self.stats.allocated.fetch_add(size, Ordering::Relaxed) + size;
         // A plain load first: the peak rarely moves, and a locked update costs more than the rest.
         if now > self.stats.peak.load(Ordering::Relaxed) {
@@ -189,5 +228,42 @@ impl Allocator for HeapAllocator {
             bytes_allocated: self.stats.allocated.load(Ordering::Relaxed),
             bytes_peak: self.stats.peak.load(Ordering::Relaxed),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guard_pages_are_a_flag_taken_out_of_the_parameters() {
+        let mut params = DeviceParams::from([("guard_pages".to_string(), "true".to_string())]);
+        params.insert("workers".into(), "2".into());
+        assert!(take_guard_pages(&mut params).unwrap());
+        assert_eq!(params.keys().collect::<Vec<_>>(), ["workers"], "the rest stays");
+        assert!(!take_guard_pages(&mut params).unwrap(), "off unless asked");
+        params.insert("guard_pages".into(), "maybe".into());
+        let error = take_guard_pages(&mut params).unwrap_err();
+        assert!(error.to_string().contains("guard_pages=maybe"), "{error}");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn with_guard_pages_each_buffer_ends_on_a_guard() {
+        use crate::guarded_memory::protection_at;
+        let allocator = HeapAllocator::with_guard_pages();
+        for size in [1u64, 100, 4096, 70_000] {
+            let buffer = allocator.allocate_buffer(BufferParams::default(), size).unwrap();
+            let start = buffer.allocation().host_ptr().unwrap().as_ptr() as usize;
+            let end = start + (size as usize).next_multiple_of(crate::host_memory::HOST_ALIGNMENT);
+            assert_eq!(protection_at(end - 1), "rw-p", "{size}: the last byte");
+            assert_eq!(protection_at(end), "---p", "{size}: past the end");
+            assert_eq!(allocator.statistics().bytes_allocated, size, "counted as any buffer");
+        }
+        let plain = HeapAllocator::new()
+            .allocate_buffer(BufferParams::default(), 100)
+            .unwrap();
+        let end = plain.allocation().host_ptr().unwrap().as_ptr() as usize + 128;
+        assert_ne!(protection_at(end), "---p", "no guard without the flag");
     }
 }

@@ -134,6 +134,23 @@ fn page_size() -> usize {
     usize::try_from(size).unwrap_or(4096).max(4096)
 }
 
+/// The permissions `/proc/self/maps` lists for the mapping holding `address` (`rw-p`, `---p`).
+#[cfg(all(test, target_os = "linux"))]
+pub(crate) fn protection_at(address: usize) -> String {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    maps.lines()
+        .find_map(|line| {
+            let (range, rest) = line.split_once(' ')?;
+            let (start, end) = range.split_once('-')?;
+            let (start, end) = (
+                usize::from_str_radix(start, 16).ok()?,
+                usize::from_str_radix(end, 16).ok()?,
+            );
+            (start..end).contains(&address).then(|| rest[..4].to_string())
+        })
+        .unwrap_or_else(|| format!("no mapping holds {address:#x}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,22 +186,5 @@ mod tests {
         assert_eq!(copy.byte_len(), 3);
         // SAFETY: three bytes were copied in.
         assert_eq!(unsafe { std::slice::from_raw_parts(copy.bytes, 3) }, [1, 2, 3]);
-    }
-
-    /// The permissions `/proc/self/maps` lists for the mapping holding `address`.
-    #[cfg(target_os = "linux")]
-    fn protection_at(address: usize) -> String {
-        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-        maps.lines()
-            .find_map(|line| {
-                let (range, rest) = line.split_once(' ')?;
-                let (start, end) = range.split_once('-')?;
-                let (start, end) = (
-                    usize::from_str_radix(start, 16).ok()?,
-                    usize::from_str_radix(end, 16).ok()?,
-                );
-                (start..end).contains(&address).then(|| rest[..4].to_string())
-            })
-            .unwrap_or_else(|| format!("no mapping holds {address:#x}"))
     }
 }

@@ -68,6 +68,15 @@ impl TransientPoolOptions {
         }
         Ok(options)
     }
+
+    /// These options, keeping no released block when `unpooled`: with guard pages, a block
+    /// reused for a smaller request would leave the request's end short of the guard.
+    pub fn unpooled_if(self, unpooled: bool) -> Self {
+        TransientPoolOptions {
+            max_retained_bytes: if unpooled { 0 } else { self.max_retained_bytes },
+            ..self
+        }
+    }
 }
 
 /// What a pool has done and holds.

@@ -112,6 +112,65 @@ fn a_retain_budget_of_zero_keeps_nothing() {
     }
 }
 
+/// The permissions `/proc/self/maps` lists for the mapping holding `address`.
+fn protection_at(address: usize) -> String {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    maps.lines()
+        .find_map(|line| {
+            let (range, rest) = line.split_once(' ')?;
+            let (start, end) = range.split_once('-')?;
+            let start = usize::from_str_radix(start, 16).ok()?;
+            let end = usize::from_str_radix(end, 16).ok()?;
+            (start..end).contains(&address).then(|| rest[..4].to_string())
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn with_guard_pages_every_buffer_and_queue_allocation_ends_on_a_guard() {
+    for device in devices(&[("guard_pages", "true")]) {
+        let name = device.driver_name().to_string();
+        let semaphore = device.create_semaphore(0).unwrap();
+        let allocated = device
+            .queue_alloca(
+                ANY,
+                &Fence::new(),
+                &Fence::at(semaphore.clone(), 1),
+                BufferParams::host_mappable(),
+                1000,
+            )
+            .unwrap();
+        let direct = device
+            .allocator()
+            .allocate_buffer(BufferParams::host_mappable(), 1000)
+            .unwrap();
+        Fence::at(semaphore, 1).wait(wait()).unwrap();
+        for (what, buffer) in [("queue", &allocated), ("allocator", &direct)] {
+            let start = buffer.allocation().host_ptr().unwrap().as_ptr() as usize;
+            assert_eq!(protection_at(start + 1023), "rw-p", "{name} {what}: the last byte");
+            assert_eq!(protection_at(start + 1024), "---p", "{name} {what}: past the end");
+        }
+        // Queue allocations are not pooled: a reused block could be larger than the request.
+        call(&*device, 1024, 1).unwrap();
+        device.wait_idle(wait()).unwrap();
+        call(&*device, 1024, 2).unwrap();
+        assert_eq!(pool_counter(&*device, "reused_blocks"), 0, "{name}");
+    }
+    for device in devices(&[("guard_pages", "false")]) {
+        let buffer = device
+            .allocator()
+            .allocate_buffer(BufferParams::host_mappable(), 1000)
+            .unwrap();
+        let start = buffer.allocation().host_ptr().unwrap().as_ptr() as usize;
+        assert_ne!(
+            protection_at(start + 1024),
+            "---p",
+            "{}: no guard unless asked",
+            device.driver_name()
+        );
+    }
+}
+
 #[test]
 fn bad_pool_parameters_are_refused_by_name() {
     let drivers: [&dyn Driver; 2] = [&SyncDriver, &TaskDriver];
@@ -123,9 +182,12 @@ fn bad_pool_parameters_are_refused_by_name() {
         let params: DeviceParams = [("transient_bytes".to_string(), "1".to_string())].into();
         let error = driver.create_device("", &params).err().unwrap();
         assert!(
-            error.to_string().contains("transient_limit_bytes"),
+            error.to_string().contains("transient_limit_bytes") && error.to_string().contains("guard_pages"),
             "lists the known ones: {error}"
         );
+        let params: DeviceParams = [("guard_pages".to_string(), "yes".to_string())].into();
+        let error = driver.create_device("", &params).err().unwrap();
+        assert!(error.to_string().contains("guard_pages=yes"), "{error}");
     }
     let unknown = devices(&[])
         .remove(1)

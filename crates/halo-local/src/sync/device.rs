@@ -35,6 +35,13 @@ impl SyncDevice {
         }
     }
 
+    /// The same device with every buffer mapped between guard pages (see
+    /// [`halo_hal::allocator::take_guard_pages`]); for a device nothing has allocated from yet.
+    pub fn with_guard_pages(mut self) -> Self {
+        self.allocator = HeapAllocator::with_guard_pages();
+        self
+    }
+
     /// Waits for `wait`, runs `work`, then signals `signal`; a failure of either fails `signal`.
     ///
     /// Failures are reported through the signal fence (as on asynchronous drivers) so callers

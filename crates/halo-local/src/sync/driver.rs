@@ -1,6 +1,7 @@
 //! The `local-sync` driver: one device, the calling thread.
 
 use super::device::SyncDevice;
+use halo_hal::allocator::take_guard_pages;
 use halo_hal::driver::select_device;
 use halo_hal::transient_pool::TransientPoolOptions;
 use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, Result};
@@ -35,14 +36,16 @@ impl Driver for SyncDriver {
 
     fn create_device(&self, path: &str, params: &DeviceParams) -> Result<Arc<dyn Device>> {
         let mut params = params.clone();
-        let transient = TransientPoolOptions::take_from(&mut params)?;
+        let guard_pages = take_guard_pages(&mut params)?;
+        let transient = TransientPoolOptions::take_from(&mut params)?.unpooled_if(guard_pages);
         if let Some(key) = params.keys().next() {
             return Err(Error::invalid_argument(format!(
-                "unknown local-sync parameter '{key}' (known: {})",
+                "unknown local-sync parameter '{key}' (known: {}, guard_pages)",
                 TransientPoolOptions::PARAMETERS.join(", ")
             )));
         }
         let info = select_device(DRIVER_NAME, &Self::devices(), path)?.clone();
-        Ok(Arc::new(SyncDevice::new(info, Arc::from([]), transient)))
+        let device = SyncDevice::new(info, Arc::from([]), transient);
+        Ok(Arc::new(if guard_pages { device.with_guard_pages() } else { device }))
     }
 }

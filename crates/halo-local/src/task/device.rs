@@ -36,7 +36,11 @@ impl TaskDevice {
         let executor = Executor::new(&options.executor)?;
         Ok(TaskDevice {
             info,
-            allocator: HeapAllocator::new(),
+            allocator: if options.guard_pages {
+                HeapAllocator::with_guard_pages()
+            } else {
+                HeapAllocator::new()
+            },
             executables: LocalExecutableCache::new(options.imports.clone()),
             transient: TransientPool::new(options.transient),
             queue: Queue::new(executor, options.scheduling.clone(), QueueTrack::new(DRIVER_NAME)),

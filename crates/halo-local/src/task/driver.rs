@@ -4,6 +4,7 @@ use super::device::TaskDevice;
 use super::executor::{ExecutorOptions, Pinning};
 use super::submission::SchedulingOptions;
 use halo_cpu_executable::library::HostImport;
+use halo_hal::allocator::take_guard_pages;
 use halo_hal::driver::{parse_spin_us, select_device, MAX_SPIN_US};
 use halo_hal::transient_pool::TransientPoolOptions;
 use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, Result};
@@ -28,6 +29,9 @@ pub struct TaskDeviceOptions {
     pub imports: Arc<[HostImport]>,
     /// Bounds of the pool serving queue allocations.
     pub transient: TransientPoolOptions,
+    /// Whether each buffer is mapped between guard pages (`guard_pages`; see
+    /// [`halo_hal::allocator::take_guard_pages`]).
+    pub guard_pages: bool,
 }
 
 /// Most worker threads a device may have (IREE's executor allows as many): a count from a URI
@@ -41,8 +45,10 @@ impl TaskDeviceOptions {
     /// Reads the URI parameters; unknown keys and bad values are errors naming them.
     pub fn from_params(params: &DeviceParams) -> Result<Self> {
         let mut params = params.clone();
+        let guard_pages = take_guard_pages(&mut params)?;
         let mut options = TaskDeviceOptions {
-            transient: TransientPoolOptions::take_from(&mut params)?,
+            transient: TransientPoolOptions::take_from(&mut params)?.unpooled_if(guard_pages),
+            guard_pages,
             ..TaskDeviceOptions::default()
         };
         for (key, value) in &params {
@@ -77,7 +83,7 @@ impl TaskDeviceOptions {
                 "inline_ns" => options.scheduling.inline_ns = Some(bounded(0..=u64::MAX, "a number of nanoseconds")?),
                 _ => {
                     return Err(Error::invalid_argument(format!(
-                        "unknown local-task parameter '{key}' (known: {}, {})",
+                        "unknown local-task parameter '{key}' (known: {}, {}, guard_pages)",
                         PARAMETERS.join(", "),
                         TransientPoolOptions::PARAMETERS.join(", ")
                     )))
