@@ -509,27 +509,20 @@ pub extern "C" fn cuLaunchKernel(
 }
 
 /// An event: the ticket of the last work enqueued before it was recorded.
-/// An event: the ticket of the work it follows.
-struct Event {
-    ticket: AtomicU64,
-}
-
-/// The fake's event behind a handle `cuEventCreate` gave.
+/// The ticket of the work an event follows: events are boxed tickets.
 ///
 /// # Safety
 /// `event` must be a live handle from `cuEventCreate`.
-unsafe fn event_at<'a>(event: *mut c_void) -> &'a Event {
-    // SAFETY: the caller passes a live handle, which is a boxed `Event`.
-    unsafe { &*event.cast::<Event>() }
+unsafe fn ticket_of<'a>(event: *mut c_void) -> &'a AtomicU64 {
+    // SAFETY: the caller passes a live handle, which is a boxed `AtomicU64`.
+    unsafe { &*event.cast::<AtomicU64>() }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn cuEventCreate(event: *mut *mut c_void, _flags: c_uint) -> CuResult {
-    let created = Box::into_raw(Box::new(Event {
-        ticket: AtomicU64::new(0),
-    }));
+    let ticket = Box::into_raw(Box::new(AtomicU64::new(0)));
     // SAFETY: a valid out-pointer, per the API.
-    unsafe { *event = created.cast() };
+    unsafe { *event = ticket.cast() };
     SUCCESS
 }
 
@@ -540,7 +533,7 @@ pub unsafe extern "C" fn cuEventRecord(event: *mut c_void, _stream: *mut c_void)
     }
     let enqueued = stream().enqueued;
     // SAFETY: events are the fake's own (`cuEventCreate`), live until destroyed.
-    unsafe { event_at(event) }.ticket.store(enqueued, Ordering::SeqCst);
+    unsafe { ticket_of(event) }.store(enqueued, Ordering::SeqCst);
     SUCCESS
 }
 
@@ -549,11 +542,11 @@ pub unsafe extern "C" fn cuEventRecord(event: *mut c_void, _stream: *mut c_void)
 #[no_mangle]
 pub unsafe extern "C" fn cuEventSynchronize(event: *mut c_void) -> CuResult {
     // SAFETY: as in `cuEventRecord`.
-    let event = unsafe { event_at(event) };
+    let ticket = unsafe { ticket_of(event) };
     while busy_for().is_some() {
         std::hint::spin_loop();
     }
-    run_until(event.ticket.load(Ordering::SeqCst) & !QUERIED)
+    run_until(ticket.load(Ordering::SeqCst) & !QUERIED)
 }
 
 /// Set in an event's ticket once it has been queried since it was recorded.
@@ -567,7 +560,7 @@ pub unsafe extern "C" fn cuEventQuery(event: *mut c_void) -> CuResult {
         return NOT_READY;
     }
     // SAFETY: as in `cuEventRecord`.
-    let ticket = unsafe { event_at(event) }.ticket.fetch_or(QUERIED, Ordering::SeqCst);
+    let ticket = unsafe { ticket_of(event) }.fetch_or(QUERIED, Ordering::SeqCst);
     if ticket & QUERIED == 0 {
         return NOT_READY;
     }
@@ -577,7 +570,7 @@ pub unsafe extern "C" fn cuEventQuery(event: *mut c_void) -> CuResult {
 #[no_mangle]
 pub unsafe extern "C" fn cuEventDestroy_v2(event: *mut c_void) -> CuResult {
     // SAFETY: as in `cuEventRecord`; destroyed once, per the API.
-    drop(unsafe { Box::from_raw(event.cast::<Event>()) });
+    drop(unsafe { Box::from_raw(event.cast::<AtomicU64>()) });
     SUCCESS
 }
 
