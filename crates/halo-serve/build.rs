@@ -6,6 +6,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let descriptors = protox::compile([proto], ["proto"])?;
     tonic_prost_build::configure()
         .build_client(true)
+        // A damaged request is the client's error, not the server's (see `grpc_codec`).
+        .codec_path("crate::grpc_codec::ClientCheckedCodec")
         .compile_fds(descriptors)?;
     Ok(())
 }

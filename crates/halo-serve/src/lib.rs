@@ -12,6 +12,7 @@ pub mod compute;
 pub mod data_arrays;
 pub mod datatype;
 pub mod grpc;
+pub mod grpc_codec;
 pub mod http;
 pub mod json_data;
 pub mod json_numbers;

@@ -5,9 +5,11 @@ results, and the model repository calls."""
 import queue
 import urllib.request
 
+import grpc
 import numpy as np
 import pytest
 import tritonclient.grpc as triton_grpc
+from tritonclient.grpc import service_pb2
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from tritonclient.utils import InferenceServerException
 
@@ -80,6 +82,32 @@ def test_bad_requests_are_invalid_argument_naming_the_problem(serve):
     right.set_data_from_numpy(np.arange(4, dtype=np.float32))
     result = client.infer("tiny_add", [right, ones])
     np.testing.assert_array_equal(result.as_numpy("output0"), np.arange(4, dtype=np.float32) + 1)
+
+
+def test_a_message_that_is_not_protobuf_is_invalid_argument_naming_it(serve):
+    served = serve("tiny_add.vmfb", "tiny_add")
+    request = service_pb2.ModelInferRequest(model_name="tiny_add")
+    for name in ("input0", "input1"):
+        tensor = request.inputs.add(name=name, datatype="FP32")
+        tensor.shape.append(4)
+    request.raw_input_contents.extend([np.arange(4, dtype=np.float32).tobytes(), np.ones(4, np.float32).tobytes()])
+    whole = request.SerializeToString()
+    not_utf8 = service_pb2.ModelInferRequest(model_name="tiny_add").SerializeToString().replace(b"tiny", b"\xff\xfe\xfd\xfc")
+    damaged = [
+        (whole[:-3], "buffer underflow"),
+        (b"\x00" + whole, "invalid tag value: 0"),
+        (not_utf8, "model_name: invalid string value"),
+    ]
+    with grpc.insecure_channel(served.grpc) as channel:
+        infer = channel.unary_unary("/inference.GRPCInferenceService/ModelInfer")
+        for message, problem in damaged:
+            with pytest.raises(grpc.RpcError) as caught:
+                infer(message, timeout=30)
+            assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT, caught.value
+            assert "not a valid ModelInferRequest" in caught.value.details()
+            assert problem in caught.value.details()
+        answer = service_pb2.ModelInferResponse.FromString(infer(whole, timeout=30))
+    np.testing.assert_array_equal(np.frombuffer(answer.raw_output_contents[0], np.float32), np.arange(4) + 1)
 
 
 def test_grpc_requests_show_in_the_metrics_which_prometheus_parses(serve, cnn_input):
