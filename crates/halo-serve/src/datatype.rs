@@ -89,8 +89,19 @@ impl JsonElements {
 
     /// The elements as JSON values, in order.
     pub fn values(&self) -> impl ExactSizeIterator<Item = Value> + '_ {
+        self.elements().map(|element| match element {
+            Element::Bool(value) => Value::Bool(value),
+            Element::Unsigned(value) => value.into(),
+            Element::Signed(value) => value.into(),
+            Element::Float(value) => value.into(),
+        })
+    }
+
+    /// The elements, in order.
+    pub fn elements(&self) -> impl ExactSizeIterator<Item = Element> + '_ {
         use NumericalType::*;
         let kind = (self.element_type.numerical_type(), self.element_type.bit_count());
+        // `new` took only types with a datatype: 1 to 8 bytes each.
         self.bytes
             .chunks_exact(self.element_type.byte_size())
             .map(move |chunk| {
@@ -99,16 +110,29 @@ impl JsonElements {
                 let unsigned = u64::from_le_bytes(wide);
                 let signed = |bits: u32| ((unsigned << (64 - bits)) as i64) >> (64 - bits);
                 match kind {
-                    (Boolean, _) => Value::Bool(unsigned != 0),
-                    (IntegerUnsigned, _) => unsigned.into(),
-                    (Integer | IntegerSigned, bits) => signed(bits).into(),
-                    (FloatIeee, 16) => f16::from_bits(unsigned as u16).to_f64().into(),
-                    (FloatIeee, 32) => f64::from(f32::from_bits(unsigned as u32)).into(),
-                    (FloatBrain, 16) => bf16::from_bits(unsigned as u16).to_f64().into(),
-                    _ => f64::from_bits(unsigned).into(),
+                    (Boolean, _) => Element::Bool(unsigned != 0),
+                    (IntegerUnsigned, _) => Element::Unsigned(unsigned),
+                    (Integer | IntegerSigned, bits) => Element::Signed(signed(bits)),
+                    (FloatIeee, 16) => Element::Float(f16::from_bits(unsigned as u16).to_f64()),
+                    (FloatIeee, 32) => Element::Float(f64::from(f32::from_bits(unsigned as u32))),
+                    (FloatBrain, 16) => Element::Float(bf16::from_bits(unsigned as u16).to_f64()),
+                    _ => Element::Float(f64::from_bits(unsigned)),
                 }
             })
     }
+}
+
+/// One element read from its bytes, in the widest type of its kind.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Element {
+    /// A `BOOL`.
+    Bool(bool),
+    /// A `UINT*`.
+    Unsigned(u64),
+    /// An `INT*`.
+    Signed(i64),
+    /// An `FP*` or `BF16`.
+    Float(f64),
 }
 
 /// `FP32` elements are written in the shortest form that reads back as the same `f32`

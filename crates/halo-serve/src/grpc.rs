@@ -1,8 +1,8 @@
 //! The protocol's gRPC service (`inference.GRPCInferenceService`) over the loaded models.
 
 use crate::metrics::Protocol;
-use crate::model::{InputTensor, Model, OutputTensor};
-use crate::protocol::{select_outputs, SharedMemoryPlace};
+use crate::model::{InputTensor, Model};
+use crate::protocol::{select_outputs, SharedMemoryPlace, WireOutput};
 use crate::serving::Serving;
 use crate::shared_memory::SharedMemory;
 use halo_hal::{Error, Result};
@@ -374,15 +374,18 @@ async fn infer(model: Arc<Model>, serving: &Serving, request: ModelInferRequest)
             request
                 .outputs
                 .into_iter()
-                .map(|o| Ok((shared_memory_place(&o.parameters, &o.name)?, o.name)))
-                .map(|place| place.map(|(place, name)| (name, place)))
+                .map(|o| {
+                    let place = shared_memory_place(&o.parameters, &o.name)?;
+                    let classes = class_count(&o.parameters, &o.name)?;
+                    Ok((o.name, (place, classes)))
+                })
                 .collect::<Result<Vec<_>>>()
         })
         .transpose()?;
-    let chosen = select_outputs(outputs, wanted, None)?;
+    let chosen = select_outputs(outputs, wanted, (None, None))?;
     let (outputs, raw): (Vec<_>, Vec<_>) = chosen
         .into_iter()
-        .map(|(output, place)| encode_output(output, place, shared))
+        .map(|(output, (place, classes))| encode_output(WireOutput::of(output, classes)?, place, shared))
         .collect::<Result<Vec<_>>>()?
         .into_iter()
         .unzip();
@@ -403,6 +406,23 @@ fn requested_timeout(parameters: &std::collections::HashMap<String, InferParamet
         Some(ParameterChoice::Int64Param(micros)) => u64::try_from(micros).ok().map(Duration::from_micros),
         Some(ParameterChoice::Uint64Param(micros)) => Some(Duration::from_micros(micros)),
         _ => None,
+    }
+}
+
+/// The classification extension's `classification` parameter of a requested output: how many
+/// classes to send instead of the output.
+fn class_count(parameters: &std::collections::HashMap<String, InferParameter>, output: &str) -> Result<Option<u64>> {
+    use wire::infer_parameter::ParameterChoice;
+    match parameters
+        .get("classification")
+        .and_then(|p| p.parameter_choice.as_ref())
+    {
+        None => Ok(None),
+        Some(ParameterChoice::Uint64Param(count)) => Ok(Some(*count)),
+        Some(ParameterChoice::Int64Param(count)) if *count >= 0 => Ok(Some(*count as u64)),
+        Some(other) => Err(Error::invalid_argument(format!(
+            "output '{output}': classification must be a count of classes, not {other:?}"
+        ))),
     }
 }
 
@@ -434,32 +454,27 @@ fn shared_memory_place(
 /// into the shared memory region the request names (its raw entry then empty, so the others keep
 /// their places).
 fn encode_output(
-    output: OutputTensor,
+    output: WireOutput,
     place: Option<SharedMemoryPlace>,
     shared: &SharedMemory,
 ) -> Result<(InferOutputTensor, Vec<u8>)> {
     use wire::infer_parameter::ParameterChoice;
     let mut tensor = InferOutputTensor {
-        datatype: output.datatype()?.into(),
+        datatype: output.datatype.into(),
         name: output.name,
         shape: output.shape.iter().map(|&d| d as i64).collect(),
         parameters: Default::default(),
         contents: None,
     };
+    let bytes = output.elements.into_bytes();
     let Some(place) = place else {
-        return Ok((tensor, output.bytes));
+        return Ok((tensor, bytes));
     };
-    shared.write(
-        &place.region,
-        place.offset,
-        place.byte_size,
-        &output.bytes,
-        &tensor.name,
-    )?;
+    shared.write(&place.region, place.offset, place.byte_size, &bytes, &tensor.name)?;
     let parameter = |choice| InferParameter {
         parameter_choice: Some(choice),
     };
-    let size = i64::try_from(output.bytes.len()).unwrap_or(i64::MAX);
+    let size = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
     tensor.parameters.extend([
         (
             "shared_memory_region".to_string(),
@@ -561,4 +576,41 @@ fn typed_bytes(datatype: &str, contents: &InferTensorContents) -> Result<Vec<u8>
             )))
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wire::infer_parameter::ParameterChoice;
+
+    fn parameters(choice: ParameterChoice) -> std::collections::HashMap<String, InferParameter> {
+        let parameter = InferParameter {
+            parameter_choice: Some(choice),
+        };
+        [("classification".to_string(), parameter)].into()
+    }
+
+    #[test]
+    fn a_class_count_is_a_non_negative_int64_or_any_uint64() {
+        assert_eq!(class_count(&Default::default(), "scores").expect("none"), None);
+        for (choice, count) in [
+            (ParameterChoice::Int64Param(3), 3),
+            (ParameterChoice::Uint64Param(5), 5),
+            (ParameterChoice::Int64Param(0), 0),
+        ] {
+            assert_eq!(
+                class_count(&parameters(choice), "scores").expect("a count"),
+                Some(count)
+            );
+        }
+        for choice in [
+            ParameterChoice::Int64Param(-1),
+            ParameterChoice::StringParam("3".into()),
+            ParameterChoice::BoolParam(true),
+        ] {
+            let error = class_count(&parameters(choice), "scores").expect_err("refused");
+            assert_eq!(error.code(), halo_hal::StatusCode::InvalidArgument);
+            assert!(error.to_string().contains("output 'scores'"), "{error}");
+        }
+    }
 }

@@ -1,6 +1,7 @@
 //! The Open Inference Protocol's JSON messages (KServe v2 REST), and their conversion to and from
 //! the server's tensors.
 
+use crate::classification;
 use crate::data_arrays::lift_data_arrays;
 use crate::datatype::{push_json_element, JsonElements};
 use crate::json_data::JsonData;
@@ -32,6 +33,7 @@ impl ServerMetadata {
             version: env!("CARGO_PKG_VERSION"),
             extensions: vec![
                 "binary_tensor_data",
+                "classification",
                 "model_repository",
                 "model_configuration",
                 "statistics",
@@ -139,6 +141,10 @@ pub struct TensorParameters {
     /// Where it starts in the region.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared_memory_offset: Option<u64>,
+    /// For a requested output: send its this many largest elements as classes instead
+    /// (the classification extension; 0 or absent: the output itself).
+    #[serde(default, skip_serializing)]
+    pub classification: Option<u64>,
 }
 
 /// Where in shared memory a tensor is, or goes.
@@ -273,10 +279,88 @@ pub struct ResponseOutput {
     pub datatype: &'static str,
     /// Its elements, flat and row-major; absent when they follow the JSON as binary.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub data: Option<JsonElements>,
+    pub data: Option<OutputData>,
     /// `binary_data_size` for a binary output.
     #[serde(skip_serializing_if = "TensorParameters::is_empty")]
     pub parameters: TensorParameters,
+}
+
+/// An output's elements in JSON: numbers (booleans for `BOOL`), or class texts.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum OutputData {
+    /// The tensor's own elements.
+    Numbers(JsonElements),
+    /// Its classes, as the classification extension writes them.
+    Classes(Vec<String>),
+}
+
+/// An output as it goes back: the tensor itself, or, when the request asked for classes, its
+/// largest elements as text (the classification extension).
+pub struct WireOutput {
+    /// Its name.
+    pub name: String,
+    /// The shape it goes back with.
+    pub shape: Vec<u64>,
+    /// The datatype it goes back as.
+    pub datatype: &'static str,
+    /// What it carries.
+    pub elements: WireElements,
+}
+
+/// What an output carries back.
+pub enum WireElements {
+    /// The tensor's own elements, their little-endian bytes.
+    Tensor(ElementType, Vec<u8>),
+    /// Its `value:index` class texts, largest first.
+    Classes(Vec<String>),
+}
+
+impl WireOutput {
+    /// `output` as the request asks for it: with `classes` set (and not 0), its that many
+    /// largest elements.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for classes of an output that has none (`BOOL`); `Unimplemented` for
+    /// an element type the protocol has no datatype for.
+    pub fn of(output: OutputTensor, classes: Option<u64>) -> Result<WireOutput> {
+        let Some(count) = classes.filter(|&count| count > 0) else {
+            return Ok(WireOutput {
+                datatype: output.datatype()?,
+                name: output.name,
+                shape: output.shape,
+                elements: WireElements::Tensor(output.element_type, output.bytes),
+            });
+        };
+        let texts = classification::top_classes(&output, count)?;
+        Ok(WireOutput {
+            name: output.name,
+            shape: vec![texts.len() as u64],
+            datatype: classification::DATATYPE,
+            elements: WireElements::Classes(texts),
+        })
+    }
+}
+
+impl WireElements {
+    /// The raw contents, as binary data, gRPC and shared memory carry them.
+    pub fn into_bytes(self) -> Vec<u8> {
+        match self {
+            WireElements::Tensor(_, bytes) => bytes,
+            WireElements::Classes(texts) => classification::bytes_contents(&texts),
+        }
+    }
+
+    /// The JSON array of the elements.
+    ///
+    /// # Errors
+    /// `Unimplemented` for an element type the protocol has no datatype for.
+    pub fn into_json(self) -> Result<OutputData> {
+        Ok(match self {
+            WireElements::Tensor(element_type, bytes) => OutputData::Numbers(JsonElements::new(element_type, bytes)?),
+            WireElements::Classes(texts) => OutputData::Classes(texts),
+        })
+    }
 }
 
 impl TensorParameters {
@@ -503,13 +587,14 @@ enum OutputForm {
     SharedMemory(SharedMemoryPlace),
 }
 
-/// Encodes `outputs` as `request` asks: the ones it names (all when it names none), each as JSON,
-/// per the binary data extension as raw bytes after the JSON, or written into a registered
-/// shared memory region.
+/// Encodes `outputs` as `request` asks: the ones it names (all when it names none), each itself
+/// or its classes, as JSON, per the binary data extension as raw bytes after the JSON, or
+/// written into a registered shared memory region.
 ///
 /// # Errors
-/// `InvalidArgument` for a requested output the model does not have, or a shared memory range
-/// that is not registered or too small; an output whose element type the protocol cannot carry.
+/// `InvalidArgument` for a requested output the model does not have, a shared memory range
+/// that is not registered or too small, or classes of a `BOOL` output; an output whose element
+/// type the protocol cannot carry.
 pub fn encode_outputs(
     outputs: Vec<OutputTensor>,
     wanted: Option<Vec<RequestOutput>>,
@@ -531,21 +616,27 @@ pub fn encode_outputs(
                         None if w.parameters.binary_data.unwrap_or(binary_by_default) => OutputForm::Binary,
                         None => OutputForm::Json,
                     };
-                    Ok((w.name, form))
+                    Ok((w.name, (form, w.parameters.classification)))
                 })
                 .collect::<Result<Vec<_>>>()
         })
         .transpose()?;
-    let chosen = select_outputs(outputs, wanted, default)?;
+    let chosen = select_outputs(outputs, wanted, (default, None))?;
     let mut binary: Option<Vec<u8>> = None;
     let outputs = chosen
         .into_iter()
-        .map(|(output, form)| {
-            let datatype = output.datatype()?;
-            let size = output.bytes.len() as u64;
+        .map(|(output, (form, classes))| {
+            let WireOutput {
+                name,
+                shape,
+                datatype,
+                elements,
+            } = WireOutput::of(output, classes)?;
             let (data, parameters) = match form {
                 OutputForm::Binary => {
-                    binary.get_or_insert_with(Vec::new).extend_from_slice(&output.bytes);
+                    let bytes = elements.into_bytes();
+                    let size = bytes.len() as u64;
+                    binary.get_or_insert_with(Vec::new).extend_from_slice(&bytes);
                     let parameters = TensorParameters {
                         binary_data_size: Some(size),
                         ..TensorParameters::default()
@@ -553,13 +644,9 @@ pub fn encode_outputs(
                     (None, parameters)
                 }
                 OutputForm::SharedMemory(place) => {
-                    shared.write(
-                        &place.region,
-                        place.offset,
-                        place.byte_size,
-                        &output.bytes,
-                        &output.name,
-                    )?;
+                    let bytes = elements.into_bytes();
+                    let size = bytes.len() as u64;
+                    shared.write(&place.region, place.offset, place.byte_size, &bytes, &name)?;
                     let parameters = TensorParameters {
                         shared_memory_region: Some(place.region),
                         shared_memory_byte_size: Some(size),
@@ -568,17 +655,14 @@ pub fn encode_outputs(
                     };
                     (None, parameters)
                 }
-                OutputForm::Json => (
-                    Some(JsonElements::new(output.element_type, output.bytes)?),
-                    TensorParameters::default(),
-                ),
+                OutputForm::Json => (Some(elements.into_json()?), TensorParameters::default()),
             };
             Ok(ResponseOutput {
                 data,
                 parameters,
                 datatype,
-                name: output.name,
-                shape: output.shape,
+                name,
+                shape,
             })
         })
         .collect::<Result<_>>()?;
@@ -816,6 +900,58 @@ mod tests {
             assert_eq!(error.code(), halo_hal::StatusCode::Unimplemented);
             assert!(error.to_string().contains("output 'scores'"), "{error}");
         }
+    }
+
+    fn scores() -> OutputTensor {
+        OutputTensor {
+            name: "scores".into(),
+            shape: vec![1, 3],
+            element_type: ElementType::parse("f32").expect("f32"),
+            bytes: [0.25f32, 0.5, 0.125].iter().flat_map(|v| v.to_le_bytes()).collect(),
+        }
+    }
+
+    fn wanted(parameters: &str) -> Vec<RequestOutput> {
+        let text = format!(r#"[{{"name": "scores", "parameters": {parameters}}}]"#);
+        serde_json::from_str(&text).expect("requested outputs")
+    }
+
+    #[test]
+    fn classes_go_back_as_bytes_in_either_form() {
+        let shared = SharedMemory::default();
+        let json =
+            encode_outputs(vec![scores()], Some(wanted(r#"{"classification": 2}"#)), false, &shared).expect("encoded");
+        assert!(json.binary.is_none());
+        assert_eq!(
+            serde_json::to_value(&json.outputs[0]).expect("json"),
+            serde_json::json!({"name": "scores", "shape": [2], "datatype": "BYTES",
+                "data": ["0.500000:1", "0.250000:0"]})
+        );
+        let binary = r#"{"classification": 1, "binary_data": true}"#;
+        let raw = encode_outputs(vec![scores()], Some(wanted(binary)), false, &shared).expect("encoded");
+        assert_eq!(raw.binary.as_deref(), Some(&b"\x0a\0\0\x000.500000:1"[..]));
+        assert_eq!(raw.outputs[0].parameters.binary_data_size, Some(14));
+        // 0 classes asks for the output itself.
+        let itself =
+            encode_outputs(vec![scores()], Some(wanted(r#"{"classification": 0}"#)), false, &shared).expect("encoded");
+        assert_eq!(itself.outputs[0].datatype, "FP32");
+    }
+
+    #[test]
+    fn classes_of_booleans_are_refused_naming_the_output() {
+        let flags = OutputTensor {
+            name: "flags".into(),
+            shape: vec![2],
+            element_type: ElementType::parse("i1").expect("i1"),
+            bytes: vec![1, 0],
+        };
+        let wanted =
+            serde_json::from_str(r#"[{"name": "flags", "parameters": {"classification": 1}}]"#).expect("outputs");
+        let error = encode_outputs(vec![flags], Some(wanted), false, &SharedMemory::default())
+            .err()
+            .expect("refused");
+        assert_eq!(error.code(), halo_hal::StatusCode::InvalidArgument);
+        assert!(error.to_string().contains("output 'flags' is BOOL"), "{error}");
     }
 
     #[test]

@@ -93,3 +93,16 @@ def run_module(module: str, function: str, inputs: list, results: int) -> list:
 @pytest.fixture
 def cnn_input() -> np.ndarray:
     return np.load(MODELS / "cnn.basic.0.npy")
+
+
+def top_classes(scores: np.ndarray, count: int) -> list:
+    """The classification extension's answer computed here: the `count` largest scores as
+    `value:index` (six decimals), largest first, equal ones in index order."""
+    flat = scores.reshape(-1)
+    order = sorted(range(flat.size), key=lambda index: (-float(flat[index]), index))[:count]
+    return [f"{float(flat[index]):.6f}:{index}" for index in order]
+
+
+def texts(array: np.ndarray) -> list:
+    """A BYTES tensor's elements as str, whether the client read them from JSON or raw bytes."""
+    return [item.decode() if isinstance(item, bytes) else item for item in array.reshape(-1)]

@@ -6,7 +6,7 @@ import pytest
 import tritonclient.http as triton_http
 from tritonclient.utils import InferenceServerException
 
-from conftest import MODELS, run_module
+from conftest import MODELS, run_module, texts, top_classes
 
 
 def test_health_and_metadata(serve):
@@ -39,6 +39,28 @@ def test_cnn_inference_equals_run_module(serve, cnn_input, binary):
         assert got.shape == want.shape
         # JSON carries each f32 as a decimal that reads back to the same float.
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("binary", [True, False], ids=["binary", "json"])
+def test_classification_sends_the_largest_scores_as_classes(serve, cnn_input, binary):
+    served = serve("cnn.vmfb", "cnn")
+    client = triton_http.InferenceServerClient(url=served.http)
+    assert "classification" in client.get_server_metadata()["extensions"]
+    data = triton_http.InferInput("input0", list(cnn_input.shape), "FP32")
+    data.set_data_from_numpy(cnn_input)
+    expected = run_module("cnn.vmfb", "cnn", [cnn_input], 2)
+    for count in (2, 10):
+        wanted = [
+            triton_http.InferRequestedOutput("output1", binary_data=binary, class_count=count),
+            triton_http.InferRequestedOutput("output0", binary_data=binary),
+        ]
+        result = client.infer("cnn", [data], outputs=wanted)
+        classes = result.get_output("output1")
+        assert classes["datatype"] == "BYTES"
+        assert classes["shape"] == [min(count, expected[1].size)]
+        assert texts(result.as_numpy("output1")) == top_classes(expected[1], count)
+        # An output not asked for as classes comes back as itself.
+        np.testing.assert_array_equal(result.as_numpy("output0"), expected[0])
 
 
 def test_two_inputs_and_integer_tensors(serve):

@@ -13,7 +13,7 @@ from tritonclient.grpc import service_pb2
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from tritonclient.utils import InferenceServerException
 
-from conftest import MODELS, run_module
+from conftest import MODELS, run_module, texts, top_classes
 
 
 def test_health_and_metadata(serve):
@@ -48,6 +48,21 @@ def test_cnn_inference_equals_run_module(serve, cnn_input):
     only = client.infer("cnn", [data], outputs=[triton_grpc.InferRequestedOutput("output1")])
     assert [o.name for o in only.get_response().outputs] == ["output1"]
     np.testing.assert_array_equal(only.as_numpy("output1"), expected[1])
+
+
+def test_classification_sends_the_largest_scores_as_classes(serve, cnn_input):
+    served = serve("cnn.vmfb", "cnn")
+    client = triton_grpc.InferenceServerClient(url=served.grpc)
+    assert "classification" in client.get_server_metadata(as_json=True)["extensions"]
+    data = triton_grpc.InferInput("input0", list(cnn_input.shape), "FP32")
+    data.set_data_from_numpy(cnn_input)
+    expected = run_module("cnn.vmfb", "cnn", [cnn_input], 2)
+    wanted = [triton_grpc.InferRequestedOutput("output0", class_count=2)]
+    result = client.infer("cnn", [data], outputs=wanted)
+    output = result.get_output("output0")
+    assert output.datatype == "BYTES"
+    assert list(output.shape) == [2]
+    assert texts(result.as_numpy("output0")) == top_classes(expected[0], 2)
 
 
 def test_integer_tensors(serve):
