@@ -35,6 +35,10 @@ pub struct ServeArgs {
     /// The type of each output, likewise (for the model's metadata).
     #[arg(long = "output-type", conflicts_with = "model_repository")]
     pub output_types: Vec<String>,
+    /// `OUTPUT=FILE`: the class names of an output, one per line, for classification
+    /// answers (`0.93:281:tabby`); repeat for each output that has them.
+    #[arg(long = "output-labels", value_parser = output_labels, conflicts_with = "model_repository")]
+    pub output_labels: Vec<(String, PathBuf)>,
     /// Device URI(s); the first is the default device.
     #[arg(long = "device", default_value = "local-task")]
     pub devices: Vec<String>,
@@ -134,7 +138,18 @@ fn module_model(args: &ServeArgs, defaults: Defaults) -> Result<ModelConfig> {
         output_names: Vec::new(),
         input_types: args.input_types.clone(),
         output_types: args.output_types.clone(),
+        output_labels: args.output_labels.iter().cloned().collect(),
     })
+}
+
+/// An `--output-labels` value: `OUTPUT=FILE`.
+fn output_labels(text: &str) -> std::result::Result<(String, PathBuf), String> {
+    match text.split_once('=') {
+        Some((output, file)) if !output.is_empty() && !file.is_empty() => Ok((output.to_string(), file.into())),
+        _ => Err(format!(
+            "'{text}' is not OUTPUT=FILE (an output's name, then its label file)"
+        )),
+    }
 }
 
 fn listen(host: &str, port: u16) -> Result<(TcpListener, std::net::SocketAddr)> {

@@ -667,6 +667,51 @@ fn a_repository_configuration_gives_the_types_of_an_undeclared_function() {
     std::fs::remove_dir_all(root).ok();
 }
 
+#[test]
+fn classification_answers_carry_the_labels_a_repository_gives() {
+    let config = format!("{}output_labels = {{ sum = \"classes.txt\" }}\n", adder_config());
+    let root = repository("labels", &[("adder", config)]);
+    // CRLF and LF lines, an empty label, and no label for the last class.
+    std::fs::write(root.join("adder/classes.txt"), "zero\r\none\n\n").expect("labels");
+    let served = Served::start_with(&[format!("--model-repository={}", root.display())]);
+    let body = json!({
+        "inputs": [
+            {"name": "a", "shape": [4], "datatype": "FP32", "data": [1, 2, 3, 4]},
+            {"name": "b", "shape": [4], "datatype": "FP32", "data": [0, 5, -10, 0]},
+        ],
+        "outputs": [{"name": "sum", "parameters": {"classification": 4}}],
+    });
+    let (status, response) = served.post("/v2/models/adder/infer", &body.to_string());
+    assert_eq!(status, 200, "{response}");
+    assert_eq!(
+        response["outputs"][0],
+        json!({"name": "sum", "datatype": "BYTES", "shape": [4],
+            "data": ["7.000000:1:one", "4.000000:3", "1.000000:0:zero", "-7.000000:2:"]})
+    );
+    let (status, config) = served.get("/v2/models/adder/config");
+    assert_eq!(status, 200, "{config}");
+    assert_eq!(config["output"][0]["label_filename"], "classes.txt", "{config}");
+    assert!(config["input"][0].get("label_filename").is_none(), "{config}");
+    std::fs::remove_dir_all(root).ok();
+}
+
+#[test]
+fn labels_for_an_output_the_model_lacks_or_a_missing_file_stop_the_server_naming_them() {
+    let module = ["--module=tiny_add.vmfb", "--function=tiny_add"];
+    let stderr = refused_at_start(&[module[0], module[1], "--output-labels=scores=classes.txt"]);
+    assert!(
+        stderr.contains("output 'scores', which the model does not have") && stderr.contains("output0"),
+        "{stderr}"
+    );
+    let stderr = refused_at_start(&[module[0], module[1], "--output-labels=output0=no-such-labels.txt"]);
+    assert!(
+        stderr.contains("the labels of output 'output0'") && stderr.contains("no-such-labels.txt"),
+        "{stderr}"
+    );
+    let stderr = refused_at_start(&[module[0], module[1], "--output-labels=classes.txt"]);
+    assert!(stderr.contains("is not OUTPUT=FILE"), "{stderr}");
+}
+
 /// A model repository in a fresh temporary folder: `(folder name, config.toml)` per model.
 fn repository(name: &str, models_and_configs: &[(&str, String)]) -> PathBuf {
     let root = std::env::temp_dir().join(format!("halo-serve-repository-{}-{name}", std::process::id()));

@@ -500,6 +500,7 @@ fn direct_model(args: &Args) -> Arc<Model> {
         output_names: vec![],
         input_types: vec![],
         output_types: vec![],
+        output_labels: Default::default(),
     };
     move_to(args.server_core());
     let model = Model::load(&halo_runtime::Instance::new(), config).expect("the model loads");

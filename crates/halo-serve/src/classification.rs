@@ -6,15 +6,30 @@
 
 use crate::datatype::{Element, JsonElements};
 use crate::model::OutputTensor;
-use halo_hal::{Error, Result};
+use halo_hal::{Error, Result, ResultExt};
 use std::cmp::Ordering;
+use std::path::Path;
+use std::sync::Arc;
 
 /// The protocol's datatype of a classification result.
 pub const DATATYPE: &str = "BYTES";
 
-/// `output`'s `count` largest elements as `value:index` texts, largest first; equal values
-/// in index order, NaN last. Floats are written with six decimals and integers in full, as
-/// Triton writes them.
+/// An output's class names: line i of its label file names class i.
+pub type ClassLabels = Arc<[String]>;
+
+/// The labels in the file at `path`, one per line (empty lines included, a last line
+/// break not a label), as Triton reads a label file.
+///
+/// # Errors
+/// An I/O error or text that is not UTF-8, naming the file.
+pub fn read_labels(path: &Path) -> Result<ClassLabels> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(text.lines().map(str::to_string).collect())
+}
+
+/// `output`'s `count` largest elements as `value:index` texts, or `value:index:label` where
+/// the output has a label for the index, largest first; equal values in index order, NaN
+/// last. Floats are written with six decimals and integers in full, as Triton writes them.
 ///
 /// # Errors
 /// `InvalidArgument` naming the output when its elements are booleans, which have no ranking,
@@ -41,9 +56,13 @@ pub fn top_classes(output: &OutputTensor, count: u64) -> Result<Vec<String>> {
         order.truncate(keep);
     }
     order.sort_unstable_by(rank);
+    let label = |index: usize| output.labels.as_deref().and_then(|labels| labels.get(index));
     Ok(order
         .into_iter()
-        .map(|index| format!("{}:{index}", text(elements[index])))
+        .map(|index| match label(index) {
+            Some(label) => format!("{}:{index}:{label}", text(elements[index])),
+            None => format!("{}:{index}", text(elements[index])),
+        })
         .collect())
 }
 
@@ -92,6 +111,7 @@ mod tests {
             shape: vec![1, count],
             element_type,
             bytes,
+            labels: None,
         }
     }
 
@@ -146,6 +166,16 @@ mod tests {
         ];
         let scores = output("f16", values.iter().flat_map(|v| v.to_le_bytes()).collect());
         assert_eq!(top_classes(&scores, 2).expect("ranks"), ["8.500000:2", "0.250000:0"]);
+    }
+
+    #[test]
+    fn a_class_with_a_label_is_written_with_it() {
+        let mut scores = f32s(&[0.5, 0.25, 0.75]);
+        scores.labels = Some(vec!["cat".to_string(), String::new()].into());
+        assert_eq!(
+            top_classes(&scores, 3).expect("ranks"),
+            ["0.750000:2", "0.500000:0:cat", "0.250000:1:"]
+        );
     }
 
     #[test]

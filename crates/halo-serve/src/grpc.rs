@@ -155,6 +155,7 @@ impl GrpcInferenceService for Inference {
                         data_type: number(t.datatype),
                         name: t.name,
                         dims: t.dims,
+                        label_filename: t.label_filename.unwrap_or_default(),
                     })
                     .collect(),
                 backend: config.backend.into(),

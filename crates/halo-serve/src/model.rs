@@ -1,6 +1,7 @@
 //! A served model: one function of a loaded module, its inputs and outputs as the protocol
 //! describes them, and the admission limits that bound its concurrent work.
 
+use crate::classification::{read_labels, ClassLabels};
 use crate::compute::ComputeThreads;
 use crate::datatype::datatype_of;
 use crate::metrics::Metrics;
@@ -66,6 +67,9 @@ pub struct ModelConfig {
     pub input_types: Vec<String>,
     /// Types of the outputs, likewise.
     pub output_types: Vec<String>,
+    /// Class label files of outputs, by output name (line i names class i), for the
+    /// classification extension's answers (`0.93:281:tabby`).
+    pub output_labels: BTreeMap<String, PathBuf>,
 }
 
 /// Most requests of one model that may run at once: each holds a computing thread.
@@ -183,6 +187,8 @@ pub struct OutputTensor {
     pub element_type: ElementType,
     /// Its little-endian element bytes.
     pub bytes: Vec<u8>,
+    /// The names of its classes, when the model has a label file for it.
+    pub labels: Option<ClassLabels>,
 }
 
 impl OutputTensor {
@@ -207,6 +213,8 @@ pub struct Model {
     function: Function,
     inputs: Vec<TensorSpec>,
     outputs: Vec<TensorSpec>,
+    /// Each output's class labels, if it has a label file.
+    labels: Vec<Option<ClassLabels>>,
     /// Requests admitted whose calls are queued or running, or that are not yet answered.
     admitted: Arc<AtomicUsize>,
     /// The threads its calls run on, `max_concurrency` at most; a call keeps its thread until
@@ -271,6 +279,7 @@ impl Model {
             "output",
         )?;
         check_against_function(&function, &inputs, &outputs)?;
+        let labels = output_labels(&config.output_labels, &outputs)?;
         Ok(Model {
             compute: ComputeThreads::new("halo-compute", config.max_concurrency),
             config,
@@ -278,6 +287,7 @@ impl Model {
             function,
             inputs,
             outputs,
+            labels,
             admitted: Arc::new(AtomicUsize::new(0)),
             statistics: ModelStatistics::default(),
         })
@@ -513,6 +523,7 @@ impl Model {
             shape: tensor.shape,
             element_type: tensor.element_type,
             bytes: tensor.bytes,
+            labels: self.labels.get(index).cloned().flatten(),
         })
     }
 }
@@ -571,6 +582,25 @@ fn check_against_function(function: &Function, inputs: &[TensorSpec], outputs: &
         )));
     }
     Ok(())
+}
+
+/// Each output's labels, read from the files `files` names for them.
+///
+/// # Errors
+/// `InvalidArgument` for a file named for an output the model does not have; a file that
+/// cannot be read, naming it.
+fn output_labels(files: &BTreeMap<String, PathBuf>, outputs: &[TensorSpec]) -> Result<Vec<Option<ClassLabels>>> {
+    let mut labels = vec![None; outputs.len()];
+    for (name, path) in files {
+        let index = outputs.iter().position(|o| &o.name == name).ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "labels are configured for output '{name}', which the model does not have (its outputs: {:?})",
+                outputs.iter().map(|o| o.name.as_str()).collect::<Vec<_>>()
+            ))
+        })?;
+        labels[index] = Some(read_labels(path).with_context(|| format!("the labels of output '{name}'"))?);
+    }
+    Ok(labels)
 }
 
 /// `specs` under the configured `names`, when there are any.

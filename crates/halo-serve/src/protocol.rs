@@ -735,6 +735,9 @@ pub struct ConfigTensor {
     /// Its datatype as the protocol spells it (`FP32`), for the gRPC enum.
     #[serde(skip)]
     pub datatype: &'static str,
+    /// For an output with class labels: the name of their file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label_filename: Option<String>,
 }
 
 /// `GET /v2/models/{name}/config`: the model's configuration as Triton's model configuration
@@ -767,6 +770,9 @@ impl ModelConfiguration {
                     data_type: config_datatype_name(spec.datatype),
                     dims: spec.shape.clone(),
                     datatype: spec.datatype,
+                    label_filename: (model.config().output_labels.get(&spec.name))
+                        .and_then(|path| path.file_name())
+                        .map(|name| name.to_string_lossy().into_owned()),
                 })
                 .collect()
         };
@@ -893,6 +899,7 @@ mod tests {
                 shape: vec![2],
                 element_type: ElementType::parse("f8E5M2").expect("an element type"),
                 bytes: vec![0, 0],
+                labels: None,
             };
             let error = encode_outputs(vec![output], None, binary, &SharedMemory::default())
                 .err()
@@ -908,6 +915,7 @@ mod tests {
             shape: vec![1, 3],
             element_type: ElementType::parse("f32").expect("f32"),
             bytes: [0.25f32, 0.5, 0.125].iter().flat_map(|v| v.to_le_bytes()).collect(),
+            labels: None,
         }
     }
 
@@ -944,6 +952,7 @@ mod tests {
             shape: vec![2],
             element_type: ElementType::parse("i1").expect("i1"),
             bytes: vec![1, 0],
+            labels: None,
         };
         let wanted =
             serde_json::from_str(r#"[{"name": "flags", "parameters": {"classification": 1}}]"#).expect("outputs");

@@ -13,6 +13,7 @@
 //! output_names = ["logits", "probabilities"]
 //! input_types = ["tensor<1x6x6x1xf32>"]  # for a function compiled without a declaration
 //! output_types = ["tensor<1x3xf32>", "tensor<1x3xf32>"]
+//! output_labels = { probabilities = "classes.txt" }  # one class name per line
 //! ```
 //!
 //! Settings a file leaves out come from the server's defaults (its command-line flags).
@@ -20,6 +21,7 @@
 use crate::model::ModelConfig;
 use halo_hal::{Error, Result, ResultExt};
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -46,6 +48,8 @@ struct ConfigFile {
     input_types: Vec<String>,
     #[serde(default)]
     output_types: Vec<String>,
+    #[serde(default)]
+    output_labels: BTreeMap<String, PathBuf>,
 }
 
 /// The settings of models whose configuration leaves them out.
@@ -155,6 +159,11 @@ impl ModelRepository {
             output_names: file.output_names,
             input_types: file.input_types,
             output_types: file.output_types,
+            output_labels: file
+                .output_labels
+                .into_iter()
+                .map(|(output, labels)| (output, folder.join(labels)))
+                .collect(),
         })
     }
 }

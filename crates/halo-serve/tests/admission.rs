@@ -33,6 +33,7 @@ fn try_load(max_concurrency: usize, max_queue: usize, timeout: Option<Duration>)
         output_names: vec![],
         input_types: vec![],
         output_types: vec![],
+        output_labels: Default::default(),
     };
     Model::load(&halo_runtime::Instance::new(), config)
 }

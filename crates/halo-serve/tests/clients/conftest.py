@@ -95,12 +95,14 @@ def cnn_input() -> np.ndarray:
     return np.load(MODELS / "cnn.basic.0.npy")
 
 
-def top_classes(scores: np.ndarray, count: int) -> list:
+def top_classes(scores: np.ndarray, count: int, labels: tuple = ()) -> list:
     """The classification extension's answer computed here: the `count` largest scores as
-    `value:index` (six decimals), largest first, equal ones in index order."""
+    `value:index` (six decimals), with `:label` where `labels` has one, largest first, equal
+    ones in index order."""
     flat = scores.reshape(-1)
     order = sorted(range(flat.size), key=lambda index: (-float(flat[index]), index))[:count]
-    return [f"{float(flat[index]):.6f}:{index}" for index in order]
+    named = lambda index: f":{labels[index]}" if index < len(labels) else ""
+    return [f"{float(flat[index]):.6f}:{index}{named(index)}" for index in order]
 
 
 def texts(array: np.ndarray) -> list:

@@ -50,19 +50,24 @@ def test_cnn_inference_equals_run_module(serve, cnn_input):
     np.testing.assert_array_equal(only.as_numpy("output1"), expected[1])
 
 
-def test_classification_sends_the_largest_scores_as_classes(serve, cnn_input):
-    served = serve("cnn.vmfb", "cnn")
+def test_classification_sends_the_largest_scores_as_classes_with_labels(serve, cnn_input, tmp_path):
+    labels = ("cat", "dog")
+    (tmp_path / "animals.txt").write_text("\n".join(labels) + "\n")
+    served = serve("cnn.vmfb", "cnn", f"--output-labels=output0={tmp_path / 'animals.txt'}")
     client = triton_grpc.InferenceServerClient(url=served.grpc)
     assert "classification" in client.get_server_metadata(as_json=True)["extensions"]
+    config = client.get_model_config("cnn", as_json=True)["config"]
+    assert config["output"][0]["label_filename"] == "animals.txt"
     data = triton_grpc.InferInput("input0", list(cnn_input.shape), "FP32")
     data.set_data_from_numpy(cnn_input)
     expected = run_module("cnn.vmfb", "cnn", [cnn_input], 2)
-    wanted = [triton_grpc.InferRequestedOutput("output0", class_count=2)]
+    wanted = [triton_grpc.InferRequestedOutput("output0", class_count=3)]
     result = client.infer("cnn", [data], outputs=wanted)
     output = result.get_output("output0")
     assert output.datatype == "BYTES"
-    assert list(output.shape) == [2]
-    assert texts(result.as_numpy("output0")) == top_classes(expected[0], 2)
+    assert list(output.shape) == [3]
+    # Three classes and two labels: the third class has no name.
+    assert texts(result.as_numpy("output0")) == top_classes(expected[0], 3, labels)
 
 
 def test_integer_tensors(serve):
