@@ -13,11 +13,20 @@
 //! installed before halo's (Rust's stack-overflow report, Python's `faulthandler`), or to the
 //! default action.
 //!
+//! Native code runs on a stack of its own per thread ([`NativeStack`]), between guard regions.
+//! A kernel that writes past its frames (a damaged `rep stos` running up its stack) then faults
+//! on the guard above them instead of overwriting the Rust frames, and the record the recovery
+//! resumes from, that lie above them on the thread's stack.
+//!
 //! What this cannot catch is a stray write that lands in mapped memory: like any native code's,
 //! it corrupts that memory silently.
 
 use std::cell::Cell;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+use std::cell::OnceCell;
 use std::ffi::c_int;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+use std::ffi::c_void;
 use std::ptr::null_mut;
 
 /// A fault that stopped native code.
@@ -66,6 +75,78 @@ thread_local! {
     /// The call the thread is in, if any. Const-initialized and without a destructor, so the
     /// signal handler may read it.
     static GUARD: Cell<*mut Recovery> = const { Cell::new(null_mut()) };
+    /// The thread's stack for native code, mapped at its first call (`None` when mapping failed:
+    /// calls then run on the thread's own stack).
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    static NATIVE_STACK: OnceCell<Option<NativeStack>> = const { OnceCell::new() };
+    /// Whether the thread is running on its native stack, so a nested call stays where it is.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    static ON_NATIVE_STACK: Cell<bool> = const { Cell::new(false) };
+}
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+/// A stack for native code: `USABLE` bytes between `GUARD_BYTES` of inaccessible memory at each
+/// end, mapped without reserving memory, so only the pages a kernel touches cost any.
+struct NativeStack {
+    mapping: *mut c_void,
+}
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+impl NativeStack {
+    /// Room for the deepest kernel: IREE limits a kernel's stack allocations to tens of KiB.
+    const USABLE: usize = 4 << 20;
+    /// Guard bytes at each end; a multiple of any page size Linux uses on x86-64.
+    const GUARD_BYTES: usize = 64 << 10;
+    const LENGTH: usize = Self::USABLE + 2 * Self::GUARD_BYTES;
+
+    fn map() -> Option<NativeStack> {
+        // SAFETY: a fresh anonymous mapping at an address the kernel picks overlaps nothing;
+        // `mprotect` opens only its middle, which it owns.
+        unsafe {
+            let mapping = libc::mmap(
+                null_mut(),
+                Self::LENGTH,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            );
+            if mapping == libc::MAP_FAILED {
+                return None;
+            }
+            let usable = mapping.cast::<u8>().add(Self::GUARD_BYTES).cast();
+            if libc::mprotect(usable, Self::USABLE, libc::PROT_READ | libc::PROT_WRITE) != 0 {
+                libc::munmap(mapping, Self::LENGTH);
+                return None;
+            }
+            Some(NativeStack { mapping })
+        }
+    }
+
+    /// The address a call starts its stack at: the top of the usable bytes (16-byte aligned).
+    fn top(&self) -> usize {
+        self.mapping as usize + Self::GUARD_BYTES + Self::USABLE
+    }
+}
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+impl Drop for NativeStack {
+    fn drop(&mut self) {
+        // SAFETY: the mapping is this stack's own, and no call runs on it once its thread ends.
+        unsafe { libc::munmap(self.mapping, Self::LENGTH) };
+    }
+}
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+/// The stack top for a call from this thread now: its native stack's, or 0 (stay on the current
+/// stack) when the thread is on it already or it could not be mapped.
+fn native_stack_top() -> usize {
+    if ON_NATIVE_STACK.get() {
+        return 0;
+    }
+    NATIVE_STACK
+        .try_with(|stack| stack.get_or_init(NativeStack::map).as_ref().map_or(0, NativeStack::top))
+        .unwrap_or(0)
 }
 
 /// Calls native code `function(a, b, c)` (System V arguments in registers, one integer result)
@@ -86,10 +167,14 @@ pub unsafe fn call(function: usize, arguments: [usize; 3]) -> Result<usize, Nati
         };
         let recovery: *mut Recovery = &mut recovery;
         let outer = GUARD.replace(recovery);
+        let stack = native_stack_top();
+        let outer_on_native_stack = ON_NATIVE_STACK.replace(ON_NATIVE_STACK.get() || stack != 0);
         let [a, b, c] = arguments;
         // SAFETY: the caller's contract covers `function` and its arguments; the trampoline
-        // preserves the callee-saved registers and writes only `recovery.stack`.
-        let result = unsafe { halo_guarded_native_call(function, a, b, c, recovery) };
+        // preserves the callee-saved registers, writes only `recovery.stack`, and runs the call
+        // on `stack`, the top of this thread's native stack, which nothing else uses now.
+        let result = unsafe { halo_guarded_native_call(function, a, b, c, recovery, stack) };
+        ON_NATIVE_STACK.set(outer_on_native_stack);
         GUARD.set(outer);
         // SAFETY: `recovery` points at the local above, which the handler wrote only while this
         // thread was stopped inside the call.
@@ -132,15 +217,23 @@ pub fn install() {
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 unsafe extern "C" {
     /// The trampoline: calls `function(a, b, c)` after storing its stack pointer in
-    /// `recovery.stack`.
-    fn halo_guarded_native_call(function: usize, a: usize, b: usize, c: usize, recovery: *mut Recovery) -> usize;
+    /// `recovery.stack`, on the stack that starts at `stack` (0: on the current one).
+    fn halo_guarded_native_call(
+        function: usize,
+        a: usize,
+        b: usize,
+        c: usize,
+        recovery: *mut Recovery,
+        stack: usize,
+    ) -> usize;
     /// Where a faulted call resumes: the trampoline's epilogue.
     fn halo_guarded_native_return();
 }
 
 // The stack at `recovery.stack` holds the callee-saved registers the trampoline pushed, so
 // resuming at its epilogue with that stack pointer restores them and returns to the Rust caller
-// as if the call had returned. `cld` restores the direction flag the ABI expects clear.
+// as if the call had returned; a call that returns goes back to that stack the same way (`rbx`
+// keeps the record across the call). `cld` restores the direction flag the ABI expects clear.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 std::arch::global_asm!(
     ".text",
@@ -158,11 +251,17 @@ std::arch::global_asm!(
     "push r15",
     "sub rsp, 8",
     "mov [r8], rsp",
+    "mov rbx, r8",
+    "test r9, r9",
+    "jz 2f",
+    "mov rsp, r9",
+    "2:",
     "mov rax, rdi",
     "mov rdi, rsi",
     "mov rsi, rdx",
     "mov rdx, rcx",
     "call rax",
+    "mov rsp, [rbx]",
     ".globl halo_guarded_native_return",
     ".hidden halo_guarded_native_return",
     "halo_guarded_native_return:",
@@ -366,6 +465,65 @@ mod tests {
             })
             .collect();
         assert!(threads.into_iter().all(|t| t.join().unwrap()));
+    }
+
+    /// Writes zeros from its stack pointer upwards until something stops it, as a damaged
+    /// `rep stos` running up its stack does.
+    extern "C" fn clobber_upwards(_: usize, _: usize, _: usize) -> usize {
+        // SAFETY: the writes fault on the native stack's upper guard by design, and the guard
+        // turns that into an error; nothing above the native stack is reached.
+        unsafe {
+            std::arch::asm!(
+                "mov rdi, rsp",
+                "mov rcx, {count}",
+                "xor eax, eax",
+                "rep stosb",
+                count = const 1u64 << 40,
+                out("rdi") _, out("rcx") _, out("rax") _,
+            )
+        };
+        0
+    }
+
+    #[test]
+    fn a_call_writing_up_its_stack_faults_on_the_guard_and_the_callers_frames_survive() {
+        let canary = std::hint::black_box([0x5a5a_5a5a_u64; 64]);
+        let fault = guarded(clobber_upwards, [0, 0, 0]).unwrap_err();
+        assert_eq!(fault.signal, libc::SIGSEGV);
+        assert_eq!(std::hint::black_box(canary), [0x5a5a_5a5a_u64; 64]);
+        assert_eq!(guarded(add, [4, 5, 6]), Ok(15));
+    }
+
+    extern "C" fn stack_pointer(_: usize, _: usize, _: usize) -> usize {
+        let pointer: usize;
+        // SAFETY: reads a register.
+        unsafe { std::arch::asm!("mov {0}, rsp", out(reg) pointer) };
+        pointer
+    }
+
+    #[test]
+    fn calls_run_on_the_threads_native_stack_and_nested_calls_stay_on_it() {
+        let outer = guarded(stack_pointer, [0, 0, 0]).expect("a stack pointer");
+        let top = NATIVE_STACK.with(|stack| stack.get().and_then(Option::as_ref).map(NativeStack::top));
+        let top = top.expect("the thread's native stack is mapped");
+        assert!((top - NativeStack::USABLE..top).contains(&outer), "{outer:#x} {top:#x}");
+
+        /// Calls `stack_pointer` through the guard again from inside a native call, and checks
+        /// its own frame is intact afterwards.
+        extern "C" fn nested(_: usize, _: usize, _: usize) -> usize {
+            let mine = std::hint::black_box(0x1234_usize);
+            // SAFETY: `stack_pointer` takes three integers and returns one.
+            let inner =
+                unguarded(|| unsafe { call(stack_pointer as *const () as usize, [0, 0, 0]) }).expect("a stack pointer");
+            let here = stack_pointer(0, 0, 0);
+            assert_eq!(std::hint::black_box(mine), 0x1234);
+            usize::from(inner < here)
+        }
+        assert_eq!(
+            guarded(nested, [0, 0, 0]),
+            Ok(1),
+            "the nested call ran below its caller"
+        );
     }
 
     #[test]
