@@ -64,6 +64,11 @@ pub struct ServeArgs {
     /// The largest request body accepted, in bytes.
     #[arg(long, default_value_t = 64 << 20)]
     pub max_request_bytes: usize,
+    /// Call each model once with zero inputs when it loads, before it is ready, so the first
+    /// request is as fast as the rest (a repository's `warmup` setting overrides it). Not for
+    /// models that keep state between calls, nor ones with dynamic input shapes.
+    #[arg(long)]
+    pub warmup: bool,
 }
 
 /// The variable that sets which log lines `halo serve` writes to stderr, in `tracing`'s filter
@@ -89,6 +94,7 @@ pub fn run(registry: DriverRegistry, args: &ServeArgs) -> Result<()> {
         max_concurrency: args.max_concurrency,
         max_queue: args.max_queue,
         timeout: (args.request_timeout_ms > 0).then(|| Duration::from_millis(args.request_timeout_ms)),
+        warmup: args.warmup,
     };
     let (models, repository) = match &args.model_repository {
         Some(root) => (Vec::new(), Some(ModelRepository::open(root, defaults)?)),
@@ -139,6 +145,7 @@ fn module_model(args: &ServeArgs, defaults: Defaults) -> Result<ModelConfig> {
         input_types: args.input_types.clone(),
         output_types: args.output_types.clone(),
         output_labels: args.output_labels.iter().cloned().collect(),
+        warmup: defaults.warmup,
     })
 }
 

@@ -712,6 +712,55 @@ fn labels_for_an_output_the_model_lacks_or_a_missing_file_stop_the_server_naming
     assert!(stderr.contains("is not OUTPUT=FILE"), "{stderr}");
 }
 
+#[test]
+fn a_warm_up_calls_the_model_with_zeros_before_it_serves() {
+    // A zero divisor fails this function's own check: the warm-up call ran, and the server
+    // stopped naming the model and the call's error.
+    let stderr = refused_at_start(&["--module=errors.vmfb", "--function=checked_div", "--warmup"]);
+    assert!(
+        stderr.contains("divisor must not be zero") && stderr.contains("warming up model 'errors'"),
+        "{stderr}"
+    );
+    let stderr = refused_at_start(&["--module=dynamic_shapes.vmfb", "--function=scale_1d", "--warmup"]);
+    assert!(
+        stderr.contains("input 'input0' has the dynamic shape [-1]; a warm-up needs static shapes"),
+        "{stderr}"
+    );
+    let served = Served::start("tiny_add.vmfb", "tiny_add", &["--warmup"]);
+    let body = json!({"inputs": [
+        {"name": "input0", "shape": [4], "datatype": "FP32", "data": [1, 2, 3, 4]},
+        {"name": "input1", "shape": [4], "datatype": "FP32", "data": [1, 1, 1, 1]},
+    ]});
+    let (status, response) = served.post("/v2/models/tiny_add/infer", &body.to_string());
+    assert_eq!(status, 200, "{response}");
+    assert_eq!(json_f32(&response["outputs"][0]["data"]), [2.0, 3.0, 4.0, 5.0]);
+    // The warm-up is not a request.
+    let (_, statistics) = served.get("/v2/models/tiny_add/stats");
+    assert_eq!(
+        statistics["model_stats"][0]["inference_stats"]["success"]["count"], 1,
+        "{statistics}"
+    );
+}
+
+#[test]
+fn a_repository_setting_for_warm_up_overrides_the_flag() {
+    let config = |warmup: bool| {
+        format!(
+            "function = \"checked_div\"\nmodules = [{:?}]\nwarmup = {warmup}\n",
+            models().join("errors.vmfb").display().to_string()
+        )
+    };
+    let root = repository("warmup-off", &[("divider", config(false))]);
+    let served = Served::start_with(&[format!("--model-repository={}", root.display()), "--warmup".into()]);
+    assert_eq!(served.get("/v2/models/divider/ready").0, 200);
+    drop(served);
+    std::fs::remove_dir_all(root).ok();
+    let root = repository("warmup-on", &[("divider", config(true))]);
+    let stderr = refused_at_start(&[&format!("--model-repository={}", root.display())]);
+    assert!(stderr.contains("warming up model 'divider'"), "{stderr}");
+    std::fs::remove_dir_all(root).ok();
+}
+
 /// A model repository in a fresh temporary folder: `(folder name, config.toml)` per model.
 fn repository(name: &str, models_and_configs: &[(&str, String)]) -> PathBuf {
     let root = std::env::temp_dir().join(format!("halo-serve-repository-{}-{name}", std::process::id()));

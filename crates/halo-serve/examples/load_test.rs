@@ -501,6 +501,7 @@ fn direct_model(args: &Args) -> Arc<Model> {
         input_types: vec![],
         output_types: vec![],
         output_labels: Default::default(),
+        warmup: false,
     };
     move_to(args.server_core());
     let model = Model::load(&halo_runtime::Instance::new(), config).expect("the model loads");

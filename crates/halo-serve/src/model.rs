@@ -70,6 +70,9 @@ pub struct ModelConfig {
     /// Class label files of outputs, by output name (line i names class i), for the
     /// classification extension's answers (`0.93:281:tabby`).
     pub output_labels: BTreeMap<String, PathBuf>,
+    /// Whether one call with zero inputs runs at load, before the model is ready, so the first
+    /// request does not pay for the work a first call does (pools, page faults, caches).
+    pub warmup: bool,
 }
 
 /// Most requests of one model that may run at once: each holds a computing thread.
@@ -243,7 +246,23 @@ impl Model {
     /// describe, each naming the model.
     pub fn load(instance: &Instance, config: ModelConfig) -> Result<Model> {
         let name = config.name.clone();
-        Self::build(instance, config).with_context(|| format!("loading model '{name}'"))
+        let model = Self::build(instance, config).with_context(|| format!("loading model '{name}'"))?;
+        if model.config.warmup {
+            let started = Instant::now();
+            model.warm_up().with_context(|| format!("warming up model '{name}'"))?;
+            tracing::info!(model = %name, ms = started.elapsed().as_secs_f64() * 1e3, "warmed up");
+        }
+        Ok(model)
+    }
+
+    /// Calls the function once with every input zero.
+    ///
+    /// # Errors
+    /// `InvalidArgument` naming an input whose shape is not static; `ResourceExhausted` when the
+    /// zeros do not fit in memory; the call's own error.
+    fn warm_up(&self) -> Result<()> {
+        let inputs = self.inputs.iter().map(zeros).collect::<Result<Vec<_>>>()?;
+        self.infer(inputs).map(drop)
     }
 
     fn build(instance: &Instance, config: ModelConfig) -> Result<Model> {
@@ -582,6 +601,40 @@ fn check_against_function(function: &Function, inputs: &[TensorSpec], outputs: &
         )));
     }
     Ok(())
+}
+
+/// An input of `spec`'s static shape, every element zero.
+fn zeros(spec: &TensorSpec) -> Result<InputTensor> {
+    let shape = spec
+        .shape
+        .iter()
+        .map(|&d| u64::try_from(d))
+        .collect::<std::result::Result<Vec<u64>, _>>()
+        .map_err(|_| {
+            Error::invalid_argument(format!(
+                "input '{}' has the dynamic shape {:?}; a warm-up needs static shapes",
+                spec.name, spec.shape
+            ))
+        })?;
+    let too_large = || {
+        Error::resource_exhausted(format!(
+            "input '{}' of shape {shape:?} is too large to warm up with",
+            spec.name
+        ))
+    };
+    let bytes = element_count(&shape)
+        .checked_mul(spec.element_type.byte_size() as u64)
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(too_large)?;
+    let mut zeros = Vec::new();
+    zeros.try_reserve_exact(bytes).map_err(|_| too_large())?;
+    zeros.resize(bytes, 0);
+    Ok(InputTensor {
+        name: spec.name.clone(),
+        datatype: spec.datatype.to_string(),
+        shape,
+        bytes: zeros,
+    })
 }
 
 /// Each output's labels, read from the files `files` names for them.

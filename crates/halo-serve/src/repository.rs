@@ -14,6 +14,7 @@
 //! input_types = ["tensor<1x6x6x1xf32>"]  # for a function compiled without a declaration
 //! output_types = ["tensor<1x3xf32>", "tensor<1x3xf32>"]
 //! output_labels = { probabilities = "classes.txt" }  # one class name per line
+//! warmup = true                     # one call with zero inputs before the model is ready
 //! ```
 //!
 //! Settings a file leaves out come from the server's defaults (its command-line flags).
@@ -50,6 +51,7 @@ struct ConfigFile {
     output_types: Vec<String>,
     #[serde(default)]
     output_labels: BTreeMap<String, PathBuf>,
+    warmup: Option<bool>,
 }
 
 /// The settings of models whose configuration leaves them out.
@@ -63,6 +65,8 @@ pub struct Defaults {
     pub max_queue: usize,
     /// How long a request may take.
     pub timeout: Option<Duration>,
+    /// Whether models warm up at load.
+    pub warmup: bool,
 }
 
 /// A folder of model folders.
@@ -164,6 +168,7 @@ impl ModelRepository {
                 .into_iter()
                 .map(|(output, labels)| (output, folder.join(labels)))
                 .collect(),
+            warmup: file.warmup.unwrap_or(defaults.warmup),
         })
     }
 }

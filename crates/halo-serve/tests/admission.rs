@@ -34,6 +34,7 @@ fn try_load(max_concurrency: usize, max_queue: usize, timeout: Option<Duration>)
         input_types: vec![],
         output_types: vec![],
         output_labels: Default::default(),
+        warmup: false,
     };
     Model::load(&halo_runtime::Instance::new(), config)
 }
