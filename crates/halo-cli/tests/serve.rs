@@ -554,6 +554,69 @@ fn a_body_over_the_limit_is_refused() {
     assert_eq!(served.post("/v2/models/tiny_add/infer", &body.to_string()).0, 413);
 }
 
+/// An infer request's head on a fresh connection, announcing `length` body bytes, and the first
+/// `sent` of them.
+fn partial_request(served: &Served, length: usize, sent: usize) -> std::net::TcpStream {
+    use std::io::Write;
+    let address = served.base.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(address).expect("a connection");
+    let head = format!(
+        "POST /v2/models/tiny_add/infer HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).expect("the head");
+    stream.write_all(&vec![b' '; sent]).expect("part of the body");
+    stream
+}
+
+#[test]
+fn a_request_the_model_has_no_room_for_is_refused_before_its_body_is_read() {
+    use std::io::Read;
+    let served = Served::start("tiny_add.vmfb", "tiny_add", &["--max-concurrency=1", "--max-queue=0"]);
+    // A request whose body is still arriving holds the model's one place.
+    let uploading = partial_request(&served, 1000, 10);
+    let in_flight = || {
+        let text = served
+            .agent
+            .get(&format!("{}/metrics", served.base))
+            .call()
+            .expect("metrics");
+        let text = text.into_body().read_to_string().expect("text");
+        sample(&text, "halo_inference_requests_in_flight{model=\"tiny_add\"}")
+    };
+    let started = std::time::Instant::now();
+    while in_flight() != Some(1.0) {
+        assert!(started.elapsed().as_secs() < 30, "the first request never arrived");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // The next is answered 503 though none of its 50 MB has been sent: the server does not wait
+    // for (and hold) a body it has no room to run.
+    let mut refused = partial_request(&served, 50_000_000, 0);
+    refused
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .expect("a timeout");
+    let mut answer = vec![0; 4096];
+    let read = refused.read(&mut answer).expect("an answer before the body");
+    let answer = String::from_utf8_lossy(&answer[..read]);
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("model 'tiny_add' is busy"), "{answer}");
+    // The upload given up, its place is free again.
+    drop(uploading);
+    let body = json!({"inputs": [
+        {"name": "input0", "shape": [4], "datatype": "FP32", "data": [1, 2, 3, 4]},
+        {"name": "input1", "shape": [4], "datatype": "FP32", "data": [1, 1, 1, 1]},
+    ]});
+    let started = std::time::Instant::now();
+    loop {
+        let (status, response) = served.post("/v2/models/tiny_add/infer", &body.to_string());
+        if status == 200 {
+            break;
+        }
+        assert_eq!(status, 503, "{response}");
+        assert!(started.elapsed().as_secs() < 30, "the place never came free");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 #[test]
 fn a_model_that_cannot_load_stops_the_server_with_its_name() {
     let output = Command::new(env!("CARGO_BIN_EXE_halo"))

@@ -1,15 +1,15 @@
 //! The protocol's HTTP/REST endpoints (`/v2/...`) over the loaded models.
 
 use crate::metrics::{Protocol, CONTENT_TYPE};
-use crate::model::Model;
+use crate::model::{Admission, Model};
 use crate::protocol::{
     decode_inputs, encode_outputs, ErrorBody, InferRequest, InferResponse, ModelConfiguration, ModelMetadata,
     ModelStatisticsEntry, ServerMetadata,
 };
 use crate::serving::Serving;
 use crate::shared_memory::RegionStatus;
-use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, Extension, Path, State};
 use axum::http::{header, HeaderMap, HeaderName, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -73,6 +73,7 @@ pub fn router(serving: Arc<Serving>, max_request_bytes: usize) -> Router {
         .route("/v2/models/{name}/infer", post(infer))
         .route("/v2/models/{name}/versions/{version}/infer", post(infer))
         .layer(DefaultBodyLimit::max(max_request_bytes))
+        .layer(Extension(BodyLimit(max_request_bytes)))
         .route("/v2/repository/index", post(repository_index))
         .route("/v2/repository/models/{name}/load", post(load_model))
         .route("/v2/repository/models/{name}/unload", post(unload_model))
@@ -250,16 +251,55 @@ async fn model_ready(
     Ok(Json(json!({"name": path.name, "ready": true})))
 }
 
+/// The largest request body the server reads.
+#[derive(Clone, Copy)]
+struct BodyLimit(usize);
+
+/// An inference request, admitted by its model before its body is read: a request the model has
+/// no room for is refused without holding its bytes, so many clients sending large bodies at
+/// once cannot hold more memory than the models' limits allow.
 async fn infer(
     State(serving): State<Arc<Serving>>,
+    Extension(BodyLimit(limit)): Extension<BodyLimit>,
     Path(path): Path<ModelPath>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Answer<Response> {
-    let answer = serving.infer(&path.name, path.version.as_deref(), Protocol::Http, |model| {
-        run_inference(model, &serving, &headers, body)
-    });
+    let (serving, headers) = (&serving, &headers);
+    let answer = serving.infer(
+        &path.name,
+        path.version.as_deref(),
+        Protocol::Http,
+        |model| async move {
+            let admission = model.admit()?;
+            let body = read_body(body, limit, model.deadline(None)).await?;
+            run_inference(model, admission, serving, headers, body).await
+        },
+    );
     Ok(answer.await?)
+}
+
+/// The whole of `body`, up to `limit` bytes, read by `deadline` if there is one.
+///
+/// # Errors
+/// `ResourceExhausted` for a body over the limit; `DeadlineExceeded` at the deadline;
+/// `InvalidArgument` when the connection fails mid-body.
+async fn read_body(body: Body, limit: usize, deadline: Option<std::time::Instant>) -> halo_hal::Result<Bytes> {
+    let read = async {
+        axum::body::to_bytes(body, limit).await.map_err(|error| {
+            if std::error::Error::source(&error).is_some_and(|e| e.is::<http_body_util::LengthLimitError>()) {
+                Error::resource_exhausted(format!("the request body is over the server's limit of {limit} bytes"))
+            } else {
+                Error::invalid_argument(format!("the request body could not be read: {error}"))
+            }
+        })
+    };
+    match deadline {
+        None => read.await,
+        Some(deadline) => tokio::time::timeout_at(deadline.into(), read)
+            .await
+            .map_err(|_| Error::deadline_exceeded("the request body did not arrive in the model's time limit"))?,
+    }
 }
 
 /// The binary tensor data extension's header: the byte length of the JSON before binary data.
@@ -280,6 +320,7 @@ fn json_length(headers: &HeaderMap) -> halo_hal::Result<Option<usize>> {
 
 async fn run_inference(
     model: Arc<Model>,
+    admission: Admission,
     serving: &Serving,
     headers: &HeaderMap,
     body: Bytes,
@@ -287,7 +328,9 @@ async fn run_inference(
     let (request, binary) = InferRequest::parse(&body, json_length(headers)?)?;
     let inputs = decode_inputs(&model, request.inputs, binary, &serving.shared_memory)?;
     let deadline = model.deadline(request.parameters.timeout.map(Duration::from_micros));
-    let outputs = model.run(inputs, &serving.metrics, deadline).await?;
+    let outputs = model
+        .run_admitted(admission, inputs, &serving.metrics, deadline)
+        .await?;
     let encoded = encode_outputs(
         outputs,
         request.outputs,

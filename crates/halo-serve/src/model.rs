@@ -340,10 +340,14 @@ impl Model {
             Ok(_) => Ok(Admission {
                 admitted: self.admitted.clone(),
             }),
-            Err(_) => Err(Error::unavailable(format!(
-                "model '{}' is busy: {} requests running and {} queued",
-                self.config.name, self.config.max_concurrency, self.config.max_queue
-            ))),
+            Err(_) => {
+                // A refused request is a failed one in the model's statistics, as Triton counts it.
+                self.statistics.finished(false, Duration::ZERO);
+                Err(Error::unavailable(format!(
+                    "model '{}' is busy: {} requests running and {} queued",
+                    self.config.name, self.config.max_concurrency, self.config.max_queue
+                )))
+            }
         }
     }
 
@@ -367,19 +371,35 @@ impl Model {
         metrics: &Metrics,
         deadline: Option<Instant>,
     ) -> Result<Vec<OutputTensor>> {
+        let admission = self.admit()?;
+        self.run_admitted(admission, inputs, metrics, deadline).await
+    }
+
+    /// Runs a request already admitted, as [`Model::run`] does: a server admits a request
+    /// before it reads its body, so bodies it has no room for are never held.
+    ///
+    /// # Errors
+    /// As [`Model::run`]'s, but for the admission's.
+    pub async fn run_admitted(
+        self: &Arc<Self>,
+        admission: Admission,
+        inputs: Vec<InputTensor>,
+        metrics: &Metrics,
+        deadline: Option<Instant>,
+    ) -> Result<Vec<OutputTensor>> {
         let started = Instant::now();
-        let outputs = self.admitted_run(inputs, metrics, deadline).await;
+        let outputs = self.admitted_run(admission, inputs, metrics, deadline).await;
         self.statistics.finished(outputs.is_ok(), started.elapsed());
         outputs
     }
 
     async fn admitted_run(
         self: &Arc<Self>,
+        admission: Admission,
         inputs: Vec<InputTensor>,
         metrics: &Metrics,
         deadline: Option<Instant>,
     ) -> Result<Vec<OutputTensor>> {
-        let admission = self.admit()?;
         let model = self.clone();
         let queued = Instant::now();
         // The call holds the admission, so one withdrawn at its deadline still counts until a
