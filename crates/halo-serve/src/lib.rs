@@ -13,6 +13,7 @@ pub mod compute;
 pub mod data_arrays;
 pub mod datatype;
 pub mod grpc;
+pub mod grpc_admission;
 pub mod grpc_codec;
 pub mod http;
 pub mod json_data;

@@ -3,6 +3,7 @@
 
 use crate::batch_scheduling::{self, Policy};
 use crate::grpc::service;
+use crate::grpc_admission::Admitted;
 use crate::http::router;
 use crate::model::Models;
 use crate::model::{Model, ModelConfig};
@@ -107,7 +108,10 @@ impl Server {
                 tracing::info!(%address, "serving gRPC");
                 tonic::transport::Server::builder()
                     .max_frame_size(Some(GRPC_MAX_FRAME_BYTES))
-                    .add_service(service(self.serving.clone(), self.max_request_bytes))
+                    .add_service(Admitted::new(
+                        service(self.serving.clone(), self.max_request_bytes),
+                        self.serving.clone(),
+                    ))
                     .serve_with_incoming_shutdown(
                         TcpIncoming::from(listener).with_nodelay(Some(true)),
                         when_stopped(stopped.clone()),

@@ -3,6 +3,7 @@ metadata, inference (unary and streamed) with raw tensor contents equal to `halo
 results, and the model repository calls."""
 
 import queue
+import time
 import urllib.request
 
 import grpc
@@ -128,6 +129,46 @@ def test_a_message_that_is_not_protobuf_is_invalid_argument_naming_it(serve):
             assert problem in caught.value.details()
         answer = service_pb2.ModelInferResponse.FromString(infer(whole, timeout=30))
     np.testing.assert_array_equal(np.frombuffer(answer.raw_output_contents[0], np.float32), np.arange(4) + 1)
+
+
+def test_inference_calls_past_what_the_models_admit_are_refused_before_their_messages_are_read(serve):
+    # One model admitting two requests (one running, one queued): two open streams hold both
+    # places, so a third call is refused without its message being read or decoded.
+    served = serve("tiny_add.vmfb", "tiny_add", "--max-concurrency=1", "--max-queue=1")
+    request = service_pb2.ModelInferRequest(model_name="tiny_add")
+    for name in ("input0", "input1"):
+        tensor = request.inputs.add(name=name, datatype="FP32")
+        tensor.shape.append(4)
+    request.raw_input_contents.extend([np.arange(4, dtype=np.float32).tobytes(), np.ones(4, np.float32).tobytes()])
+    message = request.SerializeToString()
+    with grpc.insecure_channel(served.grpc) as channel:
+        infer = channel.unary_unary("/inference.GRPCInferenceService/ModelInfer")
+        stream = channel.stream_stream("/inference.GRPCInferenceService/ModelStreamInfer")
+        held = []
+        for _ in range(2):
+            sending = queue.Queue()
+            sending.put(message)
+            answers = stream(iter(sending.get, None), timeout=60)
+            assert not service_pb2.ModelStreamInferResponse.FromString(next(answers)).error_message
+            held.append((sending, answers))
+        with pytest.raises(grpc.RpcError) as caught:
+            infer(b"not even protobuf", timeout=30)
+        assert caught.value.code() == grpc.StatusCode.UNAVAILABLE, caught.value
+        assert "the server is busy: 2 gRPC inference calls are in progress" in caught.value.details()
+        # A stream that ends gives its place back (once the server has let go of its answer).
+        sending, answers = held.pop()
+        sending.put(None)
+        assert list(answers) == []
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                answer = service_pb2.ModelInferResponse.FromString(infer(message, timeout=30))
+                break
+            except grpc.RpcError as refused:
+                assert refused.code() == grpc.StatusCode.UNAVAILABLE and time.monotonic() < deadline, refused
+                time.sleep(0.01)
+        np.testing.assert_array_equal(np.frombuffer(answer.raw_output_contents[0], np.float32), np.arange(4) + 1)
+        held[0][0].put(None)
 
 
 def test_grpc_requests_show_in_the_metrics_which_prometheus_parses(serve, cnn_input):

@@ -1,0 +1,134 @@
+//! Server-wide admission of gRPC inference calls before their messages are read.
+//!
+//! A model admits a request only once its message is decoded, since the message names the model;
+//! until then the message is buffered whole. Without a bound before that, many clients sending
+//! large messages at once would hold as many messages as they send. So the gRPC inference calls
+//! (`ModelInfer`, and `ModelStreamInfer` for a stream's life) in progress at once are limited to
+//! the requests the loaded models admit together (each model's `max_concurrency + max_queue`);
+//! a call past that is answered `UNAVAILABLE` without its message being read, as a model's own
+//! refusal would be.
+
+use crate::serving::Serving;
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tonic::server::NamedService;
+use tonic::Status;
+use tower_service::Service;
+
+/// The calls that carry inference requests.
+const INFERENCE_PATHS: [&str; 2] = [
+    "/inference.GRPCInferenceService/ModelInfer",
+    "/inference.GRPCInferenceService/ModelStreamInfer",
+];
+
+/// `inner`, the gRPC service, with its inference calls admitted first.
+#[derive(Clone)]
+pub struct Admitted<S> {
+    inner: S,
+    serving: Arc<Serving>,
+    in_progress: Arc<AtomicUsize>,
+}
+
+impl<S> Admitted<S> {
+    /// `inner` admitting inference calls up to what `serving`'s models admit together.
+    pub fn new(inner: S, serving: Arc<Serving>) -> Self {
+        Admitted {
+            inner,
+            serving,
+            in_progress: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// A place for one more call, if the models' limits leave one.
+    fn admit(&self) -> Result<Place, Status> {
+        let limit: usize = (self.serving.models().values())
+            .map(|m| m.config().max_concurrency + m.config().max_queue)
+            .sum();
+        let taken = self
+            .in_progress
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < limit).then_some(n + 1));
+        match taken {
+            Ok(_) => Ok(Place {
+                in_progress: self.in_progress.clone(),
+            }),
+            Err(_) => Err(Status::unavailable(format!(
+                "the server is busy: {limit} gRPC inference calls are in progress, as many as its models admit"
+            ))),
+        }
+    }
+}
+
+impl<S: NamedService> NamedService for Admitted<S> {
+    const NAME: &'static str = S::NAME;
+}
+
+impl<S, B> Service<http::Request<B>> for Admitted<S>
+where
+    S: Service<http::Request<B>, Response = http::Response<tonic::body::Body>, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = http::Response<tonic::body::Body>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        if !INFERENCE_PATHS.contains(&request.uri().path()) {
+            return Box::pin(self.inner.call(request));
+        }
+        match self.admit() {
+            Err(refusal) => Box::pin(std::future::ready(Ok(refusal.into_http()))),
+            Ok(place) => {
+                let answer = self.inner.call(request);
+                Box::pin(async move {
+                    let response = answer.await?;
+                    // The place goes with the answer's body: a stream holds it to its end.
+                    Ok(response.map(|body| tonic::body::Body::new(Holding { body, _place: place })))
+                })
+            }
+        }
+    }
+}
+
+/// A call's place among those in progress, given back when dropped.
+struct Place {
+    in_progress: Arc<AtomicUsize>,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        self.in_progress.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// An answer's body holding its call's place until it is dropped.
+struct Holding {
+    body: tonic::body::Body,
+    _place: Place,
+}
+
+impl Body for Holding {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
