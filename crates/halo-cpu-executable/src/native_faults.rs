@@ -13,7 +13,7 @@
 //! installed before halo's (Rust's stack-overflow report, Python's `faulthandler`), or to the
 //! default action.
 //!
-//! Native code runs on a stack of its own per thread ([`NativeStack`]), between guard regions.
+//! Native code runs on a stack of its own per thread (`NativeStack`), between guard regions.
 //! A kernel that writes past its frames (a damaged `rep stos` running up its stack) then faults
 //! on the guard above them instead of overwriting the Rust frames, and the record the recovery
 //! resumes from, that lie above them on the thread's stack.

@@ -312,7 +312,7 @@ pub struct WireOutput {
 pub enum WireElements {
     /// The tensor's own elements, their little-endian bytes.
     Tensor(ElementType, Vec<u8>),
-    /// Its `value:index` class texts, largest first.
+    /// Its class texts (`value:index`, or `value:index:label`), largest first.
     Classes(Vec<String>),
 }
 
