@@ -105,14 +105,19 @@ def test_bad_requests_are_invalid_argument_naming_the_problem(serve):
     np.testing.assert_array_equal(result.as_numpy("output0"), np.arange(4, dtype=np.float32) + 1)
 
 
-def test_a_message_that_is_not_protobuf_is_invalid_argument_naming_it(serve):
-    served = serve("tiny_add.vmfb", "tiny_add")
+def tiny_add_message() -> bytes:
+    """A whole ModelInfer message for tiny_add, 0..3 plus ones, as raw bytes."""
     request = service_pb2.ModelInferRequest(model_name="tiny_add")
     for name in ("input0", "input1"):
         tensor = request.inputs.add(name=name, datatype="FP32")
         tensor.shape.append(4)
     request.raw_input_contents.extend([np.arange(4, dtype=np.float32).tobytes(), np.ones(4, np.float32).tobytes()])
-    whole = request.SerializeToString()
+    return request.SerializeToString()
+
+
+def test_a_message_that_is_not_protobuf_is_invalid_argument_naming_it(serve):
+    served = serve("tiny_add.vmfb", "tiny_add")
+    whole = tiny_add_message()
     not_utf8 = service_pb2.ModelInferRequest(model_name="tiny_add").SerializeToString().replace(b"tiny", b"\xff\xfe\xfd\xfc")
     damaged = [
         (whole[:-3], "buffer underflow"),
@@ -135,12 +140,7 @@ def test_inference_calls_past_what_the_models_admit_are_refused_before_their_mes
     # One model admitting two requests (one running, one queued): two open streams hold both
     # places, so a third call is refused without its message being read or decoded.
     served = serve("tiny_add.vmfb", "tiny_add", "--max-concurrency=1", "--max-queue=1")
-    request = service_pb2.ModelInferRequest(model_name="tiny_add")
-    for name in ("input0", "input1"):
-        tensor = request.inputs.add(name=name, datatype="FP32")
-        tensor.shape.append(4)
-    request.raw_input_contents.extend([np.arange(4, dtype=np.float32).tobytes(), np.ones(4, np.float32).tobytes()])
-    message = request.SerializeToString()
+    message = tiny_add_message()
     with grpc.insecure_channel(served.grpc) as channel:
         infer = channel.unary_unary("/inference.GRPCInferenceService/ModelInfer")
         stream = channel.stream_stream("/inference.GRPCInferenceService/ModelStreamInfer")
