@@ -568,9 +568,19 @@ fn partial_request(served: &Served, length: usize, sent: usize) -> std::net::Tcp
     stream
 }
 
+/// The most memory the process `pid` has held, in KiB.
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the server's status");
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM");
+    line.split_whitespace()
+        .nth(1)
+        .and_then(|kib| kib.parse().ok())
+        .expect("a size")
+}
+
 #[test]
-fn a_request_the_model_has_no_room_for_is_refused_before_its_body_is_read() {
-    use std::io::Read;
+fn a_request_the_model_has_no_room_for_is_refused_without_its_body_being_held() {
+    use std::io::{Read, Write};
     let served = Served::start("tiny_add.vmfb", "tiny_add", &["--max-concurrency=1", "--max-queue=0"]);
     // A request whose body is still arriving holds the model's one place.
     let uploading = partial_request(&served, 1000, 10);
@@ -588,17 +598,29 @@ fn a_request_the_model_has_no_room_for_is_refused_before_its_body_is_read() {
         assert!(started.elapsed().as_secs() < 30, "the first request never arrived");
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    // The next is answered 503 though none of its 50 MB has been sent: the server does not wait
-    // for (and hold) a body it has no room to run.
-    let mut refused = partial_request(&served, 50_000_000, 0);
-    refused
+    // The next sends 48 MiB, which the server reads and drops as they arrive, then answers 503.
+    let before = peak_rss_kib(served.child.id());
+    const BODY: usize = 48 << 20;
+    let mut refused = partial_request(&served, BODY, 0);
+    let mut reader = refused.try_clone().expect("a second handle");
+    let sender = std::thread::spawn(move || {
+        let chunk = vec![b' '; 1 << 20];
+        (0..BODY / chunk.len()).all(|_| refused.write_all(&chunk).is_ok())
+    });
+    reader
         .set_read_timeout(Some(std::time::Duration::from_secs(30)))
         .expect("a timeout");
     let mut answer = vec![0; 4096];
-    let read = refused.read(&mut answer).expect("an answer before the body");
+    let read = reader.read(&mut answer).expect("an answer");
     let answer = String::from_utf8_lossy(&answer[..read]);
     assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
     assert!(answer.contains("model 'tiny_add' is busy"), "{answer}");
+    assert!(sender.join().expect("the sender"), "the whole body was taken");
+    let grew = peak_rss_kib(served.child.id()).saturating_sub(before);
+    assert!(
+        grew < 16 << 10,
+        "the server's peak memory grew {grew} KiB for a refused body"
+    );
     // The upload given up, its place is free again.
     drop(uploading);
     let body = json!({"inputs": [

@@ -255,9 +255,9 @@ async fn model_ready(
 #[derive(Clone, Copy)]
 struct BodyLimit(usize);
 
-/// An inference request, admitted by its model before its body is read: a request the model has
-/// no room for is refused without holding its bytes, so many clients sending large bodies at
-/// once cannot hold more memory than the models' limits allow.
+/// An inference request, admitted by its model before its body is read: the body of a request
+/// the model has no room for is read and dropped as it arrives, never held, so many clients
+/// sending large bodies at once cannot hold more memory than the models' limits allow.
 async fn infer(
     State(serving): State<Arc<Serving>>,
     Extension(BodyLimit(limit)): Extension<BodyLimit>,
@@ -271,12 +271,40 @@ async fn infer(
         path.version.as_deref(),
         Protocol::Http,
         |model| async move {
-            let admission = model.admit()?;
+            let admission = match model.admit() {
+                Ok(admission) => admission,
+                Err(refused) => {
+                    discard(body, limit).await;
+                    return Err(refused);
+                }
+            };
             let body = read_body(body, limit, model.deadline(None)).await?;
             run_inference(model, admission, serving, headers, body).await
         },
     );
     Ok(answer.await?)
+}
+
+/// How long a refused request's body is read (and dropped) for, at most.
+const DISCARD_TIME: Duration = Duration::from_secs(10);
+
+/// Reads a refused request's body, up to `limit` bytes and for `DISCARD_TIME` at most, keeping
+/// none of it, before the refusal is answered: most clients send the whole body before they
+/// read an answer, and a connection closed under their unread bytes resets and loses it. Past
+/// either bound the refusal goes out and the connection closes.
+async fn discard(body: Body, limit: usize) {
+    use http_body_util::BodyExt;
+    let mut body = body;
+    let mut read = 0usize;
+    let drain = async {
+        while let Some(Ok(frame)) = body.frame().await {
+            read += frame.data_ref().map_or(0, |data| data.len());
+            if read > limit {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(DISCARD_TIME, drain).await;
 }
 
 /// The whole of `body`, up to `limit` bytes, read by `deadline` if there is one.
