@@ -8,13 +8,14 @@
 //! a call past that is answered `UNAVAILABLE` without its message being read, as a model's own
 //! refusal would be.
 
+use crate::model::Admission;
 use crate::serving::Serving;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tonic::server::NamedService;
@@ -46,21 +47,15 @@ impl<S> Admitted<S> {
     }
 
     /// A place for one more call, if the models' limits leave one.
-    fn admit(&self) -> Result<Place, Status> {
+    fn admit(&self) -> Result<Admission, Status> {
         let limit: usize = (self.serving.models().values())
             .map(|m| m.config().max_concurrency + m.config().max_queue)
             .sum();
-        let taken = self
-            .in_progress
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < limit).then_some(n + 1));
-        match taken {
-            Ok(_) => Ok(Place {
-                in_progress: self.in_progress.clone(),
-            }),
-            Err(_) => Err(Status::unavailable(format!(
+        Admission::take(&self.in_progress, limit).ok_or_else(|| {
+            Status::unavailable(format!(
                 "the server is busy: {limit} gRPC inference calls are in progress, as many as its models admit"
-            ))),
-        }
+            ))
+        })
     }
 }
 
@@ -87,33 +82,27 @@ where
         }
         match self.admit() {
             Err(refusal) => Box::pin(std::future::ready(Ok(refusal.into_http()))),
-            Ok(place) => {
+            Ok(admission) => {
                 let answer = self.inner.call(request);
                 Box::pin(async move {
                     let response = answer.await?;
                     // The place goes with the answer's body: a stream holds it to its end.
-                    Ok(response.map(|body| tonic::body::Body::new(Holding { body, _place: place })))
+                    Ok(response.map(|body| {
+                        tonic::body::Body::new(Holding {
+                            body,
+                            _admission: admission,
+                        })
+                    }))
                 })
             }
         }
     }
 }
 
-/// A call's place among those in progress, given back when dropped.
-struct Place {
-    in_progress: Arc<AtomicUsize>,
-}
-
-impl Drop for Place {
-    fn drop(&mut self) {
-        self.in_progress.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
 /// An answer's body holding its call's place until it is dropped.
 struct Holding {
     body: tonic::body::Body,
-    _place: Place,
+    _admission: Admission,
 }
 
 impl Body for Holding {

@@ -232,6 +232,18 @@ pub struct Admission {
     admitted: Arc<AtomicUsize>,
 }
 
+impl Admission {
+    /// One of the `limit` places `admitted` counts, if one is free.
+    pub(crate) fn take(admitted: &Arc<AtomicUsize>, limit: usize) -> Option<Admission> {
+        admitted
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < limit).then_some(n + 1))
+            .ok()
+            .map(|_| Admission {
+                admitted: admitted.clone(),
+            })
+    }
+}
+
 impl Drop for Admission {
     fn drop(&mut self) {
         self.admitted.fetch_sub(1, Ordering::AcqRel);
@@ -333,14 +345,9 @@ impl Model {
     /// `Unavailable` naming the model and its limits when it is full.
     pub fn admit(&self) -> Result<Admission> {
         let limit = self.config.max_concurrency + self.config.max_queue;
-        let admitted = self
-            .admitted
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < limit).then_some(n + 1));
-        match admitted {
-            Ok(_) => Ok(Admission {
-                admitted: self.admitted.clone(),
-            }),
-            Err(_) => {
+        match Admission::take(&self.admitted, limit) {
+            Some(admission) => Ok(admission),
+            None => {
                 // A refused request is a failed one in the model's statistics, as Triton counts it.
                 self.statistics.finished(false, Duration::ZERO);
                 Err(Error::unavailable(format!(
