@@ -402,29 +402,35 @@ async fn infer(model: Arc<Model>, serving: &Serving, request: ModelInferRequest)
 
 /// The request's `timeout` parameter, in microseconds as Triton's clients send it.
 fn requested_timeout(parameters: &std::collections::HashMap<String, InferParameter>) -> Option<Duration> {
+    unsigned_parameter(parameters, "timeout")?
+        .ok()
+        .map(Duration::from_micros)
+}
+
+/// The parameter `key` as an unsigned integer (an `int64_param` of 0 or more, or any
+/// `uint64_param`): `None` when it is absent, the value it holds instead when it is not one.
+fn unsigned_parameter<'a>(
+    parameters: &'a std::collections::HashMap<String, InferParameter>,
+    key: &str,
+) -> Option<std::result::Result<u64, &'a wire::infer_parameter::ParameterChoice>> {
     use wire::infer_parameter::ParameterChoice;
-    match parameters.get("timeout")?.parameter_choice {
-        Some(ParameterChoice::Int64Param(micros)) => u64::try_from(micros).ok().map(Duration::from_micros),
-        Some(ParameterChoice::Uint64Param(micros)) => Some(Duration::from_micros(micros)),
-        _ => None,
-    }
+    Some(match parameters.get(key)?.parameter_choice.as_ref()? {
+        ParameterChoice::Uint64Param(value) => Ok(*value),
+        ParameterChoice::Int64Param(value) if *value >= 0 => Ok(*value as u64),
+        other => Err(other),
+    })
 }
 
 /// The classification extension's `classification` parameter of a requested output: how many
 /// classes to send instead of the output.
 fn class_count(parameters: &std::collections::HashMap<String, InferParameter>, output: &str) -> Result<Option<u64>> {
-    use wire::infer_parameter::ParameterChoice;
-    match parameters
-        .get("classification")
-        .and_then(|p| p.parameter_choice.as_ref())
-    {
-        None => Ok(None),
-        Some(ParameterChoice::Uint64Param(count)) => Ok(Some(*count)),
-        Some(ParameterChoice::Int64Param(count)) if *count >= 0 => Ok(Some(*count as u64)),
-        Some(other) => Err(Error::invalid_argument(format!(
-            "output '{output}': classification must be a count of classes, not {other:?}"
-        ))),
-    }
+    unsigned_parameter(parameters, "classification")
+        .transpose()
+        .map_err(|other| {
+            Error::invalid_argument(format!(
+                "output '{output}': classification must be a count of classes, not {other:?}"
+            ))
+        })
 }
 
 /// The shared memory parameters of a tensor, if it names a region.
@@ -434,11 +440,7 @@ fn shared_memory_place(
 ) -> Result<Option<SharedMemoryPlace>> {
     use wire::infer_parameter::ParameterChoice;
     let choice = |key: &str| parameters.get(key).and_then(|p| p.parameter_choice.clone());
-    let number = |key: &str| match choice(key) {
-        Some(ParameterChoice::Int64Param(value)) => u64::try_from(value).ok(),
-        Some(ParameterChoice::Uint64Param(value)) => Some(value),
-        _ => None,
-    };
+    let number = |key: &str| unsigned_parameter(parameters, key).and_then(std::result::Result::ok);
     let region = match choice("shared_memory_region") {
         Some(ParameterChoice::StringParam(region)) => Some(region),
         _ => None,
