@@ -14,7 +14,7 @@ pub use context::{CtsDevice, Recording};
 
 use halo_hal::{Device, Result};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Capabilities a case may need.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +37,29 @@ pub struct Manifest {
     pub unsupported: &'static [(&'static str, &'static str)],
     /// Cases that fail today, with the reason.
     pub expected_failures: &'static [(&'static str, &'static str)],
+    /// Whether its cases may run beside other cases of the process.
+    pub isolation: Isolation,
+}
+
+/// Whether a manifest's cases may run while the test harness runs other cases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isolation {
+    /// Cases run on the harness's threads at once.
+    Shared,
+    /// Each case runs while no other case that asked to run alone runs (see [`run_alone`]).
+    Alone,
+}
+
+/// Waits until no other case that asked to run alone runs, and holds the place until dropped.
+///
+/// For drivers whose test tooling is not thread-safe: the Vulkan validation layer of Debian 12
+/// (1.3.239) keeps its devices in a map that creating or destroying a device changes without a
+/// lock, so a call on one device while another thread creates or drops one can crash the
+/// process.
+pub fn run_alone() -> MutexGuard<'static, ()> {
+    static ALONE: Mutex<()> = Mutex::new(());
+    // A case that panicked poisons the lock; the next case still runs alone.
+    ALONE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Creates the device a manifest names.
@@ -60,6 +83,8 @@ pub fn run_case(
         println!("SKIPPED {full_name}: needs capability {tag:?}");
         return;
     }
+    // Taken before the device is made, so it is dropped after it.
+    let _alone = (manifest.isolation == Isolation::Alone).then(run_alone);
     let device = match factory(manifest.device_uri) {
         Ok(device) => device,
         Err(error) if error.is_unavailable() => {

@@ -1,6 +1,6 @@
 //! The conformance suite on every driver linked here.
 
-use halo_cts::{cts_suite, Manifest, Tag};
+use halo_cts::{cts_suite, Isolation, Manifest, Tag};
 use halo_hal::{Device, DriverRegistry, Result};
 use std::sync::Arc;
 
@@ -17,6 +17,7 @@ static LOCAL_SYNC: Manifest = Manifest {
     tags: &[],
     unsupported: &[],
     expected_failures: &[],
+    isolation: Isolation::Shared,
 };
 
 cts_suite!(local_sync, LOCAL_SYNC, super::create_device);
@@ -28,6 +29,7 @@ static LOCAL_TASK: Manifest = Manifest {
     tags: &[Tag::AsyncQueue],
     unsupported: &[],
     expected_failures: &[],
+    isolation: Isolation::Shared,
 };
 
 cts_suite!(local_task, LOCAL_TASK, super::create_device);
@@ -41,6 +43,7 @@ static LOCAL_TASK_PARALLEL: Manifest = Manifest {
     tags: &[Tag::AsyncQueue],
     unsupported: &[],
     expected_failures: &[],
+    isolation: Isolation::Shared,
 };
 
 cts_suite!(local_task_parallel, LOCAL_TASK_PARALLEL, super::create_device);

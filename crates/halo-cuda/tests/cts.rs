@@ -1,7 +1,7 @@
 //! The conformance suite on the CUDA driver. Without the CUDA driver library or a GPU every case
 //! says it skipped.
 
-use halo_cts::{cts_suite, Manifest, Tag};
+use halo_cts::{cts_suite, Isolation, Manifest, Tag};
 use halo_hal::{Device, DriverRegistry, Result};
 use std::sync::Arc;
 
@@ -27,6 +27,7 @@ static CUDA: Manifest = Manifest {
         ("indirect_workgroup_count_beyond_limits_binding_table", INDIRECT),
     ],
     expected_failures: &[],
+    isolation: Isolation::Shared,
 };
 
 cts_suite!(cuda, CUDA, super::create_device);

@@ -5,7 +5,7 @@
 
 mod common;
 
-use halo_cts::{cts_suite, Manifest, Tag};
+use halo_cts::{cts_suite, Isolation, Manifest, Tag};
 use halo_hal::{Device, DriverRegistry, Result};
 use std::sync::Arc;
 
@@ -37,6 +37,7 @@ static FAKE: Manifest = Manifest {
         ("indirect_workgroup_count_beyond_limits_binding_table", NO_KERNELS),
     ],
     expected_failures: &[],
+    isolation: Isolation::Shared,
 };
 
 cts_suite!(fake, FAKE, super::create_device);

@@ -2,7 +2,7 @@
 //! memory the host cannot map (`device_local_mappable=false`, what a discrete GPU has). Without an
 //! OpenCL device every case says it skipped.
 
-use halo_cts::{cts_suite, Manifest, Tag};
+use halo_cts::{cts_suite, Isolation, Manifest, Tag};
 use halo_hal::{Device, DriverRegistry, Result};
 use std::sync::Arc;
 
@@ -19,6 +19,7 @@ static OPENCL: Manifest = Manifest {
     tags: &[Tag::AsyncQueue],
     unsupported: &[],
     expected_failures: &[],
+    isolation: Isolation::Shared,
 };
 
 cts_suite!(opencl, OPENCL, super::create_device);
@@ -30,6 +31,7 @@ static OPENCL_UNMAPPED: Manifest = Manifest {
     tags: &[Tag::AsyncQueue],
     unsupported: &[],
     expected_failures: &[],
+    isolation: Isolation::Shared,
 };
 
 cts_suite!(opencl_unmapped, OPENCL_UNMAPPED, super::create_device);

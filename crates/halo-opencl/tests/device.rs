@@ -111,6 +111,7 @@ static OPENCL: halo_cts::Manifest = halo_cts::Manifest {
     tags: &[],
     unsupported: &[],
     expected_failures: &[],
+    isolation: halo_cts::Isolation::Shared,
 };
 
 /// The program cache's counters, in `CacheCounters::KEYS` order.

@@ -1,7 +1,7 @@
 //! The conformance suite on the Tenstorrent mock device: memory the host cannot map, a compute
 //! and a transfer queue.
 
-use halo_cts::{cts_suite, Manifest, Tag};
+use halo_cts::{cts_suite, Isolation, Manifest, Tag};
 use halo_hal::{Device, DriverRegistry, Result};
 use std::sync::Arc;
 
@@ -18,6 +18,7 @@ static TENSTORRENT_MOCK: Manifest = Manifest {
     tags: &[Tag::AsyncQueue],
     unsupported: &[],
     expected_failures: &[],
+    isolation: Isolation::Shared,
 };
 
 cts_suite!(tenstorrent_mock, TENSTORRENT_MOCK, super::create_device);
@@ -30,6 +31,7 @@ static TENSTORRENT_ONE_CORE: Manifest = Manifest {
     tags: &[Tag::AsyncQueue],
     unsupported: &[],
     expected_failures: &[],
+    isolation: Isolation::Shared,
 };
 
 cts_suite!(tenstorrent_one_core, TENSTORRENT_ONE_CORE, super::create_device);

@@ -1,7 +1,7 @@
 //! The conformance suite on the Vulkan driver (lavapipe in CI), with the Khronos validation layer
 //! on: any message it reports fails the case. Without a Vulkan device every case says it skipped.
 
-use halo_cts::{cts_suite, Manifest, Tag};
+use halo_cts::{cts_suite, Isolation, Manifest, Tag};
 use halo_hal::{Device, DriverRegistry, Result};
 use halo_vulkan::Validation;
 use std::sync::Arc;
@@ -19,6 +19,7 @@ static VULKAN: Manifest = Manifest {
     tags: &[Tag::AsyncQueue],
     unsupported: &[],
     expected_failures: &[],
+    isolation: Isolation::Alone,
 };
 
 cts_suite!(vulkan, VULKAN, super::create_device);
@@ -32,6 +33,7 @@ static VULKAN_UNMAPPED_DEVICE_MEMORY: Manifest = Manifest {
     tags: &[Tag::AsyncQueue],
     unsupported: &[],
     expected_failures: &[],
+    isolation: Isolation::Alone,
 };
 
 cts_suite!(

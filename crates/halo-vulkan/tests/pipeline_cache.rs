@@ -4,7 +4,7 @@
 
 use halo_cts::cases::dispatch::dispatch_writes_output;
 use halo_cts::{CtsDevice, Recording};
-use halo_cts::{Manifest, Tag};
+use halo_cts::{Isolation, Manifest, Tag};
 use halo_hal::{Device, DriverRegistry, ExecutableParams, Result, StatusCode};
 use halo_vulkan::Validation;
 use std::path::{Path, PathBuf};
@@ -17,6 +17,7 @@ static MANIFEST: Manifest = Manifest {
     tags: &[Tag::AsyncQueue],
     unsupported: &[],
     expected_failures: &[],
+    isolation: Isolation::Alone,
 };
 
 fn create_device(uri: &str) -> Result<Arc<dyn Device>> {
@@ -70,6 +71,7 @@ fn cache_files(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn a_second_device_creates_its_pipelines_from_the_file_the_first_wrote() {
+    let _alone = halo_cts::run_alone();
     let dir = tempfile::tempdir().unwrap();
     let test = "a_second_device_creates_its_pipelines_from_the_file_the_first_wrote";
     let Some(first) = device_or_skip(test, dir.path()) else {
@@ -97,6 +99,7 @@ fn a_second_device_creates_its_pipelines_from_the_file_the_first_wrote() {
 
 #[test]
 fn a_corrupt_file_is_ignored_and_replaced() {
+    let _alone = halo_cts::run_alone();
     let dir = tempfile::tempdir().unwrap();
     let test = "a_corrupt_file_is_ignored_and_replaced";
     let Some(first) = device_or_skip(test, dir.path()) else {
@@ -126,6 +129,7 @@ fn a_corrupt_file_is_ignored_and_replaced() {
 
 #[test]
 fn devices_writing_the_same_file_at_once_leave_a_whole_one() {
+    let _alone = halo_cts::run_alone();
     let dir = tempfile::tempdir().unwrap();
     let test = "devices_writing_the_same_file_at_once_leave_a_whole_one";
     if device_or_skip(test, dir.path()).is_none() {
@@ -146,6 +150,7 @@ fn devices_writing_the_same_file_at_once_leave_a_whole_one() {
 
 #[test]
 fn off_keeps_nothing_and_a_bad_parameter_is_refused() {
+    let _alone = halo_cts::run_alone();
     let Ok(device) = create_device("vulkan://?pipeline_cache=off") else {
         println!("SKIPPED off_keeps_nothing_and_a_bad_parameter_is_refused: no Vulkan device");
         return;
@@ -160,6 +165,7 @@ fn off_keeps_nothing_and_a_bad_parameter_is_refused() {
 
 #[test]
 fn an_unwritable_folder_is_counted_and_loading_still_works() {
+    let _alone = halo_cts::run_alone();
     let dir = tempfile::tempdir().unwrap();
     let blocker = dir.path().join("file");
     std::fs::write(&blocker, b"a file where the cache folder would be").unwrap();

@@ -31,6 +31,7 @@ fn robust_or_skip(test: &str, uri: &str) -> Option<i64> {
 
 #[test]
 fn robust_buffer_access_is_on_by_default_and_can_be_turned_off() {
+    let _alone = halo_cts::run_alone();
     let test = "robust_buffer_access_is_on_by_default_and_can_be_turned_off";
     // Vulkan requires every device to offer the feature, so asking for it always gets it.
     let Some(default) = robust_or_skip(test, "vulkan://") else {
@@ -43,6 +44,7 @@ fn robust_buffer_access_is_on_by_default_and_can_be_turned_off() {
 
 #[test]
 fn a_bad_robust_buffer_access_value_is_refused_by_name() {
+    let _alone = halo_cts::run_alone();
     // The parameters are read before any device is opened, so this runs without Vulkan too.
     let params = DeviceParams::from([("robust_buffer_access".to_string(), "sometimes".to_string())]);
     let error = DeviceOptions::from_params(&params).expect_err("refused");

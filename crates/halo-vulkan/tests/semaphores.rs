@@ -48,6 +48,7 @@ fn watch(semaphore: &Arc<dyn Semaphore>, value: u64) -> mpsc::Receiver<Result<()
 
 #[test]
 fn failing_a_semaphore_a_pending_batch_signals_is_valid_and_reported() {
+    let _alone = halo_cts::run_alone();
     let Some(device) = device_or_skip("failing_a_semaphore_a_pending_batch_signals_is_valid_and_reported") else {
         return;
     };
@@ -74,6 +75,7 @@ fn failing_a_semaphore_a_pending_batch_signals_is_valid_and_reported() {
 
 #[test]
 fn batches_release_on_reached_callbacks_of_what_they_signal() {
+    let _alone = halo_cts::run_alone();
     let Some(device) = device_or_skip("batches_release_on_reached_callbacks_of_what_they_signal") else {
         return;
     };

@@ -29,6 +29,7 @@ const UNMAPPED: &str = "vulkan://?device_local_mappable=false";
 
 #[test]
 fn unmapped_device_memory_is_reached_through_the_queue() {
+    let _alone = halo_cts::run_alone();
     let Some(device) = device_or_skip("unmapped_device_memory_is_reached_through_the_queue", UNMAPPED) else {
         return;
     };
@@ -57,6 +58,7 @@ fn unmapped_device_memory_is_reached_through_the_queue() {
 
 #[test]
 fn buffer_views_round_trip_through_unmapped_memory() {
+    let _alone = halo_cts::run_alone();
     let Some(device) = device_or_skip("buffer_views_round_trip_through_unmapped_memory", UNMAPPED) else {
         return;
     };
@@ -70,6 +72,7 @@ fn buffer_views_round_trip_through_unmapped_memory() {
 
 #[test]
 fn heaps_list_unmapped_device_memory_only_when_asked() {
+    let _alone = halo_cts::run_alone();
     let Some(device) = device_or_skip("heaps_list_unmapped_device_memory_only_when_asked", UNMAPPED) else {
         return;
     };
@@ -94,6 +97,7 @@ fn heaps_list_unmapped_device_memory_only_when_asked() {
 
 #[test]
 fn unknown_device_parameters_are_named() {
+    let _alone = halo_cts::run_alone();
     let error = match create_device("vulkan://?device_local_mappable=maybe") {
         Err(error) if error.is_unavailable() => {
             println!("SKIPPED unknown_device_parameters_are_named: device unavailable: {error}");

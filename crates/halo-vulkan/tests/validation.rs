@@ -14,6 +14,7 @@ fn create_device() -> Result<Arc<dyn Device>> {
 
 #[test]
 fn strict_validation_reports_misuse() {
+    let _alone = halo_cts::run_alone();
     let device = match create_device() {
         Err(error) if error.is_unavailable() => {
             println!("SKIPPED strict_validation_reports_misuse: device unavailable: {error}");
