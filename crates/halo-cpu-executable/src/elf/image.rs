@@ -19,6 +19,13 @@ pub(crate) struct Protection {
 }
 
 impl Protection {
+    /// Readable only.
+    pub const READ_ONLY: Protection = Protection {
+        read: true,
+        write: false,
+        execute: false,
+    };
+
     fn to_prot(self) -> libc::c_int {
         let mut prot = libc::PROT_NONE;
         if self.read {

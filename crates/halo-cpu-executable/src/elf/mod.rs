@@ -10,7 +10,7 @@
 
 mod dynamic;
 pub(crate) mod header;
-mod image;
+pub(crate) mod image;
 mod relocate;
 
 use std::ops::Range;

@@ -6,6 +6,7 @@ use std::ffi::{c_int, c_void};
 use halo_hal::{Error, Result};
 
 use super::abi::{EnvironmentV0, ImportFn, ProcessorV0};
+use crate::elf::image::{page_size, Image, Protection, WritableImage};
 use crate::native_faults;
 
 /// A host function executables may import by name (IREE's import provider).
@@ -173,13 +174,28 @@ mod cpuid {
 /// the arrays it points into.
 ///
 /// Ownership: the boxes never move or change after `Library` construction, so
-/// the pointers in `raw` stay valid as long as this value lives.
+/// the pointers in `raw` stay valid as long as this value lives; so does the
+/// sealed copy, which nothing changes after [`Environment::seal`].
 #[derive(Debug)]
 pub(crate) struct Environment {
     raw: Box<EnvironmentV0>,
     constants: Box<[u32]>,
     import_funcs: Box<[Option<ImportFn>]>,
     import_contexts: Box<[*const c_void]>,
+    sealed: Option<Sealed>,
+}
+
+/// A read-only copy of an environment and its arrays, on pages of their own.
+///
+/// Kernels get the environment's address in their first argument register, the one `rep stos`
+/// and `rep movs` write through. In the heap, a damaged kernel writing there wiped the
+/// allocator's memory around it, and the process crashed after the fault was recovered; on
+/// read-only pages the first byte written faults and nothing is lost.
+#[derive(Debug)]
+struct Sealed {
+    // Kept mapped while `raw` is handed out.
+    _pages: Image,
+    raw: *const EnvironmentV0,
 }
 
 // SAFETY: after construction the environment is immutable; kernels only read it
@@ -202,6 +218,7 @@ impl Environment {
             constants: Box::new([]),
             import_funcs: Box::new([]),
             import_contexts: Box::new([]),
+            sealed: None,
         };
         environment.set_constants(constants.into());
         environment
@@ -267,9 +284,55 @@ impl Environment {
         Ok(())
     }
 
-    /// The pointer kernels receive; valid while `self` lives.
+    /// Copies the environment into read-only pages that [`Environment::as_ptr`] points at from
+    /// now on; changing it afterwards is a bug.
+    ///
+    /// # Errors
+    /// `ResourceExhausted` or `Internal` when the pages cannot be mapped or protected.
+    pub fn seal(&mut self) -> Result<()> {
+        const WORD: usize = size_of::<usize>();
+        let imports = self.import_funcs.len();
+        let constants_at = size_of::<EnvironmentV0>();
+        let funcs_at = (constants_at + 4 * self.constants.len()).next_multiple_of(WORD);
+        let contexts_at = funcs_at + WORD * imports;
+        let page = page_size();
+        let length = (contexts_at + WORD * imports).next_multiple_of(page);
+        let mut pages = WritableImage::reserve(length, page)?;
+        let base = pages.base();
+        let bytes = pages.bytes_mut();
+        let words = self.constants.iter().map(|c| c.to_ne_bytes());
+        for (slot, word) in bytes[constants_at..].chunks_exact_mut(4).zip(words) {
+            slot.copy_from_slice(&word);
+        }
+        let funcs = self.import_funcs.iter().map(|f| f.map_or(0, |f| f as usize));
+        let contexts = self.import_contexts.iter().map(|c| *c as usize);
+        for (slot, word) in bytes[funcs_at..].chunks_exact_mut(WORD).zip(funcs.chain(contexts)) {
+            slot.copy_from_slice(&word.to_ne_bytes());
+        }
+        let at = |offset: usize, present: bool| if present { base + offset } else { 0 };
+        let raw = EnvironmentV0 {
+            constants: at(constants_at, !self.constants.is_empty()) as *const u32,
+            import_funcs: at(funcs_at, imports != 0) as *const Option<ImportFn>,
+            import_contexts: at(contexts_at, imports != 0) as *const *const c_void,
+            ..*self.raw
+        };
+        // SAFETY: the pages start at `base`, page-aligned, and hold `constants_at` bytes before
+        // the arrays, room for one `EnvironmentV0`; `bytes` borrowed them until here.
+        unsafe { std::ptr::write(base as *mut EnvironmentV0, raw) };
+        let pages = pages.protect(&vec![Protection::READ_ONLY; length / page])?;
+        self.sealed = Some(Sealed {
+            _pages: pages,
+            raw: base as *const EnvironmentV0,
+        });
+        Ok(())
+    }
+
+    /// The pointer kernels receive (the sealed copy once there is one); valid while `self` lives.
     pub fn as_ptr(&self) -> *const EnvironmentV0 {
-        &*self.raw
+        match &self.sealed {
+            Some(sealed) => sealed.raw,
+            None => &*self.raw,
+        }
     }
 
     /// The processor data kernels see.
@@ -307,6 +370,40 @@ mod tests {
         let err = environment.resolve_imports(&names, &provided).unwrap_err();
         assert_eq!(err.code(), halo_hal::StatusCode::NotFound);
         assert!(err.message().contains("'halo_missing_v0'"), "{err}");
+    }
+
+    #[test]
+    fn the_sealed_copy_holds_the_same_environment_on_pages_of_its_own() {
+        let mut environment = Environment::new(&[7, 8, 9]);
+        let names = ["?halo_missing_v0".to_string(), "halo_present_v0".to_string()];
+        let context = 0x5a5a_usize as *mut c_void;
+        // SAFETY: the context is never dereferenced: the import is not called.
+        let provided = [unsafe { HostImport::new("halo_present_v0", returns_five).with_context(context) }];
+        environment.resolve_imports(&names, &provided).unwrap();
+        environment.seal().unwrap();
+        let sealed = environment.as_ptr();
+        assert_ne!(sealed, &*environment.raw as *const EnvironmentV0);
+        assert_eq!(sealed as usize % page_size(), 0);
+        // SAFETY: the sealed copy lives as long as `environment`, with three constants and two
+        // imports, as the heap copy has.
+        let (raw, constants, funcs, contexts) = unsafe {
+            let raw = &*sealed;
+            (
+                raw,
+                std::slice::from_raw_parts(raw.constants, 3),
+                std::slice::from_raw_parts(raw.import_funcs, 2),
+                std::slice::from_raw_parts(raw.import_contexts, 2),
+            )
+        };
+        assert_eq!(constants, &[7, 8, 9]);
+        assert!(funcs[0].is_none());
+        assert_eq!(funcs[1].map(|f| f as usize), Some(returns_five as ImportFn as usize));
+        assert_eq!(contexts, &[std::ptr::null(), context.cast_const()]);
+        assert_eq!(raw.processor, environment.raw.processor);
+        assert_eq!(
+            raw.import_thunk.map(|f| f as usize),
+            environment.raw.import_thunk.map(|f| f as usize)
+        );
     }
 
     #[test]

@@ -233,6 +233,7 @@ impl Library {
             )));
         }
         environment.resolve_imports(&tables.imports, imports)?;
+        environment.seal()?;
         let ordinals = tables
             .exports
             .iter()

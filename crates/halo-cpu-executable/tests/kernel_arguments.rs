@@ -1,0 +1,82 @@
+//! What a kernel is handed stays out of reach of its own damaged code: a kernel that writes
+//! through its environment pointer (the register `rep stos` writes through) faults on the first
+//! byte, and the environment still serves the next call.
+
+use std::ffi::c_void;
+use std::path::Path;
+
+use halo_cpu_executable::library::{DispatchState, Library, EMBEDDED_ELF_FORMAT};
+use halo_hal::StatusCode;
+use object::read::elf::ElfFile64;
+use object::{LittleEndian, Object, ObjectSection, ObjectSymbol};
+
+/// `mov byte ptr [rdi], 0; xor eax, eax; ret`: zeroes the first byte of the environment and
+/// reports success.
+const WRITE_ENVIRONMENT: [u8; 6] = [0xc6, 0x07, 0x00, 0x31, 0xc0, 0xc3];
+
+/// The kernels fixture with every 16-byte-aligned entry of its code before the query function
+/// (where the dispatch functions lie, each aligned so) replaced by [`WRITE_ENVIRONMENT`].
+fn kernels_writing_their_environment() -> Vec<u8> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/library_kernels.embedded-elf-x86_64.so");
+    let mut bytes = std::fs::read(path).unwrap();
+    let file = ElfFile64::<LittleEndian>::parse(&*bytes).unwrap();
+    let text = file.section_by_name(".text").unwrap();
+    let (offset, _) = text.file_range().unwrap();
+    let query = file
+        .dynamic_symbols()
+        .find(|s| s.name() == Ok("iree_hal_executable_library_query"))
+        .unwrap();
+    let (start, end) = (offset as usize, (offset + query.address() - text.address()) as usize);
+    assert!(
+        start < end && start % 16 == 0,
+        "the dispatch functions come before the query function"
+    );
+    for entry in bytes[start..end].chunks_mut(16) {
+        entry.fill(0xcc);
+        let length = WRITE_ENVIRONMENT.len().min(entry.len());
+        entry[..length].copy_from_slice(&WRITE_ENVIRONMENT[..length]);
+    }
+    bytes
+}
+
+#[test]
+fn a_kernel_writing_into_its_environment_faults_and_the_environment_survives() {
+    let library = Library::load(EMBEDDED_ELF_FORMAT, &kernels_writing_their_environment(), &[]).unwrap();
+    let constants = [3u32, 4];
+    let (mut input, mut output) = ([0u8; 64], [0u8; 64]);
+    let pointers: [*mut c_void; 2] = [input.as_mut_ptr().cast(), output.as_mut_ptr().cast()];
+    let lengths = [input.len(), output.len()];
+    let state = DispatchState {
+        workgroup_size_x: 1,
+        workgroup_size_y: 1,
+        workgroup_size_z: 1,
+        constant_count: 2,
+        workgroup_count_x: 1,
+        workgroup_count_y: 1,
+        workgroup_count_z: 1,
+        max_concurrency: 1,
+        binding_count: 2,
+        constants: constants.as_ptr(),
+        binding_ptrs: pointers.as_ptr(),
+        binding_lengths: lengths.as_ptr(),
+    };
+    let mut addresses = Vec::new();
+    for _ in 0..2 {
+        // SAFETY: the patched kernel touches only its environment pointer; the state points at
+        // live arrays of the sizes export 0 declares.
+        let error = unsafe { library.dispatch_inline(0, &state) }.unwrap_err();
+        assert_eq!(error.code(), StatusCode::DataLoss, "{error}");
+        let message = error.to_string();
+        let address = message
+            .split("invalid access to address 0x")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|hex| usize::from_str_radix(hex, 16).ok())
+            .unwrap_or_else(|| panic!("no faulting address in: {message}"));
+        addresses.push(address);
+    }
+    // Both calls faulted on the same first byte: the environment starts its own read-only page
+    // and the first write changed nothing.
+    assert_eq!(addresses[0], addresses[1]);
+    assert_eq!(addresses[0] % 4096, 0, "{:#x}", addresses[0]);
+}
