@@ -13,10 +13,12 @@
 //! installed before halo's (Rust's stack-overflow report, Python's `faulthandler`), or to the
 //! default action.
 //!
-//! Native code runs on a stack of its own per thread (`NativeStack`), between guard regions.
+//! Native code runs on a stack of its own per thread (`GuardedRegion`), between guard regions.
 //! A kernel that writes past its frames (a damaged `rep stos` running up its stack) then faults
 //! on the guard above them instead of overwriting the Rust frames, and the record the recovery
-//! resumes from, that lie above them on the thread's stack.
+//! resumes from, that lie above them on the thread's stack. What a call hands native code by
+//! pointer goes on a second guarded region per thread ([`on_argument_page`]), for the same
+//! reason.
 //!
 //! What this cannot catch is a stray write that lands in mapped memory: like any native code's,
 //! it corrupts that memory silently.
@@ -78,34 +80,43 @@ thread_local! {
     /// The thread's stack for native code, mapped at its first call (`None` when mapping failed:
     /// calls then run on the thread's own stack).
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    static NATIVE_STACK: OnceCell<Option<NativeStack>> = const { OnceCell::new() };
+    static NATIVE_STACK: OnceCell<Option<GuardedRegion>> = const { OnceCell::new() };
+    /// The thread's page for what calls hand native code by pointer, mapped at first use.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    static ARGUMENT_PAGE: OnceCell<Option<GuardedRegion>> = const { OnceCell::new() };
+    /// Whether a call of this thread has its arguments on the page now.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    static ARGUMENT_PAGE_IN_USE: Cell<bool> = const { Cell::new(false) };
     /// Whether the thread is running on its native stack, so a nested call stays where it is.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     static ON_NATIVE_STACK: Cell<bool> = const { Cell::new(false) };
 }
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-/// A stack for native code: `USABLE` bytes between `GUARD_BYTES` of inaccessible memory at each
-/// end, mapped without reserving memory, so only the pages a kernel touches cost any.
-struct NativeStack {
+/// Memory for native code to use: `usable` bytes between `GUARD_BYTES` of inaccessible memory at
+/// each end, mapped without reserving memory, so only the pages a kernel touches cost any.
+struct GuardedRegion {
     mapping: *mut c_void,
+    usable: usize,
 }
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-impl NativeStack {
-    /// Room for the deepest kernel: IREE limits a kernel's stack allocations to tens of KiB.
-    const USABLE: usize = 4 << 20;
+impl GuardedRegion {
     /// Guard bytes at each end; a multiple of any page size Linux uses on x86-64.
     const GUARD_BYTES: usize = 64 << 10;
-    const LENGTH: usize = Self::USABLE + 2 * Self::GUARD_BYTES;
+    /// Room for the deepest kernel: IREE limits a kernel's stack allocations to tens of KiB.
+    const STACK: usize = 4 << 20;
+    /// Room for what a call hands native code by pointer ([`on_argument_page`]).
+    const ARGUMENTS: usize = 16 << 10;
 
-    fn map() -> Option<NativeStack> {
+    fn map(usable: usize) -> Option<GuardedRegion> {
+        let length = usable + 2 * Self::GUARD_BYTES;
         // SAFETY: a fresh anonymous mapping at an address the kernel picks overlaps nothing;
         // `mprotect` opens only its middle, which it owns.
         unsafe {
             let mapping = libc::mmap(
                 null_mut(),
-                Self::LENGTH,
+                length,
                 libc::PROT_NONE,
                 libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
                 -1,
@@ -114,26 +125,26 @@ impl NativeStack {
             if mapping == libc::MAP_FAILED {
                 return None;
             }
-            let usable = mapping.cast::<u8>().add(Self::GUARD_BYTES).cast();
-            if libc::mprotect(usable, Self::USABLE, libc::PROT_READ | libc::PROT_WRITE) != 0 {
-                libc::munmap(mapping, Self::LENGTH);
+            let usable_start = mapping.cast::<u8>().add(Self::GUARD_BYTES).cast();
+            if libc::mprotect(usable_start, usable, libc::PROT_READ | libc::PROT_WRITE) != 0 {
+                libc::munmap(mapping, length);
                 return None;
             }
-            Some(NativeStack { mapping })
+            Some(GuardedRegion { mapping, usable })
         }
     }
 
-    /// The address a call starts its stack at: the top of the usable bytes (16-byte aligned).
-    fn top(&self) -> usize {
-        self.mapping as usize + Self::GUARD_BYTES + Self::USABLE
+    /// The address just past the usable bytes (page-aligned): where a stack starts.
+    fn end(&self) -> usize {
+        self.mapping as usize + Self::GUARD_BYTES + self.usable
     }
 }
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-impl Drop for NativeStack {
+impl Drop for GuardedRegion {
     fn drop(&mut self) {
-        // SAFETY: the mapping is this stack's own, and no call runs on it once its thread ends.
-        unsafe { libc::munmap(self.mapping, Self::LENGTH) };
+        // SAFETY: the mapping is this region's own, and no call uses it once its thread ends.
+        unsafe { libc::munmap(self.mapping, self.usable + 2 * Self::GUARD_BYTES) };
     }
 }
 
@@ -145,8 +156,62 @@ fn native_stack_top() -> usize {
         return 0;
     }
     NATIVE_STACK
-        .try_with(|stack| stack.get_or_init(NativeStack::map).as_ref().map_or(0, NativeStack::top))
+        .try_with(|stack| {
+            stack
+                .get_or_init(|| GuardedRegion::map(GuardedRegion::STACK))
+                .as_ref()
+                .map_or(0, GuardedRegion::end)
+        })
         .unwrap_or(0)
+}
+
+/// Moves `value` to this thread's argument page and runs `body` with a pointer to it there; the
+/// value sits at the page's end, below a guard region. Kernels get pointers to their dispatch
+/// and workgroup state, and a damaged one writing through them then faults on the guards
+/// instead of overwriting the caller's stack. Where the page is in use (a nested call), cannot
+/// be mapped or is too small for `T`, `body` gets a pointer to a copy on the caller's stack.
+///
+/// What native code wrote there is the body's to read through the pointer, field by field: it
+/// may have left bits that are no valid `T`.
+pub fn on_argument_page<T: Copy, R>(value: T, body: impl FnOnce(*mut T) -> R) -> R {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    {
+        let fits = size_of::<T>() <= GuardedRegion::ARGUMENTS && align_of::<T>() <= 4096;
+        let end = (fits && !ARGUMENT_PAGE_IN_USE.get())
+            .then(|| {
+                ARGUMENT_PAGE
+                    .try_with(|page| {
+                        page.get_or_init(|| GuardedRegion::map(GuardedRegion::ARGUMENTS))
+                            .as_ref()
+                            .map(GuardedRegion::end)
+                    })
+                    .ok()
+                    .flatten()
+            })
+            .flatten();
+        if let Some(end) = end {
+            let place = ((end - size_of::<T>()) & !(align_of::<T>() - 1)) as *mut T;
+            // SAFETY: `place` is aligned for `T` and its bytes lie in this thread's argument
+            // page, which nothing else uses now (the in-use flag keeps nested calls off it).
+            unsafe { place.write(value) };
+            ARGUMENT_PAGE_IN_USE.set(true);
+            let _free = ArgumentPageInUse;
+            return body(place);
+        }
+    }
+    let mut value = value;
+    body(&mut value)
+}
+
+/// Marks the thread's argument page free again when dropped, also when the body panics.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+struct ArgumentPageInUse;
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+impl Drop for ArgumentPageInUse {
+    fn drop(&mut self) {
+        ARGUMENT_PAGE_IN_USE.set(false);
+    }
 }
 
 /// Calls native code `function(a, b, c)` (System V arguments in registers, one integer result)
@@ -504,9 +569,12 @@ mod tests {
     #[test]
     fn calls_run_on_the_threads_native_stack_and_nested_calls_stay_on_it() {
         let outer = guarded(stack_pointer, [0, 0, 0]).expect("a stack pointer");
-        let top = NATIVE_STACK.with(|stack| stack.get().and_then(Option::as_ref).map(NativeStack::top));
+        let top = NATIVE_STACK.with(|stack| stack.get().and_then(Option::as_ref).map(GuardedRegion::end));
         let top = top.expect("the thread's native stack is mapped");
-        assert!((top - NativeStack::USABLE..top).contains(&outer), "{outer:#x} {top:#x}");
+        assert!(
+            (top - GuardedRegion::STACK..top).contains(&outer),
+            "{outer:#x} {top:#x}"
+        );
 
         /// Calls `stack_pointer` through the guard again from inside a native call, and checks
         /// its own frame is intact afterwards.
@@ -524,6 +592,39 @@ mod tests {
             Ok(1),
             "the nested call ran below its caller"
         );
+    }
+
+    /// Zeroes `count` bytes upwards from `address` with `rep stosb`, as a damaged kernel might.
+    extern "C" fn fill_up_from(address: usize, count: usize, _: usize) -> usize {
+        // SAFETY: the tests pass addresses whose writes fault on a guard region, which the guard
+        // turns into an error; assembly is opaque to the compiler.
+        unsafe {
+            std::arch::asm!("rep stosb", inout("rdi") address => _, inout("rcx") count => _, in("al") 0u8);
+        }
+        0
+    }
+
+    #[test]
+    fn arguments_sit_at_the_end_of_the_threads_argument_page_and_nested_ones_stay_on_the_stack() {
+        let canary = std::hint::black_box([0x5a5a_5a5a_u64; 64]);
+        on_argument_page([7u64; 3], |outer| {
+            let end = ARGUMENT_PAGE.with(|page| page.get().and_then(Option::as_ref).map(GuardedRegion::end));
+            let end = end.expect("the thread's argument page is mapped");
+            assert_eq!(outer as usize + 24, end, "the value ends at the page's end");
+            // SAFETY: `outer` points at the value just moved there.
+            assert_eq!(unsafe { outer.read() }, [7; 3]);
+            on_argument_page(9u32, |inner| {
+                let inner = inner as usize;
+                assert!(!(end - GuardedRegion::ARGUMENTS..end).contains(&inner), "{inner:#x}");
+            });
+            let fault = guarded(fill_up_from, [outer as usize, 1 << 20, 0]).unwrap_err();
+            assert_eq!((fault.signal, fault.address), (libc::SIGSEGV, end));
+        });
+        assert_eq!(std::hint::black_box(canary), [0x5a5a_5a5a_u64; 64]);
+        on_argument_page(1u8, |again| {
+            let end = ARGUMENT_PAGE.with(|page| page.get().and_then(Option::as_ref).map(GuardedRegion::end));
+            assert_eq!(Some(again as usize + 1), end, "the page is free again after the call");
+        });
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! What a kernel is handed stays out of reach of its own damaged code: a kernel that writes
 //! through its environment pointer (the register `rep stos` writes through) faults on the first
-//! byte, and the environment still serves the next call.
+//! byte, and the environment still serves the next call; its dispatch and workgroup states end
+//! just below a guard region, so reaching past them faults.
 
 use std::ffi::c_void;
 use std::path::Path;
@@ -12,11 +13,15 @@ use object::{LittleEndian, Object, ObjectSection, ObjectSymbol};
 
 /// `mov byte ptr [rdi], 0; xor eax, eax; ret`: zeroes the first byte of the environment and
 /// reports success.
-const WRITE_ENVIRONMENT: [u8; 6] = [0xc6, 0x07, 0x00, 0x31, 0xc0, 0xc3];
+const WRITE_ENVIRONMENT: &[u8] = &[0xc6, 0x07, 0x00, 0x31, 0xc0, 0xc3];
+/// `mov al, [rsi + 0x100]; xor eax, eax; ret`: reads 256 bytes into the dispatch state.
+const READ_PAST_DISPATCH_STATE: &[u8] = &[0x8a, 0x86, 0x00, 0x01, 0x00, 0x00, 0x31, 0xc0, 0xc3];
+/// `mov al, [rdx + 0x100]; xor eax, eax; ret`: reads 256 bytes into the workgroup state.
+const READ_PAST_WORKGROUP_STATE: &[u8] = &[0x8a, 0x82, 0x00, 0x01, 0x00, 0x00, 0x31, 0xc0, 0xc3];
 
 /// The kernels fixture with every 16-byte-aligned entry of its code before the query function
-/// (where the dispatch functions lie, each aligned so) replaced by [`WRITE_ENVIRONMENT`].
-fn kernels_writing_their_environment() -> Vec<u8> {
+/// (where the dispatch functions lie, each aligned so) replaced by `code`.
+fn kernels_running(code: &[u8]) -> Library {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/library_kernels.embedded-elf-x86_64.so");
     let mut bytes = std::fs::read(path).unwrap();
     let file = ElfFile64::<LittleEndian>::parse(&*bytes).unwrap();
@@ -31,17 +36,18 @@ fn kernels_writing_their_environment() -> Vec<u8> {
         start < end && start % 16 == 0,
         "the dispatch functions come before the query function"
     );
+    assert!(code.len() <= 16);
     for entry in bytes[start..end].chunks_mut(16) {
         entry.fill(0xcc);
-        let length = WRITE_ENVIRONMENT.len().min(entry.len());
-        entry[..length].copy_from_slice(&WRITE_ENVIRONMENT[..length]);
+        let length = code.len().min(entry.len());
+        entry[..length].copy_from_slice(&code[..length]);
     }
-    bytes
+    Library::load(EMBEDDED_ELF_FORMAT, &bytes, &[]).unwrap()
 }
 
-#[test]
-fn a_kernel_writing_into_its_environment_faults_and_the_environment_survives() {
-    let library = Library::load(EMBEDDED_ELF_FORMAT, &kernels_writing_their_environment(), &[]).unwrap();
+/// Runs export 0 (two constants, two bindings) of `library` in one workgroup; the address the
+/// call faulted at, from its `DATA_LOSS` error.
+fn faulting_address(library: &Library) -> usize {
     let constants = [3u32, 4];
     let (mut input, mut output) = ([0u8; 64], [0u8; 64]);
     let pointers: [*mut c_void; 2] = [input.as_mut_ptr().cast(), output.as_mut_ptr().cast()];
@@ -60,23 +66,34 @@ fn a_kernel_writing_into_its_environment_faults_and_the_environment_survives() {
         binding_ptrs: pointers.as_ptr(),
         binding_lengths: lengths.as_ptr(),
     };
-    let mut addresses = Vec::new();
-    for _ in 0..2 {
-        // SAFETY: the patched kernel touches only its environment pointer; the state points at
-        // live arrays of the sizes export 0 declares.
-        let error = unsafe { library.dispatch_inline(0, &state) }.unwrap_err();
-        assert_eq!(error.code(), StatusCode::DataLoss, "{error}");
-        let message = error.to_string();
-        let address = message
-            .split("invalid access to address 0x")
-            .nth(1)
-            .and_then(|rest| rest.split(' ').next())
-            .and_then(|hex| usize::from_str_radix(hex, 16).ok())
-            .unwrap_or_else(|| panic!("no faulting address in: {message}"));
-        addresses.push(address);
-    }
+    // SAFETY: the patched kernels touch only what they are handed; the state points at live
+    // arrays of the sizes export 0 declares.
+    let error = unsafe { library.dispatch_inline(0, &state) }.unwrap_err();
+    assert_eq!(error.code(), StatusCode::DataLoss, "{error}");
+    let message = error.to_string();
+    message
+        .split("invalid access to address 0x")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|hex| usize::from_str_radix(hex, 16).ok())
+        .unwrap_or_else(|| panic!("no faulting address in: {message}"))
+}
+
+#[test]
+fn a_kernel_writing_into_its_environment_faults_and_the_environment_survives() {
+    let library = kernels_running(WRITE_ENVIRONMENT);
+    let addresses = [faulting_address(&library), faulting_address(&library)];
     // Both calls faulted on the same first byte: the environment starts its own read-only page
     // and the first write changed nothing.
     assert_eq!(addresses[0], addresses[1]);
     assert_eq!(addresses[0] % 4096, 0, "{:#x}", addresses[0]);
+}
+
+#[test]
+fn reaching_past_the_dispatch_or_workgroup_state_faults_on_a_guard() {
+    for code in [READ_PAST_DISPATCH_STATE, READ_PAST_WORKGROUP_STATE] {
+        let address = faulting_address(&kernels_running(code));
+        // The states end within 256 bytes of a page end, and the guard begins there.
+        assert!(address % 4096 < 256, "{address:#x}");
+    }
 }

@@ -525,29 +525,40 @@ impl BoundDispatch<'_> {
     /// As [`Library::dispatch_workgroup`] for every workgroup of the range; `first.local_memory`
     /// must hold at least the bytes given to [`Library::bind_dispatch`].
     pub unsafe fn run_range(&self, first: &WorkgroupState, count: u64, grid: [u32; 2]) -> Result<()> {
-        let mut range = WorkgroupRange {
-            function: self.function,
-            environment: self.library.environment.as_ptr(),
-            state: self.state,
-            workgroup: *first,
-            count,
-            grid,
-            rc: 0,
+        let arguments = KernelArguments {
+            state: *self.state,
+            range: WorkgroupRange {
+                function: self.function,
+                environment: self.library.environment.as_ptr(),
+                state: std::ptr::null(),
+                workgroup: *first,
+                count,
+                grid,
+                rc: 0,
+            },
         };
-        let range_ptr: *mut WorkgroupRange = &mut range;
-        // SAFETY: `run_range_natively` takes the range it is given and returns an integer; the
-        // range points at a dispatch function of the library that `library` keeps loaded, its
-        // environment and the states the caller vouches for. A fault abandons its frame, which
-        // holds nothing to drop.
-        let result =
-            unsafe { native_faults::call(run_range_natively as *const () as usize, [range_ptr as usize, 0, 0]) };
-        // SAFETY: the call is over; the range is the local above.
-        let range = unsafe { &*range_ptr };
-        match result {
-            Err(fault) => Err(self.fault(&fault, &range.workgroup)),
-            Ok(_) if range.rc != 0 => Err(self.failure(range.rc, &range.workgroup)),
-            Ok(_) => Ok(()),
-        }
+        native_faults::on_argument_page(arguments, |arguments| {
+            // SAFETY: `arguments` is valid and exclusive to this body; kernels are handed the
+            // copy of the dispatch state next to their range.
+            let range = unsafe {
+                (*arguments).range.state = &raw const (*arguments).state;
+                &raw mut (*arguments).range
+            };
+            // SAFETY: `run_range_natively` takes the range it is given and returns an integer;
+            // the range points at a dispatch function of the library that `library` keeps
+            // loaded, its environment and the states the caller vouches for. A fault abandons
+            // its frame, which holds nothing to drop.
+            let result =
+                unsafe { native_faults::call(run_range_natively as *const () as usize, [range as usize, 0, 0]) };
+            // SAFETY: the call is over; a damaged kernel may have written anything into the
+            // range, so only its plain-integer fields are read.
+            let (workgroup, rc) = unsafe { ((&raw const (*range).workgroup).read(), (&raw const (*range).rc).read()) };
+            match result {
+                Err(fault) => Err(self.fault(&fault, &workgroup)),
+                Ok(_) if rc != 0 => Err(self.failure(rc, &workgroup)),
+                Ok(_) => Ok(()),
+            }
+        })
     }
 
     #[cold]
@@ -580,7 +591,17 @@ impl BoundDispatch<'_> {
     }
 }
 
+/// What one guarded call is handed: the dispatch state and the range its kernels run, copied
+/// to the thread's argument page (see [`native_faults::on_argument_page`]).
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct KernelArguments {
+    state: DispatchState,
+    range: WorkgroupRange,
+}
+
 /// What [`run_range_natively`] runs, and where it leaves the workgroup it stopped at.
+#[derive(Clone, Copy)]
 #[repr(C)]
 struct WorkgroupRange {
     function: abi::DispatchFn,
