@@ -297,8 +297,15 @@ unsafe extern "C" {
 
 // The stack at `recovery.stack` holds the callee-saved registers the trampoline pushed, so
 // resuming at its epilogue with that stack pointer restores them and returns to the Rust caller
-// as if the call had returned; a call that returns goes back to that stack the same way (`rbx`
-// keeps the record across the call). `cld` restores the direction flag the ABI expects clear.
+// as if the call had returned; a call that returns goes back to that stack the same way.
+//
+// Native code gets no register that points into Rust memory: the callee-saved registers (which
+// held the record, the trampoline's frame and whatever the Rust caller kept there) are zeroed
+// before the call, and after it the record is found again through the thread's guard
+// (`stack_of_current_call`) rather than a register the native code was trusted to preserve. A
+// damaged kernel that wrote through `rbx` or `rbp` on entry, or returned with them changed, once
+// overwrote the record or sent the trampoline to a stack that was not its own. `cld` restores the
+// direction flag the ABI expects clear before any Rust code runs again.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 std::arch::global_asm!(
     ".text",
@@ -316,7 +323,6 @@ std::arch::global_asm!(
     "push r15",
     "sub rsp, 8",
     "mov [r8], rsp",
-    "mov rbx, r8",
     "test r9, r9",
     "jz 2f",
     "mov rsp, r9",
@@ -325,8 +331,22 @@ std::arch::global_asm!(
     "mov rdi, rsi",
     "mov rsi, rdx",
     "mov rdx, rcx",
+    "xor ebx, ebx",
+    "xor ebp, ebp",
+    "xor r12d, r12d",
+    "xor r13d, r13d",
+    "xor r14d, r14d",
+    "xor r15d, r15d",
     "call rax",
-    "mov rsp, [rbx]",
+    "cld",
+    // The result stays on the stack across the look-up, which keeps the stack aligned.
+    "push rax",
+    "sub rsp, 8",
+    "call {stack_of_current_call}",
+    "mov rcx, rax",
+    "add rsp, 8",
+    "pop rax",
+    "mov rsp, rcx",
     ".globl halo_guarded_native_return",
     ".hidden halo_guarded_native_return",
     "halo_guarded_native_return:",
@@ -340,7 +360,18 @@ std::arch::global_asm!(
     "pop rbp",
     "ret",
     ".size halo_guarded_native_call, . - halo_guarded_native_call",
+    stack_of_current_call = sym stack_of_current_call,
 );
+
+/// The stack pointer the trampoline recorded for the thread's current guarded call: where it
+/// returns to once native code has returned.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+extern "C" fn stack_of_current_call() -> usize {
+    let recovery = GUARD.get();
+    // SAFETY: `call` sets the guard to its live record around the trampoline, and `unguarded`
+    // puts it back before native code resumes, so after native code returns it is this call's.
+    unsafe { (*recovery).stack }
+}
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod handler {
@@ -625,6 +656,47 @@ mod tests {
             let end = ARGUMENT_PAGE.with(|page| page.get().and_then(Option::as_ref).map(GuardedRegion::end));
             assert_eq!(Some(again as usize + 1), end, "the page is free again after the call");
         });
+    }
+
+    // Two native functions written in assembly, so no Rust prologue touches the registers first:
+    // one returns the callee-saved registers it was handed, ORed together; the other returns
+    // with `rbx` and `rbp` changed, as damaged code may.
+    std::arch::global_asm!(
+        ".text",
+        ".p2align 4",
+        "halo_test_callee_saved_registers:",
+        "mov rax, rbx",
+        "or rax, rbp",
+        "or rax, r12",
+        "or rax, r13",
+        "or rax, r14",
+        "or rax, r15",
+        "ret",
+        ".p2align 4",
+        "halo_test_changes_rbx_and_rbp:",
+        "mov ebx, 16",
+        "mov ebp, 32",
+        "xor eax, eax",
+        "ret",
+    );
+    unsafe extern "C" {
+        fn halo_test_callee_saved_registers();
+        fn halo_test_changes_rbx_and_rbp();
+    }
+
+    #[test]
+    fn native_code_is_handed_no_pointer_into_rust_memory_and_may_return_with_any_register() {
+        install();
+        let probe = halo_test_callee_saved_registers as *const () as usize;
+        // SAFETY: the probe takes no arguments, touches no memory and returns an integer.
+        let handed = unsafe { call(probe, [1, 2, 3]) };
+        assert_eq!(handed, Ok(0), "callee-saved registers are zero");
+        let canary = std::hint::black_box([0x5a5a_5a5a_u64; 16]);
+        let careless = halo_test_changes_rbx_and_rbp as *const () as usize;
+        // SAFETY: the function touches no memory; it only breaks the register convention.
+        assert_eq!(unsafe { call(careless, [0, 0, 0]) }, Ok(0));
+        assert_eq!(std::hint::black_box(canary), [0x5a5a_5a5a_u64; 16]);
+        assert_eq!(guarded(add, [1, 2, 3]), Ok(6));
     }
 
     #[test]
