@@ -2,7 +2,8 @@
 //! the traits and expanded into real `#[test]`s for each driver by [`cts_suite!`].
 //!
 //! A driver declares a [`Manifest`]: the capability tags it has, cases it permanently does not
-//! support (with a reason), and cases expected to fail for now (with a reason). An expected
+//! support (with a reason), cases expected to fail for now (with a reason), and whether its cases
+//! must run alone ([`Isolation`]). An expected
 //! failure that passes fails the test, so stale entries get removed. A device that reports
 //! `Unavailable` skips every case, printing which.
 #![warn(missing_docs)]

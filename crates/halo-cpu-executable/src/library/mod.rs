@@ -551,7 +551,7 @@ impl BoundDispatch<'_> {
             let result =
                 unsafe { native_faults::call(run_range_natively as *const () as usize, [range as usize, 0, 0]) };
             // SAFETY: the call is over; a damaged kernel may have written anything into the
-            // range, so only its plain-integer fields are read.
+            // range, so only its plain-data fields (integers and a pointer) are read.
             let (workgroup, rc) = unsafe { ((&raw const (*range).workgroup).read(), (&raw const (*range).rc).read()) };
             match result {
                 Err(fault) => Err(self.fault(&fault, &workgroup)),
