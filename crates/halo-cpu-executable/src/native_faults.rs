@@ -30,6 +30,8 @@ use std::ffi::c_int;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 use std::ffi::c_void;
 use std::ptr::null_mut;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+use std::thread::LocalKey;
 
 /// A fault that stopped native code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,14 +157,22 @@ fn native_stack_top() -> usize {
     if ON_NATIVE_STACK.get() {
         return 0;
     }
-    NATIVE_STACK
-        .try_with(|stack| {
-            stack
-                .get_or_init(|| GuardedRegion::map(GuardedRegion::STACK))
+    region_end(&NATIVE_STACK, GuardedRegion::STACK).unwrap_or(0)
+}
+
+/// The end of this thread's region in `region`, mapped with `usable` bytes at first use; `None`
+/// when it cannot be mapped or the thread is ending.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+fn region_end(region: &'static LocalKey<OnceCell<Option<GuardedRegion>>>, usable: usize) -> Option<usize> {
+    region
+        .try_with(|region| {
+            region
+                .get_or_init(|| GuardedRegion::map(usable))
                 .as_ref()
-                .map_or(0, GuardedRegion::end)
+                .map(GuardedRegion::end)
         })
-        .unwrap_or(0)
+        .ok()
+        .flatten()
 }
 
 /// Moves `value` to this thread's argument page and runs `body` with a pointer to it there; the
@@ -178,16 +188,7 @@ pub fn on_argument_page<T: Copy, R>(value: T, body: impl FnOnce(*mut T) -> R) ->
     {
         let fits = size_of::<T>() <= GuardedRegion::ARGUMENTS && align_of::<T>() <= 4096;
         let end = (fits && !ARGUMENT_PAGE_IN_USE.get())
-            .then(|| {
-                ARGUMENT_PAGE
-                    .try_with(|page| {
-                        page.get_or_init(|| GuardedRegion::map(GuardedRegion::ARGUMENTS))
-                            .as_ref()
-                            .map(GuardedRegion::end)
-                    })
-                    .ok()
-                    .flatten()
-            })
+            .then(|| region_end(&ARGUMENT_PAGE, GuardedRegion::ARGUMENTS))
             .flatten();
         if let Some(end) = end {
             let place = ((end - size_of::<T>()) & !(align_of::<T>() - 1)) as *mut T;
@@ -600,8 +601,7 @@ mod tests {
     #[test]
     fn calls_run_on_the_threads_native_stack_and_nested_calls_stay_on_it() {
         let outer = guarded(stack_pointer, [0, 0, 0]).expect("a stack pointer");
-        let top = NATIVE_STACK.with(|stack| stack.get().and_then(Option::as_ref).map(GuardedRegion::end));
-        let top = top.expect("the thread's native stack is mapped");
+        let top = region_end(&NATIVE_STACK, GuardedRegion::STACK).expect("the thread's native stack");
         assert!(
             (top - GuardedRegion::STACK..top).contains(&outer),
             "{outer:#x} {top:#x}"
@@ -639,8 +639,7 @@ mod tests {
     fn arguments_sit_at_the_end_of_the_threads_argument_page_and_nested_ones_stay_on_the_stack() {
         let canary = std::hint::black_box([0x5a5a_5a5a_u64; 64]);
         on_argument_page([7u64; 3], |outer| {
-            let end = ARGUMENT_PAGE.with(|page| page.get().and_then(Option::as_ref).map(GuardedRegion::end));
-            let end = end.expect("the thread's argument page is mapped");
+            let end = region_end(&ARGUMENT_PAGE, GuardedRegion::ARGUMENTS).expect("the argument page");
             assert_eq!(outer as usize + 24, end, "the value ends at the page's end");
             // SAFETY: `outer` points at the value just moved there.
             assert_eq!(unsafe { outer.read() }, [7; 3]);
@@ -653,7 +652,7 @@ mod tests {
         });
         assert_eq!(std::hint::black_box(canary), [0x5a5a_5a5a_u64; 64]);
         on_argument_page(1u8, |again| {
-            let end = ARGUMENT_PAGE.with(|page| page.get().and_then(Option::as_ref).map(GuardedRegion::end));
+            let end = region_end(&ARGUMENT_PAGE, GuardedRegion::ARGUMENTS);
             assert_eq!(Some(again as usize + 1), end, "the page is free again after the call");
         });
     }
