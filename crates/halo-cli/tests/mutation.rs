@@ -244,7 +244,7 @@ fn a_descriptor_count_past_the_devices_limit_is_refused() {
     );
 }
 
-/// Mutants `scripts/mutate-modules` found with kernel bytes changed (seeds 777 and 4242): one byte
+/// Mutants `scripts/mutate-modules` found with kernel bytes changed (seeds 777, 4242, 902 and 905): one byte
 /// of machine code makes a kernel, or a library's query function, fault (a jump into the `int3`
 /// padding between functions traps). Each ends in an error that
 /// names what faulted, on both CPU drivers, instead of the process dying by the signal.
@@ -295,6 +295,17 @@ fn kernels_that_fault_end_in_an_error_naming_them() {
             0x03,
             "shape_ops.splat",
             "the library's query function faulted: SIGSEGV: invalid access to address 0x0",
+        ),
+        (
+            // The kernel's store loop runs on past its 48-byte output: through the heap once (the
+            // process died in a later `free`), now through small device buffers to a guard.
+            "matmul",
+            8685,
+            0x57,
+            0x92,
+            "matmul.identity",
+            "export 0 'matmul_dispatch_0_matmul_4x3x8_f32' of library 'matmul_linked' faulted in \
+             workgroup (0, 0, 0): SIGSEGV: invalid access to address 0x",
         ),
     ];
     for (name, at, was, now, case, says) in damaged {

@@ -128,7 +128,8 @@ impl HostBytes for GuardedBytes {
     }
 }
 
-fn page_size() -> usize {
+/// The system's page size (at least 4 KiB).
+pub(crate) fn page_size() -> usize {
     // SAFETY: `sysconf` only reads a system value.
     let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     usize::try_from(size).unwrap_or(4096).max(4096)

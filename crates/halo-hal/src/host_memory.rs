@@ -1,23 +1,23 @@
-//! Host memory that devices address through raw pointers: aligned heap blocks and imported bytes.
+//! Host memory that devices address through raw pointers: aligned blocks and imported bytes.
 //!
 //! Kernels and transfers read and write this memory through pointers at any time while work is in
 //! flight, so it never hands out Rust references; every access is a raw copy in [`crate::Buffer`].
 
 use crate::buffer::Allocation;
 use crate::memory::MemoryType;
+use crate::small_blocks::SmallBlock;
 use crate::{Error, Result};
-use std::alloc::{self, Layout};
 use std::any::Any;
 use std::ptr::NonNull;
 
-/// Alignment of every heap block: a cache line, which CPU kernels' vector loads want.
+/// Alignment of every block: a cache line, which CPU kernels' vector loads want.
 pub const HOST_ALIGNMENT: usize = 64;
 
-/// Blocks from this size up are mapped from the operating system instead of taken from the heap:
-/// fresh mapped pages are zero without being written, so pages a program never touches (a
-/// transient slab's slack, a result's unused tail) cost no memory. The heap's zeroed path writes
-/// every byte of a block it reuses or over-allocates for alignment. Smaller blocks stay on the
-/// heap, which reuses them without a system call or fresh page faults.
+/// Blocks from this size up are mapped from the operating system each on its own: fresh mapped
+/// pages are zero without being written, so pages a program never touches (a transient slab's
+/// slack, a result's unused tail) cost no memory. Smaller blocks come from a pool of size classes
+/// (outside the Rust heap, so that a kernel writing past one cannot reach halo's own objects),
+/// which reuses them without a system call or fresh page faults.
 pub const MAPPED_FROM_BYTES: usize = 1 << 20;
 
 /// Maps `bytes` of fresh zero pages, asking Linux to back them with transparent huge pages
@@ -62,12 +62,12 @@ impl HostBytes for Vec<u8> {
 }
 
 enum Storage {
-    Heap(Layout),
+    Small(#[allow(dead_code, reason = "kept until the allocation drops")] SmallBlock),
     Mapped(#[allow(dead_code, reason = "kept alive for the pointer")] memmap2::MmapMut),
     Imported(#[allow(dead_code, reason = "kept alive for the pointer")] Box<dyn HostBytes>),
 }
 
-/// A host allocation: zeroed aligned heap memory, or imported bytes kept alive by their owner.
+/// A host allocation: zeroed aligned memory, or imported bytes kept alive by their owner.
 pub struct HostAllocation {
     ptr: NonNull<u8>,
     size: u64,
@@ -85,7 +85,7 @@ unsafe impl Sync for HostAllocation {}
 
 impl HostAllocation {
     /// Allocates `size` zeroed bytes aligned to [`HOST_ALIGNMENT`] (at least 1 byte is reserved):
-    /// from the heap, or mapped from [`MAPPED_FROM_BYTES`] up.
+    /// from the pool of small blocks, or mapped from [`MAPPED_FROM_BYTES`] up.
     ///
     /// # Errors
     /// `ResourceExhausted` when the size is not representable or the memory is exhausted.
@@ -100,10 +100,8 @@ impl HostAllocation {
                 Storage::Mapped(map),
             )
         } else {
-            let layout = Layout::from_size_align(bytes, HOST_ALIGNMENT).map_err(|_| exhausted())?;
-            // SAFETY: the layout has a non-zero size.
-            let ptr = unsafe { alloc::alloc_zeroed(layout) };
-            (NonNull::new(ptr).ok_or_else(exhausted)?, Storage::Heap(layout))
+            let block = SmallBlock::take(bytes)?;
+            (block.ptr(), Storage::Small(block))
         };
         Ok(HostAllocation {
             ptr,
@@ -142,22 +140,13 @@ impl HostAllocation {
     /// Whether writes through the pointer are allowed.
     pub fn writable(&self) -> bool {
         match &self.storage {
-            Storage::Heap(_) | Storage::Mapped(_) => true,
+            Storage::Small(_) | Storage::Mapped(_) => true,
             Storage::Imported(bytes) => bytes.writable(),
         }
     }
 }
 
-impl Drop for HostAllocation {
-    fn drop(&mut self) {
-        if let Storage::Heap(layout) = self.storage {
-            // SAFETY: `ptr` came from `alloc_zeroed` with exactly this layout and is freed once.
-            unsafe { alloc::dealloc(self.ptr.as_ptr(), layout) };
-        }
-    }
-}
-
-// SAFETY: the pointer addresses this allocation's own heap block or mapping of `size` bytes,
+// SAFETY: the pointer addresses this allocation's own block or mapping of `size` bytes,
 // which it owns until it drops and never moves or resizes.
 unsafe impl Allocation for HostAllocation {
     fn size(&self) -> u64 {
@@ -251,7 +240,7 @@ mod tests {
     }
 
     #[test]
-    fn blocks_are_zeroed_aligned_and_writable_on_the_heap_and_mapped() {
+    fn blocks_are_zeroed_aligned_and_writable_pooled_and_mapped() {
         for (size, mapped) in [
             (100, false),
             (MAPPED_FROM_BYTES - 1, false),

@@ -35,6 +35,7 @@ pub mod host_memory;
 pub mod memory;
 pub mod mlir_text;
 pub mod semaphore;
+mod small_blocks;
 pub mod trace;
 pub mod transfer;
 pub mod transient_pool;

@@ -461,10 +461,11 @@ mod tests {
             (stats.fresh_blocks, stats.reused_blocks, stats.live_bytes),
             (1, 1, 1000)
         );
-        // A larger request does not fit the kept block.
+        // A larger request does not fit the kept block (the allocator may hand the same memory
+        // back, as a fresh block).
         drop(second);
         let larger = pool.allocate(&heap, host(), 1001).unwrap();
-        assert_ne!(address(&larger), at);
+        assert_eq!(larger.byte_length(), 1001);
         assert_eq!(pool.statistics().fresh_blocks, 2);
     }
 
