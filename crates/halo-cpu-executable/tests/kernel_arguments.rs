@@ -1,7 +1,8 @@
 //! What a kernel is handed stays out of reach of its own damaged code: a kernel that writes
 //! through its environment pointer (the register `rep stos` writes through) faults on the first
 //! byte, and the environment still serves the next call; its dispatch and workgroup states end
-//! just below a guard region, so reaching past them faults.
+//! just below a guard region, so reaching past them faults; and the arrays its dispatch state
+//! points at are copies, so writing through them leaves the driver's own untouched.
 
 use std::ffi::c_void;
 use std::path::Path;
@@ -45,30 +46,62 @@ fn kernels_running(code: &[u8]) -> Library {
     Library::load(EMBEDDED_ELF_FORMAT, &bytes, &[]).unwrap()
 }
 
-/// Runs export 0 (two constants, two bindings) of `library` in one workgroup; the address the
-/// call faulted at, from its `DATA_LOSS` error.
+/// `mov rax, [rsi + 0x18]; mov dword ptr [rax], 0; xor eax, eax; ret`: zeroes the first push
+/// constant through the dispatch state's array.
+const WRITE_CONSTANTS: &[u8] = &[0x48, 0x8b, 0x46, 0x18, 0xc7, 0x00, 0, 0, 0, 0, 0x31, 0xc0, 0xc3];
+/// `mov rax, [rsi + 0x20]; mov qword ptr [rax], 0; xor eax, eax; ret`: zeroes the first binding
+/// pointer.
+const WRITE_BINDING_POINTERS: &[u8] = &[0x48, 0x8b, 0x46, 0x20, 0x48, 0xc7, 0x00, 0, 0, 0, 0, 0x31, 0xc0, 0xc3];
+/// The same through `[rsi + 0x28]`: zeroes the first binding length.
+const WRITE_BINDING_LENGTHS: &[u8] = &[0x48, 0x8b, 0x46, 0x28, 0x48, 0xc7, 0x00, 0, 0, 0, 0, 0x31, 0xc0, 0xc3];
+
+/// The arrays a dispatch state points at: two constants and two bindings of 64 bytes.
+struct Arrays {
+    constants: [u32; 2],
+    pointers: [*mut c_void; 2],
+    lengths: [usize; 2],
+    _bindings: Box<[[u8; 64]; 2]>,
+}
+
+impl Arrays {
+    fn new() -> Self {
+        let mut bindings = Box::new([[0u8; 64]; 2]);
+        let pointers = [bindings[0].as_mut_ptr().cast(), bindings[1].as_mut_ptr().cast()];
+        Arrays {
+            constants: [3, 4],
+            pointers,
+            lengths: [64, 64],
+            _bindings: bindings,
+        }
+    }
+
+    /// Runs export 0 (two constants, two bindings) of `library` in one workgroup over these
+    /// (mutably borrowed: a damaged kernel may write them).
+    fn dispatch(&mut self, library: &Library) -> halo_hal::Result<()> {
+        let state = DispatchState {
+            workgroup_size_x: 1,
+            workgroup_size_y: 1,
+            workgroup_size_z: 1,
+            constant_count: 2,
+            workgroup_count_x: 1,
+            workgroup_count_y: 1,
+            workgroup_count_z: 1,
+            max_concurrency: 1,
+            binding_count: 2,
+            constants: self.constants.as_mut_ptr().cast_const(),
+            binding_ptrs: self.pointers.as_mut_ptr().cast_const(),
+            binding_lengths: self.lengths.as_mut_ptr().cast_const(),
+        };
+        // SAFETY: the patched kernels touch only what they are handed; the state points at live
+        // arrays of the sizes export 0 declares.
+        unsafe { library.dispatch_inline(0, &state) }
+    }
+}
+
+/// Runs export 0 of `library` in one workgroup; the address the call faulted at, from its
+/// `DATA_LOSS` error.
 fn faulting_address(library: &Library) -> usize {
-    let constants = [3u32, 4];
-    let (mut input, mut output) = ([0u8; 64], [0u8; 64]);
-    let pointers: [*mut c_void; 2] = [input.as_mut_ptr().cast(), output.as_mut_ptr().cast()];
-    let lengths = [input.len(), output.len()];
-    let state = DispatchState {
-        workgroup_size_x: 1,
-        workgroup_size_y: 1,
-        workgroup_size_z: 1,
-        constant_count: 2,
-        workgroup_count_x: 1,
-        workgroup_count_y: 1,
-        workgroup_count_z: 1,
-        max_concurrency: 1,
-        binding_count: 2,
-        constants: constants.as_ptr(),
-        binding_ptrs: pointers.as_ptr(),
-        binding_lengths: lengths.as_ptr(),
-    };
-    // SAFETY: the patched kernels touch only what they are handed; the state points at live
-    // arrays of the sizes export 0 declares.
-    let error = unsafe { library.dispatch_inline(0, &state) }.unwrap_err();
+    let error = Arrays::new().dispatch(library).unwrap_err();
     assert_eq!(error.code(), StatusCode::DataLoss, "{error}");
     let message = error.to_string();
     message
@@ -95,5 +128,18 @@ fn reaching_past_the_dispatch_or_workgroup_state_faults_on_a_guard() {
         let address = faulting_address(&kernels_running(code));
         // The states end within 256 bytes of a page end, and the guard begins there.
         assert!(address % 4096 < 256, "{address:#x}");
+    }
+}
+
+#[test]
+fn writing_through_the_dispatch_states_arrays_changes_only_copies() {
+    for code in [WRITE_CONSTANTS, WRITE_BINDING_POINTERS, WRITE_BINDING_LENGTHS] {
+        let library = kernels_running(code);
+        let mut arrays = Arrays::new();
+        let (constants, pointers, lengths) = (arrays.constants, arrays.pointers, arrays.lengths);
+        arrays.dispatch(&library).unwrap();
+        assert_eq!(arrays.constants, constants);
+        assert_eq!(arrays.pointers, pointers);
+        assert_eq!(arrays.lengths, lengths);
     }
 }

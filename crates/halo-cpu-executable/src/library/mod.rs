@@ -11,6 +11,7 @@ mod environment;
 mod tables;
 
 use std::collections::HashMap;
+use std::ffi::c_void;
 
 use halo_hal::{Error, Result, ResultExt};
 
@@ -483,7 +484,7 @@ impl LocalMemory {
         unsafe { std::slice::from_raw_parts_mut(self.0.as_mut_ptr().cast::<u8>(), bytes) }
     }
 
-    fn as_mut_ptr(&mut self) -> *mut std::ffi::c_void {
+    fn as_mut_ptr(&mut self) -> *mut c_void {
         if self.0.is_empty() {
             std::ptr::null_mut()
         } else {
@@ -525,7 +526,10 @@ impl BoundDispatch<'_> {
     /// As [`Library::dispatch_workgroup`] for every workgroup of the range; `first.local_memory`
     /// must hold at least the bytes given to [`Library::bind_dispatch`].
     pub unsafe fn run_range(&self, first: &WorkgroupState, count: u64, grid: [u32; 2]) -> Result<()> {
-        let arguments = KernelArguments {
+        let mut arguments = KernelArguments {
+            constants: [0; COPIED_CONSTANTS],
+            binding_ptrs: [std::ptr::null_mut(); COPIED_BINDINGS],
+            binding_lengths: [0; COPIED_BINDINGS],
             state: *self.state,
             range: WorkgroupRange {
                 function: self.function,
@@ -537,10 +541,18 @@ impl BoundDispatch<'_> {
                 rc: 0,
             },
         };
+        // SAFETY: the state's arrays hold its counts (`Library::dispatch_workgroup`'s contract).
+        let copied = unsafe { arguments.copy_arrays() };
         native_faults::on_argument_page(arguments, |arguments| {
             // SAFETY: `arguments` is valid and exclusive to this body; kernels are handed the
-            // copy of the dispatch state next to their range.
+            // copy of the dispatch state next to their range, pointing at the copied arrays.
             let range = unsafe {
+                if copied {
+                    let state = &mut (*arguments).state;
+                    state.constants = (&raw const (*arguments).constants).cast();
+                    state.binding_ptrs = (&raw const (*arguments).binding_ptrs).cast();
+                    state.binding_lengths = (&raw const (*arguments).binding_lengths).cast();
+                }
                 (*arguments).range.state = &raw const (*arguments).state;
                 &raw mut (*arguments).range
             };
@@ -591,13 +603,50 @@ impl BoundDispatch<'_> {
     }
 }
 
-/// What one guarded call is handed: the dispatch state and the range its kernels run, copied
-/// to the thread's argument page (see [`native_faults::on_argument_page`]).
+/// Most push constants a dispatch state may have for them to be copied next to it.
+const COPIED_CONSTANTS: usize = 64;
+/// Most bindings a dispatch state may have for their pointers and lengths to be copied next to it.
+const COPIED_BINDINGS: usize = 16;
+
+/// What one guarded call is handed: the dispatch state, its arrays (where they fit) and the range
+/// its kernels run, copied to the thread's argument page (see
+/// [`native_faults::on_argument_page`]), so that a damaged kernel writing through any of them
+/// changes only the copies. A dispatch with more constants or bindings hands kernels the
+/// driver's arrays.
 #[derive(Clone, Copy)]
 #[repr(C)]
 struct KernelArguments {
+    constants: [u32; COPIED_CONSTANTS],
+    binding_ptrs: [*mut c_void; COPIED_BINDINGS],
+    binding_lengths: [usize; COPIED_BINDINGS],
     state: DispatchState,
     range: WorkgroupRange,
+}
+
+impl KernelArguments {
+    /// Copies the state's arrays in where they fit; whether they did.
+    ///
+    /// # Safety
+    /// The state's arrays must hold its counts of constants and bindings.
+    unsafe fn copy_arrays(&mut self) -> bool {
+        let state = &self.state;
+        let (constants, bindings) = (usize::from(state.constant_count), usize::from(state.binding_count));
+        if constants > COPIED_CONSTANTS || bindings > COPIED_BINDINGS {
+            return false;
+        }
+        // SAFETY: the caller vouches for the sources; the destinations hold the counts checked
+        // above, and a count of zero may come with a null array, which is not read.
+        unsafe {
+            if constants > 0 {
+                std::ptr::copy_nonoverlapping(state.constants, self.constants.as_mut_ptr(), constants);
+            }
+            if bindings > 0 {
+                std::ptr::copy_nonoverlapping(state.binding_ptrs, self.binding_ptrs.as_mut_ptr(), bindings);
+                std::ptr::copy_nonoverlapping(state.binding_lengths, self.binding_lengths.as_mut_ptr(), bindings);
+            }
+        }
+        true
+    }
 }
 
 /// What [`run_range_natively`] runs, and where it leaves the workgroup it stopped at.
