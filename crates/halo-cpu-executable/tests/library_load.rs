@@ -116,6 +116,31 @@ fn scale_and_offset_computes_every_element() {
     }
 }
 
+/// Kernels get copies of a state's arrays up to 64 constants and 16 bindings, and the caller's
+/// own arrays past that: both reach them whole.
+#[test]
+fn states_with_more_constants_and_bindings_than_the_kernel_declares_compute_alike() {
+    let library = load("library_kernels", EMBEDDED_ELF_FORMAT);
+    for (constant_count, binding_count) in [(64, 16), (65, 16), (64, 17), (300, 40)] {
+        let mut input = i32_bytes(0..64);
+        let mut output = vec![0u8; 256];
+        let mut spare = vec![vec![0u8; 4]; binding_count - 2];
+        let mut constants = vec![0u32; constant_count];
+        constants[..2].copy_from_slice(&[3, (-7i32) as u32]);
+        let mut bindings: Vec<&mut [u8]> = vec![&mut input, &mut output];
+        bindings.extend(spare.iter_mut().map(Vec::as_mut_slice));
+        let (state, _ptrs, _lengths) = state(&constants, &mut bindings, [16, 1, 1]);
+        // SAFETY: the state points at live, exclusive slices of the sizes the kernel uses.
+        unsafe { library.dispatch_inline(0, &state) }.unwrap();
+        let expected: Vec<i32> = (0..64).map(|i| 3 * i - 7).collect();
+        assert_eq!(
+            i32s(&output),
+            expected,
+            "{constant_count} constants, {binding_count} bindings"
+        );
+    }
+}
+
 #[test]
 fn workgroups_see_all_three_ids() {
     for format in FORMATS {

@@ -74,7 +74,7 @@ pub fn import_by_copy(
     })
 }
 
-/// An allocator over the host heap: every buffer is host-local and device-visible.
+/// An allocator over host memory ([`HostAllocation`]): every buffer is host-local and device-visible.
 #[derive(Default)]
 pub struct HeapAllocator {
     stats: Arc<HeapStats>,
