@@ -35,14 +35,23 @@ pub fn call_inputs(function: &Function, device: &Arc<dyn Device>, args: &Bound<'
 }
 
 /// Adds "while converting `what`" to a conversion error, keeping its class and status code.
+///
+/// The error is made anew from the longer message where its class takes one message; any other
+/// class (NumPy's out-of-memory error takes a shape and a dtype) keeps the error as raised, with
+/// the context as a note where Python has notes (3.11 on): making it from a message alone would
+/// raise a `TypeError` about the constructor instead.
 fn chain(py: Python<'_>, error: PyErr, what: String) -> PyErr {
     let message = format!("{}; while converting {what}", error.value(py));
-    let class = error.get_type(py);
-    let chained = PyErr::from_type(class, message);
+    let Ok(value) = error.get_type(py).call1((message,)) else {
+        let _ = error
+            .value(py)
+            .call_method1("add_note", (format!("while converting {what}"),));
+        return error;
+    };
     if let Ok(code) = error.value(py).getattr("code") {
-        let _ = chained.value(py).setattr("code", code);
+        let _ = value.setattr("code", code);
     }
-    chained
+    PyErr::from_value(value)
 }
 
 fn input(kind: char, device: &Arc<dyn Device>, arg: &Bound<'_, PyAny>) -> PyResult<Value> {

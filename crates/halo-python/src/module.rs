@@ -8,7 +8,7 @@ use crate::inputs::call_inputs;
 use halo_hal::ResultExt;
 use halo_runtime::Session;
 use halo_vm::{BytecodeModule, LoadMode};
-use pyo3::exceptions::PyAttributeError;
+use pyo3::exceptions::{PyAttributeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use std::path::PathBuf;
@@ -49,7 +49,12 @@ pub fn load(
 ) -> PyResult<Module> {
     let paths: Vec<PathBuf> = match path.extract::<PathBuf>() {
         Ok(one) => vec![one],
-        Err(_) => path.extract()?,
+        Err(_) => path.extract().map_err(|_| {
+            let kind = path.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+            PyTypeError::new_err(format!(
+                "load takes a module file's path or a list of paths, not a {kind}"
+            ))
+        })?,
     };
     let devices = devices_of(py, device)?;
     let mode = if mmap { LoadMode::Map } else { LoadMode::Preload };

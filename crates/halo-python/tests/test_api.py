@@ -37,6 +37,13 @@ def test_a_missing_module_file_names_the_path(tmp_path):
     assert str(missing) in str(raised.value)
 
 
+def test_load_names_what_it_takes_when_given_something_else():
+    for wrong in [b"\x00" * 100, 7, [MODELS / "tiny_add.vmfb", 7]]:
+        with pytest.raises(TypeError) as raised:
+            halo.load(wrong)
+        assert "a module file's path or a list of paths" in str(raised.value)
+
+
 def test_a_corrupt_module_raises_instead_of_crashing(tmp_path):
     data = bytearray((MODELS / "mlp.vmfb").read_bytes())
     for cut in (16, 300, len(data) // 2):
@@ -73,6 +80,24 @@ def test_wrong_inputs_raise_invalid_argument_naming_the_function():
     assert "dtype" in str(raised.value) and "input 0" in str(raised.value)
     with pytest.raises(halo.InvalidArgumentError):
         function(object(), object())
+
+
+def test_an_input_numpy_cannot_copy_raises_numpys_memory_error_with_the_context():
+    module = halo.load(MODELS / "tiny_add.vmfb")
+    function = module[module.functions[0]]
+    # Exabytes viewed through zero strides: NumPy refuses the contiguous copy with its
+    # MemoryError subclass, which cannot be made from a message alone.
+    huge = np.lib.stride_tricks.as_strided(np.ones(1, np.float32), shape=(1 << 30, 1 << 30), strides=(0, 0))
+    with pytest.raises(MemoryError) as raised:
+        function(huge, huge)
+    assert "Unable to allocate" in str(raised.value)
+    if hasattr(raised.value, "add_note"):
+        assert "while converting input 0" in "".join(raised.value.__notes__)
+    # Errors of one-message classes still carry the context in their message.
+    with pytest.raises(halo.InvalidArgumentError) as raised:
+        function(np.array(["text"]), np.array(["text"]))
+    assert "while converting input 0" in str(raised.value)
+    assert raised.value.code == "INVALID_ARGUMENT"
 
 
 def test_results_go_back_in_without_leaving_the_device():
