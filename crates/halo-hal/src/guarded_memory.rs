@@ -57,22 +57,7 @@ impl GuardedBytes {
         let reservation_len = body
             .checked_add(GUARD_BEFORE + GUARD_AFTER)
             .ok_or_else(|| exhausted("size"))?;
-        // SAFETY: a fresh private anonymous mapping at an address the kernel picks; it aliases
-        // nothing.
-        let reservation = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                reservation_len,
-                libc::PROT_NONE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if reservation == libc::MAP_FAILED {
-            return Err(exhausted("reserving address space"));
-        }
-        let reservation = reservation.cast::<u8>();
+        let reservation = reserve_address_space(reservation_len).ok_or_else(|| exhausted("reserving address space"))?;
         let guarded = GuardedBytes {
             reservation,
             reservation_len,
@@ -126,6 +111,25 @@ impl HostBytes for GuardedBytes {
     fn writable(&self) -> bool {
         true
     }
+}
+
+/// `len` bytes of fresh, inaccessible address space (no memory committed) at an address the
+/// kernel picks, for the caller to open parts of and unmap; `None` when it cannot be had (the
+/// OS error is left in `errno`).
+pub(crate) fn reserve_address_space(len: usize) -> Option<*mut u8> {
+    // SAFETY: a fresh private anonymous mapping at an address the kernel picks; it aliases
+    // nothing.
+    let reservation = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    (reservation != libc::MAP_FAILED).then_some(reservation.cast())
 }
 
 /// The system's page size (at least 4 KiB).

@@ -14,7 +14,7 @@
 //! class. As with a heap, what the pool keeps is what was once in use at the same time, and it is
 //! not given back to the system; the transient pool already serves a program's per-call memory.
 
-use crate::guarded_memory::{page_size, GUARD_BEFORE};
+use crate::guarded_memory::{page_size, reserve_address_space, GUARD_BEFORE};
 use crate::host_memory::{HOST_ALIGNMENT, MAPPED_FROM_BYTES};
 use crate::{Error, Result};
 use std::ops::Range;
@@ -129,27 +129,15 @@ impl BlockPool {
 fn map_chunk(len: usize) -> std::result::Result<Range<usize>, String> {
     let len = len.next_multiple_of(page_size());
     let reservation_len = len + 2 * CHUNK_GUARD;
-    // SAFETY: a fresh private anonymous mapping at an address the kernel picks; it aliases nothing.
-    let reservation = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            reservation_len,
-            libc::PROT_NONE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if reservation == libc::MAP_FAILED {
-        return Err(format!("mapping a chunk: {}", std::io::Error::last_os_error()));
-    }
+    let reservation = reserve_address_space(reservation_len)
+        .ok_or_else(|| format!("mapping a chunk: {}", std::io::Error::last_os_error()))?;
     // SAFETY: the body lies inside the reservation just made.
-    let body = unsafe { reservation.cast::<u8>().add(CHUNK_GUARD) };
+    let body = unsafe { reservation.add(CHUNK_GUARD) };
     // SAFETY: opens only the body, which the reservation holds and nothing else uses.
     if unsafe { libc::mprotect(body.cast(), len, libc::PROT_READ | libc::PROT_WRITE) } != 0 {
         let error = std::io::Error::last_os_error();
         // SAFETY: the reservation was mapped above with this length and nothing points into it.
-        unsafe { libc::munmap(reservation, reservation_len) };
+        unsafe { libc::munmap(reservation.cast(), reservation_len) };
         return Err(format!("opening a chunk: {error}"));
     }
     Ok(body as usize..body as usize + len)
