@@ -13,7 +13,7 @@
 //! installed before halo's (Rust's stack-overflow report, Python's `faulthandler`), or to the
 //! default action.
 //!
-//! Native code runs on a stack of its own per thread (`GuardedRegion`), between guard regions.
+//! Native code runs on a stack of its own per thread (a `GuardedRegion`), between guard regions.
 //! A kernel that writes past its frames (a damaged `rep stos` running up its stack) then faults
 //! on the guard above them instead of overwriting the Rust frames, and the record the recovery
 //! resumes from, that lie above them on the thread's stack. What a call hands native code by
@@ -27,11 +27,12 @@ use std::cell::Cell;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 use std::cell::OnceCell;
 use std::ffi::c_int;
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-use std::ffi::c_void;
 use std::ptr::null_mut;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 use std::thread::LocalKey;
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+use halo_hal::guarded_memory::GuardedRegion;
 
 /// A fault that stopped native code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,61 +95,16 @@ thread_local! {
     static ON_NATIVE_STACK: Cell<bool> = const { Cell::new(false) };
 }
 
+/// Inaccessible address space at each end of a thread's native stack and argument page.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-/// Memory for native code to use: `usable` bytes between `GUARD_BYTES` of inaccessible memory at
-/// each end, mapped without reserving memory, so only the pages a kernel touches cost any.
-struct GuardedRegion {
-    mapping: *mut c_void,
-    usable: usize,
-}
-
+const GUARD_BYTES: usize = 64 << 10;
+/// Room on a native stack for the deepest kernel: IREE limits a kernel's stack allocations to
+/// tens of KiB.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-impl GuardedRegion {
-    /// Guard bytes at each end; a multiple of any page size Linux uses on x86-64.
-    const GUARD_BYTES: usize = 64 << 10;
-    /// Room for the deepest kernel: IREE limits a kernel's stack allocations to tens of KiB.
-    const STACK: usize = 4 << 20;
-    /// Room for what a call hands native code by pointer ([`on_argument_page`]).
-    const ARGUMENTS: usize = 16 << 10;
-
-    fn map(usable: usize) -> Option<GuardedRegion> {
-        let length = usable + 2 * Self::GUARD_BYTES;
-        // SAFETY: a fresh anonymous mapping at an address the kernel picks overlaps nothing;
-        // `mprotect` opens only its middle, which it owns.
-        unsafe {
-            let mapping = libc::mmap(
-                null_mut(),
-                length,
-                libc::PROT_NONE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            );
-            if mapping == libc::MAP_FAILED {
-                return None;
-            }
-            let usable_start = mapping.cast::<u8>().add(Self::GUARD_BYTES).cast();
-            if libc::mprotect(usable_start, usable, libc::PROT_READ | libc::PROT_WRITE) != 0 {
-                libc::munmap(mapping, length);
-                return None;
-            }
-            Some(GuardedRegion { mapping, usable })
-        }
-    }
-
-    /// The address just past the usable bytes (page-aligned): where a stack starts.
-    fn end(&self) -> usize {
-        self.mapping as usize + Self::GUARD_BYTES + self.usable
-    }
-}
-
+const NATIVE_STACK_BYTES: usize = 4 << 20;
+/// Room for what a call hands native code by pointer ([`on_argument_page`]).
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-impl Drop for GuardedRegion {
-    fn drop(&mut self) {
-        // SAFETY: the mapping is this region's own, and no call uses it once its thread ends.
-        unsafe { libc::munmap(self.mapping, self.usable + 2 * Self::GUARD_BYTES) };
-    }
-}
+const ARGUMENT_BYTES: usize = 16 << 10;
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 /// The stack top for a call from this thread now: its native stack's, or 0 (stay on the current
@@ -157,7 +113,7 @@ fn native_stack_top() -> usize {
     if ON_NATIVE_STACK.get() {
         return 0;
     }
-    region_end(&NATIVE_STACK, GuardedRegion::STACK).unwrap_or(0)
+    region_end(&NATIVE_STACK, NATIVE_STACK_BYTES).unwrap_or(0)
 }
 
 /// The end of this thread's region in `region`, mapped with `usable` bytes at first use; `None`
@@ -167,7 +123,7 @@ fn region_end(region: &'static LocalKey<OnceCell<Option<GuardedRegion>>>, usable
     region
         .try_with(|region| {
             region
-                .get_or_init(|| GuardedRegion::map(usable))
+                .get_or_init(|| GuardedRegion::map(GUARD_BYTES, usable, GUARD_BYTES).ok())
                 .as_ref()
                 .map(GuardedRegion::end)
         })
@@ -186,9 +142,9 @@ fn region_end(region: &'static LocalKey<OnceCell<Option<GuardedRegion>>>, usable
 pub fn on_argument_page<T: Copy, R>(value: T, body: impl FnOnce(*mut T) -> R) -> R {
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     {
-        let fits = size_of::<T>() <= GuardedRegion::ARGUMENTS && align_of::<T>() <= 4096;
+        let fits = size_of::<T>() <= ARGUMENT_BYTES && align_of::<T>() <= 4096;
         let end = (fits && !ARGUMENT_PAGE_IN_USE.get())
-            .then(|| region_end(&ARGUMENT_PAGE, GuardedRegion::ARGUMENTS))
+            .then(|| region_end(&ARGUMENT_PAGE, ARGUMENT_BYTES))
             .flatten();
         if let Some(end) = end {
             let place = ((end - size_of::<T>()) & !(align_of::<T>() - 1)) as *mut T;
@@ -601,11 +557,8 @@ mod tests {
     #[test]
     fn calls_run_on_the_threads_native_stack_and_nested_calls_stay_on_it() {
         let outer = guarded(stack_pointer, [0, 0, 0]).expect("a stack pointer");
-        let top = region_end(&NATIVE_STACK, GuardedRegion::STACK).expect("the thread's native stack");
-        assert!(
-            (top - GuardedRegion::STACK..top).contains(&outer),
-            "{outer:#x} {top:#x}"
-        );
+        let top = region_end(&NATIVE_STACK, NATIVE_STACK_BYTES).expect("the thread's native stack");
+        assert!((top - NATIVE_STACK_BYTES..top).contains(&outer), "{outer:#x} {top:#x}");
 
         /// Calls `stack_pointer` through the guard again from inside a native call, and checks
         /// its own frame is intact afterwards.
@@ -639,20 +592,20 @@ mod tests {
     fn arguments_sit_at_the_end_of_the_threads_argument_page_and_nested_ones_stay_on_the_stack() {
         let canary = std::hint::black_box([0x5a5a_5a5a_u64; 64]);
         on_argument_page([7u64; 3], |outer| {
-            let end = region_end(&ARGUMENT_PAGE, GuardedRegion::ARGUMENTS).expect("the argument page");
+            let end = region_end(&ARGUMENT_PAGE, ARGUMENT_BYTES).expect("the argument page");
             assert_eq!(outer as usize + 24, end, "the value ends at the page's end");
             // SAFETY: `outer` points at the value just moved there.
             assert_eq!(unsafe { outer.read() }, [7; 3]);
             on_argument_page(9u32, |inner| {
                 let inner = inner as usize;
-                assert!(!(end - GuardedRegion::ARGUMENTS..end).contains(&inner), "{inner:#x}");
+                assert!(!(end - ARGUMENT_BYTES..end).contains(&inner), "{inner:#x}");
             });
             let fault = guarded(fill_up_from, [outer as usize, 1 << 20, 0]).unwrap_err();
             assert_eq!((fault.signal, fault.address), (libc::SIGSEGV, end));
         });
         assert_eq!(std::hint::black_box(canary), [0x5a5a_5a5a_u64; 64]);
         on_argument_page(1u8, |again| {
-            let end = region_end(&ARGUMENT_PAGE, GuardedRegion::ARGUMENTS);
+            let end = region_end(&ARGUMENT_PAGE, ARGUMENT_BYTES);
             assert_eq!(Some(again as usize + 1), end, "the page is free again after the call");
         });
     }

@@ -18,17 +18,98 @@ pub const GUARD_BEFORE: usize = 64 << 10;
 /// Address space kept inaccessible after the bytes.
 pub const GUARD_AFTER: usize = 1 << 30;
 
+/// Readable, writable pages between two inaccessible regions of address space, unmapped when
+/// dropped: what guarded bytes, the small blocks' chunks and native code's stacks are made of.
+/// Nothing is committed until a page is touched.
+pub struct GuardedRegion {
+    reservation: *mut u8,
+    before: usize,
+    usable: usize,
+    after: usize,
+}
+
+// SAFETY: the region owns its mapping outright and hands out only addresses, whose users
+// synchronize their accesses.
+unsafe impl Send for GuardedRegion {}
+// SAFETY: as above; `&GuardedRegion` gives no access to the pages.
+unsafe impl Sync for GuardedRegion {}
+
+impl GuardedRegion {
+    /// Maps `usable` bytes (rounded up to whole pages, at least one) with `before` and `after`
+    /// bytes of inaccessible address space around them (each rounded up to whole pages).
+    ///
+    /// # Errors
+    /// The operating system's error when the address space cannot be had or opened;
+    /// `InvalidInput` when the sizes overflow.
+    pub fn map(before: usize, usable: usize, after: usize) -> std::io::Result<GuardedRegion> {
+        let page = page_size();
+        let overflow = || std::io::Error::new(std::io::ErrorKind::InvalidInput, "the sizes overflow");
+        let [before, usable, after] = [before, usable.max(1), after].map(|n| n.checked_next_multiple_of(page));
+        let (Some(before), Some(usable), Some(after)) = (before, usable, after) else {
+            return Err(overflow());
+        };
+        let length = (before.checked_add(usable))
+            .and_then(|n| n.checked_add(after))
+            .ok_or_else(overflow)?;
+        // SAFETY: a fresh private anonymous mapping at an address the kernel picks; it aliases
+        // nothing.
+        let reservation = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                length,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if reservation == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        // Owned from here, so an early return unmaps it.
+        let region = GuardedRegion {
+            reservation: reservation.cast(),
+            before,
+            usable,
+            after,
+        };
+        // SAFETY: opens only the middle of the reservation, which `region` owns.
+        let opened = unsafe { libc::mprotect(region.start().cast(), usable, libc::PROT_READ | libc::PROT_WRITE) };
+        if opened != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(region)
+    }
+
+    /// Address of the first usable byte (page-aligned).
+    pub fn start(&self) -> *mut u8 {
+        // SAFETY: `before` lies inside the reservation.
+        unsafe { self.reservation.add(self.before) }
+    }
+
+    /// The address just past the usable bytes (page-aligned): where a stack starts.
+    pub fn end(&self) -> usize {
+        self.start() as usize + self.usable
+    }
+}
+
+impl Drop for GuardedRegion {
+    fn drop(&mut self) {
+        // SAFETY: the reservation was mapped by `map` with this length and is unmapped only here.
+        unsafe { libc::munmap(self.reservation.cast(), self.before + self.usable + self.after) };
+    }
+}
+
 /// `len` zeroed, writable bytes whose end touches an inaccessible region (up to the alignment of
 /// [`HOST_ALIGNMENT`]: the last `len` rounded up to it end on a guard page).
 pub struct GuardedBytes {
-    /// The whole reservation: guard, accessible pages, guard.
-    reservation: *mut u8,
-    reservation_len: usize,
+    /// Keeps the bytes mapped.
+    _region: GuardedRegion,
     bytes: *mut u8,
     len: usize,
 }
 
-// SAFETY: the type owns its mapping outright; the pointers are only handed out through
+// SAFETY: the bytes lie in the region the type owns; the pointer is only handed out through
 // `HostBytes`, whose users synchronize access as for any buffer memory.
 unsafe impl Send for GuardedBytes {}
 // SAFETY: as above; `&GuardedBytes` gives no access to the bytes.
@@ -40,45 +121,19 @@ impl GuardedBytes {
     /// # Errors
     /// `ResourceExhausted` when the address space or memory cannot be had.
     pub fn new(len: usize) -> Result<Self> {
-        let exhausted = |what: &str| {
-            Error::resource_exhausted(format!(
-                "mapping {len} bytes between guard pages: {what}: {}",
-                std::io::Error::last_os_error()
-            ))
-        };
-        let page = page_size();
+        let exhausted =
+            |why: String| Error::resource_exhausted(format!("mapping {len} bytes between guard pages: {why}"));
         let aligned = len
             .checked_next_multiple_of(HOST_ALIGNMENT)
-            .ok_or_else(|| exhausted("size"))?;
-        let body = aligned
-            .max(1)
-            .checked_next_multiple_of(page)
-            .ok_or_else(|| exhausted("size"))?;
-        let reservation_len = body
-            .checked_add(GUARD_BEFORE + GUARD_AFTER)
-            .ok_or_else(|| exhausted("size"))?;
-        let reservation = reserve_address_space(reservation_len).ok_or_else(|| exhausted("reserving address space"))?;
-        let guarded = GuardedBytes {
-            reservation,
-            reservation_len,
-            // The body starts at `GUARD_BEFORE`; the bytes end where the body does.
-            // SAFETY: both offsets lie inside the reservation just made.
-            bytes: unsafe { reservation.add(GUARD_BEFORE + body - aligned) },
+            .ok_or_else(|| exhausted("the size overflows".into()))?;
+        let region = GuardedRegion::map(GUARD_BEFORE, aligned, GUARD_AFTER).map_err(|e| exhausted(e.to_string()))?;
+        // The bytes end where the usable pages do.
+        let bytes = (region.end() - aligned) as *mut u8;
+        Ok(GuardedBytes {
+            _region: region,
+            bytes,
             len,
-        };
-        // SAFETY: the body pages lie inside the reservation, which `guarded` owns (and unmaps
-        // if this fails).
-        let opened = unsafe {
-            libc::mprotect(
-                reservation.add(GUARD_BEFORE).cast(),
-                body,
-                libc::PROT_READ | libc::PROT_WRITE,
-            )
-        };
-        if opened != 0 {
-            return Err(exhausted("opening the pages"));
-        }
-        Ok(guarded)
+        })
     }
 
     /// `data` copied into new guarded bytes.
@@ -94,13 +149,6 @@ impl GuardedBytes {
     }
 }
 
-impl Drop for GuardedBytes {
-    fn drop(&mut self) {
-        // SAFETY: the reservation was mapped by `new` with this length and is unmapped only here.
-        unsafe { libc::munmap(self.reservation.cast(), self.reservation_len) };
-    }
-}
-
 impl HostBytes for GuardedBytes {
     fn host_ptr(&mut self) -> *mut u8 {
         self.bytes
@@ -113,27 +161,8 @@ impl HostBytes for GuardedBytes {
     }
 }
 
-/// `len` bytes of fresh, inaccessible address space (no memory committed) at an address the
-/// kernel picks, for the caller to open parts of and unmap; `None` when it cannot be had (the
-/// OS error is left in `errno`).
-pub(crate) fn reserve_address_space(len: usize) -> Option<*mut u8> {
-    // SAFETY: a fresh private anonymous mapping at an address the kernel picks; it aliases
-    // nothing.
-    let reservation = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_NONE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    (reservation != libc::MAP_FAILED).then_some(reservation.cast())
-}
-
 /// The system's page size (at least 4 KiB).
-pub(crate) fn page_size() -> usize {
+fn page_size() -> usize {
     // SAFETY: `sysconf` only reads a system value.
     let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     usize::try_from(size).unwrap_or(4096).max(4096)
@@ -159,6 +188,28 @@ pub(crate) fn protection_at(address: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_region_is_whole_writable_pages_between_its_guards() {
+        let page = page_size();
+        let region = GuardedRegion::map(page, page + 1, 3 * page).unwrap();
+        let (start, end) = (region.start() as usize, region.end());
+        assert_eq!(
+            (start % page, end - start),
+            (0, 2 * page),
+            "the usable bytes round up to pages"
+        );
+        // SAFETY: the region's usable pages are its own.
+        unsafe { std::slice::from_raw_parts_mut(region.start(), end - start) }.fill(7);
+        assert_eq!(protection_at(start), "rw-p");
+        assert_eq!(protection_at(start - 1), "---p");
+        assert_eq!(protection_at(start - page), "---p");
+        assert_eq!(protection_at(end), "---p");
+        assert_eq!(protection_at(end + 3 * page - 1), "---p");
+        let error = GuardedRegion::map(usize::MAX, 1, 1).err().expect("refused");
+        assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput);
+    }
 
     #[test]
     fn the_bytes_are_zeroed_writable_and_end_on_a_guard() {

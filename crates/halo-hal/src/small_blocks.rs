@@ -14,7 +14,7 @@
 //! class. As with a heap, what the pool keeps is what was once in use at the same time, and it is
 //! not given back to the system; the transient pool already serves a program's per-call memory.
 
-use crate::guarded_memory::{page_size, reserve_address_space, GUARD_BEFORE};
+use crate::guarded_memory::{GuardedRegion, GUARD_BEFORE};
 use crate::host_memory::{HOST_ALIGNMENT, MAPPED_FROM_BYTES};
 use crate::{Error, Result};
 use std::ops::Range;
@@ -127,20 +127,11 @@ impl BlockPool {
 /// The addresses of `len` (rounded up to whole pages) fresh, readable, writable bytes between two
 /// inaccessible regions of [`CHUNK_GUARD`] bytes, mapped for the rest of the process.
 fn map_chunk(len: usize) -> std::result::Result<Range<usize>, String> {
-    let len = len.next_multiple_of(page_size());
-    let reservation_len = len + 2 * CHUNK_GUARD;
-    let reservation = reserve_address_space(reservation_len)
-        .ok_or_else(|| format!("mapping a chunk: {}", std::io::Error::last_os_error()))?;
-    // SAFETY: the body lies inside the reservation just made.
-    let body = unsafe { reservation.add(CHUNK_GUARD) };
-    // SAFETY: opens only the body, which the reservation holds and nothing else uses.
-    if unsafe { libc::mprotect(body.cast(), len, libc::PROT_READ | libc::PROT_WRITE) } != 0 {
-        let error = std::io::Error::last_os_error();
-        // SAFETY: the reservation was mapped above with this length and nothing points into it.
-        unsafe { libc::munmap(reservation.cast(), reservation_len) };
-        return Err(format!("opening a chunk: {error}"));
-    }
-    Ok(body as usize..body as usize + len)
+    let chunk = GuardedRegion::map(CHUNK_GUARD, len, CHUNK_GUARD).map_err(|e| format!("mapping a chunk: {e}"))?;
+    let addresses = chunk.start() as usize..chunk.end();
+    // The pool hands out its blocks for the process's life, so it never unmaps a chunk.
+    std::mem::forget(chunk);
+    Ok(addresses)
 }
 
 /// A zeroed block for a host allocation of fewer than [`MAPPED_FROM_BYTES`] bytes; given back
