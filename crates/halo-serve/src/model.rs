@@ -643,24 +643,16 @@ fn zeros(spec: &TensorSpec) -> Result<InputTensor> {
                 spec.name, spec.shape
             ))
         })?;
-    let too_large = || {
-        Error::resource_exhausted(format!(
-            "input '{}' of shape {shape:?} is too large to warm up with",
-            spec.name
-        ))
-    };
+    let what = format!("warming up with input '{}' of shape {shape:?}", spec.name);
     let bytes = element_count(&shape)
         .checked_mul(spec.element_type.byte_size() as u64)
         .and_then(|n| usize::try_from(n).ok())
-        .ok_or_else(too_large)?;
-    let mut zeros = Vec::new();
-    zeros.try_reserve_exact(bytes).map_err(|_| too_large())?;
-    zeros.resize(bytes, 0);
+        .ok_or_else(|| Error::resource_exhausted(format!("{what}: too large")))?;
     Ok(InputTensor {
+        bytes: halo_hal::host_memory::zeroed_vec(bytes, &what)?,
         name: spec.name.clone(),
         datatype: spec.datatype.to_string(),
         shape,
-        bytes: zeros,
     })
 }
 

@@ -894,13 +894,7 @@ mod tests {
     #[test]
     fn an_output_without_a_protocol_datatype_is_refused_by_name_in_either_form() {
         for binary in [false, true] {
-            let output = OutputTensor {
-                name: "scores".into(),
-                shape: vec![2],
-                element_type: ElementType::parse("f8E5M2").expect("an element type"),
-                bytes: vec![0, 0],
-                labels: None,
-            };
+            let output = tensor("scores", "f8E5M2", vec![2], vec![0, 0]);
             let error = encode_outputs(vec![output], None, binary, &SharedMemory::default())
                 .err()
                 .expect("refused");
@@ -909,14 +903,20 @@ mod tests {
         }
     }
 
-    fn scores() -> OutputTensor {
+    /// An output without labels.
+    fn tensor(name: &str, element_type: &str, shape: Vec<u64>, bytes: Vec<u8>) -> OutputTensor {
         OutputTensor {
-            name: "scores".into(),
-            shape: vec![1, 3],
-            element_type: ElementType::parse("f32").expect("f32"),
-            bytes: [0.25f32, 0.5, 0.125].iter().flat_map(|v| v.to_le_bytes()).collect(),
+            name: name.into(),
+            shape,
+            element_type: ElementType::parse(element_type).expect("an element type"),
+            bytes,
             labels: None,
         }
+    }
+
+    fn scores() -> OutputTensor {
+        let bytes = [0.25f32, 0.5, 0.125].iter().flat_map(|v| v.to_le_bytes()).collect();
+        tensor("scores", "f32", vec![1, 3], bytes)
     }
 
     fn wanted(parameters: &str) -> Vec<RequestOutput> {
@@ -947,13 +947,7 @@ mod tests {
 
     #[test]
     fn classes_of_booleans_are_refused_naming_the_output() {
-        let flags = OutputTensor {
-            name: "flags".into(),
-            shape: vec![2],
-            element_type: ElementType::parse("i1").expect("i1"),
-            bytes: vec![1, 0],
-            labels: None,
-        };
+        let flags = tensor("flags", "i1", vec![2], vec![1, 0]);
         let wanted =
             serde_json::from_str(r#"[{"name": "flags", "parameters": {"classification": 1}}]"#).expect("outputs");
         let error = encode_outputs(vec![flags], Some(wanted), false, &SharedMemory::default())
