@@ -8,7 +8,7 @@ use halo_hal::{Device, Error, Fence, HostTensor, Result, ResultExt, Timeout};
 use halo_hal_module::HalFence;
 use halo_vm::interp::Invocation;
 use halo_vm::ref_types::Ref;
-use halo_vm::{BytecodeModule, Context, LoadMode, Value};
+use halo_vm::{BytecodeModule, CancelToken, Context, LoadMode, Value};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -142,8 +142,23 @@ impl Session {
     /// `InvalidArgument` for inputs that do not match the function; whatever the program or its
     /// queued work fails with, with the function's declaration as context.
     pub fn call(&self, function: &Function, inputs: &[Value]) -> Result<Vec<Value>> {
+        self.call_with(function, inputs, None)
+    }
+
+    /// Calls `function` as [`Session::call`] does, stopping its program with `Cancelled` at its
+    /// next step once `cancel` is cancelled (from another thread), so a program that loops for
+    /// ever on its inputs gives the calling thread back. Work already queued on a device runs
+    /// to its end.
+    ///
+    /// # Errors
+    /// As [`Session::call`]'s, and `Cancelled`.
+    pub fn call_cancellable(&self, function: &Function, inputs: &[Value], cancel: &CancelToken) -> Result<Vec<Value>> {
+        self.call_with(function, inputs, Some(cancel))
+    }
+
+    fn call_with(&self, function: &Function, inputs: &[Value], cancel: Option<&CancelToken>) -> Result<Vec<Value>> {
         let _span = tracing::info_span!("call", function = function.name.as_str()).entered();
-        let (outputs, signal) = self.start(function, inputs)?;
+        let (outputs, signal) = self.start(function, inputs, cancel)?;
         if let Some(signal) = signal {
             signal
                 .wait(Timeout::Infinite)
@@ -159,7 +174,7 @@ impl Session {
     /// future is polled and suspends at each `hal.fence.await` until the fence is reached.
     pub fn call_async(&self, function: &Function, inputs: Vec<Value>) -> CallFuture {
         match function.abi_model() {
-            AbiModel::CoarseFences => match self.start(function, &inputs) {
+            AbiModel::CoarseFences => match self.start(function, &inputs, None) {
                 Err(error) => CallFuture::ready(Err(error)),
                 Ok((outputs, Some(signal))) => CallFuture::on_fence(&signal, outputs),
                 Ok((outputs, None)) => CallFuture::ready(Ok(outputs)),
@@ -179,16 +194,21 @@ impl Session {
 
     /// Checks the inputs and invokes the function; for a coarse-fences function, with fences
     /// appended and the signal fence returned.
-    fn start(&self, function: &Function, inputs: &[Value]) -> Result<(Vec<Value>, Option<Fence>)> {
+    fn start(
+        &self,
+        function: &Function,
+        inputs: &[Value],
+        cancel: Option<&CancelToken>,
+    ) -> Result<(Vec<Value>, Option<Fence>)> {
         function.check_inputs(inputs)?;
         if function.abi_model() == AbiModel::Sync {
-            return Ok((invoke(function, inputs)?, None));
+            return Ok((invoke(function, inputs, cancel)?, None));
         }
         let signal = Fence::at(self.device().create_semaphore(0)?, 1);
         let mut arguments = inputs.to_vec();
         arguments.push(Value::Ref(None));
         arguments.push(Value::Ref(Some(Ref::new(HalFence(signal.clone())))));
-        Ok((invoke(function, &arguments)?, Some(signal)))
+        Ok((invoke(function, &arguments, cancel)?, Some(signal)))
     }
 
     /// A buffer view on the default device holding `tensor`, as a call input.
@@ -200,9 +220,10 @@ impl Session {
     }
 }
 
-fn invoke(function: &Function, inputs: &[Value]) -> Result<Vec<Value>> {
-    function
-        .module
-        .invoke(function.ordinal, inputs)
-        .with_context(|| format!("calling '{}'{}", function.name, function.declared()))
+fn invoke(function: &Function, inputs: &[Value], cancel: Option<&CancelToken>) -> Result<Vec<Value>> {
+    let outcome = match cancel {
+        Some(cancel) => function.module.invoke_cancellable(function.ordinal, inputs, cancel),
+        None => function.module.invoke(function.ordinal, inputs),
+    };
+    outcome.with_context(|| format!("calling '{}'{}", function.name, function.declared()))
 }

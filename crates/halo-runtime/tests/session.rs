@@ -1,7 +1,8 @@
 //! The embedding API on real compiled programs (fixtures/models): blocking and async calls,
-//! coarse-fences functions, input checks against the declaration, and device mismatches.
+//! coarse-fences functions, input checks against the declaration, device mismatches, and calls
+//! cancelled from another thread.
 
-use halo_runtime::{tensor, AbiModel, HostTensor, Instance, Session, StatusCode, Value};
+use halo_runtime::{tensor, AbiModel, CancelToken, HostTensor, Instance, Session, StatusCode, Value};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -226,4 +227,38 @@ fn a_call_waiting_on_local_sync_lets_the_call_it_waits_for_run() {
         assert_eq!(outcome.unwrap(), 2, "the {name} call");
     }
     assert!(done.query().unwrap());
+}
+
+#[test]
+fn a_program_looping_for_ever_on_its_input_stops_when_cancelled_and_the_session_goes_on() {
+    for device in ["local-sync", "local-task"] {
+        let session = Arc::new(session(device, "control_flow.vmfb"));
+        let function = session.function("halve_until").unwrap();
+        // Halving until the sum drops below 5 never ends when an element is infinite.
+        let endless = vec![input(&session, "4xf32=inf 20 30 40"), Value::F32(5.0)];
+        let token = CancelToken::new();
+        let (done, outcome) = std::sync::mpsc::channel();
+        let call = {
+            let (session, function, token) = (session.clone(), function.clone(), token.clone());
+            std::thread::spawn(move || done.send(session.call_cancellable(&function, &endless, &token)))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(outcome.try_recv().is_err(), "the endless call returned on {device}");
+        token.cancel();
+        let error = outcome
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("the cancelled call still runs on {device}"))
+            .unwrap_err();
+        call.join().unwrap().unwrap();
+        assert_eq!(error.code(), StatusCode::Cancelled, "{error}");
+        assert!(error.to_string().contains("calling 'halve_until'"), "{error}");
+        // 100 halves five times before its sum is below 5.
+        let inputs = [input(&session, "4xf32=10 20 30 40"), Value::F32(5.0)];
+        let outputs = session
+            .call_cancellable(&function, &inputs, &CancelToken::new())
+            .unwrap();
+        assert_eq!(outputs[1], Value::I32(5), "on {device}");
+        let halved = f32s(&tensor::to_host(session.device().as_ref(), &outputs[0]).unwrap());
+        assert_eq!(halved, vec![0.3125, 0.625, 0.9375, 1.25], "on {device}");
+    }
 }

@@ -64,8 +64,9 @@ pub struct Ticket<T> {
 }
 
 impl<T> Ticket<T> {
-    /// Takes the call back if no thread has started it; `false` when one has (it runs to its
-    /// end, holding its thread, and its result is dropped). Dropping the ticket withdraws too.
+    /// Takes the call back if no thread has started it; `false` when one has (it runs until it
+    /// returns, holding its thread, and its result is dropped). Dropping the ticket withdraws
+    /// too.
     pub fn withdraw(&self) -> bool {
         self.stage
             .compare_exchange(QUEUED, WITHDRAWN, Ordering::AcqRel, Ordering::Acquire)

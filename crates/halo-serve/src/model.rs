@@ -8,7 +8,7 @@ use crate::metrics::Metrics;
 use crate::statistics::{ModelStatistics, StatisticsSnapshot};
 use halo_hal::buffer_view_text::element_count;
 use halo_hal::{ElementType, Error, HostTensor, Result, ResultExt};
-use halo_runtime::{Function, Instance, Session, Value};
+use halo_runtime::{CancelToken, Function, Instance, Session, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -221,10 +221,19 @@ pub struct Model {
     /// Requests admitted whose calls are queued or running, or that are not yet answered.
     admitted: Arc<AtomicUsize>,
     /// The threads its calls run on, `max_concurrency` at most; a call keeps its thread until
-    /// it returns, even when its client was answered at its deadline, so the work on the
-    /// device stays bounded.
+    /// it returns, or until it is cancelled once its request is answered without it (at its
+    /// deadline, or when its client goes).
     compute: ComputeThreads,
     statistics: ModelStatistics,
+}
+
+/// Cancels its token when dropped: a request's call is stopped once nothing waits for it.
+struct CancelOnDrop(CancelToken);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
 }
 
 /// A request's place in a model's admission: released when dropped.
@@ -366,8 +375,10 @@ impl Model {
     /// Runs a request: admits it and calls the function on one of the model's computing
     /// threads, so the server's threads keep answering while models compute. Both the time it
     /// waited for a thread and the time it computed go to `metrics`. A request still waiting
-    /// or computing at `deadline` is answered then; a call that has started finishes in the
-    /// background, keeping its thread.
+    /// or computing at `deadline` is answered then. A call whose request is answered without
+    /// it (at the deadline, or because the client went and this future was dropped) is
+    /// cancelled: its program stops at its next step, so one that would loop for ever on its
+    /// inputs gives its thread back; device work it queued runs to its end.
     ///
     /// # Errors
     /// `Unavailable` when the model is full; `DeadlineExceeded` at the deadline; the errors of
@@ -408,6 +419,8 @@ impl Model {
         deadline: Option<Instant>,
     ) -> Result<Vec<OutputTensor>> {
         let model = self.clone();
+        let cancel = CancelToken::new();
+        let _cancel_unless_answered = CancelOnDrop(cancel.clone());
         let queued = Instant::now();
         // The call holds the admission, so one withdrawn at its deadline still counts until a
         // thread drops it from the queue: the queued inputs' memory stays within the limits.
@@ -415,7 +428,7 @@ impl Model {
             let _admission = admission;
             let waited = queued.elapsed();
             let computing = Instant::now();
-            let outputs = model.infer(inputs);
+            let outputs = model.infer_cancellable(inputs, &cancel);
             (waited, computing.elapsed(), outputs)
         })?;
         let finished = match deadline {
@@ -477,8 +490,17 @@ impl Model {
     /// `InvalidArgument` for a missing, unknown or repeated input, a wrong datatype, shape or
     /// byte count; the call's own errors.
     pub fn infer(&self, inputs: Vec<InputTensor>) -> Result<Vec<OutputTensor>> {
+        self.infer_cancellable(inputs, &CancelToken::new())
+    }
+
+    /// Calls the function as [`Model::infer`] does, stopping its program at its next step once
+    /// `cancel` is cancelled.
+    ///
+    /// # Errors
+    /// As [`Model::infer`]'s, and `Cancelled`.
+    pub fn infer_cancellable(&self, inputs: Vec<InputTensor>, cancel: &CancelToken) -> Result<Vec<OutputTensor>> {
         let values = self.input_values(inputs)?;
-        let results = self.session.call(&self.function, &values)?;
+        let results = self.session.call_cancellable(&self.function, &values, cancel)?;
         results
             .iter()
             .enumerate()

@@ -1,6 +1,6 @@
 //! A model admits `max_concurrency + max_queue` requests at once and refuses more as
 //! unavailable, naming the model, until one leaves; a request past its deadline is answered
-//! `DeadlineExceeded`.
+//! `DeadlineExceeded`, and its call stops.
 
 use halo_serve::{Model, ModelConfig};
 use std::path::Path;
@@ -19,12 +19,23 @@ fn load(max_concurrency: usize, max_queue: usize, timeout: Option<Duration>) -> 
 }
 
 fn try_load(max_concurrency: usize, max_queue: usize, timeout: Option<Duration>) -> halo_hal::Result<Model> {
+    load_function("tiny_add", "tiny_add", max_concurrency, max_queue, timeout)
+}
+
+/// `function` of fixtures/models/`module`.vmfb on local-sync, named "adder".
+fn load_function(
+    module: &str,
+    function: &str,
+    max_concurrency: usize,
+    max_queue: usize,
+    timeout: Option<Duration>,
+) -> halo_hal::Result<Model> {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models");
     let config = ModelConfig {
         name: "adder".into(),
         version: "3".into(),
-        modules: vec![fixtures.join("tiny_add.vmfb")],
-        function: "tiny_add".into(),
+        modules: vec![fixtures.join(format!("{module}.vmfb"))],
+        function: function.into(),
         devices: vec!["local-sync".into()],
         max_concurrency,
         max_queue,
@@ -147,4 +158,54 @@ fn the_sooner_of_the_model_and_request_timeouts_sets_the_deadline() {
         .deadline(Some(Duration::from_secs(3600)))
         .is_some_and(|d| d < soon));
     assert!(model.deadline(None).is_some_and(|d| d < soon));
+}
+
+fn f32_tensor(name: &str, shape: Vec<u64>, values: &[f32]) -> halo_serve::model::InputTensor {
+    halo_serve::model::InputTensor {
+        name: name.into(),
+        datatype: "FP32".into(),
+        shape,
+        bytes: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+    }
+}
+
+#[test]
+fn a_call_looping_for_ever_gives_its_thread_back_at_its_deadline_or_when_its_client_goes() {
+    // One thread, and a place in the queue for the next call while a cancelled one stops.
+    let model = std::sync::Arc::new(load_function("control_flow", "halve_until", 1, 1, None).expect("it loads"));
+    let metrics = halo_serve::metrics::Metrics::new();
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    // Halving until the sum drops below 5 never ends when an element is infinite.
+    let inputs = |first: f32| {
+        vec![
+            f32_tensor("input0", vec![4], &[first, 20.0, 30.0, 40.0]),
+            f32_tensor("input1", vec![], &[5.0]),
+        ]
+    };
+    // The model's one thread must be free again for this call to run before its deadline.
+    let halves_five_times = || async {
+        let deadline = model.deadline(Some(Duration::from_secs(30)));
+        let outputs = model.run(inputs(10.0), &metrics, deadline).await.expect("it runs");
+        assert_eq!(outputs[1].bytes, 5i32.to_le_bytes());
+    };
+    runtime.block_on(async {
+        let deadline = model.deadline(Some(Duration::from_millis(100)));
+        let error = model
+            .run(inputs(f32::INFINITY), &metrics, deadline)
+            .await
+            .expect_err("it times out");
+        assert_eq!(error.code(), halo_hal::StatusCode::DeadlineExceeded);
+        assert!(error.to_string().contains("ran out of time while computing"), "{error}");
+        halves_five_times().await;
+        // A client that goes drops its request's future.
+        let gone = tokio::spawn({
+            let model = model.clone();
+            let metrics = halo_serve::metrics::Metrics::new();
+            async move { model.run(inputs(f32::INFINITY), &metrics, None).await }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        gone.abort();
+        assert!(gone.await.expect_err("it was aborted").is_cancelled());
+        halves_five_times().await;
+    });
 }

@@ -4,6 +4,7 @@
 //! modules added before it, by `module.function` name and calling convention; its initializer
 //! (`__init`) runs when it is added.
 
+use crate::cancel::CancelToken;
 use crate::cconv::Signature;
 use crate::compile::{compile, Function, FunctionSource, ModuleShape};
 use crate::module::BytecodeModule;
@@ -102,7 +103,21 @@ impl Instance {
     /// # Errors
     /// Argument mismatches as `InvalidArgument`; whatever the function fails with.
     pub fn invoke(self: &Arc<Self>, ordinal: u32, args: &[Value]) -> Result<Vec<Value>> {
-        crate::interp::invoke(self, ordinal, args)
+        crate::interp::invoke(self, ordinal, args, None)
+    }
+
+    /// Calls internal function `ordinal` with `args` as [`Instance::invoke`] does, stopping with
+    /// `Cancelled` at its next step once `cancel` is cancelled.
+    ///
+    /// # Errors
+    /// As [`Instance::invoke`]'s, and `Cancelled`.
+    pub fn invoke_cancellable(
+        self: &Arc<Self>,
+        ordinal: u32,
+        args: &[Value],
+        cancel: &CancelToken,
+    ) -> Result<Vec<Value>> {
+        crate::interp::invoke(self, ordinal, args, Some(cancel))
     }
 
     pub(crate) fn lock_state(&self) -> MutexGuard<'_, ModuleState> {
@@ -291,7 +306,7 @@ impl Context {
         self.check_unique(&name)?;
         let instance = Arc::new(self.link(module).with_context(|| format!("loading module '{name}'"))?);
         if let Some(init) = instance.module.find_export("__init") {
-            crate::interp::invoke(&instance, init.internal_ordinal, &[])
+            crate::interp::invoke(&instance, init.internal_ordinal, &[], None)
                 .with_context(|| format!("initializing module '{name}'"))?;
             // The initializer has read what it repacks; what calls still read faults back in.
             // A refusal only leaves the pages resident, so it is not the caller's error.
@@ -428,7 +443,7 @@ impl Context {
     /// `InvalidArgument`; whatever the function fails with.
     pub fn invoke(&self, name: &str, args: &[Value]) -> Result<Vec<Value>> {
         let (instance, ordinal) = self.lookup(name)?;
-        crate::interp::invoke(&instance, ordinal, args)
+        crate::interp::invoke(&instance, ordinal, args, None)
     }
 
     /// The module and internal ordinal of an exported function.

@@ -7,6 +7,7 @@
 //! - [`interp`]: the interpreter over lowered functions; [`interp::Invocation`] for calls that
 //!   suspend instead of blocking.
 //! - [`native`]: modules written in Rust that bytecode imports.
+//! - [`cancel`]: [`CancelToken`], which stops a call from another thread.
 //! - [`value`] and [`ref_types`]: what registers hold; `vm.buffer` and `vm.list`.
 #![warn(missing_docs)]
 #![deny(
@@ -15,6 +16,7 @@
     clippy::missing_safety_doc
 )]
 
+pub mod cancel;
 pub mod cconv;
 pub mod compile;
 pub mod context;
@@ -26,6 +28,7 @@ pub mod ref_types;
 mod unchecked;
 pub mod value;
 
+pub use cancel::CancelToken;
 pub use context::{Context, Instance};
 pub use module::{BytecodeModule, LoadMode};
 pub use native::{Args, NativeModule};

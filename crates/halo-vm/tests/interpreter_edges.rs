@@ -1,10 +1,13 @@
 //! Interpreter paths no recorded IREE output covers: execution that would leave a function,
-//! errors naming the failing instruction, and chains longer than the hot loop's budget.
+//! errors naming the failing instruction, chains longer than the hot loop's budget, and calls
+//! cancelled from another thread.
 
 use halo_hal::StatusCode;
-use halo_vm::{BytecodeModule, Context, Value};
+use halo_vm::interp::Invocation;
+use halo_vm::{BytecodeModule, CancelToken, Context, Value};
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 fn context(name: &str) -> Context {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -67,4 +70,37 @@ fn long_blocks_and_loops_run_past_the_chaining_budget() {
     for index in [0, 2, 3] {
         assert_eq!(printed(&results[index]), recorded[index], "result {index}");
     }
+}
+
+#[test]
+fn a_cancelled_call_stops_at_its_next_step_and_an_uncancelled_one_runs_to_its_end() {
+    let context = context("perf_loop");
+    let (instance, ordinal) = context.lookup("perf_loop").unwrap();
+    let token = CancelToken::new();
+    let results = instance
+        .invoke_cancellable(ordinal, &[Value::I32(100000)], &token)
+        .unwrap();
+    let recorded = recorded_values("perf_loop.n_100000");
+    for index in [0, 2, 3] {
+        assert_eq!(printed(&results[index]), recorded[index], "result {index}");
+    }
+    // About two billion iterations: many minutes of work unless it stops.
+    let canceller = {
+        let token = token.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            token.cancel();
+        })
+    };
+    let error = instance
+        .invoke_cancellable(ordinal, &[Value::I32(i32::MAX)], &token)
+        .unwrap_err();
+    canceller.join().unwrap();
+    assert_eq!(error.code(), StatusCode::Cancelled, "{error}");
+    assert!(error.to_string().contains("cancelled by its caller"), "{error}");
+    assert!(error.to_string().contains("'perf_loop.perf_loop'"), "{error}");
+    // A call that may suspend stops likewise, here before its first instruction.
+    let mut invocation = Invocation::new(instance, ordinal, &[Value::I32(1)]).unwrap();
+    invocation.cancel_with(token);
+    assert_eq!(invocation.resume().unwrap_err().code(), StatusCode::Cancelled);
 }

@@ -2,6 +2,7 @@
 //! their results go straight into it; other modules' exports get the arguments as values.
 
 use super::{check_count, invoke, is_move, ref_ordinal, write_results};
+use crate::cancel::CancelToken;
 use crate::compile::{Extra, Function, Inst};
 use crate::context::{ImportTarget, Instance};
 use crate::isa::IMPORT_ORDINAL_BIT;
@@ -84,7 +85,7 @@ impl<'f> ImportCall<'f> {
     }
 
     /// Makes the call over the caller's frame: arguments from it, results into it.
-    pub(super) fn run(&self, i32s: &mut [u32], refs: &mut [Option<Ref>]) -> Result<()> {
+    pub(super) fn run(&self, i32s: &mut [u32], refs: &mut [Option<Ref>], cancel: Option<&CancelToken>) -> Result<()> {
         let span = tracing::info_span!("vm.import", name = tracing::field::Empty);
         if !span.is_disabled() {
             span.record("name", self.name());
@@ -93,7 +94,7 @@ impl<'f> ImportCall<'f> {
         let outcome = match self.target {
             ImportTarget::Native(native) => (native.function)(&self.arguments(i32s, refs)),
             ImportTarget::Bytecode { instance, ordinal, .. } => {
-                invoke(instance, *ordinal, &self.arguments(i32s, refs).to_values()).map(Results::from_vec)
+                invoke(instance, *ordinal, &self.arguments(i32s, refs).to_values(), cancel).map(Results::from_vec)
             }
         };
         self.release_moved(refs);

@@ -6,6 +6,7 @@
 //! convention. Everything the verifier proved (register and ordinal ranges, branch targets) is not
 //! checked again beyond Rust's own bounds checks.
 
+use crate::cancel::CancelToken;
 use crate::cconv::Signature;
 use crate::compile::{Branch, Extra, Function, Inst};
 use crate::context::{ImportTarget, Instance, ModuleState};
@@ -45,8 +46,15 @@ struct Machine<'a> {
     may_yield: bool,
     /// An emptied argument list kept between internal calls, so each call need not allocate one.
     spare_arguments: Vec<Value>,
+    limits: Limits<'a>,
+}
+
+/// What ends an invocation early: its step limit and its caller's cancellation.
+struct Limits<'a> {
     /// Trips through [`execute`]'s loop the invocation may still make.
     steps: u64,
+    /// Stops the invocation at its next trip once cancelled.
+    cancel: Option<&'a CancelToken>,
 }
 
 /// How far a run of an invocation got.
@@ -59,9 +67,15 @@ pub enum Step {
 }
 
 /// Calls internal function `ordinal` of `instance` with `args`, returning its results; native
-/// functions that wait block the calling thread.
-pub(crate) fn invoke(instance: &Arc<Instance>, ordinal: u32, args: &[Value]) -> Result<Vec<Value>> {
+/// functions that wait block the calling thread. A `cancel` token stops it at its next step.
+pub(crate) fn invoke(
+    instance: &Arc<Instance>,
+    ordinal: u32,
+    args: &[Value],
+    cancel: Option<&CancelToken>,
+) -> Result<Vec<Value>> {
     let mut invocation = Invocation::new(instance.clone(), ordinal, args)?;
+    invocation.cancel = cancel.cloned();
     match invocation.run(false)? {
         Step::Done(results) => Ok(results),
         Step::Wait(_) => unreachable!("a blocking run never yields"),
@@ -79,6 +93,8 @@ pub struct Invocation {
     stacks: Stacks,
     /// What is left of the step limit (see [`crate::Context::limit_steps`]).
     steps: u64,
+    /// Stops the call once cancelled (see [`Invocation::cancel_with`]).
+    cancel: Option<CancelToken>,
 }
 
 /// The growable memory of an invocation. Finished invocations hand theirs to a small per-thread
@@ -141,6 +157,7 @@ impl Invocation {
             instance,
             ordinal,
             stacks: Stacks::take_pooled(),
+            cancel: None,
         };
         invocation.with_machine(false, |machine| {
             let instance = machine.instance;
@@ -149,6 +166,12 @@ impl Invocation {
             machine.write_arguments(instance.signature(ordinal)?, args)
         })?;
         Ok(invocation)
+    }
+
+    /// Stops the call with `Cancelled` at its next step once `token` is cancelled, and the
+    /// bytecode functions it calls in other modules likewise.
+    pub fn cancel_with(&mut self, token: CancelToken) {
+        self.cancel = Some(token);
     }
 
     /// Runs until the call returns or would wait: [`Step::Wait`] hands back the fence to wait
@@ -180,11 +203,14 @@ impl Invocation {
             state: None,
             may_yield,
             spare_arguments: stacks.arguments,
-            steps: self.steps,
+            limits: Limits {
+                steps: self.steps,
+                cancel: self.cancel.as_ref(),
+            },
         };
         let outcome = work(&mut machine);
         machine.state = None;
-        self.steps = machine.steps;
+        self.steps = machine.limits.steps;
         self.stacks = Stacks {
             i32s: machine.i32s,
             refs: machine.refs,
@@ -300,7 +326,7 @@ impl Machine<'_> {
             let regs = &mut i32s[ib..ib + function.i32_registers as usize];
             let frame_refs = &mut refs[rb..rb + function.ref_registers as usize];
             let state = state.as_mut().expect("state held outside import calls");
-            match execute(instance, function, regs, frame_refs, state, pc, &mut self.steps)? {
+            match execute(instance, function, regs, frame_refs, state, pc, &mut self.limits)? {
                 Exit::Call(pc) => {
                     self.frames.last_mut().expect("frame").pc = resume_point(function, pc);
                     if let Some(fence) = self.call(function, &function.insts[pc])? {
@@ -378,7 +404,7 @@ impl Machine<'_> {
         if releases_state {
             self.state = None;
         }
-        let outcome = call.run(&mut self.i32s[ib..], &mut self.refs[rb..]);
+        let outcome = call.run(&mut self.i32s[ib..], &mut self.refs[rb..], self.limits.cancel);
         if releases_state {
             self.state = Some(self.instance.lock_state());
         }
@@ -536,16 +562,16 @@ fn execute(
     refs: &mut [Option<Ref>],
     state: &mut ModuleState,
     mut pc: usize,
-    steps: &mut u64,
+    limits: &mut Limits<'_>,
 ) -> Result<Exit> {
     let code = Code::of(function);
     let mut fast = Registers::of_frame(function, regs);
     loop {
-        take_step(steps)?;
+        take_step(limits)?;
         let inst = code.at(pc);
         pc = (inst.handler)(inst, fast.reborrow(), function, hot::BUDGET, 0);
         while pc & hot::CHECKPOINT != 0 {
-            take_step(steps)?;
+            take_step(limits)?;
             let at = pc & !hot::CHECKPOINT;
             let handler = function.checkpoints[&(at as u32)];
             pc = handler(code.at(at), fast.reborrow(), function, hot::BUDGET, 0);
@@ -563,14 +589,24 @@ fn execute(
     }
 }
 
-/// Counts one trip through [`execute`]'s loop against the invocation's step limit.
+/// Counts one trip through [`execute`]'s loop against the invocation's step limit, and stops
+/// a cancelled invocation.
 #[inline(always)]
-fn take_step(steps: &mut u64) -> Result<()> {
-    if *steps == 0 {
+fn take_step(limits: &mut Limits<'_>) -> Result<()> {
+    if limits.steps == 0 {
         return Err(out_of_steps());
     }
-    *steps -= 1;
+    limits.steps -= 1;
+    if limits.cancel.is_some_and(CancelToken::is_cancelled) {
+        return Err(cancelled());
+    }
     Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn cancelled() -> Error {
+    Error::cancelled("the call was cancelled by its caller")
 }
 
 #[cold]

@@ -479,7 +479,7 @@ pub(super) fn step(
             // Native functions that neither wait nor run bytecode are called right here, over
             // this frame, without leaving the loop (most `hal` calls).
             match ImportCall::of(instance, function, inst)? {
-                Some(call) if call.is_leaf() => call.run(fast.slots(), refs)?,
+                Some(call) if call.is_leaf() => call.run(fast.slots(), refs, None)?,
                 _ => return Ok(ControlFlow::Break(Exit::Call(pc))),
             }
         }

@@ -1,0 +1,32 @@
+//! Stopping a call from another thread. A correct program can loop for ever on some inputs (a
+//! `while` over a value that never shrinks, such as an infinity halved), and a server that runs
+//! calls for clients must get its thread back when the client gives up or its time runs out.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// A flag shared between a caller and the calls it hands it to: once set, each stops with
+/// `Cancelled` at its next trip through the interpreter's dispatch loop (at least one every few
+/// thousand instructions, and one per call and return).
+///
+/// Work a call has already queued on a device runs to its end: compiled kernels cannot be
+/// stopped part-way.
+#[derive(Debug, Clone, Default)]
+pub struct CancelToken(Arc<AtomicBool>);
+
+impl CancelToken {
+    /// A token not cancelled.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Stops the calls holding this token at their next step.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`CancelToken::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
