@@ -114,7 +114,21 @@ pub fn run(registry: DriverRegistry, args: &ServeArgs) -> Result<()> {
         server.model_names()
     );
     let listeners = Listeners { http, grpc: Some(grpc) };
-    server.serve(listeners, halo_serve::server::termination_signal())
+    server.serve(listeners, first_of_two_signals())
+}
+
+/// Completes on the first Ctrl-C or `SIGTERM`, which starts the graceful shutdown, and leaves a
+/// task that ends the process on the second: a call that never ends (a client's program looping
+/// on its input, with no request timeout) would otherwise hold that shutdown for ever, and the
+/// signal handlers in place take Ctrl-C's default action away.
+async fn first_of_two_signals() {
+    halo_serve::server::termination_signal().await;
+    eprintln!("halo: stopping once the requests in flight are answered; a second Ctrl-C or SIGTERM stops at once");
+    tokio::spawn(async {
+        halo_serve::server::termination_signal().await;
+        eprintln!("halo: a second signal: stopped without answering the requests in flight");
+        std::process::exit(1);
+    });
 }
 
 /// The model `--module` and `--function` name.

@@ -7,6 +7,8 @@ use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 fn models() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models")
@@ -17,6 +19,8 @@ struct Served {
     child: Child,
     base: String,
     agent: ureq::Agent,
+    /// What it has written to stderr after the line saying where it listens.
+    log: Arc<Mutex<String>>,
 }
 
 impl Served {
@@ -43,8 +47,15 @@ impl Served {
                 panic!("halo serve stopped before it listened");
             }
         }
-        // The log goes on; a thread drains it so that the server never blocks on a full pipe.
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        // The log goes on; a thread keeps it so that the server never blocks on a full pipe.
+        let log = Arc::new(Mutex::new(String::new()));
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            while stderr.read_line(&mut line).is_ok_and(|read| read > 0) {
+                kept.lock().expect("the log").push_str(&std::mem::take(&mut line));
+            }
+        });
         let url = line
             .split_whitespace()
             .find(|word| word.starts_with("http://"))
@@ -52,7 +63,12 @@ impl Served {
         let base = url.split("/v2").next().unwrap_or(url).to_string();
         // Error answers are read like any other: their bodies carry the messages under test.
         let agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
-        Served { child, base, agent }
+        Served {
+            child,
+            base,
+            agent,
+            log,
+        }
     }
 
     fn get(&self, path: &str) -> (u16, Value) {
@@ -1007,5 +1023,87 @@ fn io_threads_are_batch_work_and_computing_threads_keep_the_default_policy() {
     assert!(
         !computing.is_empty() && computing.iter().all(|&p| p == SCHED_OTHER),
         "{policies:?}"
+    );
+}
+
+impl Served {
+    fn terminate(&self) {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success(), "SIGTERM was not sent");
+    }
+
+    /// The server's exit status, if it ends within `limit`.
+    fn exit_within(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let start = Instant::now();
+        while start.elapsed() < limit {
+            if let Some(status) = self.child.try_wait().expect("the server's status") {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
+#[test]
+fn a_second_termination_signal_stops_a_server_whose_call_never_ends() {
+    let mut served = Served::start("control_flow.vmfb", "halve_until", &[]);
+    // Halving until the sum drops below 5 never ends when an element is infinite.
+    let request = json!({"inputs": [
+        {"name": "input0", "shape": [4], "datatype": "FP32", "parameters": {"binary_data_size": 16}},
+        {"name": "input1", "shape": [], "datatype": "FP32", "parameters": {"binary_data_size": 4}},
+    ]});
+    let mut body = request.to_string().into_bytes();
+    let json_length = body.len();
+    for value in [f32::INFINITY, 20.0, 30.0, 40.0, 5.0] {
+        body.extend_from_slice(&value.to_le_bytes());
+    }
+    let url = format!("{}/v2/models/control_flow/infer", served.base);
+    // Never answered: it ends when the server does.
+    let endless = std::thread::spawn(move || {
+        ureq::post(&url)
+            .header("Inference-Header-Content-Length", &json_length.to_string())
+            .content_type("application/octet-stream")
+            .send(&body[..])
+            .map(|response| response.status().as_u16())
+    });
+    let running = || {
+        let mut response = served
+            .agent
+            .get(&format!("{}/metrics", served.base))
+            .call()
+            .expect("metrics");
+        let text = response.body_mut().read_to_string().expect("text");
+        sample(&text, "halo_inference_requests_in_flight{model=\"control_flow\"}") == Some(1.0)
+    };
+    let start = Instant::now();
+    while !running() {
+        assert!(start.elapsed() < Duration::from_secs(30), "the call never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    served.terminate();
+    // The graceful shutdown waits for the call in flight, which never ends.
+    assert!(served.exit_within(Duration::from_millis(500)).is_none());
+    assert!(served
+        .log
+        .lock()
+        .unwrap()
+        .contains("a second Ctrl-C or SIGTERM stops at once"));
+    served.terminate();
+    let status = served
+        .exit_within(Duration::from_secs(30))
+        .expect("a second signal stops the server");
+    assert_eq!(status.code(), Some(1));
+    assert!(
+        endless.join().expect("the client thread").is_err(),
+        "the endless call was answered"
+    );
+    let log = served.log.lock().unwrap().clone();
+    assert!(
+        log.contains("stopped without answering the requests in flight"),
+        "{log}"
     );
 }
