@@ -178,8 +178,13 @@ impl Drop for SmallBlock {
 mod tests {
     use super::*;
 
+    /// A pool of the test's own, never freed as the process-wide one is not; kept reachable from
+    /// a static so that a leak checker (LeakSanitizer) sees it as held rather than lost.
     fn fresh_pool() -> &'static BlockPool {
-        Box::leak(Box::new(BlockPool::new()))
+        static POOLS: Mutex<Vec<&'static BlockPool>> = Mutex::new(Vec::new());
+        let pool = Box::leak(Box::new(BlockPool::new()));
+        POOLS.lock().unwrap_or_else(PoisonError::into_inner).push(pool);
+        pool
     }
 
     #[test]
