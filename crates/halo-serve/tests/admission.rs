@@ -50,6 +50,16 @@ fn load_function(
     Model::load(&halo_runtime::Instance::new(), config)
 }
 
+/// An FP32 input of the request.
+fn f32_tensor(name: &str, shape: Vec<u64>, values: &[f32]) -> halo_serve::model::InputTensor {
+    halo_serve::model::InputTensor {
+        name: name.into(),
+        datatype: "FP32".into(),
+        shape,
+        bytes: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+    }
+}
+
 #[test]
 fn limits_outside_their_ranges_are_refused_before_anything_is_sized_by_them() {
     for (max_concurrency, max_queue, expected) in [
@@ -100,12 +110,7 @@ fn a_request_past_its_deadline_is_answered_deadline_exceeded_and_the_next_runs()
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     let inputs = || {
         ["input0", "input1"]
-            .map(|name| halo_serve::model::InputTensor {
-                name: name.into(),
-                datatype: "FP32".into(),
-                shape: vec![4],
-                bytes: [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect(),
-            })
+            .map(|name| f32_tensor(name, vec![4], &[1.0, 2.0, 3.0, 4.0]))
             .to_vec()
     };
     runtime.block_on(async {
@@ -158,15 +163,6 @@ fn the_sooner_of_the_model_and_request_timeouts_sets_the_deadline() {
         .deadline(Some(Duration::from_secs(3600)))
         .is_some_and(|d| d < soon));
     assert!(model.deadline(None).is_some_and(|d| d < soon));
-}
-
-fn f32_tensor(name: &str, shape: Vec<u64>, values: &[f32]) -> halo_serve::model::InputTensor {
-    halo_serve::model::InputTensor {
-        name: name.into(),
-        datatype: "FP32".into(),
-        shape,
-        bytes: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
-    }
 }
 
 #[test]
