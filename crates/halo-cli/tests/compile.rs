@@ -334,3 +334,62 @@ fn compiled_benchmark_models_give_onnxruntimes_answers() {
         assert!(stderr.contains(declaration), "{model}: {stderr}");
     }
 }
+
+/// IREE's SPIR-V for ShuffleNet's depthwise convolutions gives wrong answers (on lavapipe as on
+/// an NVIDIA GPU); `halo compile --device=vulkan` rewrites them, so the module gives
+/// onnxruntime's.
+#[test]
+fn a_model_compiled_for_vulkan_gives_onnxruntimes_answers() {
+    let test = "a_model_compiled_for_vulkan_gives_onnxruntimes_answers";
+    let Some(compiler) = real_compiler(test) else {
+        return;
+    };
+    if !common::vulkan_device_present() {
+        println!("skipped: {test}: no Vulkan device");
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let fixtures = repo().join("fixtures/benchmark-models");
+    let vmfb = out.path().join("shufflenet_v2.vmfb");
+    let onnx = fixtures.join("shufflenet_v2.onnx");
+    let output = halo(
+        &[
+            "compile",
+            onnx.to_str().unwrap(),
+            "--device=vulkan",
+            "-o",
+            vmfb.to_str().unwrap(),
+        ],
+        &[("HALO_IREE_COMPILE", &compiler)],
+    );
+    let compiled = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        compiled.contains("graph rewrite 'convolutions-as-shifts'")
+            && compiled.contains("--iree-hal-target-device=vulkan"),
+        "{compiled}"
+    );
+    let input = format!("--input=@{}", fixtures.join("shufflenet_v2.input.npy").display());
+    let expected = format!(
+        "--expected_output=@{}",
+        fixtures.join("shufflenet_v2.expected.npy").display()
+    );
+    let module = format!("--module={}", vmfb.display());
+    let output = halo(
+        &[
+            "run-module",
+            "--device=vulkan",
+            &module,
+            "--function=shufflenet_v2",
+            &input,
+            &expected,
+        ],
+        &[],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("[SUCCESS]"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

@@ -21,7 +21,13 @@
 //! variant whose rewrite finds nothing to change in the model, and so would repeat another, is
 //! left out.
 //!
-//! GPUs (Vulkan, CUDA, HIP): `iree-default`, `o3` and `o3-aggressive-fusion`.
+//! GPUs (CUDA, HIP): `iree-default`, `o3` and `o3-aggressive-fusion`.
+//!
+//! Vulkan: `shifted` (the target flags alone, the graph's convolutions written as shifted sums),
+//! the baseline, then `o3` and `o3-aggressive-fusion` on the same graph, and
+//! `o3-keep-convolutions`. IREE's SPIR-V for some convolutions gives wrong answers (see
+//! [`FlagSet::graph_rewrite`](crate::FlagSet::graph_rewrite)), so the graph as given cannot be
+//! the baseline there: a variant computing it is kept only where its outputs agree.
 //!
 //! The fastest variant within tolerance is chosen, except that what `halo compile` takes without
 //! `--tune` (`fast-o3`, or the set it falls back to) stays chosen unless another is at least 3 %
@@ -38,8 +44,9 @@ use crate::target::{Target, TargetKind};
 /// `o3-keep-convolutions`. 5: strided depthwise convolutions take every other row, 3×3 ones sum
 /// their taps in two chains, and the convolutions left to IREE add their bias after them. 6:
 /// max pools rewritten (padded ones of a `Relu`'s values too), and average pools moved before
-/// the 1×1 convolutions they follow.
-pub const SPACE_VERSION: u32 = 6;
+/// the 1×1 convolutions they follow. 7: Vulkan's variants rewrite convolutions, the baseline
+/// (`shifted`) too, and `o3-keep-convolutions` joins them.
+pub const SPACE_VERSION: u32 = 7;
 
 /// One point of the space: a name and the optimisation flags it adds to the target's.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,36 +79,47 @@ pub fn variants(target: &Target) -> Vec<Variant> {
             ("o3-distribution-32", with("--iree-llvmcpu-distribution-size=32")),
             ("o3-distribution-128", with("--iree-llvmcpu-distribution-size=128")),
         ],
-        TargetKind::Vulkan | TargetKind::Cuda | TargetKind::Hip => vec![
+        TargetKind::Vulkan => vec![
+            ("shifted", vec![]),
+            ("o3", vec![O3]),
+            ("o3-aggressive-fusion", vec![O3, AGGRESSIVE_FUSION]),
+        ],
+        TargetKind::Cuda | TargetKind::Hip => vec![
             ("iree-default", vec![]),
             ("o3", vec![O3]),
             ("o3-aggressive-fusion", vec![O3, AGGRESSIVE_FUSION]),
         ],
     };
-    let cpu = target.kind == TargetKind::Cpu;
+    let rewrites = matches!(target.kind, TargetKind::Cpu | TargetKind::Vulkan);
     let mut space: Vec<Variant> = sets
         .into_iter()
         .map(|(name, flags)| Variant {
             name,
             flags: flags.into_iter().map(String::from).collect(),
-            graph_rewrite: if cpu && name != "iree-default" {
+            graph_rewrite: if rewrites && name != "iree-default" {
                 GraphRewrite::ConvolutionsAsShifts
             } else {
                 GraphRewrite::None
             },
         })
         .collect();
-    if cpu {
-        for (name, graph_rewrite) in [
-            ("o3-shift-depthwise-only", GraphRewrite::DepthwiseAsShifts),
-            ("o3-keep-convolutions", GraphRewrite::None),
-        ] {
-            space.push(Variant {
-                name,
-                flags: fast_o3.iter().map(|flag| flag.to_string()).collect(),
-                graph_rewrite,
-            });
-        }
+    let (o3_flags, others): (Vec<&str>, &[_]) = match target.kind {
+        TargetKind::Cpu => (
+            fast_o3,
+            &[
+                ("o3-shift-depthwise-only", GraphRewrite::DepthwiseAsShifts),
+                ("o3-keep-convolutions", GraphRewrite::None),
+            ],
+        ),
+        TargetKind::Vulkan => (vec![O3], &[("o3-keep-convolutions", GraphRewrite::None)]),
+        TargetKind::Cuda | TargetKind::Hip => (Vec::new(), &[]),
+    };
+    for &(name, graph_rewrite) in others {
+        space.push(Variant {
+            name,
+            flags: o3_flags.iter().map(|flag| flag.to_string()).collect(),
+            graph_rewrite,
+        });
     }
     space
 }
@@ -115,7 +133,10 @@ mod tests {
         for device in ["local-task", "vulkan", "cuda"] {
             let target = Target::for_device(device, None).unwrap();
             let space = variants(&target);
-            assert_eq!(space[0].name, "iree-default");
+            assert_eq!(
+                space[0].name,
+                if device == "vulkan" { "shifted" } else { "iree-default" }
+            );
             assert!(space[0].flags.is_empty());
             for (i, a) in space.iter().enumerate() {
                 for b in &space[i + 1..] {
@@ -139,7 +160,13 @@ mod tests {
         assert_eq!(rewriting("fast-o3"), GraphRewrite::ConvolutionsAsShifts);
         assert_eq!(rewriting("o3-shift-depthwise-only"), GraphRewrite::DepthwiseAsShifts);
         assert_eq!(rewriting("o3-keep-convolutions"), GraphRewrite::None);
-        let gpu = variants(&Target::for_device("vulkan", None).unwrap());
-        assert!(gpu.iter().all(|v| v.graph_rewrite == GraphRewrite::None));
+        let cuda = variants(&Target::for_device("cuda", None).unwrap());
+        assert!(cuda.iter().all(|v| v.graph_rewrite == GraphRewrite::None));
+        let vulkan = variants(&Target::for_device("vulkan", None).unwrap());
+        let rewriting = |name: &str| vulkan.iter().find(|v| v.name == name).unwrap().graph_rewrite;
+        assert_eq!(rewriting("shifted"), GraphRewrite::ConvolutionsAsShifts);
+        assert_eq!(rewriting("o3"), GraphRewrite::ConvolutionsAsShifts);
+        assert_eq!(rewriting("o3-keep-convolutions"), GraphRewrite::None);
+        assert_eq!(vulkan.len(), 4);
     }
 }
