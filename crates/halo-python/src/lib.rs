@@ -8,7 +8,8 @@
 //! - `async_call`: calls as asyncio futures.
 //! - `array`: `halo.Array` results and results as Python values.
 //! - `dtypes`: NumPy dtypes and element types.
-//! - `numpy_memory`: NumPy arrays' memory (the package's only `unsafe`).
+//! - `interrupt`: Ctrl-C stopping a call on the main thread (`unsafe`: a signal action).
+//! - `numpy_memory`: NumPy arrays' memory (`unsafe`: NumPy's array object).
 //! - `trace`: timelines for `halo.trace`.
 //! - `errors`: the `halo.Error` hierarchy.
 
@@ -19,6 +20,7 @@ mod device;
 mod dtypes;
 mod errors;
 mod inputs;
+mod interrupt;
 mod module;
 mod numpy_memory;
 mod trace;

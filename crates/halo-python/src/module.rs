@@ -5,6 +5,7 @@ use crate::async_call::AsyncCall;
 use crate::device::Device;
 use crate::errors::IntoPyResult;
 use crate::inputs::call_inputs;
+use crate::interrupt;
 use halo_hal::ResultExt;
 use halo_runtime::Session;
 use halo_vm::{BytecodeModule, LoadMode};
@@ -187,7 +188,12 @@ impl Function {
     fn __call__(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
         let device = self.session.device();
         let inputs = call_inputs(&self.function, device, args)?;
-        let results = py.detach(|| self.session.call(&self.function, &inputs)).py()?;
+        let interrupt = interrupt::token_for_call(py)?;
+        let results = py.detach(|| match interrupt {
+            Some(token) => self.session.call_cancellable(&self.function, &inputs, token),
+            None => self.session.call(&self.function, &inputs),
+        });
+        let results = interrupt::interrupted(py, interrupt, results)?.py()?;
         drop(inputs);
         results_to_python(py, device, results)
     }

@@ -25,8 +25,31 @@ impl CancelToken {
         self.0.store(true, Ordering::Relaxed);
     }
 
-    /// Whether [`CancelToken::cancel`] was called.
+    /// Makes the token uncancelled again, for a caller whose calls take turns with one token (a
+    /// signal handler, installed once, can reach only a token made before it).
+    pub fn reset(&self) {
+        self.0.store(false, Ordering::Relaxed);
+    }
+
+    /// Whether [`CancelToken::cancel`] was called since the token was made or reset.
     pub fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reset_token_is_uncancelled_for_every_holder_and_can_be_cancelled_again() {
+        let token = CancelToken::new();
+        let held = token.clone();
+        held.cancel();
+        assert!(token.is_cancelled());
+        token.reset();
+        assert!(!held.is_cancelled());
+        held.cancel();
+        assert!(token.is_cancelled());
     }
 }

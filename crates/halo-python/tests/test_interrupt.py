@@ -1,0 +1,74 @@
+"""Ctrl-C stops a call on the main thread that would never end, as it stops Python code."""
+
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import CPU_DEVICES, MODELS
+
+# Halving until the sum drops below 5 never ends when an element is infinite.
+SCRIPT = textwrap.dedent(
+    """
+    import sys, numpy as np, halo
+    halve_until = halo.load(sys.argv[1], device=sys.argv[2]).halve_until
+    print("calling", flush=True)
+    try:
+        halve_until(np.array([np.inf, 20, 30, 40], np.float32), 5.0)
+        print("returned", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+    halved, count = halve_until(np.array([10, 20, 30, 40], np.float32), 5.0)
+    print(np.asarray(halved).tolist(), int(count), flush=True)
+    """
+)
+
+
+def run_and_interrupt(device):
+    process = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, str(MODELS / "control_flow.vmfb"), device],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout.readline() == "calling\n"
+        # The endless call is running (or about to): neither outcome may let it finish.
+        try:
+            process.wait(timeout=0.5)
+        except subprocess.TimeoutExpired:
+            pass
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+        return process.returncode, out, err
+    finally:
+        process.kill()
+        process.wait()
+
+
+@pytest.mark.parametrize("device", CPU_DEVICES)
+def test_ctrl_c_raises_keyboard_interrupt_in_an_endless_call_and_the_module_goes_on(device):
+    code, out, err = run_and_interrupt(device)
+    assert code == 0, err
+    assert out.splitlines() == ["interrupted", "[0.3125, 0.625, 0.9375, 1.25] 5"], err
+
+
+IGNORING = "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+
+
+def test_an_ignored_sigint_leaves_the_call_running():
+    with pytest.raises(subprocess.TimeoutExpired):
+        process = subprocess.Popen(
+            [sys.executable, "-c", IGNORING + SCRIPT, str(MODELS / "control_flow.vmfb"), "local-sync"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert process.stdout.readline() == "calling\n"
+            process.send_signal(signal.SIGINT)
+            process.wait(timeout=2)
+        finally:
+            process.kill()
+            process.wait()
