@@ -345,8 +345,8 @@ fn fail(result: &mut VariantResult, error: &Error) {
 const MARGIN: f64 = 0.03;
 
 /// The default choice, best first: what `halo compile` without `--tune` takes (`fast-o3` on
-/// CPUs, `o3` on GPUs, and the sets it falls back to).
-const DEFAULT_ORDER: [&str; 4] = ["fast-o3", "o3", "fast", "iree-default"];
+/// CPUs, `shifted` on Vulkan, `o3` on CUDA and HIP, and the sets it falls back to).
+const DEFAULT_ORDER: [&str; 5] = ["fast-o3", "shifted", "o3", "fast", "iree-default"];
 
 /// The fastest measured variant, unless the default choice is within [`MARGIN`] of it.
 fn choose(results: &[VariantResult]) -> Option<&VariantResult> {
