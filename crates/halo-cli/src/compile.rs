@@ -75,6 +75,20 @@ pub struct CompileArgs {
     pub compiler_flags: Vec<String>,
 }
 
+/// Makes Ctrl-C and `SIGTERM` stop the compile cleanly (the running tool killed, the scratch
+/// folder beside the output removed); a second one ends the process at once, as before.
+fn stop_on_signals() -> Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let stop = halo_compile::stop_flag();
+    for signal in [SIGINT, SIGTERM] {
+        // Registered first, so it sees the flag as the earlier signal left it.
+        signal_hook::flag::register_conditional_default(signal, stop.clone())
+            .and_then(|_| signal_hook::flag::register(signal, stop.clone()))
+            .map_err(|error| Error::internal(format!("cannot handle signal {signal}: {error}")))?;
+    }
+    Ok(())
+}
+
 /// Compiles the model and says which flags it took.
 pub fn run(args: &CompileArgs) -> Result<()> {
     let flag_set = FlagSet::from_name(&args.flag_set)?;
@@ -82,6 +96,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
     let target = Target::for_device(&args.device, args.target_chip.as_deref())?;
     // The model is checked before the compiler is looked for, so its errors do not depend on one.
     ModelFormat::of_file(&args.model)?;
+    stop_on_signals()?;
     if args.tune {
         return run_tune(args, target);
     }

@@ -395,3 +395,79 @@ fn a_model_compiled_for_vulkan_gives_onnxruntimes_answers() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// Ctrl-C or `SIGTERM` during a compile kills the compiler and removes the scratch folder beside
+/// the output (the imported model, often hundreds of MB), instead of leaving both behind.
+#[test]
+fn a_signal_stops_a_compile_and_leaves_no_scratch_folder_or_compiler_behind() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("compiler.pid");
+    // A stand-in iree-compile 3.13 that never finishes, saying its process id.
+    let compiler = dir.path().join("iree-compile");
+    std::fs::write(
+        &compiler,
+        format!(
+            "#!/bin/sh\ncase \"$1\" in --version) echo \"IREE compiler version 3.13.0 @ 0123\"; exit 0;; esac\n\
+             echo $$ > '{}'\nexec sleep 60\n",
+            pid_file.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&compiler, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let model = repo().join("fixtures/models/tiny_add.mlir");
+    let child = Command::new(env!("CARGO_BIN_EXE_halo"))
+        .args([
+            "compile",
+            model.to_str().unwrap(),
+            "-o",
+            out.join("tiny.vmfb").to_str().unwrap(),
+        ])
+        .arg(format!("--iree-compile={}", compiler.display()))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let compiler_pid = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .filter(|text| text.ends_with('\n'))
+        {
+            break pid.trim().to_string();
+        }
+        assert!(started.elapsed().as_secs() < 30, "the compiler never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let scratch = || {
+        std::fs::read_dir(&out)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        scratch().iter().any(|name| name.starts_with(".halo-compile-")),
+        "{:?}",
+        scratch()
+    );
+    let sent = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("CANCELLED") && stderr.contains("stopped by a signal"),
+        "{stderr}"
+    );
+    assert!(started.elapsed().as_secs() < 30, "the compile was not stopped");
+    assert!(scratch().is_empty(), "left behind: {:?}", scratch());
+    assert!(
+        !Path::new("/proc").join(&compiler_pid).exists(),
+        "the compiler (process {compiler_pid}) is still running"
+    );
+}

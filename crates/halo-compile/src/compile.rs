@@ -4,6 +4,7 @@ use crate::declaration::{declare_functions, GraphNames};
 use crate::flag_set::FlagSet;
 use crate::graph_rewrite::{self, GraphRewrite};
 use crate::model::{GraphKind, ModelFormat};
+use crate::stop;
 use crate::target::Target;
 use crate::toolchain::Toolchain;
 use halo_hal::{Error, Result};
@@ -89,7 +90,7 @@ pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<Compil
         let mut flags = request.target.flags();
         flags.extend(set.optimisation_flags(&request.target));
         flags.extend(request.extra_flags.iter().cloned());
-        match prepared.compile(toolchain, &flags, &staged, None) {
+        let failure = match prepared.compile(toolchain, &flags, &staged, None) {
             Ok(()) => {
                 publish(&staged, &request.output)?;
                 let import_time = imports.import_time();
@@ -105,29 +106,34 @@ pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<Compil
                     compile_time: started.elapsed(),
                 });
             }
-            Err(failure) if index + 1 < candidates.len() => rejected.push(RejectedCandidate {
+            Err(failure) => failure,
+        };
+        if failure.stopped {
+            return Err(stop::stopped(&format!("compiling model '{}'", model.display())));
+        }
+        if index + 1 < candidates.len() {
+            rejected.push(RejectedCandidate {
                 flag_set: set,
                 first_error: failure.first_error(),
-            }),
-            Err(failure) => {
-                let earlier: String = rejected
-                    .iter()
-                    .map(|r| format!("\n  flag set '{}': {}", r.flag_set.name(), r.first_error))
-                    .collect();
-                let tried = if earlier.is_empty() {
-                    String::new()
-                } else {
-                    format!("\nflag sets rejected before it:{earlier}")
-                };
-                return Err(Error::invalid_argument(format!(
-                    "iree-compile rejected model '{}' with flag set '{}' ({}):\n{}{tried}",
-                    model.display(),
-                    set.name(),
-                    failure.status,
-                    failure.excerpt()
-                )));
-            }
+            });
+            continue;
         }
+        let earlier: String = rejected
+            .iter()
+            .map(|r| format!("\n  flag set '{}': {}", r.flag_set.name(), r.first_error))
+            .collect();
+        let tried = if earlier.is_empty() {
+            String::new()
+        } else {
+            format!("\nflag sets rejected before it:{earlier}")
+        };
+        return Err(Error::invalid_argument(format!(
+            "iree-compile rejected model '{}' with flag set '{}' ({}):\n{}{tried}",
+            model.display(),
+            set.name(),
+            failure.status,
+            failure.excerpt()
+        )));
     }
     Err(Error::internal("flag set with no candidates"))
 }
@@ -280,6 +286,9 @@ fn import_onnx(toolchain: &Toolchain, model: &Path, source: &Path, mlir: &Path) 
     let mut command = Command::new(&importer);
     command.arg(source).arg("--opset-version").arg("17").arg("-o").arg(mlir);
     run(command, "iree-import-onnx", None).map_err(|failure| {
+        if failure.stopped {
+            return stop::stopped(&format!("importing model '{}'", model.display()));
+        }
         Error::invalid_argument(format!(
             "iree-import-onnx rejected model '{}' ({}): {}",
             model.display(),
@@ -316,6 +325,10 @@ pub(crate) struct Failure {
     pub status: String,
     /// True when it was stopped at its time limit.
     pub timed_out: bool,
+    /// True when a signal stopped it: a stop was requested (see [`stop::stop_flag`]), or the
+    /// tool itself ended by Ctrl-C or `SIGTERM`, as it does when the terminal sends Ctrl-C to
+    /// the whole process group.
+    pub stopped: bool,
     stderr: String,
 }
 
@@ -369,7 +382,7 @@ impl Failure {
 /// How long a tool's error output is waited for after the tool has exited.
 const STDERR_GRACE: Duration = Duration::from_secs(2);
 
-/// How often a compile with a time limit is checked on.
+/// How often a running tool is checked on (its time limit, a stop).
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
 
 fn run(mut command: Command, tool: &str, time_limit: Option<Duration>) -> std::result::Result<(), Failure> {
@@ -377,6 +390,7 @@ fn run(mut command: Command, tool: &str, time_limit: Option<Duration>) -> std::r
     let not_started = |error: std::io::Error| Failure {
         status: "not started".into(),
         timed_out: false,
+        stopped: false,
         stderr: format!("error: cannot run {tool} '{program}': {error}"),
     };
     let mut child = match command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn() {
@@ -398,52 +412,56 @@ fn run(mut command: Command, tool: &str, time_limit: Option<Duration>) -> std::r
     // A process the tool started may outlive it and hold the pipe open; its output is not
     // worth waiting for once the tool itself has ended.
     let stderr = received.recv_timeout(STDERR_GRACE).unwrap_or_default();
+    let failure = |status: String, timed_out, stopped| {
+        Err(Failure {
+            status,
+            timed_out,
+            stopped,
+            stderr,
+        })
+    };
     match status {
         Ok(status) if status.success() => Ok(()),
-        Ok(status) => Err(Failure {
-            status: status.to_string(),
-            timed_out: false,
-            stderr,
-        }),
-        Err(Ended::TimedOut(status)) => Err(Failure {
-            status,
-            timed_out: true,
-            stderr,
-        }),
-        Err(Ended::Lost(status)) => Err(Failure {
-            status,
-            timed_out: false,
-            stderr,
-        }),
+        Ok(status) => failure(status.to_string(), false, ended_by_a_stop_signal(status)),
+        Err(Ended::TimedOut(status)) => failure(status, true, false),
+        Err(Ended::Stopped(status)) => failure(status, false, true),
+        Err(Ended::Lost(status)) => failure(status, false, false),
     }
+}
+
+fn ended_by_a_stop_signal(status: ExitStatus) -> bool {
+    use std::os::unix::process::ExitStatusExt;
+    matches!(status.signal(), Some(libc::SIGINT | libc::SIGTERM))
 }
 
 /// Why a tool has no exit status, as the failure's status text.
 enum Ended {
     TimedOut(String),
+    Stopped(String),
     Lost(String),
 }
 
-/// Waits for `child`, killing it past `time_limit`.
+/// Waits for `child`, killing it past `time_limit` or once a stop is requested.
 fn wait(child: &mut Child, time_limit: Option<Duration>) -> std::result::Result<ExitStatus, Ended> {
     let lost = |error: std::io::Error| Ended::Lost(format!("lost: {error}"));
-    let Some(limit) = time_limit else {
-        return child.wait().map_err(lost);
-    };
-    let deadline = Instant::now() + limit;
+    let deadline = time_limit.map(|limit| Instant::now() + limit);
     loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Ok(status),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(POLL_INTERVAL),
-            Ok(None) => {
-                // Killing fails only when it has just exited; the wait below reaps it either way.
-                let _ = child.kill();
-                let _ = child.wait();
-                let limit = limit.as_secs_f64();
-                return Err(Ended::TimedOut(format!("killed after the time limit of {limit:.1} s")));
-            }
-            Err(error) => return Err(lost(error)),
+        let status = child.try_wait().map_err(lost)?;
+        if let Some(status) = status {
+            return Ok(status);
         }
+        let ended = if stop::requested() {
+            Ended::Stopped("killed: a stop was requested".into())
+        } else if let (Some(limit), true) = (time_limit, deadline.is_some_and(|d| Instant::now() >= d)) {
+            Ended::TimedOut(format!("killed after the time limit of {:.1} s", limit.as_secs_f64()))
+        } else {
+            std::thread::sleep(POLL_INTERVAL);
+            continue;
+        };
+        // Killing fails only when it has just exited; the wait below reaps it either way.
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(ended);
     }
 }
 

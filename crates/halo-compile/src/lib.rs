@@ -19,6 +19,8 @@
 //! - [`compile`] runs the tools, writes the output atomically (a failed compile leaves an
 //!   existing output file as it was) and returns a [`CompileReport`] saying which flags won.
 //!
+//! - [`stop_flag`] stops a compile part-way (a signal handler sets it): the running tool is
+//!   killed and the scratch folder removed.
 //! - [`tune::tune`] (`halo compile --tune`) compiles a documented space of flag sets
 //!   ([`tune::space`]), times each on the device, drops those whose outputs leave the baseline's
 //!   tolerance, keeps the fastest and caches the result on disk.
@@ -34,6 +36,7 @@ mod flag_set;
 mod graph_rewrite;
 mod model;
 mod onnx;
+mod stop;
 mod target;
 mod toolchain;
 pub mod tune;
@@ -42,5 +45,6 @@ pub use compile::{compile, CompileReport, CompileRequest, RejectedCandidate};
 pub use flag_set::FlagSet;
 pub use graph_rewrite::GraphRewrite;
 pub use model::{GraphKind, ModelFormat};
+pub use stop::stop_flag;
 pub use target::{Target, TargetKind};
 pub use toolchain::{Toolchain, COMPILER_PACKAGE, PINNED_COMPILER_VERSION};

@@ -403,3 +403,31 @@ fn tuning_reports_each_failure_keeps_a_measured_variant_and_caches_it() {
     assert_eq!(again.report.chosen, report.chosen);
     assert!(request.output.is_file());
 }
+
+/// A compiler ended by Ctrl-C (a terminal sends it to the whole process group, halo included
+/// when it runs in Python) is a stop, not a rejected flag set: no other set is tried.
+#[test]
+fn a_compiler_ended_by_ctrl_c_stops_the_compile_instead_of_trying_the_next_set() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.log");
+    let body = format!(
+        "case \"$1\" in --version) echo \"IREE compiler version 3.13.0 @ 0123\"; exit 0;; esac\n\
+         echo run >> '{}'; kill -INT $$; sleep 5",
+        log.display()
+    );
+    let compiler = script(dir.path(), "iree-compile", &body);
+    let toolchain = Toolchain::locate_in(Some(&compiler), None, None).unwrap();
+    let model = dir.path().join("m.mlir");
+    std::fs::write(&model, "module {}").unwrap();
+    let output = dir.path().join("m.vmfb");
+    let error = compile(&toolchain, &request(model, output.clone(), FlagSet::Best)).unwrap_err();
+    assert_eq!(error.code(), StatusCode::Cancelled, "{error}");
+    assert!(
+        error.to_string().contains("stopped by a signal while compiling model"),
+        "{error}"
+    );
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "run\n");
+    assert!(!output.exists());
+    assert!(leftovers(dir.path()).is_empty(), "{:?}", leftovers(dir.path()));
+}

@@ -13,6 +13,7 @@ pub mod report;
 pub mod space;
 
 use crate::compile::{publish, Imports};
+use crate::stop;
 use crate::target::Target;
 use crate::toolchain::Toolchain;
 use cache::{Lookup, TuneCache};
@@ -22,7 +23,7 @@ use measure::Workload;
 use report::{TuneReport, VariantResult, VariantStatus};
 use space::Variant;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -158,7 +159,7 @@ pub fn tune(
         variants: variants.len(),
         rounds: ROUNDS,
     });
-    let compiled = compile_all(toolchain, request, &imports, &variants, progress);
+    let compiled = compile_all(toolchain, request, &imports, &variants, progress)?;
     let mut results: Vec<VariantResult> = variants
         .iter()
         .zip(&compiled)
@@ -179,6 +180,7 @@ pub fn tune(
         })
         .collect();
     let baseline = measure_all(request, &variants, &compiled, &mut results, progress);
+    stop::check(|| format!("tuning model '{}'", request.model.display()))?;
     let Some((baseline_name, baseline_function)) = baseline else {
         return Err(nothing_ran(&request.model, &results));
     };
@@ -280,6 +282,9 @@ fn measure_all(
     // Each variant gets the workload's time in all, whatever the number of variants.
     let round_time = request.workload.min_time * running.len() as u32 / ROUNDS;
     for _ in 0..ROUNDS {
+        if stop::requested() {
+            break;
+        }
         let times = time_round(&mut running, results, round_time);
         for ((index, _), times) in running.iter().zip(times) {
             let result = &mut results[*index];
@@ -309,7 +314,7 @@ fn time_round(
     let mut times = vec![Vec::new(); running.len()];
     let started = Instant::now();
     let mut cycle = 0;
-    while cycle < MIN_CALLS_PER_ROUND || started.elapsed() < round_time {
+    while (cycle < MIN_CALLS_PER_ROUND || started.elapsed() < round_time) && !stop::requested() {
         let mut called = false;
         for turn in 0..running.len() {
             let slot = (turn + cycle) % running.len();
@@ -436,13 +441,19 @@ fn compile_all(
     imports: &Imports,
     variants: &[Variant],
     progress: &(dyn Fn(TuneEvent) + Sync),
-) -> Vec<(PathBuf, CompileResult)> {
+) -> Result<Vec<(PathBuf, CompileResult)>> {
     let next = AtomicUsize::new(0);
+    // Set when a compiler ended by Ctrl-C (sent to the whole process group from a terminal): no
+    // other variant starts then.
+    let interrupted = AtomicBool::new(false);
     let done: Mutex<Vec<Option<CompileResult>>> = Mutex::new(variants.iter().map(|_| None).collect());
     let jobs = request.jobs.clamp(1, variants.len().max(1));
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             scope.spawn(|| loop {
+                if interrupted.load(Ordering::Relaxed) || stop::requested() {
+                    break;
+                }
                 let index = next.fetch_add(1, Ordering::Relaxed);
                 let Some(variant) = variants.get(index) else { break };
                 let mut flags = request.target.flags();
@@ -456,6 +467,9 @@ fn compile_all(
                     Some(request.compile_time_limit),
                 );
                 let failure = outcome.err().map(|failure| {
+                    if failure.stopped {
+                        interrupted.store(true, Ordering::Relaxed);
+                    }
                     let status = if failure.timed_out {
                         VariantStatus::CompileTimedOut
                     } else {
@@ -474,8 +488,11 @@ fn compile_all(
             });
         }
     });
+    if interrupted.into_inner() || stop::requested() {
+        return Err(stop::stopped(&format!("tuning model '{}'", request.model.display())));
+    }
     let done = done.into_inner().unwrap_or_default();
-    variants
+    Ok(variants
         .iter()
         .zip(done)
         .map(|(variant, result)| {
@@ -485,7 +502,7 @@ fn compile_all(
             });
             (imports.variant_path(variant), result)
         })
-        .collect()
+        .collect())
 }
 
 fn nothing_ran(model: &Path, results: &[VariantResult]) -> Error {
