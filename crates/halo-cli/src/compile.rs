@@ -97,6 +97,9 @@ pub fn run(args: &CompileArgs) -> Result<()> {
     // The model is checked before the compiler is looked for, so its errors do not depend on one.
     ModelFormat::of_file(&args.model)?;
     stop_on_signals()?;
+    if let Some(caution) = target.caution() {
+        eprintln!("halo: note: {caution}");
+    }
     if args.tune {
         return run_tune(args, target);
     }

@@ -363,7 +363,12 @@ fn a_model_compiled_for_vulkan_gives_onnxruntimes_answers() {
         &[("HALO_IREE_COMPILE", &compiler)],
     );
     let compiled = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("note: compiled for IREE's portable Vulkan target"),
+        "{stderr}"
+    );
     assert!(
         compiled.contains("graph rewrite 'convolutions-as-shifts'")
             && compiled.contains("with flag set 'fast'")

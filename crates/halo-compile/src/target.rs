@@ -67,6 +67,19 @@ impl Target {
         })
     }
 
+    /// What a user should know about programs compiled for this target, if anything.
+    ///
+    /// Vulkan without a chip compiles for IREE's portable target (`vp_android_baseline_2022`).
+    /// On an NVIDIA H100 its kernels gave results that changed from run to run (DenseNet-121: 2
+    /// runs in 6 off by 0.15-0.4 % of the largest output, IREE's runtime as halo's; SqueezeNet
+    /// before the graph rewrite: always far off), where `ampere` gave the same right answer
+    /// every run.
+    pub fn caution(&self) -> Option<&'static str> {
+        (self.kind == TargetKind::Vulkan && self.chip.is_none()).then_some(
+            "compiled for IREE's portable Vulkan target: on NVIDIA GPUs its kernels gave results that change              from run to run; compile for the GPU instead (--target-chip=ampere for NVIDIA Ampere and later)",
+        )
+    }
+
     /// The flags that select this target, with no optimisation flags.
     pub fn flags(&self) -> Vec<String> {
         let chip = self.chip.as_deref();
@@ -90,6 +103,21 @@ impl Target {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_portable_vulkan_target_comes_with_a_caution() {
+        assert!(Target::for_device("vulkan", None)
+            .unwrap()
+            .caution()
+            .unwrap()
+            .contains("--target-chip=ampere"));
+        assert!(Target::for_device("vulkan", Some("ampere"))
+            .unwrap()
+            .caution()
+            .is_none());
+        assert!(Target::for_device("local-task", None).unwrap().caution().is_none());
+        assert!(Target::for_device("cuda", None).unwrap().caution().is_none());
+    }
 
     #[test]
     fn device_uris_choose_the_target_flags() {
