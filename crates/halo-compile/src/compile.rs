@@ -444,7 +444,7 @@ enum Ended {
 /// Waits for `child`, killing it past `time_limit` or once a stop is requested.
 fn wait(child: &mut Child, time_limit: Option<Duration>) -> std::result::Result<ExitStatus, Ended> {
     let lost = |error: std::io::Error| Ended::Lost(format!("lost: {error}"));
-    let deadline = time_limit.map(|limit| Instant::now() + limit);
+    let deadline = time_limit.map(|limit| (Instant::now() + limit, limit));
     loop {
         let status = child.try_wait().map_err(lost)?;
         if let Some(status) = status {
@@ -452,7 +452,7 @@ fn wait(child: &mut Child, time_limit: Option<Duration>) -> std::result::Result<
         }
         let ended = if stop::requested() {
             Ended::Stopped("killed: a stop was requested".into())
-        } else if let (Some(limit), true) = (time_limit, deadline.is_some_and(|d| Instant::now() >= d)) {
+        } else if let Some((_, limit)) = deadline.filter(|(at, _)| Instant::now() >= *at) {
             Ended::TimedOut(format!("killed after the time limit of {:.1} s", limit.as_secs_f64()))
         } else {
             std::thread::sleep(POLL_INTERVAL);

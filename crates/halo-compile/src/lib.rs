@@ -14,8 +14,8 @@
 //!   candidates: `iree-compile` 3.13 rejects some programs under its higher optimisation levels,
 //!   so a candidate the compiler rejects is reported and the next one is tried.
 //! - [`GraphRewrite`] names a change made to an ONNX graph before import where IREE compiles an
-//!   operator to slow code (depthwise convolutions); the CPU flag sets other than
-//!   `iree-default` apply it.
+//!   operator to slow code (depthwise convolutions), or on Vulkan to wrong code; the CPU and
+//!   Vulkan flag sets other than `iree-default` apply it.
 //! - [`compile`] runs the tools, writes the output atomically (a failed compile leaves an
 //!   existing output file as it was) and returns a [`CompileReport`] saying which flags won.
 //!

@@ -76,7 +76,8 @@ impl Target {
     /// every run.
     pub fn caution(&self) -> Option<&'static str> {
         (self.kind == TargetKind::Vulkan && self.chip.is_none()).then_some(
-            "compiled for IREE's portable Vulkan target: on NVIDIA GPUs its kernels gave results that change              from run to run; compile for the GPU instead (--target-chip=ampere for NVIDIA Ampere and later)",
+            "compiled for IREE's portable Vulkan target: on NVIDIA GPUs its kernels gave results that change \
+             from run to run; compile for the GPU instead (--target-chip=ampere for NVIDIA Ampere and later)",
         )
     }
 
