@@ -28,10 +28,12 @@ pub fn compile<'py>(
     iree_compile: Option<PathBuf>,
     graph_rewrite: Option<&str>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let target = Target::for_device(device, target_chip).py()?;
+    warn_about(py, &target)?;
     let request = CompileRequest {
         model,
         output,
-        target: Target::for_device(device, target_chip).py()?,
+        target,
         flag_set: FlagSet::from_name(flag_set).py()?,
         extra_flags,
         graph_rewrite: graph_rewrite.map(GraphRewrite::from_name).transpose().py()?,
@@ -86,11 +88,13 @@ pub fn tune(
 ) -> PyResult<(String, bool, Vec<String>)> {
     let tolerance = checked_tolerance(tolerance, "tolerance").py()?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let target = Target::for_device(device, target_chip).py()?;
+    warn_about(py, &target)?;
     let request = TuneRequest {
         model,
         output,
         report,
-        target: Target::for_device(device, target_chip).py()?,
+        target,
         extra_flags,
         workload: Workload {
             device: device.to_string(),
@@ -121,4 +125,13 @@ pub fn tune(
         .map_err(|e| Error::internal(e.to_string()))
         .py()?;
     Ok((text, outcome.cache_hit, outcome.warnings))
+}
+
+/// Says what [`Target::caution`] says, as a Python `UserWarning`.
+fn warn_about(py: Python<'_>, target: &Target) -> PyResult<()> {
+    let Some(caution) = target.caution() else {
+        return Ok(());
+    };
+    let message = std::ffi::CString::new(caution).unwrap_or_default();
+    PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyUserWarning>(), &message, 1)
 }

@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import warnings
 
 import numpy as np
 import pytest
@@ -54,6 +55,17 @@ def test_a_missing_compiler_names_the_extra(monkeypatch, tmp_path):
         halo.compile_mlir(MODELS / "tiny_add.mlir")
     assert "halo[compile]" in str(raised.value)
     assert raised.value.code == "UNAVAILABLE"
+
+
+def test_compiling_for_the_portable_vulkan_target_warns_about_nvidia(monkeypatch, tmp_path):
+    monkeypatch.setenv("HALO_IREE_COMPILE", str(tmp_path / "iree-compile"))
+    with pytest.warns(UserWarning, match="portable Vulkan target.*--target-chip=ampere"):
+        with pytest.raises(halo.NotFoundError):
+            halo.compile_mlir(MODELS / "tiny_add.mlir", "vulkan")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(halo.NotFoundError):
+            halo.compile_mlir(MODELS / "tiny_add.mlir", "vulkan", target_chip="ampere")
 
 
 def test_a_compiler_that_is_not_there_is_named(monkeypatch, tmp_path):
