@@ -476,3 +476,63 @@ fn a_signal_stops_a_compile_and_leaves_no_scratch_folder_or_compiler_behind() {
         "the compiler (process {compiler_pid}) is still running"
     );
 }
+
+/// Tuning for Vulkan checks its variants against the rewritten graph: the one compiling
+/// ShuffleNet's depthwise convolutions as given (wrong, see the test above) is dropped, and the
+/// chosen program gives onnxruntime's answers.
+#[test]
+fn tuning_for_vulkan_drops_the_variant_that_keeps_iree_s_convolutions() {
+    let test = "tuning_for_vulkan_drops_the_variant_that_keeps_iree_s_convolutions";
+    let Some(compiler) = real_compiler(test) else {
+        return;
+    };
+    if !common::vulkan_device_present() {
+        println!("skipped: {test}: no Vulkan device");
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let fixtures = repo().join("fixtures/benchmark-models");
+    let vmfb = out.path().join("shufflenet_v2.vmfb");
+    let input = format!("--input=@{}", fixtures.join("shufflenet_v2.input.npy").display());
+    let output = halo(
+        &[
+            "compile",
+            fixtures.join("shufflenet_v2.onnx").to_str().unwrap(),
+            "--device=vulkan",
+            "-o",
+            vmfb.to_str().unwrap(),
+            "--tune",
+            "--tune-min-time=0.1",
+            "--tune-cache",
+            out.path().join("cache").to_str().unwrap(),
+            &input,
+        ],
+        &[("HALO_IREE_COMPILE", &compiler)],
+    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("shufflenet_v2.tune.json")).unwrap()).unwrap();
+    assert_eq!(report["baseline"], "shifted", "{report:#}");
+    assert_eq!(report["chosen_graph_rewrite"], "convolutions-as-shifts", "{report:#}");
+    let variants = report["variants"].as_array().unwrap();
+    let kept = variants.iter().find(|v| v["name"] == "o3-keep-convolutions").unwrap();
+    assert_eq!(kept["status"], "deviates", "{report:#}");
+    let expected = format!(
+        "--expected_output=@{}",
+        fixtures.join("shufflenet_v2.expected.npy").display()
+    );
+    let module = format!("--module={}", vmfb.display());
+    let run = halo(
+        &[
+            "run-module",
+            "--device=vulkan",
+            &module,
+            "--function=shufflenet_v2",
+            &input,
+            &expected,
+        ],
+        &[],
+    );
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success() && stdout.contains("[SUCCESS]"), "{stdout}");
+}
