@@ -263,13 +263,22 @@ impl PreparedModel {
     }
 }
 
+/// The start of a scratch folder's name; [`process_space`], the creating process's id and a
+/// random part follow.
+const SCRATCH_PREFIX: &str = ".halo-compile-";
+
 fn scratch_folder(output: &Path) -> Result<tempfile::TempDir> {
     let parent = match output.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
+    let space = process_space();
+    if let Some(space) = &space {
+        remove_abandoned_scratch(parent, space);
+    }
+    let owner = space.map_or_else(String::new, |space| format!("{space}-{}-", std::process::id()));
     tempfile::Builder::new()
-        .prefix(".halo-compile-")
+        .prefix(&format!("{SCRATCH_PREFIX}{owner}"))
         .tempdir_in(parent)
         .map_err(|error| {
             Error::invalid_argument(format!(
@@ -278,6 +287,45 @@ fn scratch_folder(output: &Path) -> Result<tempfile::TempDir> {
                 parent.display()
             ))
         })
+}
+
+/// Which process ids this process can see: a short hash of the machine's boot and this process's
+/// PID namespace, so that a folder shared between machines or containers is swept only of what
+/// processes that are visible here left. `None` where `/proc` does not say.
+fn process_space() -> Option<String> {
+    use sha2::{Digest, Sha256};
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let namespace = std::fs::read_link("/proc/self/ns/pid").ok()?;
+    let digest = Sha256::new()
+        .chain_update(boot.trim())
+        .chain_update(namespace.as_os_str().as_encoded_bytes())
+        .finalize();
+    Some(digest[..4].iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+/// Removes the scratch folders in `folder` made in process space `space` by processes that have
+/// ended without removing them (killed outright, or the machine lost), so that they do not pile
+/// up beside the outputs. A live process's folder, or one from elsewhere, is left alone.
+fn remove_abandoned_scratch(folder: &Path, space: &str) {
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return;
+    };
+    let prefix = format!("{SCRATCH_PREFIX}{space}-");
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(owner) = name
+            .to_str()
+            .and_then(|name| name.strip_prefix(&prefix))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new("/proc").join(owner.to_string()).exists() {
+            // Another compile may be removing it too; either way it goes.
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// Imports ONNX file `source` (`model` itself, or its rewritten copy) into `mlir`.
@@ -468,6 +516,35 @@ fn wait(child: &mut Child, time_limit: Option<Duration>) -> std::result::Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_scratch_folders_of_ended_processes_seen_here_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let space = process_space().expect("/proc says which processes this one sees");
+        let other_space = if space == "00000000" { "00000001" } else { "00000000" };
+        // Process ids stop well below 999999999 (at most 2^22 on Linux).
+        let folder = |name: String| {
+            let path = dir.path().join(name);
+            std::fs::create_dir(&path).unwrap();
+            std::fs::write(path.join("imported.mlir"), "module {}").unwrap();
+            path
+        };
+        let abandoned = folder(format!("{SCRATCH_PREFIX}{space}-999999999-a1b2"));
+        let live = folder(format!("{SCRATCH_PREFIX}{space}-{}-c3d4", std::process::id()));
+        let elsewhere = folder(format!("{SCRATCH_PREFIX}{other_space}-999999999-e5f6"));
+        let older_kind = folder(format!("{SCRATCH_PREFIX}g7h8i9"));
+        remove_abandoned_scratch(dir.path(), &space);
+        assert!(!abandoned.exists());
+        for kept in [live, elsewhere, older_kind] {
+            assert!(kept.join("imported.mlir").exists(), "{}", kept.display());
+        }
+        let scratch = scratch_folder(&dir.path().join("m.vmfb")).unwrap();
+        let name = scratch.path().file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            name.starts_with(&format!("{SCRATCH_PREFIX}{space}-{}-", std::process::id())),
+            "{name}"
+        );
+    }
 
     #[test]
     fn a_tool_past_its_time_limit_is_stopped_and_says_so() {
