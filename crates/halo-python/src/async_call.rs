@@ -2,10 +2,13 @@
 //!
 //! The call is polled on the event loop's thread with the GIL released. When it waits on the
 //! device, the fence's callback wakes it by handing it to one waker thread, which schedules the
-//! next poll with `loop.call_soon_threadsafe`; device threads never wait for the GIL.
+//! next poll with `loop.call_soon_threadsafe`; device threads never wait for the GIL. On the main
+//! thread Ctrl-C stops a poll's program as it stops a plain call (see `interrupt`), and the
+//! `KeyboardInterrupt` leaves the event loop.
 
 use crate::array::results_to_python;
 use crate::errors::to_py;
+use crate::interrupt;
 use halo_hal::Device;
 use halo_runtime::CallFuture;
 use pyo3::prelude::*;
@@ -63,9 +66,15 @@ impl AsyncCall {
             event_loop: this.event_loop.clone_ref(py),
             step: slf.getattr("step")?.unbind(),
         }));
+        // Polls on the main thread take turns with the one token Ctrl-C cancels.
+        let interrupt = interrupt::token_for_call(py)?;
         let polled = py.detach(|| {
             let mut call = this.call.lock().unwrap_or_else(|p| p.into_inner());
-            let poll = Pin::new(call.as_mut()?).poll(&mut Context::from_waker(&waker));
+            let pending = call.as_mut()?;
+            if let Some(token) = interrupt {
+                pending.cancel_with(token.clone());
+            }
+            let poll = Pin::new(pending).poll(&mut Context::from_waker(&waker));
             if poll.is_ready() {
                 *call = None;
             }
@@ -76,6 +85,13 @@ impl AsyncCall {
             None | Some(Poll::Pending) => return Ok(()),
             Some(Poll::Ready(outcome)) => outcome,
         };
+        if interrupt::interrupted(interrupt, &outcome) {
+            // asyncio.run's own SIGINT handler cancels the main task rather than raising, and
+            // turns that into the KeyboardInterrupt; the future is cancelled in either case.
+            future.call_method0("cancel")?;
+            py.check_signals()?;
+            return Ok(());
+        }
         if future.call_method0("cancelled")?.is_truthy()? {
             return Ok(());
         }

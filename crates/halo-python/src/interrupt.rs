@@ -41,19 +41,10 @@ pub fn token_for_call(py: Python<'_>) -> PyResult<Option<&'static CancelToken>> 
     Ok(token)
 }
 
-/// `result`, except that a call Ctrl-C cancelled raises what Python's SIGINT handler raises
-/// (`KeyboardInterrupt`, by default).
-pub fn interrupted<T>(
-    py: Python<'_>,
-    token: Option<&CancelToken>,
-    result: halo_runtime::Result<T>,
-) -> PyResult<halo_runtime::Result<T>> {
-    if let (Some(token), Err(error)) = (token, &result) {
-        if error.code() == StatusCode::Cancelled && token.is_cancelled() {
-            py.check_signals()?;
-        }
-    }
-    Ok(result)
+/// Whether `result` is that of a call Ctrl-C cancelled; Python's SIGINT handler should then run
+/// (`py.check_signals()`, which raises `KeyboardInterrupt` by default).
+pub fn interrupted<T>(token: Option<&CancelToken>, result: &halo_runtime::Result<T>) -> bool {
+    matches!((token, result), (Some(token), Err(error)) if error.code() == StatusCode::Cancelled && token.is_cancelled())
 }
 
 fn on_main_thread(py: Python<'_>) -> PyResult<bool> {

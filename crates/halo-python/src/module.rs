@@ -193,7 +193,10 @@ impl Function {
             Some(token) => self.session.call_cancellable(&self.function, &inputs, token),
             None => self.session.call(&self.function, &inputs),
         });
-        let results = interrupt::interrupted(py, interrupt, results)?.py()?;
+        if interrupt::interrupted(interrupt, &results) {
+            py.check_signals()?;
+        }
+        let results = results.py()?;
         drop(inputs);
         results_to_python(py, device, results)
     }

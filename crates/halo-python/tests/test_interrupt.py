@@ -26,9 +26,28 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def run_and_interrupt(device):
+# The same through call_async on an asyncio loop: the KeyboardInterrupt leaves asyncio.run.
+ASYNC_SCRIPT = textwrap.dedent(
+    """
+    import asyncio, sys, numpy as np, halo
+    halve_until = halo.load(sys.argv[1], device=sys.argv[2]).halve_until
+    async def halve(values):
+        return await halve_until.call_async(np.array(values, np.float32), 5.0)
+    print("calling", flush=True)
+    try:
+        asyncio.run(halve([np.inf, 20, 30, 40]))
+        print("returned", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+    halved, count = asyncio.run(halve([10, 20, 30, 40]))
+    print(np.asarray(halved).tolist(), int(count), flush=True)
+    """
+)
+
+
+def run_and_interrupt(device, script=SCRIPT):
     process = subprocess.Popen(
-        [sys.executable, "-c", SCRIPT, str(MODELS / "control_flow.vmfb"), device],
+        [sys.executable, "-c", script, str(MODELS / "control_flow.vmfb"), device],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -49,8 +68,9 @@ def run_and_interrupt(device):
 
 
 @pytest.mark.parametrize("device", CPU_DEVICES)
-def test_ctrl_c_raises_keyboard_interrupt_in_an_endless_call_and_the_module_goes_on(device):
-    code, out, err = run_and_interrupt(device)
+@pytest.mark.parametrize("script", [SCRIPT, ASYNC_SCRIPT], ids=["call", "call_async"])
+def test_ctrl_c_raises_keyboard_interrupt_in_an_endless_call_and_the_module_goes_on(device, script):
+    code, out, err = run_and_interrupt(device, script)
     assert code == 0, err
     assert out.splitlines() == ["interrupted", "[0.3125, 0.625, 0.9375, 1.25] 5"], err
 

@@ -2,7 +2,7 @@
 
 use halo_hal::{Fence, Result};
 use halo_vm::interp::{Invocation, Step};
-use halo_vm::Value;
+use halo_vm::{CancelToken, Value};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -50,6 +50,17 @@ impl CallFuture {
                 invocation: Some(invocation),
                 ..Slot::default()
             })),
+        }
+    }
+}
+
+impl CallFuture {
+    /// Stops the call with `Cancelled` at its next step once `token` is cancelled, while its
+    /// program still runs on the VM; work already handed to the device runs to its end.
+    pub fn cancel_with(&self, token: CancelToken) {
+        let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(invocation) = slot.invocation.as_mut() {
+            invocation.cancel_with(token);
         }
     }
 }

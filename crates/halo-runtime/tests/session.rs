@@ -230,6 +230,23 @@ fn a_call_waiting_on_local_sync_lets_the_call_it_waits_for_run() {
 }
 
 #[test]
+fn an_asynchronous_call_looping_for_ever_stops_when_its_token_is_cancelled() {
+    let session = session("local-sync", "control_flow.vmfb");
+    let function = session.function("halve_until").unwrap();
+    let endless = vec![input(&session, "4xf32=inf 20 30 40"), Value::F32(5.0)];
+    let call = session.call_async(&function, endless);
+    let token = CancelToken::new();
+    call.cancel_with(token.clone());
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        token.cancel();
+    });
+    let error = pollster::block_on(call).unwrap_err();
+    canceller.join().unwrap();
+    assert_eq!(error.code(), StatusCode::Cancelled, "{error}");
+}
+
+#[test]
 fn a_program_looping_for_ever_on_its_input_stops_when_cancelled_and_the_session_goes_on() {
     for device in ["local-sync", "local-task"] {
         let session = Arc::new(session(device, "control_flow.vmfb"));
