@@ -315,19 +315,9 @@ fn compiled_benchmark_models_give_onnxruntimes_answers() {
             Some(line) => assert!(compiled.contains(line), "{model}: {compiled}"),
             None => assert!(!compiled.contains("graph rewrite"), "{model}: {compiled}"),
         }
-        let input = format!("--input=@{}", fixtures.join(format!("{model}.input.npy")).display());
-        let expected = format!(
-            "--expected_output=@{}",
-            fixtures.join(format!("{model}.expected.npy")).display()
-        );
+        assert_recorded_answers(model, &vmfb, "local-task");
         let module = format!("--module={}", vmfb.display());
         let function = format!("--function={model}");
-        let output = halo(&["run-module", &module, &function, &input, &expected], &[]);
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(
-            output.status.success() && stdout.contains("[SUCCESS]"),
-            "{model}: {stdout}"
-        );
         // The importer leaves the declaration out; halo writes it, with the graph's names.
         let output = halo(&["run-module", &module, &function], &[]);
         let stderr = String::from_utf8_lossy(&output.stderr);
@@ -376,27 +366,26 @@ fn a_model_compiled_for_vulkan_gives_onnxruntimes_answers() {
             && !compiled.contains("O3"),
         "{compiled}"
     );
-    let input = format!("--input=@{}", fixtures.join("shufflenet_v2.input.npy").display());
+    assert_recorded_answers("shufflenet_v2", &vmfb, "vulkan");
+}
+
+/// Runs benchmark model `model`, compiled to `vmfb`, on `device` with its recorded input and
+/// asserts onnxruntime's recorded answers.
+fn assert_recorded_answers(model: &str, vmfb: &Path, device: &str) {
+    let fixtures = repo().join("fixtures/benchmark-models");
+    let input = format!("--input=@{}", fixtures.join(format!("{model}.input.npy")).display());
     let expected = format!(
         "--expected_output=@{}",
-        fixtures.join("shufflenet_v2.expected.npy").display()
+        fixtures.join(format!("{model}.expected.npy")).display()
     );
+    let device = format!("--device={device}");
     let module = format!("--module={}", vmfb.display());
-    let output = halo(
-        &[
-            "run-module",
-            "--device=vulkan",
-            &module,
-            "--function=shufflenet_v2",
-            &input,
-            &expected,
-        ],
-        &[],
-    );
+    let function = format!("--function={model}");
+    let output = halo(&["run-module", &device, &module, &function, &input, &expected], &[]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success() && stdout.contains("[SUCCESS]"),
-        "{stdout}{}",
+        "{model} {device}: {stdout}{}",
         String::from_utf8_lossy(&output.stderr)
     );
 }
@@ -517,22 +506,5 @@ fn tuning_for_vulkan_drops_the_variant_that_keeps_iree_s_convolutions() {
     let variants = report["variants"].as_array().unwrap();
     let kept = variants.iter().find(|v| v["name"] == "o3-keep-convolutions").unwrap();
     assert_eq!(kept["status"], "deviates", "{report:#}");
-    let expected = format!(
-        "--expected_output=@{}",
-        fixtures.join("shufflenet_v2.expected.npy").display()
-    );
-    let module = format!("--module={}", vmfb.display());
-    let run = halo(
-        &[
-            "run-module",
-            "--device=vulkan",
-            &module,
-            "--function=shufflenet_v2",
-            &input,
-            &expected,
-        ],
-        &[],
-    );
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(run.status.success() && stdout.contains("[SUCCESS]"), "{stdout}");
+    assert_recorded_answers("shufflenet_v2", &vmfb, "vulkan");
 }
