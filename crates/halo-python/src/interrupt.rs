@@ -3,8 +3,7 @@
 //! a call looping for ever (a `while` over an infinity) never is. So the first call from the main
 //! thread adds an action to SIGINT, before Python's handler, that cancels the call in flight
 //! there; the call ends with `CANCELLED` at its next step, and Python's handler then raises
-//! `KeyboardInterrupt` as it would have. The package's only other `unsafe` is in
-//! `numpy_memory`.
+//! `KeyboardInterrupt` as it would have.
 //!
 //! Nothing is installed when SIGINT is not Python's to handle (ignored, or left to the system's
 //! default), and calls from other threads are not interrupted, as Python's own code on them is not.
@@ -14,7 +13,8 @@
 use halo_runtime::{CancelToken, StatusCode};
 use pyo3::prelude::*;
 use std::cell::Cell;
-use std::sync::OnceLock;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, OnceLock};
 
 /// The token of the call in flight on the main thread (calls there take turns), once an action
 /// on SIGINT cancels it; `None` when none could be added.
@@ -67,11 +67,10 @@ fn python_handles_sigint(py: Python<'_>) -> PyResult<bool> {
     Ok(handler.is_callable())
 }
 
+/// A token that SIGINT cancels; signal-hook calls the handler that was there before (Python's)
+/// after setting the flag.
 fn install() -> Option<CancelToken> {
-    let token = CancelToken::new();
-    let cancelled_by_signal = token.clone();
-    // SAFETY: the action only stores to an atomic flag, which is async-signal-safe, and cannot
-    // panic; signal-hook-registry calls the handler that was there before (Python's) after it.
-    let added = unsafe { signal_hook_registry::register(libc::SIGINT, move || cancelled_by_signal.cancel()) };
-    added.ok().map(|_| token)
+    let flag = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGINT, flag.clone()).ok()?;
+    Some(CancelToken::from_flag(flag))
 }

@@ -8,8 +8,8 @@
 //! - `async_call`: calls as asyncio futures.
 //! - `array`: `halo.Array` results and results as Python values.
 //! - `dtypes`: NumPy dtypes and element types.
-//! - `interrupt`: Ctrl-C stopping a call on the main thread (`unsafe`: a signal action).
-//! - `numpy_memory`: NumPy arrays' memory (`unsafe`: NumPy's array object).
+//! - `interrupt`: Ctrl-C stopping a call on the main thread.
+//! - `numpy_memory`: NumPy arrays' memory (the package's only `unsafe`).
 //! - `trace`: timelines for `halo.trace`.
 //! - `errors`: the `halo.Error` hierarchy.
 

@@ -20,6 +20,12 @@ impl CancelToken {
         Self::default()
     }
 
+    /// A token cancelled by setting `flag`, for a flag that something else sets, such as a
+    /// signal handler (`signal_hook::flag::register`).
+    pub fn from_flag(flag: Arc<AtomicBool>) -> Self {
+        Self(flag)
+    }
+
     /// Stops the calls holding this token at their next step.
     pub fn cancel(&self) {
         self.0.store(true, Ordering::Relaxed);
@@ -50,6 +56,15 @@ mod tests {
         token.reset();
         assert!(!held.is_cancelled());
         held.cancel();
+        assert!(token.is_cancelled());
+    }
+
+    #[test]
+    fn a_token_from_a_flag_is_cancelled_by_setting_the_flag() {
+        let flag = Arc::new(AtomicBool::new(false));
+        let token = CancelToken::from_flag(flag.clone());
+        assert!(!token.is_cancelled());
+        flag.store(true, Ordering::Relaxed);
         assert!(token.is_cancelled());
     }
 }
