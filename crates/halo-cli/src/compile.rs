@@ -22,7 +22,8 @@ pub struct CompileArgs {
     #[arg(long, default_value = "local-task")]
     pub device: String,
     /// The chip to compile for: an LLVM CPU (default `host`; `x86-64-v2` for a portable
-    /// program), a CUDA architecture (`sm_80`), an AMD one (`gfx942`) or a Vulkan target.
+    /// program), a CUDA architecture (default: that of the CUDA device at `--device`, when one
+    /// opens here), an AMD one (`gfx942`) or a Vulkan target.
     #[arg(long = "target-chip", visible_alias = "target_chip")]
     pub target_chip: Option<String>,
     /// The optimisation flags: `best` (try `fast-o3`, `fast`, `iree-default` in turn and keep the
@@ -93,10 +94,13 @@ fn stop_on_signals() -> Result<()> {
 pub fn run(args: &CompileArgs) -> Result<()> {
     let flag_set = FlagSet::from_name(&args.flag_set)?;
     let graph_rewrite = args.graph_rewrite.as_deref().map(GraphRewrite::from_name).transpose()?;
-    let target = Target::for_device(&args.device, args.target_chip.as_deref())?;
+    let mut target = Target::for_device(&args.device, args.target_chip.as_deref())?;
     // The model is checked before the compiler is looked for, so its errors do not depend on one.
     ModelFormat::of_file(&args.model)?;
     stop_on_signals()?;
+    if let Some(note) = target.settle_chip(&args.device).note(&args.device) {
+        eprintln!("halo: note: {note}");
+    }
     if let Some(caution) = target.caution() {
         eprintln!("halo: note: {caution}");
     }

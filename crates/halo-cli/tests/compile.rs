@@ -390,6 +390,57 @@ fn assert_recorded_answers(model: &str, vmfb: &Path, device: &str) {
     );
 }
 
+/// A CUDA compile without `--target-chip` takes the architecture of the CUDA device it opens (the
+/// fake library's, compute capability 8.0) instead of iree-compile's `sm_60`; with no device it
+/// keeps that default and says why, and a named chip is kept.
+#[test]
+fn a_cuda_compile_without_a_chip_takes_the_architecture_of_the_device_present() {
+    let Some(compiler) = real_compiler("a_cuda_compile_without_a_chip_takes_the_architecture_of_the_device_present")
+    else {
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let model = repo().join("fixtures/models/tiny_add.mlir");
+    let vmfb = out.path().join("tiny.vmfb");
+    let compile = |library: &Path, chip: &[&str]| {
+        let mut args = vec![
+            "compile",
+            model.to_str().unwrap(),
+            "-o",
+            vmfb.to_str().unwrap(),
+            "--device=cuda",
+        ];
+        args.extend(chip);
+        let output = halo(
+            &args,
+            &[("HALO_IREE_COMPILE", &compiler), ("HALO_CUDA_LIBRARY", library)],
+        );
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "{stdout}{stderr}");
+        (stdout, stderr)
+    };
+    let fake = std::env::current_exe().unwrap().with_file_name("libhalo_cuda_fake.so");
+    let (stdout, stderr) = compile(&fake, &[]);
+    assert!(stdout.contains("--iree-cuda-target=sm_80"), "{stdout}");
+    assert!(
+        stderr.contains("compiling for sm_80") && stderr.contains("compute capability 8.0"),
+        "{stderr}"
+    );
+    let (stdout, stderr) = compile(&fake, &["--target-chip=sm_75"]);
+    assert!(stdout.contains("--iree-cuda-target=sm_75"), "{stdout}");
+    assert!(!stderr.contains("note"), "{stderr}");
+    let missing = Path::new("/nonexistent/libcuda.so.1");
+    let (stdout, stderr) = compile(missing, &[]);
+    assert!(!stdout.contains("--iree-cuda-target"), "{stdout}");
+    assert!(
+        stderr.contains("no CUDA device to read the chip from")
+            && stderr.contains("/nonexistent/libcuda.so.1")
+            && stderr.contains("default sm_60"),
+        "{stderr}"
+    );
+}
+
 /// Ctrl-C or `SIGTERM` during a compile kills the compiler and removes the scratch folder beside
 /// the output (the imported model, often hundreds of MB), instead of leaving both behind.
 #[test]

@@ -32,6 +32,7 @@
 
 mod compile;
 mod declaration;
+mod device_chip;
 mod flag_set;
 mod graph_rewrite;
 mod model;
@@ -42,6 +43,7 @@ mod toolchain;
 pub mod tune;
 
 pub use compile::{compile, CompileReport, CompileRequest, RejectedCandidate};
+pub use device_chip::{cuda_architecture, ChipChoice};
 pub use flag_set::FlagSet;
 pub use graph_rewrite::GraphRewrite;
 pub use model::{GraphKind, ModelFormat};

@@ -5,7 +5,7 @@ use crate::errors::IntoPyResult;
 use halo_compile::tune::cache::TuneCache;
 use halo_compile::tune::measure::Workload;
 use halo_compile::tune::{positive_seconds, tolerance as checked_tolerance, TuneRequest};
-use halo_compile::{CompileRequest, FlagSet, GraphRewrite, Target, Toolchain};
+use halo_compile::{ChipChoice, CompileRequest, FlagSet, GraphRewrite, Target, Toolchain};
 use halo_hal::Error;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -28,7 +28,8 @@ pub fn compile<'py>(
     iree_compile: Option<PathBuf>,
     graph_rewrite: Option<&str>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let target = Target::for_device(device, target_chip).py()?;
+    let mut target = Target::for_device(device, target_chip).py()?;
+    settle_chip(py, &mut target, device)?;
     warn_about(py, &target)?;
     let request = CompileRequest {
         model,
@@ -88,7 +89,8 @@ pub fn tune(
 ) -> PyResult<(String, bool, Vec<String>)> {
     let tolerance = checked_tolerance(tolerance, "tolerance").py()?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let target = Target::for_device(device, target_chip).py()?;
+    let mut target = Target::for_device(device, target_chip).py()?;
+    settle_chip(py, &mut target, device)?;
     warn_about(py, &target)?;
     let request = TuneRequest {
         model,
@@ -125,6 +127,19 @@ pub fn tune(
         .map_err(|e| Error::internal(e.to_string()))
         .py()?;
     Ok((text, outcome.cache_hit, outcome.warnings))
+}
+
+/// Gives a CUDA target without a chip its device's architecture ([`Target::settle_chip`]),
+/// warning with a `UserWarning` when no device said which, so the compiler's old default stays.
+fn settle_chip(py: Python<'_>, target: &mut Target, device: &str) -> PyResult<()> {
+    let choice = py.detach(|| target.settle_chip(device));
+    match (&choice, choice.note(device)) {
+        (ChipChoice::CompilerDefault { .. }, Some(note)) => {
+            let message = std::ffi::CString::new(note).unwrap_or_default();
+            PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyUserWarning>(), &message, 1)
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Says what [`Target::caution`] says, as a Python `UserWarning`.

@@ -68,6 +68,18 @@ def test_compiling_for_the_portable_vulkan_target_warns_about_nvidia(monkeypatch
             halo.compile_mlir(MODELS / "tiny_add.mlir", "vulkan", target_chip="ampere")
 
 
+def test_compiling_for_cuda_without_a_device_warns_that_the_compilers_old_default_stays(monkeypatch, tmp_path):
+    monkeypatch.setenv("HALO_IREE_COMPILE", str(tmp_path / "iree-compile"))
+    monkeypatch.setenv("HALO_CUDA_LIBRARY", str(tmp_path / "libcuda.so.1"))
+    with pytest.warns(UserWarning, match="no CUDA device to read the chip from.*libcuda.so.1.*default sm_60"):
+        with pytest.raises(halo.NotFoundError):
+            halo.compile_mlir(MODELS / "tiny_add.mlir", "cuda")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(halo.NotFoundError):
+            halo.compile_mlir(MODELS / "tiny_add.mlir", "cuda", target_chip="sm_80")
+
+
 def test_a_compiler_that_is_not_there_is_named(monkeypatch, tmp_path):
     missing = tmp_path / "iree-compile"
     monkeypatch.setenv("HALO_IREE_COMPILE", str(missing))

@@ -247,8 +247,9 @@ def compile_onnx(
     tune_inputs: Optional[Sequence[Any]] = None,
 ) -> Module:
     """Compiles an ONNX model as `halo compile` does (the pinned iree-compile 3.13 from
-    `halo[compile]`, the best flags known for the device; for this machine's CPU unless
-    `target_chip` names another, e.g. the portable "x86-64-v2") and loads it on `device`. The
+    `halo[compile]`, the best flags known for the device; for this machine's CPU, or the CUDA
+    device's architecture, unless `target_chip` names another, e.g. the portable "x86-64-v2") and
+    loads it on `device`. The
     `.vmfb` goes to `output`, or to a temporary file that is removed once loaded. With
     `tune_inputs` (arrays, one per argument) it is tuned on them instead, as `halo.tune` does."""
     return _compile_and_load(model, (".onnx",), device, target_chip, output, extra_flags, tune_inputs)
