@@ -98,7 +98,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
     // The model is checked before the compiler is looked for, so its errors do not depend on one.
     ModelFormat::of_file(&args.model)?;
     stop_on_signals()?;
-    if let Some(note) = target.settle_chip(&args.device).note(&args.device) {
+    if let Some(note) = target.settle_chip(&args.device).note() {
         eprintln!("halo: note: {note}");
     }
     if let Some(caution) = target.caution() {

@@ -441,6 +441,64 @@ fn a_cuda_compile_without_a_chip_takes_the_architecture_of_the_device_present() 
     );
 }
 
+/// A Vulkan compile without `--target-chip` takes the architecture of the NVIDIA GPU behind the
+/// device: the CUDA device with the Vulkan device's UUID (here the fake library, given the UUID
+/// of the Vulkan device present). A Vulkan device no CUDA device shares its UUID with keeps the
+/// portable target and its caution.
+#[test]
+fn a_vulkan_compile_without_a_chip_takes_the_architecture_of_the_cuda_device_with_its_uuid() {
+    let test = "a_vulkan_compile_without_a_chip_takes_the_architecture_of_the_cuda_device_with_its_uuid";
+    let Some(compiler) = real_compiler(test) else {
+        return;
+    };
+    if !common::vulkan_device_present() {
+        println!("skipped: {test}: no Vulkan device");
+        return;
+    }
+    let listed = halo(&["devices"], &[]);
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    let uuid = listed
+        .lines()
+        .find_map(|line| line.strip_prefix("vulkan://"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("the Vulkan device's line in `halo devices`");
+    let out = tempfile::tempdir().unwrap();
+    let model = repo().join("fixtures/models/tiny_add.mlir");
+    let vmfb = out.path().join("tiny.vmfb");
+    let fake = std::env::current_exe().unwrap().with_file_name("libhalo_cuda_fake.so");
+    let compile = |fake_uuid: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_halo"));
+        command
+            .args([
+                "compile",
+                model.to_str().unwrap(),
+                "-o",
+                vmfb.to_str().unwrap(),
+                "--device=vulkan",
+            ])
+            .env("HALO_IREE_COMPILE", &compiler)
+            .env("HALO_CUDA_LIBRARY", &fake);
+        if let Some(fake_uuid) = fake_uuid {
+            command.env("HALO_CUDA_FAKE_UUID", fake_uuid);
+        }
+        let output = command.output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "{stdout}{stderr}");
+        (stdout, stderr)
+    };
+    let (stdout, stderr) = compile(Some(uuid));
+    assert!(stdout.contains("--iree-vulkan-target=sm_80"), "{stdout}");
+    assert!(
+        stderr.contains("compiling for sm_80") && stderr.contains(&format!("CUDA device 'cuda://{uuid}'")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("portable Vulkan target"), "{stderr}");
+    let (stdout, stderr) = compile(None);
+    assert!(!stdout.contains("--iree-vulkan-target"), "{stdout}");
+    assert!(stderr.contains("portable Vulkan target"), "{stderr}");
+}
+
 /// Ctrl-C or `SIGTERM` during a compile kills the compiler and removes the scratch folder beside
 /// the output (the imported model, often hundreds of MB), instead of leaving both behind.
 #[test]

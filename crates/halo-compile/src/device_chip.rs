@@ -2,8 +2,11 @@
 //!
 //! For CPUs the compiler's `host` already means "this machine". For CUDA, iree-compile's
 //! default is `sm_60` (Pascal, 2016): newer GPUs run that PTX, but through none of their newer
-//! instructions. So a CUDA target without a chip takes the architecture of the device at its
-//! URI, when one opens here, as `host` does for CPUs; `--target-chip` still names any other.
+//! instructions. For Vulkan it is a portable target whose kernels gave wrong or run-to-run
+//! varying answers on an NVIDIA H100, where the GPU's own architecture gave the right ones. So a
+//! CUDA target without a chip takes the architecture of the device at its URI when one opens
+//! here, and so does a Vulkan target whose device is also a CUDA device (an NVIDIA GPU has one
+//! UUID under both APIs); `--target-chip` still names any other.
 
 use crate::target::{Target, TargetKind};
 use halo_hal::Result;
@@ -44,31 +47,30 @@ pub fn cuda_architecture(major: i64, minor: i64) -> Option<String> {
 /// How a target's chip was settled: what the user is told.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ChipChoice {
-    /// A chip was named, or the target's default already means this machine (`host`).
-    AsNamed,
+    /// A chip was named, or the device does not say more than the target's default.
+    Unchanged,
     /// Read from the device the program will run on.
     FromDevice {
         /// The chip chosen.
         chip: String,
-        /// What the device reported, e.g. `compute capability 9.0`.
+        /// What said so, e.g. `compute capability 9.0 of device 'cuda'`.
         reported: String,
     },
-    /// No device said which: the compiler's default stays.
+    /// No CUDA device said which: the compiler's default stays.
     CompilerDefault {
-        /// Why the device did not say.
+        /// Why no device said.
         reason: String,
     },
 }
 
 impl ChipChoice {
-    /// A line for the user about the choice, for the target of device `uri`; `None` when the chip
-    /// was named.
-    pub fn note(&self, uri: &str) -> Option<String> {
+    /// A line for the user about the choice; `None` when the chip stays as it was.
+    pub fn note(&self) -> Option<String> {
         match self {
-            ChipChoice::AsNamed => None,
+            ChipChoice::Unchanged => None,
             ChipChoice::FromDevice { chip, reported } => Some(format!(
-                "compiling for {chip}, the newest CUDA architecture iree-compile knows up to the {reported} \
-                 of device '{uri}' (--target-chip names another)"
+                "compiling for {chip}, the newest NVIDIA architecture iree-compile knows up to the {reported} \
+                 (--target-chip names another)"
             )),
             ChipChoice::CompilerDefault { reason } => Some(format!(
                 "{reason}; compiling for iree-compile's default {CUDA_COMPILER_DEFAULT}, which newer GPUs run \
@@ -80,31 +82,42 @@ impl ChipChoice {
 }
 
 impl Target {
-    /// Gives a CUDA target named without a chip the architecture of the device at `uri`, when
-    /// one opens here; other targets stay as they are.
+    /// Gives a CUDA target named without a chip the architecture of the device at `uri`, and a
+    /// Vulkan one that of the NVIDIA GPU at `uri`, when the device opens here; other targets,
+    /// and Vulkan devices that are not CUDA devices too, stay as they are.
     pub fn settle_chip(&mut self, uri: &str) -> ChipChoice {
-        if self.kind != TargetKind::Cuda || self.chip.is_some() {
-            return ChipChoice::AsNamed;
+        if self.chip.is_some() {
+            return ChipChoice::Unchanged;
         }
-        let capability = match compute_capability(uri) {
-            Ok(capability) => capability,
+        let found = match self.kind {
+            TargetKind::Cuda => compute_capability(uri).map(|capability| (capability, format!("device '{uri}'"))),
+            TargetKind::Vulkan => match cuda_device_of_vulkan(uri) {
+                Some(cuda_uri) => compute_capability(&cuda_uri)
+                    .map(|capability| (capability, format!("device '{uri}' (CUDA device '{cuda_uri}')"))),
+                None => return ChipChoice::Unchanged,
+            },
+            TargetKind::Cpu | TargetKind::Hip => return ChipChoice::Unchanged,
+        };
+        let ((major, minor), device) = match found {
+            Ok(found) => found,
+            // A Vulkan device that is a CUDA device the CUDA driver cannot open keeps the portable
+            // target, which comes with its own caution.
+            Err(_) if self.kind == TargetKind::Vulkan => return ChipChoice::Unchanged,
             Err(error) => {
                 return ChipChoice::CompilerDefault {
                     reason: format!("no CUDA device to read the chip from ({error})"),
                 }
             }
         };
-        let (major, minor) = capability;
-        let reported = format!("compute capability {major}.{minor}");
+        let reported = format!("compute capability {major}.{minor} of {device}");
         match cuda_architecture(major, minor) {
             Some(chip) => {
                 self.chip = Some(chip.clone());
                 ChipChoice::FromDevice { chip, reported }
             }
+            None if self.kind == TargetKind::Vulkan => ChipChoice::Unchanged,
             None => ChipChoice::CompilerDefault {
-                reason: format!(
-                    "device '{uri}' has {reported}, older than every architecture iree-compile compiles for"
-                ),
+                reason: format!("the {reported} is older than every architecture iree-compile compiles for"),
             },
         }
     }
@@ -116,6 +129,23 @@ fn compute_capability(uri: &str) -> Result<(i64, i64)> {
     let major = device.query_i64("cuda.device", "compute_capability_major")?;
     let minor = device.query_i64("cuda.device", "compute_capability_minor")?;
     Ok((major, minor))
+}
+
+/// The URI of the CUDA device with the UUID of the Vulkan device at `uri`, when both drivers list
+/// it: an NVIDIA GPU.
+fn cuda_device_of_vulkan(uri: &str) -> Option<String> {
+    let instance = Instance::new();
+    let uuid = instance.create_device(uri).ok()?.info().path.clone();
+    let listed = instance
+        .registry()
+        .create_driver("cuda")
+        .ok()?
+        .enumerate_devices()
+        .ok()?;
+    listed
+        .iter()
+        .any(|device| device.path == uuid)
+        .then(|| format!("cuda://{uuid}"))
 }
 
 #[cfg(test)]
@@ -137,16 +167,16 @@ mod tests {
     }
 
     #[test]
-    fn only_cuda_targets_without_a_chip_look_for_a_device() {
+    fn named_chips_and_cpu_targets_are_kept() {
         for (uri, chip) in [
             ("local-task", None),
-            ("vulkan", None),
+            ("vulkan", Some("ampere")),
             ("cuda", Some("sm_75")),
             ("hip", Some("gfx942")),
         ] {
             let mut target = Target::for_device(uri, chip).unwrap();
             let before = target.clone();
-            assert_eq!(target.settle_chip(uri), ChipChoice::AsNamed, "{uri}");
+            assert_eq!(target.settle_chip(uri), ChipChoice::Unchanged, "{uri}");
             assert_eq!(target, before);
         }
     }
@@ -157,7 +187,7 @@ mod tests {
         let mut target = Target::for_device("cuda://no-such-device", None).unwrap();
         let choice = target.settle_chip("cuda://no-such-device");
         assert_eq!(target.chip, None);
-        let note = choice.note("cuda://no-such-device").unwrap();
+        let note = choice.note().unwrap();
         assert!(note.starts_with("no CUDA device to read the chip from ("), "{note}");
         assert!(
             note.contains("default sm_60") && note.contains("--target-chip"),

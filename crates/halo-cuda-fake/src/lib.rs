@@ -293,8 +293,27 @@ pub unsafe extern "C" fn cuDeviceGetName(name: *mut c_char, length: c_int, _devi
 #[no_mangle]
 pub unsafe extern "C" fn cuDeviceGetUuid_v2(uuid: *mut [u8; 16], _device: c_int) -> CuResult {
     // SAFETY: a valid out-pointer to 16 bytes, per the API.
-    unsafe { *uuid = *b"halo-fake-gpu-00" };
+    unsafe { *uuid = device_uuid() };
     SUCCESS
+}
+
+/// The device's UUID: `HALO_CUDA_FAKE_UUID` (32 hex digits, dashes ignored) when set, so that a
+/// test can make the fake the CUDA side of another driver's device, as an NVIDIA GPU is both a
+/// CUDA and a Vulkan device under one UUID.
+fn device_uuid() -> [u8; 16] {
+    let mut uuid = *b"halo-fake-gpu-00";
+    let Ok(text) = std::env::var("HALO_CUDA_FAKE_UUID") else {
+        return uuid;
+    };
+    let digits: Vec<u8> = text.bytes().filter(|&b| b != b'-').collect();
+    let bytes: Option<Vec<u8>> = digits
+        .chunks(2)
+        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
+        .collect();
+    if let Some(bytes) = bytes.filter(|bytes| bytes.len() == 16) {
+        uuid.copy_from_slice(&bytes);
+    }
+    uuid
 }
 
 #[no_mangle]

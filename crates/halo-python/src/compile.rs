@@ -133,7 +133,7 @@ pub fn tune(
 /// warning with a `UserWarning` when no device said which, so the compiler's old default stays.
 fn settle_chip(py: Python<'_>, target: &mut Target, device: &str) -> PyResult<()> {
     let choice = py.detach(|| target.settle_chip(device));
-    match (&choice, choice.note(device)) {
+    match (&choice, choice.note()) {
         (ChipChoice::CompilerDefault { .. }, Some(note)) => {
             let message = std::ffi::CString::new(note).unwrap_or_default();
             PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyUserWarning>(), &message, 1)
