@@ -31,10 +31,15 @@ impl Served {
     }
 
     fn start_with(args: &[String]) -> Served {
+        Served::start_with_envs(args, &[])
+    }
+
+    fn start_with_envs(args: &[String], envs: &[(&str, &Path)]) -> Served {
         let mut child = Command::new(env!("CARGO_BIN_EXE_halo"))
             .current_dir(models())
             .args(["serve", "--http-port=0", "--grpc-port=0"])
             .args(args)
+            .envs(envs.iter().copied())
             .stderr(Stdio::piped())
             .spawn()
             .expect("halo serve starts");
@@ -863,6 +868,69 @@ fn a_repository_setting_for_warm_up_overrides_the_flag() {
 }
 
 /// A model repository in a fresh temporary folder: `(folder name, config.toml)` per model.
+/// An ONNX model in a repository folder is compiled at load (with `halo compile`'s defaults) into
+/// the compile cache, answers as `run-module` does with the program compiled, and loads from the
+/// cache without compiling when the server starts again.
+#[test]
+fn an_onnx_model_in_a_repository_is_compiled_at_load_once() {
+    let test = "an_onnx_model_in_a_repository_is_compiled_at_load_once";
+    let venv = models().join("../../.iree-venv/bin/iree-compile");
+    let toolchain = halo_compile::Toolchain::locate(venv.is_file().then_some(venv.as_path()));
+    let compiler = match toolchain {
+        Ok(toolchain) if toolchain.onnx_importer().is_ok() => toolchain.compiler().to_path_buf(),
+        _ => {
+            println!("skipped: {test}: no iree-compile with iree-import-onnx");
+            return;
+        }
+    };
+    let root = repository("onnx", &[("mlp", "function = \"onnx_mlp\"\n".to_string())]);
+    std::fs::copy(models().join("onnx_mlp.onnx"), root.join("mlp/model.onnx")).expect("the ONNX model");
+    let cache = root.join("cache");
+    let envs = [
+        ("HALO_IREE_COMPILE", compiler.as_path()),
+        ("HALO_COMPILE_CACHE", cache.as_path()),
+    ];
+    let args = [format!("--model-repository={}", root.display())];
+    let compiled = || -> Vec<PathBuf> {
+        std::fs::read_dir(&cache)
+            .map(|entries| {
+                entries
+                    .map(|e| e.unwrap().path())
+                    .filter(|p| p.extension().is_some_and(|e| e == "vmfb"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let served = Served::start_with_envs(&args, &envs);
+    let program = match compiled().as_slice() {
+        [program] => program.clone(),
+        other => panic!("one compiled program in the cache, not {other:?}"),
+    };
+    let written = std::fs::metadata(&program).unwrap().modified().unwrap();
+    let input = halo_runtime::npy::read(&models().join("onnx_mlp.basic.0.npy")).expect("the fixture input");
+    let (status, metadata) = served.get("/v2/models/mlp");
+    assert_eq!(status, 200, "{metadata}");
+    let body = json!({"inputs": [{"name": metadata["inputs"][0]["name"], "shape": input.shape, "datatype": "FP32",
+                                  "data": f32_data(&input)}]});
+    let (status, response) = served.post("/v2/models/mlp/infer", &body.to_string());
+    assert_eq!(status, 200, "{response}");
+    let expected = run_module_results(program.to_str().unwrap(), "onnx_mlp", &["@onnx_mlp.basic.0.npy"], 2);
+    for (output, expected) in response["outputs"].as_array().unwrap().iter().zip(&expected) {
+        assert_eq!(json_f32(&output["data"]), f32_data(expected));
+    }
+    drop(served);
+    let served = Served::start_with_envs(&args, &envs);
+    assert_eq!(served.get("/v2/models/mlp/ready").0, 200);
+    assert_eq!(compiled(), std::slice::from_ref(&program));
+    assert_eq!(
+        std::fs::metadata(&program).unwrap().modified().unwrap(),
+        written,
+        "compiled again"
+    );
+    drop(served);
+    std::fs::remove_dir_all(root).ok();
+}
+
 fn repository(name: &str, models_and_configs: &[(&str, String)]) -> PathBuf {
     let root = std::env::temp_dir().join(format!("halo-serve-repository-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);

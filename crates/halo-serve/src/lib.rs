@@ -20,6 +20,7 @@ pub mod json_data;
 pub mod json_numbers;
 pub mod metrics;
 pub mod model;
+pub mod model_source;
 pub mod protocol;
 pub mod repository;
 pub mod server;

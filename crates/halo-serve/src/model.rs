@@ -5,6 +5,7 @@ use crate::classification::{read_labels, ClassLabels};
 use crate::compute::ComputeThreads;
 use crate::datatype::datatype_of;
 use crate::metrics::Metrics;
+use crate::model_source;
 use crate::statistics::{ModelStatistics, StatisticsSnapshot};
 use halo_hal::buffer_view_text::element_count;
 use halo_hal::{ElementType, Error, HostTensor, Result, ResultExt};
@@ -45,7 +46,8 @@ pub struct ModelConfig {
     pub name: String,
     /// Its version string (`"1"` unless configured).
     pub version: String,
-    /// Its module files, in load order (dependencies first).
+    /// Its module files, in load order (dependencies first): `.vmfb` files, or ONNX and MLIR
+    /// models compiled at load for the first device ([`crate::model_source`]).
     pub modules: Vec<PathBuf>,
     /// The exported function a request calls.
     pub function: String,
@@ -290,8 +292,9 @@ impl Model {
         config.check_limits()?;
         let uris: Vec<&str> = config.devices.iter().map(String::as_str).collect();
         let mut session = Session::new(instance, &uris)?;
+        let first_device = uris.first().copied().unwrap_or("local-task");
         for module in &config.modules {
-            session.load_module_file(module)?;
+            session.load_module_file(&model_source::compiled(module, first_device)?)?;
         }
         let function = session.function(&config.function)?;
         let specs = |declared: Vec<(String, String)>, prefix: &str| {

@@ -3,7 +3,8 @@
 //!
 //! ```toml
 //! function = "cnn"                  # the exported function requests call (required)
-//! modules = ["cnn.vmfb"]            # relative to the folder; default: its one .vmfb file
+//! modules = ["cnn.vmfb"]            # relative to the folder; default: its one .vmfb file, else
+//!                                   # its one .onnx/.mlir model, compiled at load (model_source)
 //! version = "1"
 //! devices = ["local-task"]
 //! max_concurrency = 4
@@ -20,6 +21,7 @@
 //! Settings a file leaves out come from the server's defaults (its command-line flags).
 
 use crate::model::ModelConfig;
+use crate::model_source;
 use halo_hal::{Error, Result, ResultExt};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -182,18 +184,25 @@ fn valid_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
+/// The folder's one `.vmfb` file, else its one ONNX or MLIR model (compiled at load).
 fn only_module(folder: &Path) -> Result<PathBuf> {
-    let modules: Vec<PathBuf> = std::fs::read_dir(folder)
+    let files: Vec<PathBuf> = std::fs::read_dir(folder)
         .map_err(|e| Error::unavailable(format!("cannot read {}: {e}", folder.display())))?
         .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.is_file())
+        .collect();
+    let modules: Vec<&PathBuf> = files
+        .iter()
         .filter(|path| path.extension().is_some_and(|e| e == "vmfb"))
         .collect();
-    match <[PathBuf; 1]>::try_from(modules) {
-        Ok([module]) => Ok(module),
-        Err(found) => Err(Error::invalid_argument(format!(
-            "it names no modules and {} has {} .vmfb files; list them in `modules`",
+    let sources: Vec<&PathBuf> = files.iter().filter(|path| model_source::is_source(path)).collect();
+    match (modules.as_slice(), sources.as_slice()) {
+        ([module], _) | ([], [module]) => Ok(module.to_path_buf()),
+        _ => Err(Error::invalid_argument(format!(
+            "it names no modules and {} has {} .vmfb files and {} ONNX or MLIR models; list them in `modules`",
             folder.display(),
-            found.len()
+            modules.len(),
+            sources.len()
         ))),
     }
 }
