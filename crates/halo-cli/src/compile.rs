@@ -22,8 +22,9 @@ pub struct CompileArgs {
     #[arg(long, default_value = "local-task")]
     pub device: String,
     /// The chip to compile for: an LLVM CPU (default `host`; `x86-64-v2` for a portable
-    /// program), a CUDA architecture (default: that of the CUDA device at `--device`, when one
-    /// opens here), an AMD one (`gfx942`) or a Vulkan target.
+    /// program), a CUDA architecture (`sm_80`), an AMD one (`gfx942`) or a Vulkan target
+    /// (`ampere`). For CUDA, and Vulkan on NVIDIA, the default is the architecture of the GPU at
+    /// `--device` when it opens here.
     #[arg(long = "target-chip", visible_alias = "target_chip")]
     pub target_chip: Option<String>,
     /// The optimisation flags: `best` (try `fast-o3`, `fast`, `iree-default` in turn and keep the

@@ -36,7 +36,7 @@ const CUDA_COMPILER_DEFAULT: &str = "sm_60";
 /// The newest architecture iree-compile knows that a device of compute capability
 /// `major.minor` runs (PTX for one architecture is compiled by the driver for any later one),
 /// or `None` for a device older than all of them.
-pub fn cuda_architecture(major: i64, minor: i64) -> Option<String> {
+fn cuda_architecture(major: i64, minor: i64) -> Option<String> {
     CUDA_ARCHITECTURES
         .iter()
         .rev()

@@ -43,7 +43,7 @@ mod toolchain;
 pub mod tune;
 
 pub use compile::{compile, CompileReport, CompileRequest, RejectedCandidate};
-pub use device_chip::{cuda_architecture, ChipChoice};
+pub use device_chip::ChipChoice;
 pub use flag_set::FlagSet;
 pub use graph_rewrite::GraphRewrite;
 pub use model::{GraphKind, ModelFormat};

@@ -129,8 +129,9 @@ pub fn tune(
     Ok((text, outcome.cache_hit, outcome.warnings))
 }
 
-/// Gives a CUDA target without a chip its device's architecture ([`Target::settle_chip`]),
-/// warning with a `UserWarning` when no device said which, so the compiler's old default stays.
+/// Gives a GPU target without a chip its device's architecture ([`Target::settle_chip`]),
+/// warning with a `UserWarning` when no CUDA device said which, so the compiler's old default
+/// stays.
 fn settle_chip(py: Python<'_>, target: &mut Target, device: &str) -> PyResult<()> {
     let choice = py.detach(|| target.settle_chip(device));
     match (&choice, choice.note()) {

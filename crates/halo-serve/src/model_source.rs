@@ -8,7 +8,7 @@
 
 use halo_compile::tune::cache::{cpu_description, key, sha256_of_file};
 use halo_compile::tune::space::SPACE_VERSION;
-use halo_compile::{compile, CompileRequest, FlagSet, ModelFormat, Target, Toolchain};
+use halo_compile::{compile, ChipChoice, CompileRequest, FlagSet, ModelFormat, Target, Toolchain};
 use halo_hal::{Error, Result, ResultExt};
 use std::path::{Path, PathBuf};
 
@@ -40,11 +40,18 @@ pub fn compiled(module: &Path, device: &str) -> Result<PathBuf> {
 fn compile_cached(source: &Path, device: &str) -> Result<PathBuf> {
     ModelFormat::of_file(source)?;
     let mut target = Target::for_device(device, None)?;
-    if let Some(note) = target.settle_chip(device).note() {
-        tracing::warn!(model = %source.display(), "{note}");
+    let choice = target.settle_chip(device);
+    match (&choice, choice.note()) {
+        (ChipChoice::CompilerDefault { .. }, Some(note)) => tracing::warn!(model = %source.display(), "{note}"),
+        (_, Some(note)) => tracing::info!(model = %source.display(), "{note}"),
+        (_, None) => {}
+    }
+    if let Some(caution) = target.caution() {
+        tracing::warn!(model = %source.display(), "{caution}");
     }
     let toolchain = Toolchain::locate(None)?;
-    let output = cache_root().join(format!(
+    let cache = cache_root();
+    let output = cache.join(format!(
         "{}.vmfb",
         key(&[
             &sha256_of_file(source)?,
@@ -58,12 +65,8 @@ fn compile_cached(source: &Path, device: &str) -> Result<PathBuf> {
         tracing::info!(model = %source.display(), program = %output.display(), "compiled before");
         return Ok(output);
     }
-    std::fs::create_dir_all(cache_root()).map_err(|e| {
-        Error::unavailable(format!(
-            "cannot make the cache folder '{}': {e}",
-            cache_root().display()
-        ))
-    })?;
+    std::fs::create_dir_all(&cache)
+        .map_err(|e| Error::unavailable(format!("cannot make the cache folder '{}': {e}", cache.display())))?;
     let report = compile(
         &toolchain,
         &CompileRequest {
