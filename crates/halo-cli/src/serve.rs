@@ -17,9 +17,9 @@ pub struct ServeArgs {
     #[arg(long, conflicts_with_all = ["modules", "function", "model_name"])]
     pub model_repository: Option<PathBuf>,
     /// The module file(s) to load, dependencies first; the model is named after the last.
-    #[arg(long = "module", required_unless_present = "model_repository", requires = "function")]
+    #[arg(long = "module", required_unless_present = "model_repository")]
     pub modules: Vec<PathBuf>,
-    /// The function each inference request calls.
+    /// The function each inference request calls (default: the last module's only public one).
     #[arg(long)]
     pub function: Option<String>,
     /// The model's name (default: the last module file's stem).
@@ -131,12 +131,10 @@ async fn first_of_two_signals() {
     });
 }
 
-/// The model `--module` and `--function` name.
+/// The model `--module` (and `--function`) name.
 fn module_model(args: &ServeArgs, defaults: Defaults) -> Result<ModelConfig> {
-    let (Some(last), Some(function)) = (args.modules.last(), &args.function) else {
-        return Err(Error::invalid_argument(
-            "--module and --function, or --model-repository, are required",
-        ));
+    let Some(last) = args.modules.last() else {
+        return Err(Error::invalid_argument("--module or --model-repository is required"));
     };
     let name = match &args.model_name {
         Some(name) => name.clone(),
@@ -149,7 +147,7 @@ fn module_model(args: &ServeArgs, defaults: Defaults) -> Result<ModelConfig> {
         name,
         version: args.model_version.clone(),
         modules: args.modules.clone(),
-        function: function.clone(),
+        function: args.function.clone(),
         devices: defaults.devices,
         max_concurrency: defaults.max_concurrency,
         max_queue: defaults.max_queue,

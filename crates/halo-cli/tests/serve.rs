@@ -693,6 +693,23 @@ fn refused_at_start(args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
+/// Without `--function` (or `function` in config.toml) a module's one public function is served;
+/// a module with several is refused at start, naming them.
+#[test]
+fn a_modules_only_function_is_served_without_being_named() {
+    let served = Served::start_with(&["--module=../benchmark-models/squeezenet.vmfb".to_string()]);
+    let (status, metadata) = served.get("/v2/models/squeezenet");
+    assert_eq!(status, 200, "{metadata}");
+    assert_eq!(metadata["inputs"][0]["name"], "input", "{metadata}");
+    drop(served);
+    let stderr = refused_at_start(&["--module=control_flow.vmfb"]);
+    assert!(
+        stderr.contains("no function is named and the last module exports 5 (if_positive, sum4, halve_until, collatz, for_accumulate)")
+            && stderr.contains("--function"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn a_function_without_a_declaration_is_served_with_the_types_given() {
     // Plain iree-compile of an ONNX import records no declaration.
@@ -868,9 +885,10 @@ fn a_repository_setting_for_warm_up_overrides_the_flag() {
 }
 
 /// A model repository in a fresh temporary folder: `(folder name, config.toml)` per model.
-/// An ONNX model in a repository folder is compiled at load (with `halo compile`'s defaults) into
-/// the compile cache, answers as `run-module` does with the program compiled, and loads from the
-/// cache without compiling when the server starts again.
+/// An ONNX model in a repository folder with an empty `config.toml` is compiled at load (with
+/// `halo compile`'s defaults) into the compile cache, serves its only function as `run-module`
+/// runs the program compiled, and loads from the cache without compiling when the server starts
+/// again.
 #[test]
 fn an_onnx_model_in_a_repository_is_compiled_at_load_once() {
     let test = "an_onnx_model_in_a_repository_is_compiled_at_load_once";
@@ -883,7 +901,8 @@ fn an_onnx_model_in_a_repository_is_compiled_at_load_once() {
             return;
         }
     };
-    let root = repository("onnx", &[("mlp", "function = \"onnx_mlp\"\n".to_string())]);
+    // An empty configuration: the function is the model's only one.
+    let root = repository("onnx", &[("mlp", String::new())]);
     std::fs::copy(models().join("onnx_mlp.onnx"), root.join("mlp/model.onnx")).expect("the ONNX model");
     let cache = root.join("cache");
     let envs = [

@@ -491,7 +491,7 @@ fn direct_model(args: &Args) -> Arc<Model> {
         name: "model".into(),
         version: "1".into(),
         modules: vec![args.module.clone()],
-        function: args.function.clone(),
+        function: Some(args.function.clone()),
         devices: vec![args.device.clone()],
         max_concurrency: args.max_concurrency,
         max_queue: 0,

@@ -10,6 +10,7 @@ use crate::statistics::{ModelStatistics, StatisticsSnapshot};
 use halo_hal::buffer_view_text::element_count;
 use halo_hal::{ElementType, Error, HostTensor, Result, ResultExt};
 use halo_runtime::{CancelToken, Function, Instance, Session, Value};
+use halo_vm::module::{BytecodeModule, LoadMode};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -49,8 +50,8 @@ pub struct ModelConfig {
     /// Its module files, in load order (dependencies first): `.vmfb` files, or ONNX and MLIR
     /// models compiled at load for the first device ([`crate::model_source`]).
     pub modules: Vec<PathBuf>,
-    /// The exported function a request calls.
-    pub function: String,
+    /// The exported function a request calls; `None`: the last module's one public function.
+    pub function: Option<String>,
     /// Device URIs, the first the default (`local-task`).
     pub devices: Vec<String>,
     /// Requests that may run at once.
@@ -293,10 +294,18 @@ impl Model {
         let uris: Vec<&str> = config.devices.iter().map(String::as_str).collect();
         let mut session = Session::new(instance, &uris)?;
         let first_device = uris.first().copied().unwrap_or("local-task");
+        let mut public_functions = Vec::new();
         for module in &config.modules {
-            session.load_module_file(&model_source::compiled(module, first_device)?)?;
+            let path = model_source::compiled(module, first_device)?;
+            let loading = || format!("loading module '{}'", path.display());
+            let module = BytecodeModule::open(&path, LoadMode::Map).with_context(loading)?;
+            public_functions = module.public_functions();
+            session.load_module(Arc::new(module)).with_context(loading)?;
         }
-        let function = session.function(&config.function)?;
+        let function = match &config.function {
+            Some(name) => session.function(name)?,
+            None => session.function(&only_function(public_functions)?)?,
+        };
         let specs = |declared: Vec<(String, String)>, prefix: &str| {
             declared
                 .iter()
@@ -618,6 +627,19 @@ fn typed(declared: Vec<(String, String)>, types: &[String]) -> Vec<(String, Stri
 
 /// Checks the described inputs and outputs against what `function` takes and returns: their
 /// counts, and tensors where it takes references.
+/// The one public function of a model's last module, for a configuration that names none.
+fn only_function(public_functions: Vec<String>) -> Result<String> {
+    match <[String; 1]>::try_from(public_functions) {
+        Ok([only]) => Ok(only),
+        Err(several) => Err(Error::invalid_argument(format!(
+            "no function is named and the last module exports {} ({}); name the one requests call \
+             (`function` in config.toml, --function)",
+            several.len(),
+            several.join(", ")
+        ))),
+    }
+}
+
 fn check_against_function(function: &Function, inputs: &[TensorSpec], outputs: &[TensorSpec]) -> Result<()> {
     let kinds = function.argument_kinds();
     if inputs.len() != kinds.len() {

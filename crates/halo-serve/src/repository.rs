@@ -2,7 +2,8 @@
 //! saying how to serve them.
 //!
 //! ```toml
-//! function = "cnn"                  # the exported function requests call (required)
+//! function = "cnn"                  # the exported function requests call; default: the
+//!                                   # module's only one (not `__init` or a `$async` form)
 //! modules = ["cnn.vmfb"]            # relative to the folder; default: its one .vmfb file, else
 //!                                   # its one .onnx/.mlir model, compiled at load (model_source)
 //! version = "1"
@@ -35,7 +36,7 @@ pub const CONFIG_FILE: &str = "config.toml";
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ConfigFile {
-    function: String,
+    function: Option<String>,
     #[serde(default)]
     modules: Vec<PathBuf>,
     version: Option<String>,

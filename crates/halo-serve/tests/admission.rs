@@ -35,7 +35,7 @@ fn load_function(
         name: "adder".into(),
         version: "3".into(),
         modules: vec![fixtures.join(format!("{module}.vmfb"))],
-        function: function.into(),
+        function: Some(function.into()),
         devices: vec!["local-sync".into()],
         max_concurrency,
         max_queue,

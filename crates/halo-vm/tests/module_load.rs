@@ -468,3 +468,23 @@ fn golden_json_matches_live_iree_dump_module() {
         );
     }
 }
+
+/// The functions a caller means: `halo compile`'s `$async` forms and the compiler's `__init` are
+/// left out, and every other export is kept, in export order.
+#[test]
+fn public_functions_leave_out_the_compilers_own_exports() {
+    let fixture = |path: &str| {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures")
+            .join(path);
+        BytecodeModule::from_file(&path).unwrap_or_else(|err| panic!("{path:?}: {err}"))
+    };
+    assert_eq!(
+        fixture("benchmark-models/squeezenet.vmfb").public_functions(),
+        ["squeezenet"]
+    );
+    assert_eq!(
+        fixture("models/control_flow.vmfb").public_functions(),
+        ["if_positive", "sum4", "halve_until", "collatz", "for_accumulate"]
+    );
+}

@@ -108,13 +108,7 @@ impl LoadedVariant {
 }
 
 fn only_public_function(module: &BytecodeModule, vmfb: &Path) -> Result<String> {
-    let public: Vec<String> = module
-        .exports()
-        .iter()
-        .map(|export| export.local_name.to_string())
-        .filter(|name| !name.starts_with("__") && !name.ends_with("$async"))
-        .collect();
-    match public.as_slice() {
+    match module.public_functions().as_slice() {
         [only] => Ok(only.clone()),
         [] => Err(Error::invalid_argument(format!(
             "'{}' exports no function to time",

@@ -398,6 +398,17 @@ impl BytecodeModule {
             .collect()
     }
 
+    /// The names of the exported functions a caller means, in export order: all but the
+    /// compiler's own (`__init` and other `__` names) and the `$async` forms of the others.
+    pub fn public_functions(&self) -> Vec<String> {
+        self.exports()
+            .iter()
+            .map(|export| export.local_name)
+            .filter(|name| !name.starts_with("__") && !name.ends_with("$async"))
+            .map(str::to_string)
+            .collect()
+    }
+
     /// The export named `local_name`, if any.
     pub fn find_export(&self, local_name: &str) -> Option<ExportDef<'_>> {
         self.exports()
