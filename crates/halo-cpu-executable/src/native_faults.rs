@@ -224,6 +224,10 @@ pub unsafe fn call(function: usize, arguments: [usize; 3]) -> Result<usize, Nati
 /// Runs host code that native code called (an import) with the guard lifted, so that a fault
 /// there is not recovered by abandoning Rust frames.
 pub fn unguarded<R>(body: impl FnOnce() -> R) -> R {
+    // The native caller may have left flags that Rust code must not run with. The trap flag is
+    // not among them here: it would already have trapped inside the guarded call.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    clear_left_flags();
     let outer = GUARD.replace(null_mut());
     let result = body();
     GUARD.set(outer);
@@ -261,8 +265,12 @@ unsafe extern "C" {
 // before the call, and after it the record is found again through the thread's guard
 // (`stack_of_current_call`) rather than a register the native code was trusted to preserve. A
 // damaged kernel that wrote through `rbx` or `rbp` on entry, or returned with them changed, once
-// overwrote the record or sent the trampoline to a stack that was not its own. `cld` restores the
-// direction flag the ABI expects clear before any Rust code runs again.
+// overwrote the record or sent the trampoline to a stack that was not its own. Before any Rust
+// code runs again the flags native code could leave set are cleared ([`LEFT_FLAGS`]): the
+// direction flag the ABI expects clear, and the trap and alignment-check flags a damaged
+// `popf` can set, which would raise `SIGTRAP` after every instruction or `SIGBUS` at every
+// unaligned access of the Rust code that follows, outside the guard. Clearing the trap flag
+// traps once more, still inside the guard.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 std::arch::global_asm!(
     ".text",
@@ -295,7 +303,16 @@ std::arch::global_asm!(
     "xor r14d, r14d",
     "xor r15d, r15d",
     "call rax",
-    "cld",
+    // `popfq` takes tens of cycles, so it runs only when a flag is set.
+    "pushfq",
+    "test dword ptr [rsp], {left_flags}",
+    "jz 3f",
+    "and qword ptr [rsp], {kept_flags}",
+    "popfq",
+    "jmp 4f",
+    "3:",
+    "add rsp, 8",
+    "4:",
     // The result stays on the stack across the look-up, which keeps the stack aligned.
     "push rax",
     "sub rsp, 8",
@@ -318,7 +335,29 @@ std::arch::global_asm!(
     "ret",
     ".size halo_guarded_native_call, . - halo_guarded_native_call",
     stack_of_current_call = sym stack_of_current_call,
+    left_flags = const LEFT_FLAGS,
+    kept_flags = const !LEFT_FLAGS,
 );
+
+/// The flags native code may leave set that Rust code must not run with: trap (`TF`),
+/// direction (`DF`) and alignment check (`AC`).
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+const LEFT_FLAGS: i32 = 0x100 | 0x400 | 0x4_0000;
+
+/// Clears [`LEFT_FLAGS`] on this thread.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+fn clear_left_flags() {
+    // SAFETY: the sequence changes only the flags named, on the current thread; the stack is
+    // balanced.
+    unsafe {
+        std::arch::asm!(
+            "pushfq",
+            "and qword ptr [rsp], {kept}",
+            "popfq",
+            kept = const !LEFT_FLAGS,
+        )
+    };
+}
 
 /// The stack pointer the trampoline recorded for the thread's current guarded call: where it
 /// returns to once native code has returned.
@@ -371,6 +410,9 @@ mod handler {
     }
 
     extern "C" fn on_fault(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
+        // The kernel clears the trap and direction flags for a handler but not the
+        // alignment-check flag: set by native code, it would fault the handler's own accesses.
+        super::clear_left_flags();
         let recovery = GUARD.get();
         // Only faults the CPU raised (a positive `si_code`), not signals sent by a process.
         // SAFETY: the kernel passes a valid `siginfo_t` to an `SA_SIGINFO` handler.
@@ -389,6 +431,7 @@ mod handler {
             (*recovery).instruction = registers[libc::REG_RIP as usize] as usize;
             registers[libc::REG_RSP as usize] = (*recovery).stack as i64;
             registers[libc::REG_RIP as usize] = halo_guarded_native_return as *const () as usize as i64;
+            registers[libc::REG_EFL as usize] &= !i64::from(super::LEFT_FLAGS);
         }
     }
 
@@ -649,6 +692,72 @@ mod tests {
         assert_eq!(unsafe { call(careless, [0, 0, 0]) }, Ok(0));
         assert_eq!(std::hint::black_box(canary), [0x5a5a_5a5a_u64; 16]);
         assert_eq!(guarded(add, [1, 2, 3]), Ok(6));
+    }
+
+    /// The flags register of the calling thread.
+    fn flags() -> i64 {
+        let flags: i64;
+        // SAFETY: reads the flags through the stack, which it leaves balanced.
+        unsafe { std::arch::asm!("pushfq", "pop {0}", out(reg) flags) };
+        flags
+    }
+
+    /// Sets the trap flag, as a damaged `popf` can: the next instruction traps.
+    extern "C" fn sets_the_trap_flag(_: usize, _: usize, _: usize) -> usize {
+        // SAFETY: only the flags change; the trap is the guard's to catch.
+        unsafe { std::arch::asm!("pushfq", "or qword ptr [rsp], 0x100", "popfq", "nop", "nop") };
+        0
+    }
+
+    /// Sets the alignment-check flag and returns.
+    extern "C" fn sets_the_alignment_check_flag(_: usize, _: usize, _: usize) -> usize {
+        // SAFETY: only the flags change; nothing unaligned runs before the guard clears them.
+        unsafe { std::arch::asm!("pushfq", "or qword ptr [rsp], 0x40000", "popfq") };
+        0
+    }
+
+    /// Sets the alignment-check flag, then stores to the address it is given.
+    extern "C" fn faults_with_alignment_checks_on(address: usize, _: usize, _: usize) -> usize {
+        // SAFETY: the store faults by design, with the flag set, and the guard turns it into an
+        // error.
+        unsafe {
+            std::arch::asm!(
+                "pushfq", "or qword ptr [rsp], 0x40000", "popfq", "mov qword ptr [{0}], 0", in(reg) address
+            )
+        };
+        0
+    }
+
+    #[test]
+    fn flags_a_damaged_popf_sets_are_cleared_before_rust_code_runs_again() {
+        let left = i64::from(LEFT_FLAGS);
+        assert_eq!(
+            guarded(sets_the_trap_flag, [0, 0, 0]).unwrap_err().signal,
+            libc::SIGTRAP
+        );
+        assert_eq!(flags() & left, 0);
+        assert_eq!(guarded(sets_the_alignment_check_flag, [0, 0, 0]), Ok(0));
+        assert_eq!(flags() & left, 0);
+        let fault = guarded(faults_with_alignment_checks_on, [0x18, 0, 0]).unwrap_err();
+        assert_eq!((fault.signal, fault.address), (libc::SIGSEGV, 0x18));
+        assert_eq!(flags() & left, 0);
+        // An unaligned load, which faults while the alignment-check flag is set.
+        let bytes = std::hint::black_box([7u8; 16]);
+        // SAFETY: the pointer is in bounds for eight bytes.
+        let unaligned = unsafe { std::ptr::read_unaligned(bytes.as_ptr().add(1).cast::<u64>()) };
+        assert_eq!(unaligned, u64::from_le_bytes([7; 8]));
+        assert_eq!(guarded(add, [1, 2, 3]), Ok(6));
+    }
+
+    #[test]
+    fn host_code_native_code_calls_runs_without_the_flags_it_left() {
+        extern "C" fn calls_host_with_flags_set(_: usize, _: usize, _: usize) -> usize {
+            // SAFETY: sets the direction and alignment-check flags, which `unguarded` clears
+            // before the host code runs.
+            unsafe { std::arch::asm!("std", "pushfq", "or qword ptr [rsp], 0x40000", "popfq") };
+            unguarded(|| (flags() & i64::from(LEFT_FLAGS)) as usize)
+        }
+        assert_eq!(guarded(calls_host_with_flags_set, [0, 0, 0]), Ok(0));
     }
 
     #[test]
