@@ -390,6 +390,27 @@ fn assert_recorded_answers(model: &str, vmfb: &Path, device: &str) {
     );
 }
 
+/// `halo compile` of the `tiny_add` fixture for `device` into `out` with `extra` flags and `envs`
+/// set; its stdout and stderr, once it succeeded.
+fn compile_tiny(out: &Path, device: &str, extra: &[&str], envs: &[(&str, &Path)]) -> (String, String) {
+    let model = repo().join("fixtures/models/tiny_add.mlir");
+    let vmfb = out.join("tiny.vmfb");
+    let device = format!("--device={device}");
+    let mut args = vec![
+        "compile",
+        model.to_str().unwrap(),
+        "-o",
+        vmfb.to_str().unwrap(),
+        &device,
+    ];
+    args.extend(extra);
+    let output = halo(&args, envs);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{stdout}{stderr}");
+    (stdout, stderr)
+}
+
 /// A CUDA compile without `--target-chip` takes the architecture of the CUDA device it opens (the
 /// fake library's, compute capability 8.0) instead of iree-compile's `sm_60`; with no device it
 /// keeps that default and says why, and a named chip is kept.
@@ -400,25 +421,13 @@ fn a_cuda_compile_without_a_chip_takes_the_architecture_of_the_device_present() 
         return;
     };
     let out = tempfile::tempdir().unwrap();
-    let model = repo().join("fixtures/models/tiny_add.mlir");
-    let vmfb = out.path().join("tiny.vmfb");
     let compile = |library: &Path, chip: &[&str]| {
-        let mut args = vec![
-            "compile",
-            model.to_str().unwrap(),
-            "-o",
-            vmfb.to_str().unwrap(),
-            "--device=cuda",
-        ];
-        args.extend(chip);
-        let output = halo(
-            &args,
+        compile_tiny(
+            out.path(),
+            "cuda",
+            chip,
             &[("HALO_IREE_COMPILE", &compiler), ("HALO_CUDA_LIBRARY", library)],
-        );
-        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-        assert!(output.status.success(), "{stdout}{stderr}");
-        (stdout, stderr)
+        )
     };
     let fake = std::env::current_exe().unwrap().with_file_name("libhalo_cuda_fake.so");
     let (stdout, stderr) = compile(&fake, &[]);
@@ -463,29 +472,19 @@ fn a_vulkan_compile_without_a_chip_takes_the_architecture_of_the_cuda_device_wit
         .and_then(|rest| rest.split_whitespace().next())
         .expect("the Vulkan device's line in `halo devices`");
     let out = tempfile::tempdir().unwrap();
-    let model = repo().join("fixtures/models/tiny_add.mlir");
-    let vmfb = out.path().join("tiny.vmfb");
     let fake = std::env::current_exe().unwrap().with_file_name("libhalo_cuda_fake.so");
-    let compile = |fake_uuid: Option<&str>| {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_halo"));
-        command
-            .args([
-                "compile",
-                model.to_str().unwrap(),
-                "-o",
-                vmfb.to_str().unwrap(),
-                "--device=vulkan",
-            ])
-            .env("HALO_IREE_COMPILE", &compiler)
-            .env("HALO_CUDA_LIBRARY", &fake);
-        if let Some(fake_uuid) = fake_uuid {
-            command.env("HALO_CUDA_FAKE_UUID", fake_uuid);
-        }
-        let output = command.output().unwrap();
-        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-        assert!(output.status.success(), "{stdout}{stderr}");
-        (stdout, stderr)
+    let envs = [
+        ("HALO_IREE_COMPILE", compiler.as_path()),
+        ("HALO_CUDA_LIBRARY", fake.as_path()),
+    ];
+    let compile = |fake_uuid: Option<&str>| match fake_uuid {
+        Some(uuid) => compile_tiny(
+            out.path(),
+            "vulkan",
+            &[],
+            &[envs[0], envs[1], ("HALO_CUDA_FAKE_UUID", Path::new(uuid))],
+        ),
+        None => compile_tiny(out.path(), "vulkan", &[], &envs),
     };
     let (stdout, stderr) = compile(Some(uuid));
     assert!(stdout.contains("--iree-vulkan-target=sm_80"), "{stdout}");

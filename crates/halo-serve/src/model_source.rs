@@ -6,7 +6,7 @@
 //! by everything it depends on, so a restart, a reload or a second replica sharing the folder
 //! loads it without compiling again.
 
-use halo_compile::tune::cache::{cpu_description, key, sha256_of_file};
+use halo_compile::tune::cache::{cpu_description, key, sha256_of_file, user_cache_folder};
 use halo_compile::tune::space::SPACE_VERSION;
 use halo_compile::{compile, ChipChoice, CompileRequest, FlagSet, ModelFormat, Target, Toolchain};
 use halo_hal::{Error, Result, ResultExt};
@@ -91,15 +91,7 @@ fn compile_cached(source: &Path, device: &str) -> Result<PathBuf> {
 /// `HALO_COMPILE_CACHE`, else `halo/compiled` in the user's cache folder, else in the temporary
 /// folder.
 fn cache_root() -> PathBuf {
-    let set = |name: &str| {
-        std::env::var_os(name)
-            .filter(|value| !value.is_empty())
-            .map(PathBuf::from)
-    };
-    set(CACHE_ENV)
-        .or_else(|| set("XDG_CACHE_HOME").map(|dir| dir.join("halo").join("compiled")))
-        .or_else(|| set("HOME").map(|dir| dir.join(".cache").join("halo").join("compiled")))
-        .unwrap_or_else(|| std::env::temp_dir().join("halo-compiled"))
+    user_cache_folder(CACHE_ENV, "compiled").unwrap_or_else(|| std::env::temp_dir().join("halo-compiled"))
 }
 
 #[cfg(test)]

@@ -43,14 +43,7 @@ impl TuneCache {
     /// The default folder: `HALO_TUNE_CACHE`, else `$XDG_CACHE_HOME/halo/tune`, else
     /// `$HOME/.cache/halo/tune`; `None` when none of them is set.
     pub fn default_root() -> Option<PathBuf> {
-        let set = |name: &str| {
-            std::env::var_os(name)
-                .filter(|value| !value.is_empty())
-                .map(PathBuf::from)
-        };
-        set(CACHE_ENV)
-            .or_else(|| set("XDG_CACHE_HOME").map(|dir| dir.join("halo").join("tune")))
-            .or_else(|| set("HOME").map(|dir| dir.join(".cache").join("halo").join("tune")))
+        user_cache_folder(CACHE_ENV, "tune")
     }
 
     /// The folder.
@@ -121,6 +114,19 @@ impl TuneCache {
 /// The SHA-256 of `bytes`, in hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
+}
+
+/// A folder of halo's in the user's cache: the environment variable `variable` when set, else
+/// `$XDG_CACHE_HOME/halo/<name>`, else `$HOME/.cache/halo/<name>`; `None` when none is set.
+pub fn user_cache_folder(variable: &str, name: &str) -> Option<PathBuf> {
+    let set = |variable: &str| {
+        std::env::var_os(variable)
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from)
+    };
+    set(variable)
+        .or_else(|| set("XDG_CACHE_HOME").map(|dir| dir.join("halo").join(name)))
+        .or_else(|| set("HOME").map(|dir| dir.join(".cache").join("halo").join(name)))
 }
 
 /// The SHA-256 of the file at `path`, in hex.
