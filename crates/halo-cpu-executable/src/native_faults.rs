@@ -270,8 +270,8 @@ unsafe extern "C" {
 // direction flag the ABI expects clear, and the trap and alignment-check flags a damaged
 // `popf` can set, which would raise `SIGTRAP` after every instruction or `SIGBUS` at every
 // unaligned access of the Rust code that follows, outside the guard. Clearing the trap flag
-// traps once more, still inside the guard. MXCSR, saved in the frame's last slot before the
-// call, goes back after it when native code changed its controls ([`CONTROL_BITS`]).
+// traps once more, still inside the guard. MXCSR and the x87 control word, saved in the frame's
+// last slot before the call, go back after it when native code changed them ([`CONTROL_BITS`]).
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 std::arch::global_asm!(
     ".text",
@@ -289,6 +289,7 @@ std::arch::global_asm!(
     "push r15",
     "sub rsp, 8",
     "stmxcsr [rsp]",
+    "fnstcw [rsp + 4]",
     "mov [r8], rsp",
     "test r9, r9",
     "jz 2f",
@@ -327,15 +328,22 @@ std::arch::global_asm!(
     ".hidden halo_guarded_native_return",
     "halo_guarded_native_return:",
     "cld",
-    // MXCSR as it is now, beside its value saved before the call, which goes back when a
-    // control bit differs (status bits are the caller's to lose).
-    "stmxcsr [rsp + 4]",
-    "mov ecx, [rsp + 4]",
+    // MXCSR and the x87 control word as they are now (below the stack pointer), beside their
+    // values saved before the call, which go back when a control bit differs (MXCSR's status
+    // bits are the caller's to lose).
+    "stmxcsr [rsp - 4]",
+    "fnstcw [rsp - 6]",
+    "mov ecx, [rsp - 4]",
     "xor ecx, [rsp]",
     "test ecx, {control_bits}",
     "jz 5f",
     "ldmxcsr [rsp]",
     "5:",
+    "mov cx, [rsp - 6]",
+    "cmp cx, [rsp + 4]",
+    "je 6f",
+    "fldcw [rsp + 4]",
+    "6:",
     "add rsp, 8",
     "pop r15",
     "pop r14",
@@ -351,11 +359,11 @@ std::arch::global_asm!(
     kept_flags = const !LEFT_FLAGS,
 );
 
-/// MXCSR's control bits (denormals-are-zero, exception masks, rounding, flush-to-zero), which the
-/// trampoline saves before a call and puts back after it when native code changed them. The ABI
-/// has callees preserve them; a damaged kernel that unmasked exceptions made Rust's next inexact
-/// operation raise `SIGFPE` outside the guard. (Rust does its arithmetic in SSE; the x87
-/// control word, used only inside a few `libm` routines, is left as native code leaves it.)
+/// MXCSR's control bits (denormals-are-zero, exception masks, rounding, flush-to-zero). The
+/// trampoline saves MXCSR and the x87 control word before a call and puts each back after it
+/// when native code changed its controls: the ABI has callees preserve them, and a damaged
+/// kernel that unmasked exceptions made Rust's next inexact operation raise `SIGFPE` outside the
+/// guard.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 const CONTROL_BITS: u32 = 0xffc0;
 
@@ -769,41 +777,42 @@ mod tests {
         assert_eq!(guarded(add, [1, 2, 3]), Ok(6));
     }
 
-    /// MXCSR's control bits.
-    fn mxcsr_controls() -> u32 {
-        let mut mxcsr = 0u32;
-        // SAFETY: stores the register into the local.
-        unsafe { std::arch::asm!("stmxcsr [{0}]", in(reg) &mut mxcsr) };
-        mxcsr & CONTROL_BITS
+    /// MXCSR's control bits and the x87 control word.
+    fn floating_point_controls() -> (u32, u16) {
+        let (mut mxcsr, mut control) = (0u32, 0u16);
+        // SAFETY: stores the two registers into the locals.
+        unsafe { std::arch::asm!("stmxcsr [{0}]", "fnstcw [{1}]", in(reg) &mut mxcsr, in(reg) &mut control) };
+        (mxcsr & CONTROL_BITS, control)
     }
 
-    /// Unmasks every SSE floating-point exception and rounds toward zero, then stores to
-    /// `address` when it is not zero.
+    /// Unmasks every floating-point exception and rounds toward zero, in SSE and x87, then
+    /// stores to `address` when it is not zero.
     extern "C" fn unmasks_floating_point_exceptions(address: usize, _: usize, _: usize) -> usize {
-        let mxcsr = 0x6000u32;
-        // SAFETY: loads MXCSR from the local; the store faults by design where the test asks,
-        // and the guard turns it into an error.
+        let (mxcsr, control) = (0x6000u32, 0x0c40u16);
+        // SAFETY: loads the two control registers from the locals; the store faults by design
+        // where the test asks, and the guard turns it into an error.
         unsafe {
             std::arch::asm!(
                 "ldmxcsr [{0}]",
-                "test {1}, {1}",
+                "fldcw [{1}]",
+                "test {2}, {2}",
                 "jz 2f",
-                "mov qword ptr [{1}], 0",
+                "mov qword ptr [{2}], 0",
                 "2:",
-                in(reg) &mxcsr, in(reg) address
+                in(reg) &mxcsr, in(reg) &control, in(reg) address
             )
         };
         0
     }
 
     #[test]
-    fn mxcsr_controls_native_code_changes_are_put_back() {
-        let before = mxcsr_controls();
+    fn floating_point_controls_native_code_changes_are_put_back() {
+        let before = floating_point_controls();
         assert_eq!(guarded(unmasks_floating_point_exceptions, [0, 0, 0]), Ok(0));
-        assert_eq!(mxcsr_controls(), before);
+        assert_eq!(floating_point_controls(), before);
         let fault = guarded(unmasks_floating_point_exceptions, [0x20, 0, 0]).unwrap_err();
         assert_eq!((fault.signal, fault.address), (libc::SIGSEGV, 0x20));
-        assert_eq!(mxcsr_controls(), before);
+        assert_eq!(floating_point_controls(), before);
         // Inexact, and rounded to nearest: with the kernel's controls left in place this raised
         // SIGFPE.
         let third = std::hint::black_box(1.0f64) / std::hint::black_box(3.0);
