@@ -307,6 +307,17 @@ fn kernels_that_fault_end_in_an_error_naming_them() {
             "dynamic_shapes.matmul_3x5x4",
             "export 2 'dyn_matmul_dispatch_0_matmul_DxDxD_f32' of library 'dynamic_shapes_linked' faulted",
         ),
+        (
+            // Turns an instruction into `wrfsbase` (seed 1131) where Linux lets user code move the
+            // thread pointer: the fault handler's own thread-local access then faulted, and the
+            // process died in it (SIGSEGV). Elsewhere the instruction is illegal.
+            "mlp",
+            9475,
+            0x85,
+            0xb4,
+            "mlp.zeros",
+            "export 0 'mlp_hidden_dispatch_0_matmul_2x16x8_f32' of library 'mlp_linked' faulted",
+        ),
     ];
     for (name, at, was, now, case, says) in damaged {
         let mut bytes = std::fs::read(models.join(format!("{name}.vmfb"))).unwrap();

@@ -27,3 +27,5 @@ pub mod float_mode;
 pub mod library;
 pub mod native_faults;
 mod system_library;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod thread_pointer;

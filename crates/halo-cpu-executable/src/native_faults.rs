@@ -93,6 +93,9 @@ thread_local! {
     /// Whether the thread is running on its native stack, so a nested call stays where it is.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     static ON_NATIVE_STACK: Cell<bool> = const { Cell::new(false) };
+    /// The thread's FS base as the fault handler finds it, recorded at its first call.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    static THREAD_POINTER: Option<crate::thread_pointer::Registration> = crate::thread_pointer::register();
 }
 
 /// Inaccessible address space at each end of a thread's native stack and argument page.
@@ -113,17 +116,29 @@ fn native_stack_top() -> usize {
     if ON_NATIVE_STACK.get() {
         return 0;
     }
-    region_end(&NATIVE_STACK, NATIVE_STACK_BYTES).unwrap_or(0)
+    // The thread's first call records its thread pointer, so the handler can undo a kernel's
+    // `wrfsbase`.
+    let record_thread_pointer = || {
+        let _ = THREAD_POINTER.try_with(|_| ());
+    };
+    region_end(&NATIVE_STACK, NATIVE_STACK_BYTES, record_thread_pointer).unwrap_or(0)
 }
 
-/// The end of this thread's region in `region`, mapped with `usable` bytes at first use; `None`
-/// when it cannot be mapped or the thread is ending.
+/// The end of this thread's region in `region`, mapped with `usable` bytes at first use (after
+/// `first_use` runs); `None` when it cannot be mapped or the thread is ending.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-fn region_end(region: &'static LocalKey<OnceCell<Option<GuardedRegion>>>, usable: usize) -> Option<usize> {
+fn region_end(
+    region: &'static LocalKey<OnceCell<Option<GuardedRegion>>>,
+    usable: usize,
+    first_use: impl FnOnce(),
+) -> Option<usize> {
     region
         .try_with(|region| {
             region
-                .get_or_init(|| GuardedRegion::map(GUARD_BYTES, usable, GUARD_BYTES).ok())
+                .get_or_init(|| {
+                    first_use();
+                    GuardedRegion::map(GUARD_BYTES, usable, GUARD_BYTES).ok()
+                })
                 .as_ref()
                 .map(GuardedRegion::end)
         })
@@ -144,7 +159,7 @@ pub fn on_argument_page<T: Copy, R>(value: T, body: impl FnOnce(*mut T) -> R) ->
     {
         let fits = size_of::<T>() <= ARGUMENT_BYTES && align_of::<T>() <= 4096;
         let end = (fits && !ARGUMENT_PAGE_IN_USE.get())
-            .then(|| region_end(&ARGUMENT_PAGE, ARGUMENT_BYTES))
+            .then(|| region_end(&ARGUMENT_PAGE, ARGUMENT_BYTES, || {}))
             .flatten();
         if let Some(end) = end {
             let place = ((end - size_of::<T>()) & !(align_of::<T>() - 1)) as *mut T;
@@ -291,10 +306,15 @@ std::arch::global_asm!(
     "stmxcsr [rsp]",
     "fnstcw [rsp + 4]",
     "mov [r8], rsp",
+    "mov r11, qword ptr fs:[0]",
     "test r9, r9",
     "jz 2f",
     "mov rsp, r9",
     "2:",
+    // The thread pointer, checked after the call; two slots keep the stack aligned.
+    "push r11",
+    "sub rsp, 8",
+    "xor r11d, r11d",
     "mov rax, rdi",
     "mov rdi, rsi",
     "mov rsi, rdx",
@@ -316,6 +336,16 @@ std::arch::global_asm!(
     "3:",
     "add rsp, 8",
     "4:",
+    // Where native code can move FS (`wrfsbase`), the thread pointer (which the x86-64 TLS ABI
+    // keeps at `fs:[0]`) must be the one saved before the call; else a fault here (a load through
+    // an unmapped FS, or `ud2`) lets the handler put the recorded one back before anything
+    // touches thread-local storage.
+    "add rsp, 8",
+    "pop rcx",
+    "cmp rcx, qword ptr fs:[0]",
+    "je 7f",
+    "ud2",
+    "7:",
     // The result stays on the stack across the look-up, which keeps the stack aligned.
     "push rax",
     "sub rsp, 8",
@@ -441,6 +471,8 @@ mod handler {
         // The kernel clears the trap and direction flags for a handler but not the
         // alignment-check flag: set by native code, it would fault the handler's own accesses.
         super::clear_left_flags();
+        // Before the first thread-local access: a kernel may have moved the thread pointer.
+        crate::thread_pointer::restore();
         let recovery = GUARD.get();
         // Only faults the CPU raised (a positive `si_code`), not signals sent by a process.
         // SAFETY: the kernel passes a valid `siginfo_t` to an `SA_SIGINFO` handler.
@@ -628,7 +660,7 @@ mod tests {
     #[test]
     fn calls_run_on_the_threads_native_stack_and_nested_calls_stay_on_it() {
         let outer = guarded(stack_pointer, [0, 0, 0]).expect("a stack pointer");
-        let top = region_end(&NATIVE_STACK, NATIVE_STACK_BYTES).expect("the thread's native stack");
+        let top = region_end(&NATIVE_STACK, NATIVE_STACK_BYTES, || {}).expect("the thread's native stack");
         assert!((top - NATIVE_STACK_BYTES..top).contains(&outer), "{outer:#x} {top:#x}");
 
         /// Calls `stack_pointer` through the guard again from inside a native call, and checks
@@ -663,7 +695,7 @@ mod tests {
     fn arguments_sit_at_the_end_of_the_threads_argument_page_and_nested_ones_stay_on_the_stack() {
         let canary = std::hint::black_box([0x5a5a_5a5a_u64; 64]);
         on_argument_page([7u64; 3], |outer| {
-            let end = region_end(&ARGUMENT_PAGE, ARGUMENT_BYTES).expect("the argument page");
+            let end = region_end(&ARGUMENT_PAGE, ARGUMENT_BYTES, || {}).expect("the argument page");
             assert_eq!(outer as usize + 24, end, "the value ends at the page's end");
             // SAFETY: `outer` points at the value just moved there.
             assert_eq!(unsafe { outer.read() }, [7; 3]);
@@ -676,7 +708,7 @@ mod tests {
         });
         assert_eq!(std::hint::black_box(canary), [0x5a5a_5a5a_u64; 64]);
         on_argument_page(1u8, |again| {
-            let end = region_end(&ARGUMENT_PAGE, ARGUMENT_BYTES);
+            let end = region_end(&ARGUMENT_PAGE, ARGUMENT_BYTES, || {});
             assert_eq!(Some(again as usize + 1), end, "the page is free again after the call");
         });
     }
@@ -817,6 +849,50 @@ mod tests {
         // SIGFPE.
         let third = std::hint::black_box(1.0f64) / std::hint::black_box(3.0);
         assert_eq!(third.to_bits(), (1.0f64 / 3.0).to_bits());
+    }
+
+    /// Moves the thread pointer to `to`, as a damaged byte turned into `wrfsbase` did, then
+    /// stores to `address` when it is not zero.
+    extern "C" fn moves_the_thread_pointer(to: usize, address: usize, _: usize) -> usize {
+        // SAFETY: nothing here touches thread-local storage after the write; the guard puts the
+        // thread pointer back, and the store faults by design where the test asks.
+        unsafe {
+            std::arch::asm!(
+                "wrfsbase {0}",
+                "test {1}, {1}",
+                "jz 2f",
+                "mov qword ptr [{1}], 0",
+                "2:",
+                in(reg) to, in(reg) address
+            )
+        };
+        0
+    }
+
+    #[test]
+    fn a_thread_pointer_native_code_moved_is_put_back() {
+        if !crate::thread_pointer::usable() {
+            println!("skipped: a_thread_pointer_native_code_moved_is_put_back: no fsgsbase instructions");
+            return;
+        }
+        thread_local!(static MARK: Cell<u32> = const { Cell::new(7) });
+        // Zeros that thread-local reads would take for this thread's variables: the check after
+        // the call stops at them (`ud2`), where an unmapped pointer faults.
+        let zeros = vec![0u64; 1 << 14];
+        let mapped = zeros.as_ptr() as usize + (zeros.len() / 2) * 8;
+        for (to, address, signal) in [
+            (0x1000, 0, libc::SIGSEGV),
+            (0x1000, 0x28, libc::SIGSEGV),
+            (mapped, 0, libc::SIGILL),
+        ] {
+            let fault = guarded(moves_the_thread_pointer, [to, address, 0]).unwrap_err();
+            assert_eq!(fault.signal, signal, "to {to:#x}, storing to {address:#x}");
+            if address != 0 {
+                assert_eq!(fault.address, address);
+            }
+            assert_eq!(MARK.get(), 7);
+            assert_eq!(guarded(add, [1, 2, 3]), Ok(6));
+        }
     }
 
     #[test]
