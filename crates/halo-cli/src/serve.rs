@@ -3,6 +3,7 @@
 
 use halo_hal::{DriverRegistry, Error, Result};
 use halo_serve::repository::{Defaults, ModelRepository};
+use halo_serve::server::answer_while_loading;
 use halo_serve::{Listeners, ModelConfig, Server, ServerConfig};
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -106,9 +107,10 @@ pub fn run(registry: DriverRegistry, args: &ServeArgs) -> Result<()> {
         repository,
         max_request_bytes: args.max_request_bytes,
     };
-    let server = Server::load(instance, config)?;
     let (http, http_address) = listen(&args.host, args.http_port)?;
     let (grpc, grpc_address) = listen(&args.host, args.grpc_port)?;
+    eprintln!("halo: loading the models; {http_address} answers health checks meanwhile");
+    let server = answer_while_loading(&http, || Server::load(instance, config))?;
     eprintln!(
         "halo: serving {:?} on http://{http_address}/v2 and grpc://{grpc_address}",
         server.model_names()

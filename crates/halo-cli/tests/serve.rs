@@ -950,6 +950,73 @@ fn an_onnx_model_in_a_repository_is_compiled_at_load_once() {
     std::fs::remove_dir_all(root).ok();
 }
 
+/// While its models load (here a compile that never ends), the server answers health checks on
+/// its HTTP port: live, but neither ready nor serving, so a platform's liveness probe does not
+/// restart it before it serves.
+#[test]
+fn a_server_loading_its_models_is_live_but_not_ready() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = repository("loading", &[("m", String::new())]);
+    std::fs::copy(models().join("tiny_add.mlir"), root.join("m/model.mlir")).expect("the model");
+    // A stand-in iree-compile 3.13 that compiles until halo has gone.
+    let compiler = root.join("iree-compile");
+    std::fs::write(
+        &compiler,
+        "#!/bin/sh\ncase \"$1\" in --version) echo \"IREE compiler version 3.13.0 @ 0123\"; exit 0;; esac\n\
+         while kill -0 $PPID 2>/dev/null; do sleep 0.1; done\n",
+    )
+    .expect("the stand-in compiler");
+    std::fs::set_permissions(&compiler, std::fs::Permissions::from_mode(0o755)).unwrap();
+    /// Ends the server however the test ends, so that it holds no pipe open after a failure.
+    struct Stopped(Child);
+    impl Drop for Stopped {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Stopped(
+        Command::new(env!("CARGO_BIN_EXE_halo"))
+            .args(["serve", "--http-port=0", "--grpc-port=0"])
+            .arg(format!("--model-repository={}", root.display()))
+            .env("HALO_IREE_COMPILE", &compiler)
+            .env("HALO_COMPILE_CACHE", root.join("cache"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("halo serve starts"),
+    );
+    let mut stderr = BufReader::new(child.0.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    while !line.contains("answers health checks meanwhile") {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).expect("a line") > 0,
+            "halo serve stopped: {line}"
+        );
+    }
+    let address = line
+        .split("; ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("an address in: {line}"));
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(10)))
+        .build()
+        .into();
+    let get = |path: &str| answer(agent.get(&format!("http://{address}{path}")).call());
+    assert_eq!(get("/v2/health/live"), (200, json!({"live": true})));
+    for path in ["/v2/health/ready", "/v2/models/m", "/v2"] {
+        let (status, body) = get(path);
+        assert_eq!(status, 503, "{path}: {body}");
+        assert!(body["error"].as_str().unwrap().contains("loading"), "{path}: {body}");
+    }
+    assert!(child.0.try_wait().unwrap().is_none(), "still loading");
+    drop(child);
+    std::fs::remove_dir_all(root).ok();
+}
+
 fn repository(name: &str, models_and_configs: &[(&str, String)]) -> PathBuf {
     let root = std::env::temp_dir().join(format!("halo-serve-repository-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);

@@ -55,6 +55,21 @@ impl IntoResponse for Failure {
 
 type Answer<T> = Result<T, Failure>;
 
+/// The router that answers while the models load ([`crate::server::answer_while_loading`]):
+/// live, and not ready.
+pub fn loading_router() -> Router {
+    let loading = || async {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"error": "the server is loading its models"})),
+        )
+    };
+    Router::new()
+        .route("/v2/health/live", get(|| async { Json(json!({"live": true})) }))
+        .route("/v2/health/ready", get(loading))
+        .fallback(loading)
+}
+
 /// The router for `serving`'s models, refusing request bodies over `max_request_bytes`.
 pub fn router(serving: Arc<Serving>, max_request_bytes: usize) -> Router {
     Router::new()

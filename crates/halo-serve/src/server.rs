@@ -124,6 +124,47 @@ impl Server {
     }
 }
 
+/// Runs `load` while `http` answers probes: `GET /v2/health/live` with `200`, anything else
+/// (readiness included) with `503` saying the server is loading. Loading can take minutes (a
+/// model compiled at load, a large one warmed up), and a platform whose liveness probe found
+/// nothing listening meanwhile would restart the server before it ever served. Connections the
+/// stand-in has accepted are answered before it hands the socket back.
+///
+/// # Errors
+/// `load`'s error; `Unavailable` when the stand-in cannot start.
+pub fn answer_while_loading<T>(http: &TcpListener, load: impl FnOnce() -> Result<T>) -> Result<T> {
+    let listener = http
+        .try_clone()
+        .map_err(|e| Error::unavailable(format!("sharing the HTTP socket while loading: {e}")))?;
+    let (loaded, until_loaded) = tokio::sync::oneshot::channel::<()>();
+    let stand_in = std::thread::Builder::new()
+        .name("halo-loading".into())
+        .spawn(move || -> Result<()> {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| Error::unavailable(format!("starting the loading responder: {e}")))?;
+            runtime.block_on(async move {
+                let (listener, address) = to_tokio(listener)?;
+                axum::serve(listener, crate::http::loading_router())
+                    .with_graceful_shutdown(async {
+                        let _ = until_loaded.await;
+                    })
+                    .await
+                    .map_err(|e| Error::unavailable(format!("answering on {address} while loading: {e}")))
+            })
+        })
+        .map_err(|e| Error::unavailable(format!("starting the loading responder: {e}")))?;
+    let result = load();
+    let _ = loaded.send(());
+    match stand_in.join() {
+        Ok(Err(error)) => tracing::warn!("{error}"),
+        Err(_) => tracing::warn!("the loading responder ended abnormally"),
+        Ok(Ok(())) => {}
+    }
+    result
+}
+
 /// The sockets a server answers on.
 #[derive(Debug)]
 pub struct Listeners {
