@@ -78,17 +78,20 @@ pub struct CompileArgs {
 }
 
 /// Makes Ctrl-C and `SIGTERM` stop the compile cleanly (the running tool killed, the scratch
-/// folder beside the output removed); a second one ends the process at once, as before.
-fn stop_on_signals() -> Result<()> {
+/// folder beside the output removed); a second one ends the process at once, as before. Returns
+/// the actions registered, for a caller that takes them away again.
+pub(crate) fn stop_on_signals() -> Result<Vec<signal_hook::SigId>> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let stop = halo_compile::stop_flag();
+    let mut actions = Vec::new();
     for signal in [SIGINT, SIGTERM] {
         // Registered first, so it sees the flag as the earlier signal left it.
-        signal_hook::flag::register_conditional_default(signal, stop.clone())
-            .and_then(|_| signal_hook::flag::register(signal, stop.clone()))
+        let registered = signal_hook::flag::register_conditional_default(signal, stop.clone())
+            .and_then(|first| Ok([first, signal_hook::flag::register(signal, stop.clone())?]))
             .map_err(|error| Error::internal(format!("cannot handle signal {signal}: {error}")))?;
+        actions.extend(registered);
     }
-    Ok(())
+    Ok(actions)
 }
 
 /// Compiles the model and says which flags it took.
@@ -98,7 +101,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
     let mut target = Target::for_device(&args.device, args.target_chip.as_deref())?;
     // The model is checked before the compiler is looked for, so its errors do not depend on one.
     ModelFormat::of_file(&args.model)?;
-    stop_on_signals()?;
+    let _ = stop_on_signals()?;
     if let Some(note) = target.settle_chip(&args.device).note() {
         eprintln!("halo: note: {note}");
     }

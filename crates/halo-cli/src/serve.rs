@@ -110,7 +110,17 @@ pub fn run(registry: DriverRegistry, args: &ServeArgs) -> Result<()> {
     let (http, http_address) = listen(&args.host, args.http_port)?;
     let (grpc, grpc_address) = listen(&args.host, args.grpc_port)?;
     eprintln!("halo: loading the models; {http_address} answers health checks meanwhile");
-    let server = answer_while_loading(&http, || Server::load(instance, config))?;
+    // Ctrl-C or SIGTERM while loading stops a compile at load cleanly, and the server does not
+    // start; once loaded, the server's own shutdown handles them.
+    let actions = crate::compile::stop_on_signals()?;
+    let server = answer_while_loading(&http, || Server::load(instance, config));
+    for action in actions {
+        signal_hook::low_level::unregister(action);
+    }
+    let server = server?;
+    if halo_compile::stop_flag().load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(Error::cancelled("stopped by a signal while loading the models"));
+    }
     eprintln!(
         "halo: serving {:?} on http://{http_address}/v2 and grpc://{grpc_address}",
         server.model_names()

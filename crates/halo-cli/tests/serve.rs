@@ -952,9 +952,9 @@ fn an_onnx_model_in_a_repository_is_compiled_at_load_once() {
 
 /// While its models load (here a compile that never ends), the server answers health checks on
 /// its HTTP port: live, but neither ready nor serving, so a platform's liveness probe does not
-/// restart it before it serves.
+/// restart it before it serves; `SIGTERM` then stops the compile and the server.
 #[test]
-fn a_server_loading_its_models_is_live_but_not_ready() {
+fn a_server_loading_its_models_is_live_but_not_ready_and_stops_on_sigterm() {
     use std::os::unix::fs::PermissionsExt;
     let root = repository("loading", &[("m", String::new())]);
     std::fs::copy(models().join("tiny_add.mlir"), root.join("m/model.mlir")).expect("the model");
@@ -1013,6 +1013,22 @@ fn a_server_loading_its_models_is_live_but_not_ready() {
         assert!(body["error"].as_str().unwrap().contains("loading"), "{path}: {body}");
     }
     assert!(child.0.try_wait().unwrap().is_none(), "still loading");
+    // SIGTERM stops the compile and the server, leaving no scratch folder in the cache.
+    let sent = Command::new("kill")
+        .args(["-TERM", &child.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let status = child.0.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "{rest}");
+    assert!(
+        rest.contains("CANCELLED") && rest.contains("stopped by a signal"),
+        "{rest}"
+    );
+    let left: Vec<_> = std::fs::read_dir(root.join("cache")).unwrap().collect();
+    assert!(left.is_empty(), "left in the cache: {left:?}");
     drop(child);
     std::fs::remove_dir_all(root).ok();
 }
