@@ -967,34 +967,8 @@ fn a_server_loading_its_models_is_live_but_not_ready_and_stops_on_sigterm() {
     )
     .expect("the stand-in compiler");
     std::fs::set_permissions(&compiler, std::fs::Permissions::from_mode(0o755)).unwrap();
-    /// Ends the server however the test ends, so that it holds no pipe open after a failure.
-    struct Stopped(Child);
-    impl Drop for Stopped {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let mut child = Stopped(
-        Command::new(env!("CARGO_BIN_EXE_halo"))
-            .args(["serve", "--http-port=0", "--grpc-port=0"])
-            .arg(format!("--model-repository={}", root.display()))
-            .env("HALO_IREE_COMPILE", &compiler)
-            .env("HALO_COMPILE_CACHE", root.join("cache"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("halo serve starts"),
-    );
-    let mut stderr = BufReader::new(child.0.stderr.take().expect("stderr"));
-    let mut line = String::new();
-    while !line.contains("answers health checks meanwhile") {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).expect("a line") > 0,
-            "halo serve stopped: {line}"
-        );
-    }
+    let (mut child, mut stderr) = loading_server(&root, &compiler);
+    let line = read_until(&mut stderr, "answers health checks meanwhile");
     let address = line
         .split("; ")
         .nth(1)
@@ -1031,6 +1005,117 @@ fn a_server_loading_its_models_is_live_but_not_ready_and_stops_on_sigterm() {
     assert!(left.is_empty(), "left in the cache: {left:?}");
     drop(child);
     std::fs::remove_dir_all(root).ok();
+}
+
+/// A client that leaves a request to the loading responder unfinished does not hold the server's
+/// start: once the models are loaded (a compile made a second late), it serves within the
+/// handover bound.
+#[test]
+fn an_unfinished_request_while_loading_does_not_hold_the_start() {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let test = "an_unfinished_request_while_loading_does_not_hold_the_start";
+    let venv = models().join("../../.iree-venv/bin/iree-compile");
+    let Ok(toolchain) = halo_compile::Toolchain::locate(venv.is_file().then_some(venv.as_path())) else {
+        println!("skipped: {test}: no iree-compile");
+        return;
+    };
+    let root = repository("handover", &[("m", String::new())]);
+    std::fs::copy(models().join("tiny_add.mlir"), root.join("m/model.mlir")).expect("the model");
+    let compiler = root.join("iree-compile");
+    std::fs::write(
+        &compiler,
+        format!(
+            "#!/bin/sh\n[ \"$1\" = --version ] || sleep 1\nexec '{}' \"$@\"\n",
+            toolchain.compiler().display()
+        ),
+    )
+    .expect("the late compiler");
+    std::fs::set_permissions(&compiler, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (mut server, mut stderr) = loading_server(&root, &compiler);
+    let line = read_until(&mut stderr, "answers health checks meanwhile");
+    let address = line
+        .split("; ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap();
+    let mut unfinished = std::net::TcpStream::connect(address).expect("a connection while loading");
+    unfinished
+        .write_all(b"GET /v2/health/live HTTP/1.1\r\nHost: halo\r\n")
+        .unwrap();
+    // The rest of the log, line by line, so the wait for the server has a limit.
+    let (lines, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || loop {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap_or(0) == 0 || lines.send(line).is_err() {
+            break;
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let line = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = received.recv_timeout(left).expect("the server serving within 20 s");
+        if line.contains("http://") {
+            break line;
+        }
+    };
+    let base = line
+        .split_whitespace()
+        .find(|word| word.starts_with("http://"))
+        .unwrap();
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let (status, _) = answer(agent.get(&format!("{base}/models/m/ready")).call());
+    assert_eq!(status, 200);
+    drop(unfinished);
+    server.stop();
+    std::fs::remove_dir_all(root).ok();
+}
+
+/// A `halo serve` of the repository at `root`, compiling with `compiler` into `root/cache`, and
+/// its stderr.
+fn loading_server(root: &Path, compiler: &Path) -> (Stopped, BufReader<std::process::ChildStderr>) {
+    let mut child = Stopped(
+        Command::new(env!("CARGO_BIN_EXE_halo"))
+            .args(["serve", "--http-port=0", "--grpc-port=0"])
+            .arg(format!("--model-repository={}", root.display()))
+            .env("HALO_IREE_COMPILE", compiler)
+            .env("HALO_COMPILE_CACHE", root.join("cache"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("halo serve starts"),
+    );
+    let stderr = BufReader::new(child.0.stderr.take().expect("stderr"));
+    (child, stderr)
+}
+
+/// Reads `stderr` up to the line containing `needle`, which it returns.
+fn read_until(stderr: &mut impl BufRead, needle: &str) -> String {
+    let mut line = String::new();
+    while !line.contains(needle) {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).expect("a line") > 0,
+            "halo serve stopped: {line}"
+        );
+    }
+    line
+}
+
+/// A process ended however the test ends, so that it holds no pipe open after a failure.
+struct Stopped(Child);
+
+impl Stopped {
+    fn stop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        self.stop();
+    }
 }
 
 fn repository(name: &str, models_and_configs: &[(&str, String)]) -> PathBuf {

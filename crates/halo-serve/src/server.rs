@@ -128,7 +128,8 @@ impl Server {
 /// (readiness included) with `503` saying the server is loading. Loading can take minutes (a
 /// model compiled at load, a large one warmed up), and a platform whose liveness probe found
 /// nothing listening meanwhile would restart the server before it ever served. Connections the
-/// stand-in has accepted are answered before it hands the socket back.
+/// stand-in has accepted are answered before it hands the socket back, for at most
+/// [`LOADING_HANDOVER`]: a client that never finishes its request does not hold the start.
 ///
 /// # Errors
 /// `load`'s error; `Unavailable` when the stand-in cannot start.
@@ -137,33 +138,40 @@ pub fn answer_while_loading<T>(http: &TcpListener, load: impl FnOnce() -> Result
         .try_clone()
         .map_err(|e| Error::unavailable(format!("sharing the HTTP socket while loading: {e}")))?;
     let (loaded, until_loaded) = tokio::sync::oneshot::channel::<()>();
-    let stand_in = std::thread::Builder::new()
+    let (ended, stand_in_ended) = std::sync::mpsc::channel::<Result<()>>();
+    std::thread::Builder::new()
         .name("halo-loading".into())
-        .spawn(move || -> Result<()> {
-            let runtime = tokio::runtime::Builder::new_current_thread()
+        .spawn(move || {
+            let answered = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
-                .map_err(|e| Error::unavailable(format!("starting the loading responder: {e}")))?;
-            runtime.block_on(async move {
-                let (listener, address) = to_tokio(listener)?;
-                axum::serve(listener, crate::http::loading_router())
-                    .with_graceful_shutdown(async {
-                        let _ = until_loaded.await;
+                .map_err(|e| Error::unavailable(format!("starting the loading responder: {e}")))
+                .and_then(|runtime| {
+                    runtime.block_on(async move {
+                        let (listener, address) = to_tokio(listener)?;
+                        axum::serve(listener, crate::http::loading_router())
+                            .with_graceful_shutdown(async {
+                                let _ = until_loaded.await;
+                            })
+                            .await
+                            .map_err(|e| Error::unavailable(format!("answering on {address} while loading: {e}")))
                     })
-                    .await
-                    .map_err(|e| Error::unavailable(format!("answering on {address} while loading: {e}")))
-            })
+                });
+            let _ = ended.send(answered);
         })
         .map_err(|e| Error::unavailable(format!("starting the loading responder: {e}")))?;
     let result = load();
     let _ = loaded.send(());
-    match stand_in.join() {
+    match stand_in_ended.recv_timeout(LOADING_HANDOVER) {
         Ok(Err(error)) => tracing::warn!("{error}"),
-        Err(_) => tracing::warn!("the loading responder ended abnormally"),
+        Err(_) => tracing::warn!("a request to the loading responder is still open; serving without it"),
         Ok(Ok(())) => {}
     }
     result
 }
+
+/// How long the loading responder may take to answer the requests it accepted.
+pub const LOADING_HANDOVER: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The sockets a server answers on.
 #[derive(Debug)]
