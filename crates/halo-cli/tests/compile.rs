@@ -35,6 +35,17 @@ fn real_compiler(test: &str) -> Option<PathBuf> {
     }
 }
 
+/// The real compiler where a Vulkan device is present too, or `None` after saying which is
+/// missing.
+fn compiler_and_vulkan(test: &str) -> Option<PathBuf> {
+    let compiler = real_compiler(test)?;
+    if !common::vulkan_device_present() {
+        println!("skipped: {test}: no Vulkan device");
+        return None;
+    }
+    Some(compiler)
+}
+
 #[test]
 fn a_compiled_onnx_model_gives_the_recorded_answers_on_both_cpu_drivers() {
     let Some(compiler) = real_compiler("a_compiled_onnx_model_gives_the_recorded_answers_on_both_cpu_drivers") else {
@@ -330,14 +341,9 @@ fn compiled_benchmark_models_give_onnxruntimes_answers() {
 /// onnxruntime's.
 #[test]
 fn a_model_compiled_for_vulkan_gives_onnxruntimes_answers() {
-    let test = "a_model_compiled_for_vulkan_gives_onnxruntimes_answers";
-    let Some(compiler) = real_compiler(test) else {
+    let Some(compiler) = compiler_and_vulkan("a_model_compiled_for_vulkan_gives_onnxruntimes_answers") else {
         return;
     };
-    if !common::vulkan_device_present() {
-        println!("skipped: {test}: no Vulkan device");
-        return;
-    }
     let out = tempfile::tempdir().unwrap();
     let fixtures = repo().join("fixtures/benchmark-models");
     let vmfb = out.path().join("shufflenet_v2.vmfb");
@@ -456,14 +462,11 @@ fn a_cuda_compile_without_a_chip_takes_the_architecture_of_the_device_present() 
 /// portable target and its caution.
 #[test]
 fn a_vulkan_compile_without_a_chip_takes_the_architecture_of_the_cuda_device_with_its_uuid() {
-    let test = "a_vulkan_compile_without_a_chip_takes_the_architecture_of_the_cuda_device_with_its_uuid";
-    let Some(compiler) = real_compiler(test) else {
+    let Some(compiler) =
+        compiler_and_vulkan("a_vulkan_compile_without_a_chip_takes_the_architecture_of_the_cuda_device_with_its_uuid")
+    else {
         return;
     };
-    if !common::vulkan_device_present() {
-        println!("skipped: {test}: no Vulkan device");
-        return;
-    }
     let listed = halo(&["devices"], &[]);
     let listed = String::from_utf8_lossy(&listed.stdout);
     let uuid = listed
@@ -579,14 +582,10 @@ fn a_signal_stops_a_compile_and_leaves_no_scratch_folder_or_compiler_behind() {
 /// chosen program gives onnxruntime's answers.
 #[test]
 fn tuning_for_vulkan_drops_the_variant_that_keeps_iree_s_convolutions() {
-    let test = "tuning_for_vulkan_drops_the_variant_that_keeps_iree_s_convolutions";
-    let Some(compiler) = real_compiler(test) else {
+    let Some(compiler) = compiler_and_vulkan("tuning_for_vulkan_drops_the_variant_that_keeps_iree_s_convolutions")
+    else {
         return;
     };
-    if !common::vulkan_device_present() {
-        println!("skipped: {test}: no Vulkan device");
-        return;
-    }
     let out = tempfile::tempdir().unwrap();
     let fixtures = repo().join("fixtures/benchmark-models");
     let vmfb = out.path().join("shufflenet_v2.vmfb");
