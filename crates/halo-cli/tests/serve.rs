@@ -955,25 +955,14 @@ fn an_onnx_model_in_a_repository_is_compiled_at_load_once() {
 /// restart it before it serves; `SIGTERM` then stops the compile and the server.
 #[test]
 fn a_server_loading_its_models_is_live_but_not_ready_and_stops_on_sigterm() {
-    use std::os::unix::fs::PermissionsExt;
     let root = repository("loading", &[("m", String::new())]);
     std::fs::copy(models().join("tiny_add.mlir"), root.join("m/model.mlir")).expect("the model");
     // A stand-in iree-compile 3.13 that compiles until halo has gone.
-    let compiler = root.join("iree-compile");
-    std::fs::write(
-        &compiler,
-        "#!/bin/sh\ncase \"$1\" in --version) echo \"IREE compiler version 3.13.0 @ 0123\"; exit 0;; esac\n\
-         while kill -0 $PPID 2>/dev/null; do sleep 0.1; done\n",
-    )
-    .expect("the stand-in compiler");
-    std::fs::set_permissions(&compiler, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let (mut child, mut stderr) = loading_server(&root, &compiler);
-    let line = read_until(&mut stderr, "answers health checks meanwhile");
-    let address = line
-        .split("; ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("an address in: {line}"));
+    let (mut child, mut stderr, address) = loading_server(
+        &root,
+        "case \"$1\" in --version) echo \"IREE compiler version 3.13.0 @ 0123\"; exit 0;; esac\n\
+         while kill -0 $PPID 2>/dev/null; do sleep 0.1; done",
+    );
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(Duration::from_secs(10)))
@@ -1013,7 +1002,6 @@ fn a_server_loading_its_models_is_live_but_not_ready_and_stops_on_sigterm() {
 #[test]
 fn an_unfinished_request_while_loading_does_not_hold_the_start() {
     use std::io::Write;
-    use std::os::unix::fs::PermissionsExt;
     let test = "an_unfinished_request_while_loading_does_not_hold_the_start";
     let venv = models().join("../../.iree-venv/bin/iree-compile");
     let Ok(toolchain) = halo_compile::Toolchain::locate(venv.is_file().then_some(venv.as_path())) else {
@@ -1022,24 +1010,13 @@ fn an_unfinished_request_while_loading_does_not_hold_the_start() {
     };
     let root = repository("handover", &[("m", String::new())]);
     std::fs::copy(models().join("tiny_add.mlir"), root.join("m/model.mlir")).expect("the model");
-    let compiler = root.join("iree-compile");
-    std::fs::write(
-        &compiler,
-        format!(
-            "#!/bin/sh\n[ \"$1\" = --version ] || sleep 1\nexec '{}' \"$@\"\n",
-            toolchain.compiler().display()
-        ),
-    )
-    .expect("the late compiler");
-    std::fs::set_permissions(&compiler, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let (mut server, mut stderr) = loading_server(&root, &compiler);
-    let line = read_until(&mut stderr, "answers health checks meanwhile");
-    let address = line
-        .split("; ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap();
-    let mut unfinished = std::net::TcpStream::connect(address).expect("a connection while loading");
+    // The real compiler, a second late.
+    let late = format!(
+        "[ \"$1\" = --version ] || sleep 1\nexec '{}' \"$@\"",
+        toolchain.compiler().display()
+    );
+    let (mut server, mut stderr, address) = loading_server(&root, &late);
+    let mut unfinished = std::net::TcpStream::connect(&address).expect("a connection while loading");
     unfinished
         .write_all(b"GET /v2/health/live HTTP/1.1\r\nHost: halo\r\n")
         .unwrap();
@@ -1071,22 +1048,34 @@ fn an_unfinished_request_while_loading_does_not_hold_the_start() {
     std::fs::remove_dir_all(root).ok();
 }
 
-/// A `halo serve` of the repository at `root`, compiling with `compiler` into `root/cache`, and
-/// its stderr.
-fn loading_server(root: &Path, compiler: &Path) -> (Stopped, BufReader<std::process::ChildStderr>) {
+/// A `halo serve` of the repository at `root`, compiling into `root/cache` with a compiler that
+/// is the shell script `compiler`; with its stderr read up to the line saying it loads, and the
+/// address that answers health checks meanwhile.
+fn loading_server(root: &Path, compiler: &str) -> (Stopped, BufReader<std::process::ChildStderr>, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let script = root.join("iree-compile");
+    std::fs::write(&script, format!("#!/bin/sh\n{compiler}\n")).expect("the compiler script");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     let mut child = Stopped(
         Command::new(env!("CARGO_BIN_EXE_halo"))
             .args(["serve", "--http-port=0", "--grpc-port=0"])
             .arg(format!("--model-repository={}", root.display()))
-            .env("HALO_IREE_COMPILE", compiler)
+            .env("HALO_IREE_COMPILE", &script)
             .env("HALO_COMPILE_CACHE", root.join("cache"))
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .expect("halo serve starts"),
     );
-    let stderr = BufReader::new(child.0.stderr.take().expect("stderr"));
-    (child, stderr)
+    let mut stderr = BufReader::new(child.0.stderr.take().expect("stderr"));
+    let line = read_until(&mut stderr, "answers health checks meanwhile");
+    let address = line
+        .split("; ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("an address in: {line}"))
+        .to_string();
+    (child, stderr, address)
 }
 
 /// Reads `stderr` up to the line containing `needle`, which it returns.
