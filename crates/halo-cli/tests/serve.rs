@@ -575,6 +575,157 @@ fn a_body_over_the_limit_is_refused() {
     assert_eq!(served.post("/v2/models/tiny_add/infer", &body.to_string()).0, 413);
 }
 
+/// A body compressed as a client compresses it for `Content-Encoding: coding` (gzip, or zlib's
+/// format for deflate).
+fn compressed(coding: &str, body: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let level = flate2::Compression::default();
+    let written = if coding.eq_ignore_ascii_case("deflate") {
+        let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), level);
+        encoder.write_all(body).and_then(|()| encoder.finish())
+    } else {
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), level);
+        encoder.write_all(body).and_then(|()| encoder.finish())
+    };
+    written.expect("compressed in memory")
+}
+
+/// `body` decompressed from `coding` (gzip or deflate).
+fn decompressed(coding: &str, body: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    let read = match coding {
+        "gzip" => flate2::read::GzDecoder::new(body).read_to_end(&mut out),
+        "deflate" => flate2::read::ZlibDecoder::new(body).read_to_end(&mut out),
+        other => panic!("no decoder for {other}"),
+    };
+    read.expect("a compressed answer");
+    out
+}
+
+impl Served {
+    /// Posts `body` with the `Content-Encoding` and `Accept-Encoding` given: the answer's status,
+    /// its `Content-Encoding` and its body as sent.
+    fn post_coded(
+        &self,
+        path: &str,
+        coding: Option<&str>,
+        accept: Option<&str>,
+        body: &[u8],
+    ) -> (u16, Option<String>, Vec<u8>) {
+        let mut request = self
+            .agent
+            .post(&format!("{}{path}", self.base))
+            .content_type("application/json");
+        if let Some(coding) = coding {
+            request = request.header("Content-Encoding", coding);
+        }
+        if let Some(accept) = accept {
+            request = request.header("Accept-Encoding", accept);
+        }
+        let mut response = request.send(body).expect("the server answers");
+        let coding = response
+            .headers()
+            .get("content-encoding")
+            .map(|v| v.to_str().expect("ascii").to_string());
+        (
+            response.status().as_u16(),
+            coding,
+            response.body_mut().read_to_vec().expect("a body"),
+        )
+    }
+}
+
+#[test]
+fn compressed_requests_and_answers_equal_plain_ones() {
+    let served = Served::start("tiny_add.vmfb", "tiny_add", &[]);
+    let path = "/v2/models/tiny_add/infer";
+    let body = json!({"inputs": [
+        {"name": "input0", "shape": [4], "datatype": "FP32", "data": [1, 2, 3, 4]},
+        {"name": "input1", "shape": [4], "datatype": "FP32", "data": [0.5, 0.5, 0.5, 0.5]},
+    ]})
+    .to_string();
+    let (status, plain) = served.post(path, &body);
+    assert_eq!(status, 200, "{plain}");
+    // Codings are case-insensitive; x-gzip is gzip's old name.
+    for coding in ["gzip", "deflate", "GZip", "x-gzip", "identity"] {
+        let sent = if coding == "identity" {
+            body.clone().into_bytes()
+        } else {
+            compressed(coding, body.as_bytes())
+        };
+        let (status, answer_coding, answer) = served.post_coded(path, Some(coding), None, &sent);
+        assert_eq!((status, answer_coding), (200, None), "{coding}");
+        assert_eq!(
+            serde_json::from_slice::<Value>(&answer).expect("JSON"),
+            plain,
+            "{coding}"
+        );
+    }
+    for accept in ["gzip", "deflate"] {
+        let (status, answer_coding, answer) = served.post_coded(path, None, Some(accept), body.as_bytes());
+        assert_eq!((status, answer_coding.as_deref()), (200, Some(accept)));
+        let answer: Value = serde_json::from_slice(&decompressed(accept, &answer)).expect("JSON");
+        assert_eq!(answer, plain, "{accept}");
+    }
+}
+
+#[test]
+fn a_request_body_that_does_not_decompress_gets_an_answer_naming_why() {
+    let served = Served::start("tiny_add.vmfb", "tiny_add", &["--max-request-bytes=4096"]);
+    let path = "/v2/models/tiny_add/infer";
+    let body = json!({"inputs": [
+        {"name": "input0", "shape": [4], "datatype": "FP32", "data": [1, 2, 3, 4]},
+        {"name": "input1", "shape": [4], "datatype": "FP32", "data": [1, 1, 1, 1]},
+    ]})
+    .to_string();
+    let gzipped = compressed("gzip", body.as_bytes());
+    // A megabyte of zeros compresses to about a kilobyte: under the limit as sent, far over it read.
+    let bomb = compressed("gzip", &vec![0u8; 1 << 20]);
+    assert!(bomb.len() < 4096);
+    let cases: [(&str, Vec<u8>, u16, &str); 5] = [
+        (
+            "br",
+            gzipped.clone(),
+            400,
+            "Content-Encoding \"br\" is not one this server reads",
+        ),
+        (
+            "gzip, deflate",
+            gzipped.clone(),
+            400,
+            "Content-Encoding \"gzip, deflate\"",
+        ),
+        (
+            "gzip",
+            body.clone().into_bytes(),
+            400,
+            "the gzip-compressed request body could not be read",
+        ),
+        (
+            "deflate",
+            gzipped[..gzipped.len() / 2].to_vec(),
+            400,
+            "the deflate-compressed request body could not be read",
+        ),
+        (
+            "gzip",
+            bomb,
+            413,
+            "decompresses to more than the server's limit of 4096 bytes",
+        ),
+    ];
+    for (coding, sent, status, message) in cases {
+        let (got, _, answer) = served.post_coded(path, Some(coding), None, &sent);
+        let answer: Value = serde_json::from_slice(&answer).expect("a JSON error");
+        let error = answer["error"].as_str().unwrap_or_default();
+        assert_eq!(got, status, "{coding}: {error}");
+        assert!(error.contains(message), "{coding}: '{error}' should say '{message}'");
+        let (ok, _, answer) = served.post_coded(path, Some("gzip"), None, &gzipped);
+        assert_eq!(ok, 200, "after {coding}: {}", String::from_utf8_lossy(&answer));
+    }
+}
+
 /// An infer request's head on a fresh connection, announcing `length` body bytes, and the first
 /// `sent` of them.
 fn partial_request(served: &Served, length: usize, sent: usize) -> std::net::TcpStream {

@@ -1,5 +1,6 @@
 //! The protocol's gRPC service (`inference.GRPCInferenceService`) over the loaded models.
 
+use crate::grpc_codec::client_fault;
 use crate::metrics::Protocol;
 use crate::model::{InputTensor, Model};
 use crate::protocol::{select_outputs, SharedMemoryPlace, WireOutput};
@@ -10,6 +11,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_stream::wrappers::ReceiverStream;
+use tonic::codec::CompressionEncoding;
 use tonic::{Request, Response, Status, Streaming};
 
 /// The messages and server stub generated from `proto/grpc_predict_v2.proto`.
@@ -24,9 +26,13 @@ use wire::model_infer_response::InferOutputTensor;
 use wire::model_metadata_response::TensorMetadata;
 use wire::*;
 
-/// The gRPC service for `serving`'s models, its messages limited to `max_request_bytes`.
+/// The gRPC service for `serving`'s models, its messages limited to `max_request_bytes` (once
+/// decompressed: clients may compress them with gzip or deflate). Answers go uncompressed, as
+/// Triton's do by default: compressing them would cost the server's time on every call.
 pub fn service(serving: Arc<Serving>, max_request_bytes: usize) -> GrpcInferenceServiceServer<Inference> {
     GrpcInferenceServiceServer::new(Inference { serving })
+        .accept_compressed(CompressionEncoding::Gzip)
+        .accept_compressed(CompressionEncoding::Deflate)
         .max_decoding_message_size(max_request_bytes)
         .max_encoding_message_size(usize::MAX)
 }
@@ -258,7 +264,7 @@ impl GrpcInferenceService for Inference {
                     }
                     Ok(None) => break,
                     Err(failure) => {
-                        let _ = answers.send(Err(failure)).await;
+                        let _ = answers.send(Err(client_fault(&failure).unwrap_or(failure))).await;
                         break;
                     }
                 }

@@ -8,6 +8,7 @@
 //! a call past that is answered `UNAVAILABLE` without its message being read, as a model's own
 //! refusal would be.
 
+use crate::grpc_codec::client_fault;
 use crate::model::Admission;
 use crate::serving::Serving;
 use bytes::Bytes;
@@ -78,14 +79,15 @@ where
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
         if !INFERENCE_PATHS.contains(&request.uri().path()) {
-            return Box::pin(self.inner.call(request));
+            let answer = self.inner.call(request);
+            return Box::pin(async move { Ok(with_client_faults(answer.await?)) });
         }
         match self.admit() {
             Err(refusal) => Box::pin(std::future::ready(Ok(refusal.into_http()))),
             Ok(admission) => {
                 let answer = self.inner.call(request);
                 Box::pin(async move {
-                    let response = answer.await?;
+                    let response = with_client_faults(answer.await?);
                     // The place goes with the answer's body: a stream holds it to its end.
                     Ok(response.map(|body| {
                         tonic::body::Body::new(Holding {
@@ -96,6 +98,18 @@ where
                 })
             }
         }
+    }
+}
+
+/// `response`, or when it is a refusal in its headers alone (a unary call whose message could
+/// not be read) that [`client_fault`] names the client's, that refusal instead.
+fn with_client_faults(response: http::Response<tonic::body::Body>) -> http::Response<tonic::body::Body> {
+    match Status::from_header_map(response.headers())
+        .as_ref()
+        .and_then(client_fault)
+    {
+        Some(refusal) => refusal.into_http(),
+        None => response,
     }
 }
 

@@ -9,8 +9,9 @@ use crate::protocol::{
 use crate::serving::Serving;
 use crate::shared_memory::RegionStatus;
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, Extension, Path, State};
-use axum::http::{header, HeaderMap, HeaderName, StatusCode};
+use axum::extract::{DefaultBodyLimit, Extension, Path, Request, State};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -18,6 +19,8 @@ use halo_hal::{Error, StatusCode as Status};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
+use tower_http::compression::{CompressionLayer, CompressionLevel};
+use tower_http::decompression::RequestDecompressionLayer;
 
 /// An error answer: the protocol's `{"error": ...}` body with an HTTP status.
 struct Failure(Error);
@@ -107,7 +110,59 @@ pub fn router(serving: Arc<Serving>, max_request_bytes: usize) -> Router {
         )
         .route("/v2/systemsharedmemory/unregister", post(unregister_shared_memory))
         .route("/metrics", get(metrics))
+        .layer(RequestDecompressionLayer::new())
+        .layer(axum::middleware::from_fn(move |request, next| {
+            read_coding(request, next, max_request_bytes)
+        }))
+        .layer(CompressionLayer::new().quality(CompressionLevel::Fastest))
         .with_state(serving)
+}
+
+/// A compression a request body may come in (its `Content-Encoding`), which the decompression
+/// layer takes off as the body is read.
+#[derive(Debug, Clone, Copy)]
+enum BodyCoding {
+    Gzip,
+    Deflate,
+}
+
+impl BodyCoding {
+    fn name(self) -> &'static str {
+        match self {
+            BodyCoding::Gzip => "gzip",
+            BodyCoding::Deflate => "deflate",
+        }
+    }
+}
+
+/// Names a request body's coding for the decompression layer in its own spelling (codings are
+/// case-insensitive) and for the handlers, which name it when the body does not decompress;
+/// a coding this server cannot read is refused, its body read and dropped first as for every
+/// refusal ([`discard`]).
+async fn read_coding(mut request: Request, next: Next, limit: usize) -> Response {
+    let Some(value) = request.headers().get(header::CONTENT_ENCODING) else {
+        return next.run(request).await;
+    };
+    let coding = match value.to_str().map(|text| text.trim().to_ascii_lowercase()).as_deref() {
+        Ok("identity") => None,
+        Ok("gzip" | "x-gzip") => Some(BodyCoding::Gzip),
+        Ok("deflate") => Some(BodyCoding::Deflate),
+        _ => {
+            let value = value.clone();
+            discard(request.into_body(), limit).await;
+            return Failure(Error::invalid_argument(format!(
+                "the request body's Content-Encoding {value:?} is not one this server reads: gzip, deflate or identity"
+            )))
+            .into_response();
+        }
+    };
+    let headers = request.headers_mut();
+    headers.remove(header::CONTENT_ENCODING);
+    if let Some(coding) = coding {
+        headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(coding.name()));
+        request.extensions_mut().insert(coding);
+    }
+    next.run(request).await
 }
 
 /// The repository extension's index: every model loaded or loadable, with its state.
@@ -277,9 +332,11 @@ async fn infer(
     State(serving): State<Arc<Serving>>,
     Extension(BodyLimit(limit)): Extension<BodyLimit>,
     Path(path): Path<ModelPath>,
+    coding: Option<Extension<BodyCoding>>,
     headers: HeaderMap,
     body: Body,
 ) -> Answer<Response> {
+    let coding = coding.map(|Extension(coding)| coding);
     let (serving, headers) = (&serving, &headers);
     let answer = serving.infer(
         &path.name,
@@ -293,7 +350,7 @@ async fn infer(
                     return Err(refused);
                 }
             };
-            let body = read_body(body, limit, model.deadline(None)).await?;
+            let body = read_body(body, coding, limit, model.deadline(None)).await?;
             run_inference(model, admission, serving, headers, body).await
         },
     );
@@ -322,18 +379,35 @@ async fn discard(body: Body, limit: usize) {
     let _ = tokio::time::timeout(DISCARD_TIME, drain).await;
 }
 
-/// The whole of `body`, up to `limit` bytes, read by `deadline` if there is one.
+/// The whole of `body`, decompressed from `coding` if it has one, up to `limit` bytes (once
+/// decompressed), read by `deadline` if there is one.
 ///
 /// # Errors
 /// `ResourceExhausted` for a body over the limit; `DeadlineExceeded` at the deadline;
-/// `InvalidArgument` when the connection fails mid-body.
-async fn read_body(body: Body, limit: usize, deadline: Option<std::time::Instant>) -> halo_hal::Result<Bytes> {
+/// `InvalidArgument` when the connection fails mid-body or the body does not decompress.
+async fn read_body(
+    body: Body,
+    coding: Option<BodyCoding>,
+    limit: usize,
+    deadline: Option<std::time::Instant>,
+) -> halo_hal::Result<Bytes> {
     let read = async {
         axum::body::to_bytes(body, limit).await.map_err(|error| {
-            if std::error::Error::source(&error).is_some_and(|e| e.is::<http_body_util::LengthLimitError>()) {
-                Error::resource_exhausted(format!("the request body is over the server's limit of {limit} bytes"))
-            } else {
-                Error::invalid_argument(format!("the request body could not be read: {error}"))
+            let over_limit =
+                std::error::Error::source(&error).is_some_and(|e| e.is::<http_body_util::LengthLimitError>());
+            match (over_limit, coding) {
+                (true, None) => {
+                    Error::resource_exhausted(format!("the request body is over the server's limit of {limit} bytes"))
+                }
+                (true, Some(coding)) => Error::resource_exhausted(format!(
+                    "the {}-compressed request body decompresses to more than the server's limit of {limit} bytes",
+                    coding.name()
+                )),
+                (false, None) => Error::invalid_argument(format!("the request body could not be read: {error}")),
+                (false, Some(coding)) => Error::invalid_argument(format!(
+                    "the {}-compressed request body could not be read: {error}",
+                    coding.name()
+                )),
             }
         })
     };

@@ -45,3 +45,34 @@ def test_probes_metadata_and_json_inference(serve):
     b = np.full(4, 0.5, dtype=np.float32)
     expected = run_module("tiny_add.vmfb", "tiny_add", [a, b], 1)[0]
     np.testing.assert_array_equal(np.array(json.loads(body)["outputs"][0]["data"], dtype=np.float32), expected)
+
+
+def grpc_status(served, method: str, frame: bytes, *headers: str) -> tuple:
+    """The `grpc-status` and `grpc-message` of one gRPC call curl makes with `frame` as its body."""
+    done = subprocess.run(
+        [
+            "curl", "-sS", "-i", "--http2-prior-knowledge",
+            "-H", "content-type: application/grpc", "-H", "te: trailers",
+            *[arg for header in headers for arg in ("-H", header)],
+            "--data-binary", "@-",
+            f"http://{served.grpc}/inference.GRPCInferenceService/{method}",
+        ],
+        input=frame, check=True, capture_output=True, timeout=60,
+    )
+    fields = dict(
+        line.split(": ", 1) for line in done.stdout.decode().splitlines() if line.startswith("grpc-")
+    )
+    return fields.get("grpc-status"), fields.get("grpc-message", "")
+
+
+@pytest.mark.parametrize("method", ["ModelInfer", "ModelStreamInfer"])
+def test_a_grpc_message_that_does_not_decompress_is_invalid_argument(serve, method):
+    served = serve("tiny_add.vmfb", "tiny_add")
+    # A frame flagged compressed (1), five bytes long, that are not gzip.
+    damaged = b"\x01\x00\x00\x00\x05hello"
+    status, message = grpc_status(served, method, damaged, "grpc-encoding: gzip")
+    assert status == "3", f"INVALID_ARGUMENT, not tonic's INTERNAL: {status} {message}"
+    assert "does%20not%20decompress" in message
+    # The same call uncompressed is read: an empty ModelInferRequest names no model.
+    status, message = grpc_status(served, "ModelInfer", b"\x00\x00\x00\x00\x00")
+    assert (status, "unknown%20model" in message) == ("3", True), message

@@ -51,6 +51,35 @@ def test_cnn_inference_equals_run_module(serve, cnn_input):
     np.testing.assert_array_equal(only.as_numpy("output1"), expected[1])
 
 
+@pytest.mark.parametrize("algorithm", ["gzip", "deflate"])
+def test_compressed_requests_equal_plain_ones(serve, cnn_input, algorithm):
+    served = serve("cnn.vmfb", "cnn")
+    client = triton_grpc.InferenceServerClient(url=served.grpc)
+    data = triton_grpc.InferInput("input0", list(cnn_input.shape), "FP32")
+    data.set_data_from_numpy(cnn_input)
+    result = client.infer("cnn", [data], compression_algorithm=algorithm)
+    for index, want in enumerate(run_module("cnn.vmfb", "cnn", [cnn_input], 2)):
+        np.testing.assert_array_equal(result.as_numpy(f"output{index}"), want)
+
+
+def test_a_compressed_message_past_the_size_limit_is_resource_exhausted(serve):
+    served = serve("tiny_add.vmfb", "tiny_add", "--max-request-bytes=4096")
+    client = triton_grpc.InferenceServerClient(url=served.grpc)
+    # 16 KiB of zeros compress to a few dozen bytes, and the limit holds for what they become.
+    inputs = [triton_grpc.InferInput(f"input{i}", [4096], "FP32") for i in range(2)]
+    for tensor in inputs:
+        tensor.set_data_from_numpy(np.zeros(4096, dtype=np.float32))
+    with pytest.raises(InferenceServerException) as refused:
+        client.infer("tiny_add", inputs, compression_algorithm="gzip")
+    assert refused.value.status() == "StatusCode.RESOURCE_EXHAUSTED"
+    assert "4096 bytes" in refused.value.message()
+    small = [triton_grpc.InferInput(f"input{i}", [4], "FP32") for i in range(2)]
+    for tensor in small:
+        tensor.set_data_from_numpy(np.ones(4, dtype=np.float32))
+    result = client.infer("tiny_add", small, compression_algorithm="gzip")
+    np.testing.assert_array_equal(result.as_numpy("output0"), np.full(4, 2, dtype=np.float32))
+
+
 def test_classification_sends_the_largest_scores_as_classes_with_labels(serve, cnn_input, tmp_path):
     labels = ("cat", "dog")
     (tmp_path / "animals.txt").write_text("\n".join(labels) + "\n")
