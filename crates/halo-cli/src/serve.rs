@@ -109,11 +109,14 @@ pub fn run(registry: DriverRegistry, args: &ServeArgs) -> Result<()> {
     };
     let (http, http_address) = listen(&args.host, args.http_port)?;
     let (grpc, grpc_address) = listen(&args.host, args.grpc_port)?;
-    eprintln!("halo: loading the models; {http_address} answers health checks meanwhile");
+    eprintln!(
+        "halo: loading the models; {http_address} (HTTP) and {grpc_address} (gRPC) answer health checks meanwhile"
+    );
+    let listeners = Listeners { http, grpc: Some(grpc) };
     // Ctrl-C or SIGTERM while loading stops a compile at load cleanly, and the server does not
     // start; once loaded, the server's own shutdown handles them.
     let actions = crate::compile::stop_on_signals()?;
-    let server = answer_while_loading(&http, || Server::load(instance, config));
+    let server = answer_while_loading(&listeners, || Server::load(instance, config));
     for action in actions {
         signal_hook::low_level::unregister(action);
     }
@@ -125,7 +128,6 @@ pub fn run(registry: DriverRegistry, args: &ServeArgs) -> Result<()> {
         "halo: serving {:?} on http://{http_address}/v2 and grpc://{grpc_address}",
         server.model_names()
     );
-    let listeners = Listeners { http, grpc: Some(grpc) };
     server.serve(listeners, first_of_two_signals())
 }
 

@@ -1109,7 +1109,7 @@ fn a_server_loading_its_models_is_live_but_not_ready_and_stops_on_sigterm() {
     let root = repository("loading", &[("m", String::new())]);
     std::fs::copy(models().join("tiny_add.mlir"), root.join("m/model.mlir")).expect("the model");
     // A stand-in iree-compile 3.13 that compiles until halo has gone.
-    let (mut child, mut stderr, address) = loading_server(
+    let (mut child, mut stderr, address, grpc) = loading_server_with_grpc(
         &root,
         "case \"$1\" in --version) echo \"IREE compiler version 3.13.0 @ 0123\"; exit 0;; esac\n\
          while kill -0 $PPID 2>/dev/null; do sleep 0.1; done",
@@ -1126,6 +1126,21 @@ fn a_server_loading_its_models_is_live_but_not_ready_and_stops_on_sigterm() {
         assert_eq!(status, 503, "{path}: {body}");
         assert!(body["error"].as_str().unwrap().contains("loading"), "{path}: {body}");
     }
+    // The gRPC port answers as well: live, not ready, and nothing else yet.
+    let answers = grpc_while_loading(&grpc);
+    assert_eq!(
+        answers.health,
+        [
+            ("live", Ok(ServingStatus::Serving)),
+            ("", Ok(ServingStatus::NotServing)),
+            ("ready", Ok(ServingStatus::NotServing)),
+            ("inference.GRPCInferenceService", Ok(ServingStatus::NotServing)),
+        ]
+    );
+    assert_eq!((answers.live, answers.ready), (true, false));
+    let (code, message) = answers.metadata;
+    assert_eq!(code, tonic::Code::Unavailable, "{message}");
+    assert!(message.contains("loading"), "{message}");
     assert!(child.0.try_wait().unwrap().is_none(), "still loading");
     // SIGTERM stops the compile and the server, leaving no scratch folder in the cache.
     let sent = Command::new("kill")
@@ -1145,6 +1160,71 @@ fn a_server_loading_its_models_is_live_but_not_ready_and_stops_on_sigterm() {
     assert!(left.is_empty(), "left in the cache: {left:?}");
     drop(child);
     std::fs::remove_dir_all(root).ok();
+}
+
+use tonic_health::pb::health_check_response::ServingStatus;
+
+/// What a loading server's gRPC port answers.
+struct GrpcWhileLoading {
+    /// Each health check's name and status (or the call's code).
+    health: Vec<(&'static str, Result<ServingStatus, tonic::Code>)>,
+    /// `ServerLive`'s and `ServerReady`'s answers.
+    live: bool,
+    ready: bool,
+    /// A `ModelMetadata` call's code and message.
+    metadata: (tonic::Code, String),
+}
+
+/// Asks the gRPC port at `address` for its health and the protocol's calls, each within 10 s.
+fn grpc_while_loading(address: &str) -> GrpcWhileLoading {
+    use halo_serve::grpc::wire::grpc_inference_service_client::GrpcInferenceServiceClient;
+    use halo_serve::grpc::wire::{ModelMetadataRequest, ServerLiveRequest, ServerReadyRequest};
+    use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{address}"))
+            .unwrap()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(10))
+            .connect()
+            .await
+            .expect("a gRPC connection while loading");
+        let mut checks = HealthClient::new(channel.clone());
+        let mut health = Vec::new();
+        for name in ["live", "", "ready", "inference.GRPCInferenceService"] {
+            let answer = checks.check(HealthCheckRequest { service: name.into() }).await;
+            health.push((name, answer.map(|a| a.into_inner().status()).map_err(|s| s.code())));
+        }
+        let mut inference = GrpcInferenceServiceClient::new(channel);
+        let live = inference
+            .server_live(ServerLiveRequest {})
+            .await
+            .expect("ServerLive")
+            .into_inner()
+            .live;
+        let ready = inference
+            .server_ready(ServerReadyRequest {})
+            .await
+            .expect("ServerReady")
+            .into_inner()
+            .ready;
+        let refused = inference
+            .model_metadata(ModelMetadataRequest {
+                name: "m".into(),
+                version: String::new(),
+            })
+            .await
+            .expect_err("no metadata while loading");
+        GrpcWhileLoading {
+            health,
+            live,
+            ready,
+            metadata: (refused.code(), refused.message().to_string()),
+        }
+    })
 }
 
 /// A client that leaves a request to the loading responder unfinished does not hold the server's
@@ -1203,6 +1283,15 @@ fn an_unfinished_request_while_loading_does_not_hold_the_start() {
 /// is the shell script `compiler`; with its stderr read up to the line saying it loads, and the
 /// address that answers health checks meanwhile.
 fn loading_server(root: &Path, compiler: &str) -> (Stopped, BufReader<std::process::ChildStderr>, String) {
+    let (child, stderr, http, _) = loading_server_with_grpc(root, compiler);
+    (child, stderr, http)
+}
+
+/// [`loading_server`], with the gRPC address that answers health checks meanwhile too.
+fn loading_server_with_grpc(
+    root: &Path,
+    compiler: &str,
+) -> (Stopped, BufReader<std::process::ChildStderr>, String, String) {
     use std::os::unix::fs::PermissionsExt;
     let script = root.join("iree-compile");
     std::fs::write(&script, format!("#!/bin/sh\n{compiler}\n")).expect("the compiler script");
@@ -1219,14 +1308,13 @@ fn loading_server(root: &Path, compiler: &str) -> (Stopped, BufReader<std::proce
             .expect("halo serve starts"),
     );
     let mut stderr = BufReader::new(child.0.stderr.take().expect("stderr"));
-    let line = read_until(&mut stderr, "answers health checks meanwhile");
-    let address = line
-        .split("; ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("an address in: {line}"))
-        .to_string();
-    (child, stderr, address)
+    let line = read_until(&mut stderr, "health checks meanwhile");
+    // "...; HTTP_ADDRESS (HTTP) and GRPC_ADDRESS (gRPC) answer health checks meanwhile"
+    let words: Vec<&str> = line.split("; ").nth(1).unwrap_or_default().split_whitespace().collect();
+    let (Some(http), Some(grpc)) = (words.first(), words.get(3)) else {
+        panic!("two addresses in: {line}");
+    };
+    (child, stderr, http.to_string(), grpc.to_string())
 }
 
 /// Reads `stderr` up to the line containing `needle`, which it returns.

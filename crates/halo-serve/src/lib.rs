@@ -15,6 +15,8 @@ pub mod datatype;
 pub mod grpc;
 pub mod grpc_admission;
 pub mod grpc_codec;
+pub mod grpc_health;
+pub mod grpc_loading;
 pub mod http;
 pub mod json_data;
 pub mod json_numbers;

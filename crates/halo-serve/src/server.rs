@@ -4,6 +4,8 @@
 use crate::batch_scheduling::{self, Policy};
 use crate::grpc::service;
 use crate::grpc_admission::Admitted;
+use crate::grpc_health::{Health, Stage};
+use crate::grpc_loading::LoadingInference;
 use crate::http::router;
 use crate::model::Models;
 use crate::model::{Model, ModelConfig};
@@ -83,9 +85,12 @@ impl Server {
             .map_err(|e| Error::unavailable(format!("starting the server's runtime: {e}")))?;
         runtime.block_on(async move {
             let (stop, stopped) = tokio::sync::watch::channel(false);
+            let (health, health_service) = Health::new(Stage::Serving).await;
             tokio::spawn(async move {
                 shutdown.await;
                 tracing::info!("shutting down: no new connections; finishing the requests in flight");
+                health.set(Stage::ShuttingDown).await;
+                health.close().await;
                 let _ = stop.send(true);
             });
             let when_stopped = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
@@ -108,6 +113,7 @@ impl Server {
                 tracing::info!(%address, "serving gRPC");
                 tonic::transport::Server::builder()
                     .max_frame_size(Some(GRPC_MAX_FRAME_BYTES))
+                    .add_service(health_service)
                     .add_service(Admitted::new(
                         service(self.serving.clone(), self.max_request_bytes),
                         self.serving.clone(),
@@ -124,20 +130,26 @@ impl Server {
     }
 }
 
-/// Runs `load` while `http` answers probes: `GET /v2/health/live` with `200`, anything else
-/// (readiness included) with `503` saying the server is loading. Loading can take minutes (a
-/// model compiled at load, a large one warmed up), and a platform whose liveness probe found
-/// nothing listening meanwhile would restart the server before it ever served. Connections the
-/// stand-in has accepted are answered before it hands the socket back, for at most
-/// [`LOADING_HANDOVER`]: a client that never finishes its request does not hold the start.
+/// Runs `load` while the listeners answer probes. Over HTTP, `GET /v2/health/live` is `200`,
+/// anything else (readiness included) `503` saying the server is loading; over gRPC, the health
+/// service's `live` is `SERVING` and readiness `NOT_SERVING`, `ServerLive` is true and every
+/// other call `UNAVAILABLE` ([`LoadingInference`]). Loading can take minutes (a model compiled
+/// at load, a large one warmed up), and a platform whose liveness probe found nothing answering
+/// meanwhile would restart the server before it ever served. Connections the stand-ins have
+/// accepted are answered before they hand the sockets back, for at most [`LOADING_HANDOVER`]: a
+/// client that never finishes its request does not hold the start.
 ///
 /// # Errors
-/// `load`'s error; `Unavailable` when the stand-in cannot start.
-pub fn answer_while_loading<T>(http: &TcpListener, load: impl FnOnce() -> Result<T>) -> Result<T> {
-    let listener = http
-        .try_clone()
-        .map_err(|e| Error::unavailable(format!("sharing the HTTP socket while loading: {e}")))?;
-    let (loaded, until_loaded) = tokio::sync::oneshot::channel::<()>();
+/// `load`'s error; `Unavailable` when the stand-ins cannot start.
+pub fn answer_while_loading<T>(listeners: &Listeners, load: impl FnOnce() -> Result<T>) -> Result<T> {
+    let share = |listener: &TcpListener| {
+        listener
+            .try_clone()
+            .map_err(|e| Error::unavailable(format!("sharing a socket while loading: {e}")))
+    };
+    let http = share(&listeners.http)?;
+    let grpc = listeners.grpc.as_ref().map(share).transpose()?;
+    let (loaded, until_loaded) = tokio::sync::watch::channel(false);
     let (ended, stand_in_ended) = std::sync::mpsc::channel::<Result<()>>();
     std::thread::Builder::new()
         .name("halo-loading".into())
@@ -146,28 +158,54 @@ pub fn answer_while_loading<T>(http: &TcpListener, load: impl FnOnce() -> Result
                 .enable_all()
                 .build()
                 .map_err(|e| Error::unavailable(format!("starting the loading responder: {e}")))
-                .and_then(|runtime| {
-                    runtime.block_on(async move {
-                        let (listener, address) = to_tokio(listener)?;
-                        axum::serve(listener, crate::http::loading_router())
-                            .with_graceful_shutdown(async {
-                                let _ = until_loaded.await;
-                            })
-                            .await
-                            .map_err(|e| Error::unavailable(format!("answering on {address} while loading: {e}")))
-                    })
-                });
+                .and_then(|runtime| runtime.block_on(stand_ins(http, grpc, until_loaded)));
             let _ = ended.send(answered);
         })
         .map_err(|e| Error::unavailable(format!("starting the loading responder: {e}")))?;
     let result = load();
-    let _ = loaded.send(());
+    let _ = loaded.send(true);
     match stand_in_ended.recv_timeout(LOADING_HANDOVER) {
         Ok(Err(error)) => tracing::warn!("{error}"),
         Err(_) => tracing::warn!("a request to the loading responder is still open; serving without it"),
         Ok(Ok(())) => {}
     }
     result
+}
+
+/// Answers on `http` and `grpc` as [`answer_while_loading`] says until `loaded` turns true.
+async fn stand_ins(
+    http: TcpListener,
+    grpc: Option<TcpListener>,
+    loaded: tokio::sync::watch::Receiver<bool>,
+) -> Result<()> {
+    let when_loaded = |mut loaded: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = loaded.wait_for(|loaded| *loaded).await;
+    };
+    let http = async {
+        let (listener, address) = to_tokio(http)?;
+        axum::serve(listener, crate::http::loading_router())
+            .with_graceful_shutdown(when_loaded(loaded.clone()))
+            .await
+            .map_err(|e| Error::unavailable(format!("answering on {address} while loading: {e}")))
+    };
+    let grpc = async {
+        let Some(listener) = grpc else {
+            return Ok(());
+        };
+        let (listener, address) = to_tokio(listener)?;
+        let (health, health_service) = Health::new(Stage::Loading).await;
+        let handed_over = async {
+            when_loaded(loaded.clone()).await;
+            health.close().await;
+        };
+        tonic::transport::Server::builder()
+            .add_service(health_service)
+            .add_service(LoadingInference)
+            .serve_with_incoming_shutdown(TcpIncoming::from(listener), handed_over)
+            .await
+            .map_err(|e| Error::unavailable(format!("answering on {address} while loading: {e}")))
+    };
+    tokio::try_join!(http, grpc).map(|_| ())
 }
 
 /// How long the loading responder may take to answer the requests it accepted.

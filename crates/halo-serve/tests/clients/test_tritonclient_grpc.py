@@ -340,3 +340,41 @@ def test_system_shared_memory_inputs_and_outputs(serve):
     finally:
         shm.destroy_shared_memory_region(region_in)
         shm.destroy_shared_memory_region(region_out)
+
+
+# grpc.health.v1 messages by hand (one string field; one enum field), so that no further package
+# is needed: a check names a service, and the answer's status is SERVING (1) or NOT_SERVING (2).
+def health_request(service: str) -> bytes:
+    name = service.encode()
+    return b"\x0a" + bytes([len(name)]) + name if name else b""
+
+
+HEALTH_STATUSES = {b"\x08\x01": "SERVING", b"\x08\x02": "NOT_SERVING"}
+
+
+def health_check(served, service: str) -> str:
+    with grpc.insecure_channel(served.grpc) as channel:
+        check = channel.unary_unary("/grpc.health.v1.Health/Check")
+        try:
+            return HEALTH_STATUSES[check(health_request(service), timeout=30)]
+        except grpc.RpcError as error:
+            return error.code().name
+
+
+def test_the_grpc_health_service_answers_as_the_http_probes(serve):
+    served = serve("tiny_add.vmfb", "tiny_add")
+    for service in ["", "inference.GRPCInferenceService", "ready", "live"]:
+        assert health_check(served, service) == "SERVING", service
+    assert health_check(served, "nope") == "NOT_FOUND"
+
+
+def test_a_health_watch_sees_the_shutdown_and_does_not_hold_it(serve):
+    served = serve("tiny_add.vmfb", "tiny_add")
+    with grpc.insecure_channel(served.grpc) as channel:
+        watch = channel.unary_stream("/grpc.health.v1.Health/Watch")(health_request(""), timeout=60)
+        assert HEALTH_STATUSES[next(watch)] == "SERVING"
+        served.process.terminate()
+        assert HEALTH_STATUSES[next(watch)] == "NOT_SERVING"
+        # The stream ends, and the server with it: a watching client does not hold the shutdown.
+        assert list(watch) == []
+        assert served.process.wait(timeout=20) == 0
