@@ -1590,3 +1590,41 @@ fn a_second_termination_signal_stops_a_server_whose_call_never_ends() {
         "{log}"
     );
 }
+
+/// A model whose compiled kernel faults (a damaged module: a byte of `elementwise_math`'s
+/// kernel library changed so that it decodes as an illegal instruction) fails each of its
+/// requests with `DATA_LOSS` naming the kernel, and the server, its other models and its health
+/// go on as before.
+#[test]
+fn a_kernel_that_faults_fails_its_requests_and_the_server_serves_on() {
+    let root = repository("faults", &[("adder", adder_config())]);
+    let mut module = std::fs::read(models().join("elementwise_math.vmfb")).expect("the fixture");
+    assert_eq!(module[21162], 133, "the byte the damage is known for");
+    module[21162] = 67;
+    add_model(&root, "damaged", "function = \"binary\"\n");
+    std::fs::write(root.join("damaged/model.vmfb"), module).expect("the damaged module");
+    let served = Served::start_with(&[format!("--model-repository={}", root.display())]);
+    let eight = |data: [f32; 8], name: &str| json!({"name": name, "shape": [8], "datatype": "FP32", "data": data});
+    let damaged = json!({"inputs": [eight([1.0; 8], "input0"), eight([2.0; 8], "input1")]}).to_string();
+    let add = json!({"inputs": [
+        {"name": "a", "shape": [4], "datatype": "FP32", "data": [1, 2, 3, 4]},
+        {"name": "b", "shape": [4], "datatype": "FP32", "data": [10, 20, 30, 40]},
+    ]})
+    .to_string();
+    for _ in 0..3 {
+        let (status, answer) = served.post("/v2/models/damaged/infer", &damaged);
+        let error = answer["error"].as_str().unwrap_or_default();
+        assert_eq!(status, 500, "{answer}");
+        assert!(
+            error.starts_with("DATA_LOSS") && error.contains("'binary_dispatch_1_elementwise_8_f32'"),
+            "{error}"
+        );
+        let (status, answer) = served.post("/v2/models/adder/infer", &add);
+        assert_eq!(
+            (status, json_f32(&answer["outputs"][0]["data"])),
+            (200, vec![11.0, 22.0, 33.0, 44.0])
+        );
+    }
+    assert_eq!(served.get("/v2/health/ready"), (200, json!({"ready": true})));
+    std::fs::remove_dir_all(root).ok();
+}
