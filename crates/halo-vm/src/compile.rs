@@ -480,6 +480,10 @@ impl Lowering<'_> {
                 }
                 (_, Operand::Function(ordinal)) => {
                     self.check_function(*ordinal)?;
+                    // The interpreter reads the answer from the import table.
+                    if def.op == Op::ImportResolved && ordinal & IMPORT_ORDINAL_BIT == 0 {
+                        return Err(format!("import.resolved names function {ordinal}, not an import"));
+                    }
                     callee = Some(*ordinal);
                     inst.imm = *ordinal as u64;
                 }

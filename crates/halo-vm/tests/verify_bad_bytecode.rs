@@ -76,6 +76,20 @@ fn branch_into_the_middle_of_a_block_is_rejected() {
 }
 
 #[test]
+fn import_resolved_of_a_function_that_is_not_an_import_is_rejected() {
+    // globals: a byte of function 2 (found by a mutation campaign) made `import.resolved` of
+    // function 0, which the interpreter looked up in an import table of no entries.
+    let mut file = bytes("globals");
+    assert_eq!(file[896], 0);
+    file[896] = 0x5C;
+    let error = verify_error(file);
+    assert!(
+        error.contains("import.resolved names function 0, not an import"),
+        "{error}"
+    );
+}
+
+#[test]
 fn missing_block_marker_is_rejected() {
     let mut file = bytes("recursion");
     let at = function_offset(&file, 0);
