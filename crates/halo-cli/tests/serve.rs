@@ -1628,3 +1628,48 @@ fn a_kernel_that_faults_fails_its_requests_and_the_server_serves_on() {
     assert_eq!(served.get("/v2/health/ready"), (200, json!({"ready": true})));
     std::fs::remove_dir_all(root).ok();
 }
+
+/// A model whose initializer never ends (`func_util` with one byte of `__init` changed into a
+/// branch back to its start) holds the load; `SIGTERM` stops it as it stops a compile at load,
+/// and the server ends with `CANCELLED`.
+#[test]
+fn sigterm_stops_a_model_initializer_that_never_ends() {
+    let root = repository("endless-init", &[("m", "function = \"status\"\n".to_string())]);
+    let mut module = std::fs::read(models().join("../vm/func_util.vmfb")).expect("the fixture");
+    assert_eq!(module[2368], 0x01, "the byte the damage is known for");
+    module[2368] = 0x60;
+    std::fs::write(root.join("m/model.vmfb"), module).expect("the damaged module");
+    // No model here is compiled: the compiler is never run.
+    let (mut child, stderr, address) = loading_server(&root, "exit 1");
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(10)))
+        .build()
+        .into();
+    let (status, _) = answer(agent.get(&format!("http://{address}/v2/health/ready")).call());
+    assert_eq!(status, 503, "still loading");
+    let sent = Command::new("kill")
+        .args(["-TERM", &child.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    // The rest of the log, read on a thread so that the wait for the server's end has a limit.
+    let (rest, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut stderr = stderr;
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
+        let _ = rest.send(text);
+    });
+    let rest = received
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the server ending within 20 s of SIGTERM");
+    let status = child.0.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "{rest}");
+    assert!(
+        rest.contains("CANCELLED") && rest.contains("initializing module 'func_util'"),
+        "{rest}"
+    );
+    drop(child);
+    std::fs::remove_dir_all(root).ok();
+}

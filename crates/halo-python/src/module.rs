@@ -7,9 +7,9 @@ use crate::errors::IntoPyResult;
 use crate::inputs::call_inputs;
 use crate::interrupt;
 use halo_hal::ResultExt;
-use halo_runtime::Session;
+use halo_runtime::{CancelToken, Session};
 use halo_vm::{BytecodeModule, LoadMode};
-use pyo3::exceptions::{PyAttributeError, PyTypeError};
+use pyo3::exceptions::{PyAttributeError, PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use std::path::PathBuf;
@@ -59,8 +59,46 @@ pub fn load(
     };
     let devices = devices_of(py, device)?;
     let mode = if mmap { LoadMode::Map } else { LoadMode::Preload };
-    py.detach(|| Module::load(devices, &paths, mode)).py()
+    load_interruptibly(py, devices, &paths, mode)
 }
+
+/// Loads on a thread of its own while this one runs Python's signal handlers every
+/// [`SIGNAL_CHECKS`]: a module's initializer is a program too, and Ctrl-C stops one that never
+/// ends. No SIGINT action is installed for this (unlike calls, see [`interrupt`]), so a later
+/// `asyncio.run`, which installs its own handler, still finds calls' action in front of it.
+fn load_interruptibly(py: Python<'_>, devices: Vec<Device>, paths: &[PathBuf], mode: LoadMode) -> PyResult<Module> {
+    let cancel = CancelToken::new();
+    let (sender, mut loaded) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        let cancel = &cancel;
+        scope.spawn(move || {
+            let _ = sender.send(Module::load(devices, paths, mode, cancel));
+        });
+        loop {
+            // The receiver goes into the wait without the GIL and comes back with the outcome.
+            let outcome;
+            (outcome, loaded) = py.detach(move || (loaded.recv_timeout(SIGNAL_CHECKS), loaded));
+            match outcome {
+                Ok(module) => return module.py(),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if let Err(raised) = py.check_signals() {
+                        // The initializer stops at its next step; its `Cancelled` gives way to
+                        // what the handler raised (KeyboardInterrupt).
+                        cancel.cancel();
+                        py.detach(move || drop(loaded.recv()));
+                        return Err(raised);
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(PyRuntimeError::new_err("loading the modules ended without an outcome"));
+                }
+            }
+        }
+    })
+}
+
+/// How often a load checks for Python's signals.
+const SIGNAL_CHECKS: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// A program: one or more modules loaded on their devices, with the functions they export.
 #[pyclass(frozen, module = "halo")]
@@ -72,7 +110,7 @@ pub struct Module {
 }
 
 impl Module {
-    fn load(devices: Vec<Device>, paths: &[PathBuf], mode: LoadMode) -> halo_hal::Result<Module> {
+    fn load(devices: Vec<Device>, paths: &[PathBuf], mode: LoadMode, cancel: &CancelToken) -> halo_hal::Result<Module> {
         let mut session = Session::with_devices(devices.iter().map(|d| d.device.clone()).collect())?;
         let mut names = Vec::new();
         for path in paths {
@@ -85,7 +123,7 @@ impl Module {
                     .map(|export| export.local_name.to_string())
                     .filter(|name| !name.starts_with("__")),
             );
-            session.load_module(module).with_context(loading)?;
+            session.load_module_cancellable(module, cancel).with_context(loading)?;
         }
         // A name exported twice means the later module's function, as lookups do.
         let mut seen = std::collections::HashSet::new();

@@ -92,3 +92,46 @@ def test_an_ignored_sigint_leaves_the_call_running():
         finally:
             process.kill()
             process.wait()
+
+
+# A module whose initializer loops for ever: `func_util` with one byte of `__init` changed
+# (`global.store.i32` became a branch back to the start). Loading it runs the initializer.
+LOADING_SCRIPT = textwrap.dedent(
+    """
+    import pathlib, sys, tempfile, halo
+    damaged = bytearray(pathlib.Path(sys.argv[1]).read_bytes())
+    assert damaged[2368] == 0x01
+    damaged[2368] = 0x60
+    path = pathlib.Path(tempfile.mkdtemp()) / "func_util.vmfb"
+    path.write_bytes(bytes(damaged))
+    print("calling", flush=True)
+    try:
+        halo.load(path, device=sys.argv[2])
+        print("returned", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+    print(halo.load(sys.argv[1], device=sys.argv[2]).status(0), flush=True)
+    """
+)
+
+
+def test_ctrl_c_stops_a_module_initializer_that_never_ends():
+    process = subprocess.Popen(
+        [sys.executable, "-c", LOADING_SCRIPT, str(MODELS.parent / "vm" / "func_util.vmfb"), "local-sync"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout.readline() == "calling\n"
+        try:
+            process.wait(timeout=0.5)
+        except subprocess.TimeoutExpired:
+            pass
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == 0, err
+    assert out.splitlines() == ["interrupted", "1"], err

@@ -101,6 +101,18 @@ impl Session {
         Ok(())
     }
 
+    /// [`Session::load_module`], its initializer stopping with `Cancelled` at its next step once
+    /// `cancel` is cancelled (a damaged initializer may loop for ever).
+    ///
+    /// # Errors
+    /// As [`Session::load_module`]'s, and `Cancelled`.
+    pub fn load_module_cancellable(&mut self, module: Arc<BytecodeModule>, cancel: &CancelToken) -> Result<()> {
+        self.context
+            .add_bytecode_cancellable(module, cancel)
+            .map_err(|e| self.explain_device_mismatch(e))?;
+        Ok(())
+    }
+
     /// Adds the session's devices and their executable formats to an initializer's failure to
     /// find the device it was compiled for.
     fn explain_device_mismatch(&self, error: Error) -> Error {

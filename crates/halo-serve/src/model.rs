@@ -262,6 +262,13 @@ impl Drop for Admission {
     }
 }
 
+/// The token a termination signal cancels while the models load (`halo serve` sets the compile
+/// stop flag on Ctrl-C and `SIGTERM` then): a module initializer or a warm-up call that never
+/// ends stops at its next step, as a compile at load does.
+fn stop_on_signal() -> CancelToken {
+    CancelToken::from_flag(halo_compile::stop_flag())
+}
+
 impl Model {
     /// Loads the modules of `config` on its devices and finds its function.
     ///
@@ -286,7 +293,7 @@ impl Model {
     /// zeros do not fit in memory; the call's own error.
     fn warm_up(&self) -> Result<()> {
         let inputs = self.inputs.iter().map(zeros).collect::<Result<Vec<_>>>()?;
-        self.infer(inputs).map(drop)
+        self.infer_cancellable(inputs, &stop_on_signal()).map(drop)
     }
 
     fn build(instance: &Instance, config: ModelConfig) -> Result<Model> {
@@ -300,7 +307,9 @@ impl Model {
             let loading = || format!("loading module '{}'", path.display());
             let module = BytecodeModule::open(&path, LoadMode::Map).with_context(loading)?;
             public_functions = module.public_functions();
-            session.load_module(Arc::new(module)).with_context(loading)?;
+            session
+                .load_module_cancellable(Arc::new(module), &stop_on_signal())
+                .with_context(loading)?;
         }
         let function = match &config.function {
             Some(name) => session.function(name)?,

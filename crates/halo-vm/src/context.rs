@@ -302,11 +302,32 @@ impl Context {
     /// required import or dependency the context lacks; `Incompatible` for an old dependency or a
     /// calling-convention mismatch; whatever the initializer fails with.
     pub fn add_bytecode(&mut self, module: Arc<BytecodeModule>) -> Result<Arc<Instance>> {
+        self.add_bytecode_with(module, None)
+    }
+
+    /// [`Context::add_bytecode`], its initializer stopping with `Cancelled` at its next step once
+    /// `cancel` is cancelled: an initializer is a program, and a damaged one may loop for ever.
+    ///
+    /// # Errors
+    /// As [`Context::add_bytecode`]'s, and `Cancelled`.
+    pub fn add_bytecode_cancellable(
+        &mut self,
+        module: Arc<BytecodeModule>,
+        cancel: &CancelToken,
+    ) -> Result<Arc<Instance>> {
+        self.add_bytecode_with(module, Some(cancel))
+    }
+
+    fn add_bytecode_with(
+        &mut self,
+        module: Arc<BytecodeModule>,
+        cancel: Option<&CancelToken>,
+    ) -> Result<Arc<Instance>> {
         let name = module.name().to_string();
         self.check_unique(&name)?;
         let instance = Arc::new(self.link(module).with_context(|| format!("loading module '{name}'"))?);
         if let Some(init) = instance.module.find_export("__init") {
-            crate::interp::invoke(&instance, init.internal_ordinal, &[], None)
+            crate::interp::invoke(&instance, init.internal_ordinal, &[], cancel)
                 .with_context(|| format!("initializing module '{name}'"))?;
             // The initializer has read what it repacks; what calls still read faults back in.
             // A refusal only leaves the pages resident, so it is not the caller's error.

@@ -104,3 +104,38 @@ fn a_cancelled_call_stops_at_its_next_step_and_an_uncancelled_one_runs_to_its_en
     invocation.cancel_with(token);
     assert_eq!(invocation.resume().unwrap_err().code(), StatusCode::Cancelled);
 }
+
+/// `func_util` with one byte of its initializer changed (found by the opcode sweep,
+/// `examples/opcode_sweep.rs`): `global.store.i32` became `cond_br` back to the function's start,
+/// so `__init` loops for ever.
+fn looping_initializer() -> BytecodeModule {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/vm/func_util.vmfb");
+    let mut bytes = std::fs::read(path).unwrap();
+    assert_eq!(bytes[2368], 0x01, "the byte the damage is known for");
+    bytes[2368] = 0x60;
+    BytecodeModule::from_bytes(bytes).unwrap()
+}
+
+#[test]
+fn an_initializer_that_never_ends_stops_when_its_load_is_cancelled() {
+    let token = CancelToken::new();
+    let canceller = {
+        let token = token.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            token.cancel();
+        })
+    };
+    let mut context = Context::new();
+    let Err(error) = context.add_bytecode_cancellable(Arc::new(looping_initializer()), &token) else {
+        panic!("the initializer ended");
+    };
+    canceller.join().unwrap();
+    assert_eq!(error.code(), StatusCode::Cancelled, "{error}");
+    assert!(error.to_string().contains("initializing module 'func_util'"), "{error}");
+    // The module was not added: the context takes it again, here its undamaged self.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/vm/func_util.vmfb");
+    context
+        .add_bytecode_cancellable(Arc::new(BytecodeModule::from_file(&path).unwrap()), &CancelToken::new())
+        .unwrap();
+}
