@@ -1629,16 +1629,22 @@ fn a_kernel_that_faults_fails_its_requests_and_the_server_serves_on() {
     std::fs::remove_dir_all(root).ok();
 }
 
-/// A model whose initializer never ends (`func_util` with one byte of `__init` changed into a
-/// branch back to its start) holds the load; `SIGTERM` stops it as it stops a compile at load,
-/// and the server ends with `CANCELLED`.
-#[test]
-fn sigterm_stops_a_model_initializer_that_never_ends() {
-    let root = repository("endless-init", &[("m", "function = \"status\"\n".to_string())]);
+/// Adds to `root` a model `name` whose initializer never ends: `func_util` with one byte of
+/// `__init` changed into a branch back to its start.
+fn add_endless_initializer(root: &Path, name: &str) {
+    add_model(root, name, "function = \"status\"\n");
     let mut module = std::fs::read(models().join("../vm/func_util.vmfb")).expect("the fixture");
     assert_eq!(module[2368], 0x01, "the byte the damage is known for");
     module[2368] = 0x60;
-    std::fs::write(root.join("m/model.vmfb"), module).expect("the damaged module");
+    std::fs::write(root.join(name).join("model.vmfb"), module).expect("the damaged module");
+}
+
+/// A model whose initializer never ends holds the load; `SIGTERM` stops it as it stops a compile
+/// at load, and the server ends with `CANCELLED`.
+#[test]
+fn sigterm_stops_a_model_initializer_that_never_ends() {
+    let root = repository("endless-init", &[]);
+    add_endless_initializer(&root, "m");
     // No model here is compiled: the compiler is never run.
     let (mut child, stderr, address) = loading_server(&root, "exit 1");
     let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -1671,5 +1677,32 @@ fn sigterm_stops_a_model_initializer_that_never_ends() {
         "{rest}"
     );
     drop(child);
+    std::fs::remove_dir_all(root).ok();
+}
+
+/// While serving, a model loaded through the repository API whose initializer never ends holds
+/// its request; `SIGTERM` abandons the load, so the graceful shutdown, which waits for that
+/// request, still ends.
+#[test]
+fn sigterm_abandons_a_repository_load_that_never_ends() {
+    let root = repository("endless-reload", &[("adder", adder_config())]);
+    let mut served = Served::start_with(&[format!("--model-repository={}", root.display())]);
+    add_endless_initializer(&root, "endless");
+    let url = format!("{}/v2/repository/models/endless/load", served.base);
+    let agent = served.agent.clone();
+    let load = std::thread::spawn(move || answer(agent.post(&url).send("")));
+    // Half a second in, the load is running its initializer, which never ends by itself.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!load.is_finished(), "the load cannot have ended");
+    served.terminate();
+    let status = served.exit_within(Duration::from_secs(20));
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(0),
+        "the server ends within 20 s of SIGTERM"
+    );
+    let (code, answer) = load.join().expect("the load's answer");
+    assert_eq!(code, 500, "{answer}");
+    assert!(answer["error"].as_str().unwrap_or_default().contains("CANCELLED"), "{answer}");
     std::fs::remove_dir_all(root).ok();
 }

@@ -89,6 +89,9 @@ impl Server {
             tokio::spawn(async move {
                 shutdown.await;
                 tracing::info!("shutting down: no new connections; finishing the requests in flight");
+                // A model loading through the repository API (a compile, an initializer, a
+                // warm-up) is abandoned rather than waited for: the shutdown waits for its request.
+                halo_compile::stop_flag().store(true, std::sync::atomic::Ordering::Relaxed);
                 health.set(Stage::ShuttingDown).await;
                 health.close().await;
                 let _ = stop.send(true);
