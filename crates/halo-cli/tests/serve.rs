@@ -1703,6 +1703,9 @@ fn sigterm_abandons_a_repository_load_that_never_ends() {
     );
     let (code, answer) = load.join().expect("the load's answer");
     assert_eq!(code, 500, "{answer}");
-    assert!(answer["error"].as_str().unwrap_or_default().contains("CANCELLED"), "{answer}");
+    assert!(
+        answer["error"].as_str().unwrap_or_default().contains("CANCELLED"),
+        "{answer}"
+    );
     std::fs::remove_dir_all(root).ok();
 }

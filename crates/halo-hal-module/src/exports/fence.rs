@@ -4,7 +4,7 @@ use super::{object, Row, WaitingRow};
 use crate::objects::{HalDevice, HalFence};
 use crate::{Args, HalModuleState};
 use halo_hal::{Error, Fence, Result, StatusCode, Timeout};
-use halo_vm::{Results, Value};
+use halo_vm::{CancelToken, Results, Value};
 use smallvec::smallvec;
 use std::time::{Duration, Instant};
 
@@ -82,7 +82,7 @@ fn wait(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
         millis => Timeout::Deadline(Instant::now() + Duration::from_millis(millis.into())),
     };
     for fence in fences(args, 2) {
-        match fence?.wait(timeout) {
+        match wait_for(fence?, timeout, args.cancel()) {
             Ok(()) => {}
             Err(error) if error.code() == StatusCode::DeadlineExceeded => {
                 return Ok(smallvec![Value::I32(StatusCode::DeadlineExceeded as i32)]);
@@ -91,4 +91,89 @@ fn wait(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
         }
     }
     Ok(smallvec![Value::I32(0)])
+}
+
+/// How long a wait blocks at a time when its call can be cancelled, between looks at the token.
+const CANCEL_CHECKS: Duration = Duration::from_millis(20);
+
+/// `fence.wait(timeout)`, looking at `cancel` every [`CANCEL_CHECKS`]: a fence never reached (a
+/// device that hangs, a damaged program waiting on a fence nothing signals) must not hold a call
+/// its caller has given up on (Ctrl-C in Python, a server request past its deadline).
+fn wait_for(fence: &Fence, timeout: Timeout, cancel: Option<&CancelToken>) -> Result<()> {
+    let Some(cancel) = cancel else {
+        return fence.wait(timeout);
+    };
+    loop {
+        let next_look = Instant::now() + CANCEL_CHECKS;
+        let (until, last) = match timeout {
+            Timeout::Deadline(deadline) if deadline <= next_look => (Timeout::Deadline(deadline), true),
+            Timeout::Immediate => (Timeout::Immediate, true),
+            _ => (Timeout::Deadline(next_look), false),
+        };
+        match fence.wait(until) {
+            Err(error) if error.code() == StatusCode::DeadlineExceeded && !last => {
+                if cancel.is_cancelled() {
+                    return Err(Error::cancelled(
+                        "the call was cancelled by its caller while it waited for a fence",
+                    ));
+                }
+            }
+            reached_or_failed => return reached_or_failed,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use halo_hal::TimelineSemaphore;
+
+    /// `fence.await`'s arguments: a timeout in milliseconds (-1: none), flags, and a fence that
+    /// nothing will signal.
+    fn await_unreached(timeout_ms: i32) -> [Value; 3] {
+        let fence = HalFence(Fence::at(TimelineSemaphore::new(0), 1)).into_ref();
+        [Value::I32(timeout_ms), Value::I64(0), Value::Ref(Some(fence))]
+    }
+
+    fn state() -> HalModuleState {
+        HalModuleState {
+            devices: Vec::new(),
+            caches: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    #[test]
+    fn a_wait_for_a_fence_never_reached_ends_when_its_call_is_cancelled() {
+        let args = await_unreached(-1);
+        let token = CancelToken::new();
+        let canceller = {
+            let token = token.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                token.cancel();
+            })
+        };
+        let error = wait(&state(), &Args::from_values(&args).with_cancel(Some(&token))).unwrap_err();
+        canceller.join().unwrap();
+        assert_eq!(error.code(), StatusCode::Cancelled, "{error}");
+        assert!(error.to_string().contains("while it waited for a fence"), "{error}");
+    }
+
+    #[test]
+    fn a_cancellable_wait_keeps_the_programs_own_timeout() {
+        let args = await_unreached(30);
+        let started = Instant::now();
+        let results = wait(
+            &state(),
+            &Args::from_values(&args).with_cancel(Some(&CancelToken::new())),
+        )
+        .unwrap();
+        assert_eq!(results[0], Value::I32(StatusCode::DeadlineExceeded as i32));
+        assert!(
+            started.elapsed() >= Duration::from_millis(30),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    }
 }
