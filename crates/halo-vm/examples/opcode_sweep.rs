@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long one call may run before it is cancelled.
-const CALL_TIME: Duration = Duration::from_millis(20);
+const CALL_TIME: Duration = Duration::from_millis(5);
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/vm")
@@ -129,6 +129,8 @@ fn main() {
     wanted.retain(|arg| arg != "--every-byte");
     // Names each mutant before it runs, so that one that never ends is known.
     let trace = std::env::var_os("SWEEP_TRACE").is_some();
+    // Starts each fixture at this file offset, to rerun from a mutant a trace named.
+    let first_position: usize = std::env::var("SWEEP_FROM").ok().and_then(|p| p.parse().ok()).unwrap_or(0);
     let mut stems: Vec<String> = std::fs::read_dir(fixtures())
         .expect("fixtures/vm")
         .filter_map(|entry| {
@@ -153,7 +155,7 @@ fn main() {
     for stem in &stems {
         let file = std::fs::read(fixtures().join(format!("{stem}.vmfb"))).expect("a fixture");
         let positions = positions(&file, every_byte);
-        for &position in &positions {
+        for &position in positions.iter().filter(|&&p| p >= first_position) {
             for value in 0..=255u8 {
                 if value == file[position] {
                     continue;
