@@ -130,7 +130,10 @@ fn main() {
     // Names each mutant before it runs, so that one that never ends is known.
     let trace = std::env::var_os("SWEEP_TRACE").is_some();
     // Starts each fixture at this file offset, to rerun from a mutant a trace named.
-    let first_position: usize = std::env::var("SWEEP_FROM").ok().and_then(|p| p.parse().ok()).unwrap_or(0);
+    let first_position: usize = std::env::var("SWEEP_FROM")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
     let mut stems: Vec<String> = std::fs::read_dir(fixtures())
         .expect("fixtures/vm")
         .filter_map(|entry| {
