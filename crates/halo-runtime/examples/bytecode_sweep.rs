@@ -7,8 +7,9 @@
 //! Cases whose inputs come from files or are scalars are left out. The VM-only counterpart is
 //! `halo-vm`'s `opcode_sweep` example.
 //!
-//! Usage: cargo run --release -p halo-runtime --example bytecode_sweep [-- [--values N]
-//! [--seed S] [FIXTURE_STEM ...]]
+//! Usage: cargo run --release -p halo-runtime --example bytecode_sweep [-- [--every-byte]
+//! [--values N] [--seed S] [FIXTURE_STEM ...]] (`--every-byte`: every byte of the functions'
+//! bytecode, operands too: registers, ordinals, constants).
 
 use halo_hal::HostTensor;
 use halo_runtime::{CancelToken, Instance, Session, Value};
@@ -66,8 +67,8 @@ fn first_case(stem: &str) -> Option<Case> {
 }
 
 /// The file offsets of every instruction's first two bytes (a prefix, or the opcode and what
-/// follows it) in `file`.
-fn opcode_positions(file: &[u8]) -> Vec<usize> {
+/// follows it) in `file`, or with `every_byte` of every byte of its functions' bytecode.
+fn positions(file: &[u8], every_byte: bool) -> Vec<usize> {
     let Ok(module) = BytecodeModule::from_bytes(file.to_vec()) else {
         return Vec::new();
     };
@@ -78,6 +79,10 @@ fn opcode_positions(file: &[u8]) -> Vec<usize> {
             continue;
         };
         let start = code.as_ptr() as usize - base;
+        if every_byte {
+            positions.extend(start..start + code.len());
+            continue;
+        }
         let mut pc = 0;
         while pc < code.len() {
             positions.extend(
@@ -159,8 +164,10 @@ impl Picker {
 fn main() {
     let mut words = std::env::args().skip(1);
     let (mut values_per_byte, mut seed, mut wanted) = (256usize, 1u64, Vec::new());
+    let mut every_byte = false;
     while let Some(word) = words.next() {
         match word.as_str() {
+            "--every-byte" => every_byte = true,
             "--values" => values_per_byte = words.next().and_then(|v| v.parse().ok()).expect("--values N"),
             "--seed" => seed = words.next().and_then(|v| v.parse().ok()).expect("--seed S"),
             _ => wanted.push(word),
@@ -198,7 +205,7 @@ fn main() {
             eprintln!("{stem}: the case '{}' does not run unchanged; left out", case.function);
             continue;
         }
-        let positions = opcode_positions(&file);
+        let positions = positions(&file, every_byte);
         for &position in &positions {
             let mut values: Vec<u8> = (0..=255u8).filter(|&v| v != file[position]).collect();
             while values.len() > values_per_byte {
