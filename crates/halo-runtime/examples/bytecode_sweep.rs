@@ -1,15 +1,18 @@
-//! A systematic mutation campaign against programs that call the `hal` module (a campaign, not a
-//! test): for every instruction of the model fixtures' functions, values in its opcode byte
-//! (every value, or `--values N` of them picked by seed). Each mutant is loaded on `local-sync`
-//! (verified, linked, initialized) and its fixture case called with the case's inputs, the load
-//! and the call each cancelled after a short time. A panic is a gap in the verifier or in a
-//! `hal` function's checks: the run prints the fixture, the byte and the value, and exits 1.
-//! Cases whose inputs come from files or are scalars are left out. The VM-only counterpart is
-//! `halo-vm`'s `opcode_sweep` example.
+//! A systematic mutation campaign against the bytecode verifier, the interpreter and the `hal`
+//! module's checks (a campaign, not a test): for every instruction of every function of the
+//! fixtures, values in its opcode byte (every value, or `--values N` of them picked by seed;
+//! `--every-byte`: in every byte of the bytecode, operands too: registers, ordinals, constants).
 //!
-//! Usage: cargo run --release -p halo-runtime --example bytecode_sweep [-- [--every-byte]
-//! [--values N] [--seed S] [FIXTURE_STEM ...]] (`--every-byte`: every byte of the functions'
-//! bytecode, operands too: registers, ordinals, constants).
+//! Each mutant is loaded on `local-sync` (verified, linked, initialized) and called: a model
+//! fixture (`fixtures/models`, programs that call the `hal` module) with its first case whose
+//! inputs are inline tensors, which must run unchanged; a VM fixture (`--vm`, `fixtures/vm`)
+//! through every export, with zeros and with ones for its arguments (null references). Loads
+//! and calls are cancelled after a short time (a mutant may loop for ever). A panic is a gap:
+//! the run prints the fixture, the byte and the value, and exits 1.
+//!
+//! Usage: cargo run --release -p halo-runtime --example bytecode_sweep [-- [--vm]
+//! [--every-byte] [--values N] [--seed S] [FIXTURE_STEM ...]]; `SWEEP_TRACE=1` names each mutant
+//! before it runs, `SWEEP_FROM=OFFSET` starts each fixture at that file offset.
 
 use halo_hal::HostTensor;
 use halo_runtime::{CancelToken, Instance, Session, Value};
@@ -23,21 +26,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long a load or a call may run before it is cancelled.
-const CALL_TIME: Duration = Duration::from_millis(50);
+const CALL_TIME: Duration = Duration::from_millis(10);
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models")
+/// What each mutant of a fixture is asked to do once loaded.
+enum Calls {
+    /// A model fixture's case: the function and its inputs.
+    Case { function: String, inputs: Vec<HostTensor> },
+    /// A VM fixture: every export, with zeros and with ones.
+    EveryExport,
 }
 
-/// A fixture case: the function and its inline tensor inputs.
-struct Case {
-    function: String,
-    inputs: Vec<HostTensor>,
-}
-
-/// The first case of `stem` whose inputs are all inline tensors (`4xf32=1,2,3,4`).
-fn first_case(stem: &str) -> Option<Case> {
-    let mut flagfiles: Vec<PathBuf> = std::fs::read_dir(fixtures())
+/// The first case of model fixture `stem` whose inputs are all inline tensors (`4xf32=1,2`).
+fn first_case(folder: &Path, stem: &str) -> Option<Calls> {
+    let mut flagfiles: Vec<PathBuf> = std::fs::read_dir(folder)
         .ok()?
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|path| {
@@ -47,22 +48,18 @@ fn first_case(stem: &str) -> Option<Case> {
         .collect();
     flagfiles.sort();
     flagfiles.iter().find_map(|path| {
-        let text = std::fs::read_to_string(path).ok()?;
-        let mut case = Case {
-            function: String::new(),
-            inputs: Vec::new(),
-        };
-        for line in text.lines() {
-            if let Some(function) = line.strip_prefix("--function=") {
-                case.function = function.to_string();
+        let (mut function, mut inputs) = (String::new(), Vec::new());
+        for line in std::fs::read_to_string(path).ok()?.lines() {
+            if let Some(name) = line.strip_prefix("--function=") {
+                function = name.to_string();
             } else if let Some(input) = line.strip_prefix("--input=") {
                 if input.contains('@') || !input.contains('x') {
                     return None;
                 }
-                case.inputs.push(HostTensor::parse(input).ok()?);
+                inputs.push(HostTensor::parse(input).ok()?);
             }
         }
-        (!case.function.is_empty()).then_some(case)
+        (!function.is_empty()).then_some(Calls::Case { function, inputs })
     })
 }
 
@@ -105,40 +102,89 @@ fn positions(file: &[u8], every_byte: bool) -> Vec<usize> {
     positions
 }
 
-/// Loads `file` on `local-sync` and runs `case`: whether the call succeeded, or a panic's
-/// message.
-fn exercise(
-    instance: &Instance,
-    file: Vec<u8>,
-    case: &Case,
-    watchdog: &mpsc::Sender<(Instant, CancelToken)>,
-) -> Result<bool, String> {
+/// Arguments for a calling convention (`0ifr_i`): every primitive `fill`, every reference null;
+/// `None` for a variadic one.
+fn arguments(cconv: &str, fill: i32) -> Option<Vec<Value>> {
+    let arguments = cconv.strip_prefix('0')?.split('_').next()?;
+    if arguments == "v" {
+        return Some(Vec::new());
+    }
+    arguments
+        .chars()
+        .map(|kind| match kind {
+            'i' => Some(Value::I32(fill)),
+            'I' => Some(Value::I64(fill.into())),
+            'f' => Some(Value::F32(fill as f32)),
+            'F' => Some(Value::F64(fill.into())),
+            'r' => Some(Value::Ref(None)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Cancels each token it is handed once its time is up, in the order they come.
+struct Watchdog(mpsc::Sender<(Instant, CancelToken)>);
+
+impl Watchdog {
+    fn start() -> Watchdog {
+        let (sender, deadlines) = mpsc::channel::<(Instant, CancelToken)>();
+        std::thread::spawn(move || {
+            for (deadline, cancel) in deadlines {
+                std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+                cancel.cancel();
+            }
+        });
+        Watchdog(sender)
+    }
+
+    /// A token cancelled [`CALL_TIME`] from now.
+    fn token(&self) -> CancelToken {
+        let cancel = CancelToken::new();
+        let _ = self.0.send((Instant::now() + CALL_TIME, cancel.clone()));
+        cancel
+    }
+}
+
+/// Loads `file` on `local-sync` and makes its `calls`: whether every call succeeded, or a
+/// panic's message.
+fn exercise(instance: &Instance, file: Vec<u8>, calls: &Calls, watchdog: &Watchdog) -> Result<bool, String> {
     let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
         let Ok(module) = BytecodeModule::from_bytes(file) else {
             return false;
         };
+        let exports = module.public_functions();
         let Ok(mut session) = Session::new(instance, &["local-sync"]) else {
             return false;
         };
-        let cancel = CancelToken::new();
-        let _ = watchdog.send((Instant::now() + CALL_TIME, cancel.clone()));
-        if session.load_module_cancellable(Arc::new(module), &cancel).is_err() {
+        if session
+            .load_module_cancellable(Arc::new(module), &watchdog.token())
+            .is_err()
+        {
             return false;
         }
-        let Ok(function) = session.function(&case.function) else {
-            return false;
-        };
-        let Ok(inputs) = case
-            .inputs
-            .iter()
-            .map(|tensor| session.tensor_input(tensor))
-            .collect::<halo_hal::Result<Vec<Value>>>()
-        else {
-            return false;
-        };
-        let cancel = CancelToken::new();
-        let _ = watchdog.send((Instant::now() + CALL_TIME, cancel.clone()));
-        session.call_cancellable(&function, &inputs, &cancel).is_ok()
+        match calls {
+            Calls::Case { function, inputs } => {
+                let Ok(function) = session.function(function) else {
+                    return false;
+                };
+                let inputs: halo_hal::Result<Vec<Value>> = inputs.iter().map(|t| session.tensor_input(t)).collect();
+                inputs.is_ok_and(|inputs| session.call_cancellable(&function, &inputs, &watchdog.token()).is_ok())
+            }
+            Calls::EveryExport => {
+                let mut all_ok = true;
+                for name in exports {
+                    let Ok(function) = session.function(&name) else {
+                        continue;
+                    };
+                    for fill in [0, 1] {
+                        if let Some(args) = arguments(function.calling_convention(), fill) {
+                            all_ok &= session.call_cancellable(&function, &args, &watchdog.token()).is_ok();
+                        }
+                    }
+                }
+                all_ok
+            }
+        }
     }));
     outcome.map_err(|panic| {
         panic
@@ -164,17 +210,26 @@ impl Picker {
 fn main() {
     let mut words = std::env::args().skip(1);
     let (mut values_per_byte, mut seed, mut wanted) = (256usize, 1u64, Vec::new());
-    let mut every_byte = false;
+    let (mut vm, mut every_byte) = (false, false);
     while let Some(word) = words.next() {
         match word.as_str() {
+            "--vm" => vm = true,
             "--every-byte" => every_byte = true,
             "--values" => values_per_byte = words.next().and_then(|v| v.parse().ok()).expect("--values N"),
             "--seed" => seed = words.next().and_then(|v| v.parse().ok()).expect("--seed S"),
             _ => wanted.push(word),
         }
     }
-    let mut stems: Vec<String> = std::fs::read_dir(fixtures())
-        .expect("fixtures/models")
+    let trace = std::env::var_os("SWEEP_TRACE").is_some();
+    let first_position: usize = std::env::var("SWEEP_FROM")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(if vm { "vm" } else { "models" });
+    let mut stems: Vec<String> = std::fs::read_dir(&folder)
+        .expect("the fixtures")
         .filter_map(|entry| {
             let path = entry.ok()?.path();
             let stem = path.file_stem()?.to_string_lossy().into_owned();
@@ -183,30 +238,30 @@ fn main() {
         .filter(|stem| wanted.is_empty() || wanted.contains(stem))
         .collect();
     stems.sort();
-    let (watchdog, deadlines) = mpsc::channel::<(Instant, CancelToken)>();
-    std::thread::spawn(move || {
-        for (deadline, cancel) in deadlines {
-            std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
-            cancel.cancel();
-        }
-    });
+    let watchdog = Watchdog::start();
+    // Panics are counted here, not printed by the default hook for each.
     std::panic::set_hook(Box::new(|_| {}));
     let instance = Instance::new();
     let mut picker = Picker(seed.max(1));
     let (mut runs, mut panics) = (0usize, 0usize);
     for stem in &stems {
-        let Some(case) = first_case(stem) else {
+        let calls = if vm {
+            Some(Calls::EveryExport)
+        } else {
+            first_case(&folder, stem)
+        };
+        let Some(calls) = calls else {
             eprintln!("{stem}: no case with inline inputs; left out");
             continue;
         };
-        let file = std::fs::read(fixtures().join(format!("{stem}.vmfb"))).expect("a fixture");
-        // The case must run as it is, or its mutants would stop where it does.
-        if exercise(&instance, file.clone(), &case, &watchdog) != Ok(true) {
-            eprintln!("{stem}: the case '{}' does not run unchanged; left out", case.function);
+        let file = std::fs::read(folder.join(format!("{stem}.vmfb"))).expect("a fixture");
+        // A model's case must run as it is, or its mutants would stop where it does.
+        if !vm && exercise(&instance, file.clone(), &calls, &watchdog) != Ok(true) {
+            eprintln!("{stem}: its case does not run unchanged; left out");
             continue;
         }
         let positions = positions(&file, every_byte);
-        for &position in &positions {
+        for &position in positions.iter().filter(|&&p| p >= first_position) {
             let mut values: Vec<u8> = (0..=255u8).filter(|&v| v != file[position]).collect();
             while values.len() > values_per_byte {
                 values.swap_remove(picker.next() as usize % values.len());
@@ -215,7 +270,10 @@ fn main() {
                 let mut mutant = file.clone();
                 mutant[position] = value;
                 runs += 1;
-                if let Err(message) = exercise(&instance, mutant, &case, &watchdog) {
+                if trace {
+                    eprintln!("{stem}.vmfb byte {position}: {:#04x} -> {value:#04x}", file[position]);
+                }
+                if let Err(message) = exercise(&instance, mutant, &calls, &watchdog) {
                     panics += 1;
                     println!(
                         "PANIC {stem}.vmfb byte {position}: {:#04x} -> {value:#04x}: {message}",

@@ -106,7 +106,7 @@ fn a_cancelled_call_stops_at_its_next_step_and_an_uncancelled_one_runs_to_its_en
 }
 
 /// `func_util` with one byte of its initializer changed (found by the opcode sweep,
-/// `examples/opcode_sweep.rs`): `global.store.i32` became `cond_br` back to the function's start,
+/// `halo-runtime`'s `bytecode_sweep --vm`): `global.store.i32` became `cond_br` back to the function's start,
 /// so `__init` loops for ever.
 fn looping_initializer() -> BytecodeModule {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/vm/func_util.vmfb");
