@@ -1691,8 +1691,19 @@ fn sigterm_abandons_a_repository_load_that_never_ends() {
     let url = format!("{}/v2/repository/models/endless/load", served.base);
     let agent = served.agent.clone();
     let load = std::thread::spawn(move || answer(agent.post(&url).send("")));
-    // Half a second in, the load is running its initializer, which never ends by itself.
-    std::thread::sleep(Duration::from_millis(500));
+    // Once the server says it is loading the model, its initializer runs, and never ends by
+    // itself.
+    let started = Instant::now();
+    while !served
+        .log
+        .lock()
+        .unwrap()
+        .lines()
+        .any(|l| l.contains("loading") && l.contains("endless"))
+    {
+        assert!(started.elapsed() < Duration::from_secs(20), "the load did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert!(!load.is_finished(), "the load cannot have ended");
     served.terminate();
     let status = served.exit_within(Duration::from_secs(20));

@@ -97,6 +97,7 @@ impl Serving {
         })?;
         let config = repository.config(name)?;
         let serving = self.clone();
+        tracing::info!(model = name, "loading");
         let model = tokio::task::spawn_blocking(move || {
             // The devices' own threads take the policy of the thread that makes them: the
             // default, as for the models loaded at start.
