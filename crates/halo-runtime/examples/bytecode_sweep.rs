@@ -5,7 +5,7 @@
 //!
 //! Each mutant is loaded on `local-sync` (verified, linked, initialized) and called: a model
 //! fixture (`fixtures/models`, programs that call the `hal` module) with its first case whose
-//! inputs are inline tensors, which must run unchanged; a VM fixture (`--vm`, `fixtures/vm`)
+//! inputs are all tensors, which must run unchanged; a VM fixture (`--vm`, `fixtures/vm`)
 //! through every export, with zeros and with ones for its arguments (null references). Loads
 //! and calls are cancelled after a short time (a mutant may loop for ever). A panic is a gap:
 //! the run prints the fixture, the byte and the value, and exits 1.
@@ -36,7 +36,8 @@ enum Calls {
     EveryExport,
 }
 
-/// The first case of model fixture `stem` whose inputs are all inline tensors (`4xf32=1,2`).
+/// The first case of model fixture `stem` whose inputs are all tensors (inline, `4xf32=1,2`, or
+/// `.npy` files).
 fn first_case(folder: &Path, stem: &str) -> Option<Calls> {
     let mut flagfiles: Vec<PathBuf> = std::fs::read_dir(folder)
         .ok()?
@@ -53,10 +54,13 @@ fn first_case(folder: &Path, stem: &str) -> Option<Calls> {
             if let Some(name) = line.strip_prefix("--function=") {
                 function = name.to_string();
             } else if let Some(input) = line.strip_prefix("--input=") {
-                if input.contains('@') || !input.contains('x') {
-                    return None;
-                }
-                inputs.push(HostTensor::parse(input).ok()?);
+                let tensor = match input.strip_prefix('@') {
+                    Some(file) => halo_runtime::npy::read(&folder.join(file)).ok()?,
+                    // Scalars need the function's kinds; such cases are left out.
+                    None if !input.contains('x') => return None,
+                    None => HostTensor::parse(input).ok()?,
+                };
+                inputs.push(tensor);
             }
         }
         (!function.is_empty()).then_some(Calls::Case { function, inputs })
@@ -251,7 +255,7 @@ fn main() {
             first_case(&folder, stem)
         };
         let Some(calls) = calls else {
-            eprintln!("{stem}: no case with inline inputs; left out");
+            eprintln!("{stem}: no case with tensor inputs only; left out");
             continue;
         };
         let file = std::fs::read(folder.join(format!("{stem}.vmfb"))).expect("a fixture");
