@@ -262,13 +262,6 @@ impl Drop for Admission {
     }
 }
 
-/// The token a termination signal cancels while the models load (`halo serve` sets the compile
-/// stop flag on Ctrl-C and `SIGTERM` then): a module initializer or a warm-up call that never
-/// ends stops at its next step, as a compile at load does.
-fn stop_on_signal() -> CancelToken {
-    CancelToken::from_flag(halo_compile::stop_flag())
-}
-
 impl Model {
     /// Loads the modules of `config` on its devices and finds its function.
     ///
@@ -276,11 +269,22 @@ impl Model {
     /// Device creation, loading, a missing function, or a declaration the protocol cannot
     /// describe, each naming the model.
     pub fn load(instance: &Instance, config: ModelConfig) -> Result<Model> {
+        Self::load_cancellable(instance, config, &CancelToken::new())
+    }
+
+    /// [`Model::load`], its modules' initializers and its warm-up stopping with `Cancelled` at
+    /// their next step once `cancel` is cancelled (a damaged initializer may loop for ever).
+    ///
+    /// # Errors
+    /// As [`Model::load`]'s, and `Cancelled`.
+    pub fn load_cancellable(instance: &Instance, config: ModelConfig, cancel: &CancelToken) -> Result<Model> {
         let name = config.name.clone();
-        let model = Self::build(instance, config).with_context(|| format!("loading model '{name}'"))?;
+        let model = Self::build(instance, config, cancel).with_context(|| format!("loading model '{name}'"))?;
         if model.config.warmup {
             let started = Instant::now();
-            model.warm_up().with_context(|| format!("warming up model '{name}'"))?;
+            model
+                .warm_up(cancel)
+                .with_context(|| format!("warming up model '{name}'"))?;
             tracing::info!(model = %name, ms = started.elapsed().as_secs_f64() * 1e3, "warmed up");
         }
         Ok(model)
@@ -291,12 +295,12 @@ impl Model {
     /// # Errors
     /// `InvalidArgument` naming an input whose shape is not static; `ResourceExhausted` when the
     /// zeros do not fit in memory; the call's own error.
-    fn warm_up(&self) -> Result<()> {
+    fn warm_up(&self, cancel: &CancelToken) -> Result<()> {
         let inputs = self.inputs.iter().map(zeros).collect::<Result<Vec<_>>>()?;
-        self.infer_cancellable(inputs, &stop_on_signal()).map(drop)
+        self.infer_cancellable(inputs, cancel).map(drop)
     }
 
-    fn build(instance: &Instance, config: ModelConfig) -> Result<Model> {
+    fn build(instance: &Instance, config: ModelConfig, cancel: &CancelToken) -> Result<Model> {
         config.check_limits()?;
         let uris: Vec<&str> = config.devices.iter().map(String::as_str).collect();
         let mut session = Session::new(instance, &uris)?;
@@ -308,7 +312,7 @@ impl Model {
             let module = BytecodeModule::open(&path, LoadMode::Map).with_context(loading)?;
             public_functions = module.public_functions();
             session
-                .load_module_cancellable(Arc::new(module), &stop_on_signal())
+                .load_module_cancellable(Arc::new(module), cancel)
                 .with_context(loading)?;
         }
         let function = match &config.function {

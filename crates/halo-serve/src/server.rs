@@ -12,6 +12,7 @@ use crate::model::{Model, ModelConfig};
 use crate::repository::ModelRepository;
 use crate::serving::Serving;
 use halo_hal::{Error, Result};
+use halo_runtime::CancelToken;
 use halo_runtime::Instance;
 use std::future::Future;
 use std::net::TcpListener;
@@ -58,7 +59,10 @@ impl Server {
             if models.contains_key(&name) {
                 return Err(Error::invalid_argument(format!("two models are named '{name}'")));
             }
-            models.insert(name, Arc::new(Model::load(&instance, model)?));
+            // Ctrl-C and SIGTERM set the compile stop flag while `halo serve` loads: a module
+            // initializer or a warm-up that never ends stops too, as a compile at load does.
+            let stop = CancelToken::from_flag(halo_compile::stop_flag());
+            models.insert(name, Arc::new(Model::load_cancellable(&instance, model, &stop)?));
         }
         Ok(Server {
             serving: Arc::new(Serving::new(models, instance, config.repository)),
@@ -86,12 +90,13 @@ impl Server {
         runtime.block_on(async move {
             let (stop, stopped) = tokio::sync::watch::channel(false);
             let (health, health_service) = Health::new(Stage::Serving).await;
+            let serving = self.serving.clone();
             tokio::spawn(async move {
                 shutdown.await;
                 tracing::info!("shutting down: no new connections; finishing the requests in flight");
-                // A model loading through the repository API (a compile, an initializer, a
-                // warm-up) is abandoned rather than waited for: the shutdown waits for its request.
-                halo_compile::stop_flag().store(true, std::sync::atomic::Ordering::Relaxed);
+                // A model loading through the repository API is abandoned rather than waited
+                // for: the shutdown waits for its request.
+                serving.shutdown.cancel();
                 health.set(Stage::ShuttingDown).await;
                 health.close().await;
                 let _ = stop.send(true);

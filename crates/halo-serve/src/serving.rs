@@ -7,7 +7,7 @@ use crate::model::{find, Model, Models};
 use crate::repository::ModelRepository;
 use crate::shared_memory::SharedMemory;
 use halo_hal::{Error, Result};
-use halo_runtime::Instance;
+use halo_runtime::{CancelToken, Instance};
 use std::future::Future;
 use std::sync::{Arc, PoisonError, RwLock};
 
@@ -20,6 +20,9 @@ pub struct Serving {
     pub metrics: Metrics,
     /// The shared memory regions clients registered.
     pub shared_memory: SharedMemory,
+    /// Cancelled when the server shuts down: a model loading through the repository API then
+    /// stops at its next step rather than holding the shutdown, which waits for its request.
+    pub shutdown: CancelToken,
 }
 
 /// A model's place in the repository index.
@@ -47,6 +50,7 @@ impl Serving {
             repository,
             metrics: Metrics::new(),
             shared_memory: SharedMemory::default(),
+            shutdown: CancelToken::new(),
         }
     }
 
@@ -102,7 +106,7 @@ impl Serving {
             // The devices' own threads take the policy of the thread that makes them: the
             // default, as for the models loaded at start.
             batch_scheduling::set_current_thread(Policy::Normal);
-            Model::load(&serving.instance, config)
+            Model::load_cancellable(&serving.instance, config, &serving.shutdown)
         })
         .await
         .map_err(|e| Error::internal(format!("loading model '{name}' failed: {e}")))??;
