@@ -638,8 +638,6 @@ fn typed(declared: Vec<(String, String)>, types: &[String]) -> Vec<(String, Stri
         .collect()
 }
 
-/// Checks the described inputs and outputs against what `function` takes and returns: their
-/// counts, and tensors where it takes references.
 /// The one public function of a model's last module, for a configuration that names none.
 fn only_function(public_functions: Vec<String>) -> Result<String> {
     match <[String; 1]>::try_from(public_functions) {
@@ -653,6 +651,8 @@ fn only_function(public_functions: Vec<String>) -> Result<String> {
     }
 }
 
+/// Checks the described inputs and outputs against what `function` takes and returns: their
+/// counts, and tensors where it takes references.
 fn check_against_function(function: &Function, inputs: &[TensorSpec], outputs: &[TensorSpec]) -> Result<()> {
     let kinds = function.argument_kinds();
     if inputs.len() != kinds.len() {
