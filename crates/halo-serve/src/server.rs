@@ -12,8 +12,7 @@ use crate::model::{Model, ModelConfig};
 use crate::repository::ModelRepository;
 use crate::serving::Serving;
 use halo_hal::{Error, Result};
-use halo_runtime::CancelToken;
-use halo_runtime::Instance;
+use halo_runtime::{CancelToken, Instance};
 use std::future::Future;
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -54,14 +53,14 @@ impl Server {
             }
         }
         let mut models = Models::new();
+        // Ctrl-C and SIGTERM set the compile stop flag while `halo serve` loads: a module
+        // initializer or a warm-up that never ends stops too, as a compile at load does.
+        let stop = CancelToken::from_flag(halo_compile::stop_flag());
         for model in configs {
             let name = model.name.clone();
             if models.contains_key(&name) {
                 return Err(Error::invalid_argument(format!("two models are named '{name}'")));
             }
-            // Ctrl-C and SIGTERM set the compile stop flag while `halo serve` loads: a module
-            // initializer or a warm-up that never ends stops too, as a compile at load does.
-            let stop = CancelToken::from_flag(halo_compile::stop_flag());
             models.insert(name, Arc::new(Model::load_cancellable(&instance, model, &stop)?));
         }
         Ok(Server {
@@ -101,15 +100,12 @@ impl Server {
                 health.close().await;
                 let _ = stop.send(true);
             });
-            let when_stopped = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
-                let _ = stopped.wait_for(|stop| *stop).await;
-            };
             let http = async {
                 let (listener, address) = to_tokio(listeners.http)?;
                 tracing::info!(%address, "serving HTTP");
                 let app = router(self.serving.clone(), self.max_request_bytes);
                 axum::serve(listener, app)
-                    .with_graceful_shutdown(when_stopped(stopped.clone()))
+                    .with_graceful_shutdown(until_set(stopped.clone()))
                     .await
                     .map_err(|e| Error::unavailable(format!("serving HTTP on {address}: {e}")))
             };
@@ -128,7 +124,7 @@ impl Server {
                     ))
                     .serve_with_incoming_shutdown(
                         TcpIncoming::from(listener).with_nodelay(Some(true)),
-                        when_stopped(stopped.clone()),
+                        until_set(stopped.clone()),
                     )
                     .await
                     .map_err(|e| Error::unavailable(format!("serving gRPC on {address}: {e}")))
@@ -186,13 +182,10 @@ async fn stand_ins(
     grpc: Option<TcpListener>,
     loaded: tokio::sync::watch::Receiver<bool>,
 ) -> Result<()> {
-    let when_loaded = |mut loaded: tokio::sync::watch::Receiver<bool>| async move {
-        let _ = loaded.wait_for(|loaded| *loaded).await;
-    };
     let http = async {
         let (listener, address) = to_tokio(http)?;
         axum::serve(listener, crate::http::loading_router())
-            .with_graceful_shutdown(when_loaded(loaded.clone()))
+            .with_graceful_shutdown(until_set(loaded.clone()))
             .await
             .map_err(|e| Error::unavailable(format!("answering on {address} while loading: {e}")))
     };
@@ -203,7 +196,7 @@ async fn stand_ins(
         let (listener, address) = to_tokio(listener)?;
         let (health, health_service) = Health::new(Stage::Loading).await;
         let handed_over = async {
-            when_loaded(loaded.clone()).await;
+            until_set(loaded.clone()).await;
             health.close().await;
         };
         tonic::transport::Server::builder()
@@ -214,6 +207,11 @@ async fn stand_ins(
             .map_err(|e| Error::unavailable(format!("answering on {address} while loading: {e}")))
     };
     tokio::try_join!(http, grpc).map(|_| ())
+}
+
+/// Completes once `flag` is true (or its sender is gone): the end of a server or a stand-in.
+async fn until_set(mut flag: tokio::sync::watch::Receiver<bool>) {
+    let _ = flag.wait_for(|set| *set).await;
 }
 
 /// How long the loading responder may take to answer the requests it accepted.
