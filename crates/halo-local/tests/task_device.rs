@@ -10,6 +10,7 @@ use halo_local::task::driver::TaskDeviceOptions;
 use halo_local::task::TaskDevice;
 use std::ffi::{c_int, c_void};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
@@ -517,4 +518,92 @@ fn with_one_core_the_submitting_thread_does_the_work_itself() {
     })
     .join()
     .unwrap();
+}
+
+/// Set once [`never_returning_mul_add`] is running; it returns only once `RELEASE` is set.
+static STARTED: AtomicBool = AtomicBool::new(false);
+static RELEASE: AtomicBool = AtomicBool::new(false);
+
+/// `mul_add` for a kernel that does not return: blocks until the test releases it.
+unsafe extern "C" fn never_returning_mul_add(
+    params: *mut c_void,
+    context: *mut c_void,
+    reserved: *mut c_void,
+) -> c_int {
+    STARTED.store(true, Ordering::Release);
+    while !RELEASE.load(Ordering::Acquire) {
+        thread::sleep(Duration::from_millis(1));
+    }
+    // SAFETY: the kernel's own arguments, passed on unchanged.
+    unsafe { mul_add(params, context, reserved) }
+}
+
+#[test]
+fn a_kernel_that_does_not_return_cannot_keep_the_device_from_dropping() {
+    // A damaged kernel that loops for ever on the workers: the caller gives up (Ctrl-C), and the
+    // program must still be able to drop its device and exit. Two workgroups, each writing the
+    // same eight values, so that the dispatch goes to the workers (one would run inline).
+    let mut options = TaskDeviceOptions {
+        imports: Arc::from([HostImport::new("halo_test_mul_add", never_returning_mul_add)]),
+        ..Default::default()
+    };
+    options.scheduling.inline_ns = Some(0);
+    options.executor.worker_count = 2;
+    options.executor.stop_wait = Duration::from_millis(300);
+    let device = device_with(options);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../halo-cpu-executable/tests/data/library_import.embedded-elf-x86_64.so");
+    let executable = load(device.as_ref(), &path);
+    let out = device
+        .allocator()
+        .allocate_buffer(BufferParams::host_mappable(), 32)
+        .unwrap();
+    let cb = device
+        .create_command_buffer(CommandBufferMode::ONE_SHOT, CommandCategory::ANY, ANY, 0)
+        .unwrap();
+    cb.begin().unwrap();
+    cb.dispatch(DispatchCommand {
+        executable,
+        export: 0,
+        workgroup_count: WorkgroupCount::Static([2, 1, 1]),
+        constants: vec![4],
+        bindings: vec![BufferRef::whole(&out)],
+    })
+    .unwrap();
+    cb.end().unwrap();
+    let done = device.create_semaphore(0).unwrap();
+    device
+        .queue_execute(ANY, &Fence::new(), &Fence::at(done.clone(), 1), Some(&cb), &[])
+        .unwrap();
+    drop(cb);
+    let begun = std::time::Instant::now();
+    while !STARTED.load(Ordering::Acquire) {
+        assert!(begun.elapsed() < WAIT, "the kernel never started");
+        thread::sleep(Duration::from_millis(1));
+    }
+    let (dropped, dropping) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        drop(device);
+        let _ = dropped.send(());
+    });
+    let outcome = dropping.recv_timeout(Duration::from_secs(20));
+    RELEASE.store(true, Ordering::Release);
+    assert!(
+        outcome.is_ok(),
+        "dropping the device waited for a kernel that does not return"
+    );
+    assert_eq!(
+        done.query().unwrap(),
+        0,
+        "the kernel cannot have finished before its release"
+    );
+    // Released, the kernel left behind still finishes its work and signals.
+    done.wait(1, Timeout::from(WAIT)).unwrap();
+    let values: Vec<i32> = out
+        .read_all()
+        .unwrap()
+        .chunks_exact(4)
+        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(values, (0..8).map(|i| 4 * i + 1).collect::<Vec<_>>());
 }

@@ -12,6 +12,7 @@ use halo_hal::{
 };
 use std::any::Any;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// The device query category of the worker pool: `count` (workers) and `busy_ns` (nanoseconds
 /// the workers have spent running workgroups, summed over workers, since the device started;
@@ -21,7 +22,9 @@ pub const WORKERS_QUERY_CATEGORY: &str = "halo.workers";
 /// A device whose work runs on a pool of worker threads.
 ///
 /// Dropping it cancels submissions still waiting on their fences (their signal semaphores fail
-/// with `CANCELLED`), lets started ones finish, then stops the workers.
+/// with `CANCELLED`), lets started ones finish, then stops the workers. It waits at most the
+/// executor's [`stop_wait`](super::executor::ExecutorOptions::stop_wait) in all: work still
+/// running then (a kernel that never returns) goes on without the device.
 pub struct TaskDevice {
     info: DeviceInfo,
     allocator: HeapAllocator,
@@ -55,11 +58,12 @@ impl TaskDevice {
 
 impl Drop for TaskDevice {
     fn drop(&mut self) {
+        let deadline = Instant::now() + self.queue.executor.stop_wait();
         self.queue.cancel_pending();
         if !on_worker_thread() {
-            let _ = self.queue.wait_idle(Timeout::Infinite);
+            let _ = self.queue.wait_idle(Timeout::Deadline(deadline));
         }
-        self.queue.executor.shutdown();
+        self.queue.executor.shutdown_by(deadline);
     }
 }
 

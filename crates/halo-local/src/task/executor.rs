@@ -31,6 +31,10 @@ pub struct ExecutorOptions {
     pub spin: Duration,
     /// How long an idle worker spins before sleeping while some posted job is unfinished.
     pub spin_while_busy: Duration,
+    /// How long stopping the pool waits for work in progress. A worker still inside a kernel
+    /// after that is left to finish on its own (or to end with the process), so a kernel that
+    /// never returns cannot keep a program from dropping its device and exiting.
+    pub stop_wait: Duration,
 }
 
 impl Default for ExecutorOptions {
@@ -40,6 +44,7 @@ impl Default for ExecutorOptions {
             pinning: Pinning::Auto,
             spin: Duration::from_micros(50),
             spin_while_busy: DEFAULT_SPIN_WHILE_BUSY,
+            stop_wait: DEFAULT_STOP_WAIT,
         }
     }
 }
@@ -82,6 +87,11 @@ impl Pinning {
 /// benchmark models' regions, and short enough that one enormous tile does not keep a core
 /// spinning for long.
 pub const DEFAULT_SPIN_WHILE_BUSY: Duration = Duration::from_millis(2);
+
+/// The default [`ExecutorOptions::stop_wait`]: far longer than any tile of the benchmark models
+/// (milliseconds), short enough that a program interrupted during a kernel that never returns
+/// still exits promptly.
+pub const DEFAULT_STOP_WAIT: Duration = Duration::from_secs(2);
 
 /// Called once with the job's outcome by the thread that finished its last tile.
 pub type Completion = Box<dyn FnOnce(Result<()>) + Send>;
@@ -337,12 +347,14 @@ impl Shared {
 
 /// A pool of worker threads (`iree_task_executor_t`).
 ///
-/// Ownership: the executor owns its threads; dropping it finishes posted jobs, then joins them.
+/// Ownership: the executor owns its threads; dropping it lets them finish posted jobs and joins
+/// them, waiting at most [`ExecutorOptions::stop_wait`] (see [`Executor::shutdown`]).
 /// Threading: `post` may be called from any thread, including from a job's completion.
 pub struct Executor {
     shared: Arc<Shared>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     worker_count: usize,
+    stop_wait: Duration,
 }
 
 thread_local! {
@@ -395,12 +407,18 @@ impl Executor {
             shared,
             threads: Mutex::new(threads),
             worker_count,
+            stop_wait: options.stop_wait,
         })
     }
 
     /// Number of worker threads.
     pub fn worker_count(&self) -> usize {
         self.worker_count
+    }
+
+    /// How long [`Executor::shutdown`] waits for work in progress.
+    pub fn stop_wait(&self) -> Duration {
+        self.stop_wait
     }
 
     /// Nanoseconds spent running commands (workgroups and transfers), summed over workers, since
@@ -434,8 +452,16 @@ impl Executor {
 
 impl Executor {
     /// Stops the workers once every posted job is done, and joins them (unless called on a worker,
-    /// which cannot join itself: then they exit on their own).
+    /// which cannot join itself: then they exit on their own). Waits at most
+    /// [`ExecutorOptions::stop_wait`]; see [`Executor::shutdown_by`].
     pub fn shutdown(&self) {
+        self.shutdown_by(Instant::now() + self.stop_wait);
+    }
+
+    /// [`Executor::shutdown`], joining the workers that finish by `deadline`. The others are left
+    /// running (each holds what its job needs, and exits once no posted job is left), so that a
+    /// kernel that never returns costs a thread, not the program.
+    pub fn shutdown_by(&self, deadline: Instant) {
         self.shared.shutdown.store(true, Ordering::Release);
         {
             let _sleeping = lock(&self.shared.sleeping);
@@ -445,8 +471,24 @@ impl Executor {
         if on_worker_thread() {
             return;
         }
+        let mut left = Vec::new();
         for thread in threads {
-            let _ = thread.join();
+            while !thread.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            if thread.is_finished() {
+                let _ = thread.join();
+            } else {
+                left.push(thread.thread().name().unwrap_or("a worker").to_owned());
+            }
+        }
+        if !left.is_empty() {
+            tracing::warn!(
+                workers = ?left,
+                "the workers' jobs did not finish within {:?} of stopping the pool; \
+                 they are left running (a kernel that does not return?)",
+                self.stop_wait
+            );
         }
     }
 }
