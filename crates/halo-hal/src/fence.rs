@@ -1,10 +1,14 @@
 //! Fences: sets of timepoints that queue operations wait on and signal.
 
 use crate::semaphore::{wait_semaphores, Semaphore, Timeout, Timepoint, TimepointCallback, WaitMode};
-use crate::{Error, Result};
+use crate::{Error, Result, StatusCode};
 use smallvec::{smallvec, SmallVec};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long [`Fence::wait_unless`] blocks at a time between looks at its caller.
+pub const GIVE_UP_CHECKS: Duration = Duration::from_millis(20);
 
 /// A set of (semaphore, value) timepoints, at most one per semaphore (`iree_hal_fence_t`).
 ///
@@ -91,6 +95,28 @@ impl Fence {
         wait_semaphores(WaitMode::All, &self.timepoints, timeout)
     }
 
+    /// [`Fence::wait`] that asks `given_up` every [`GIVE_UP_CHECKS`] and ends `Cancelled` once it
+    /// answers true: a fence never reached (a kernel or device that hangs, a program waiting on
+    /// a fence nothing signals) must not hold a caller that has given up on the work.
+    pub fn wait_unless(&self, timeout: Timeout, given_up: impl Fn() -> bool) -> Result<()> {
+        loop {
+            let next_look = Instant::now() + GIVE_UP_CHECKS;
+            let (until, last) = match timeout {
+                Timeout::Deadline(deadline) if deadline <= next_look => (timeout, true),
+                Timeout::Immediate => (timeout, true),
+                _ => (Timeout::Deadline(next_look), false),
+            };
+            match self.wait(until) {
+                Err(error) if error.code() == StatusCode::DeadlineExceeded && !last => {
+                    if given_up() {
+                        return Err(Error::cancelled("the wait for a fence was given up by its caller"));
+                    }
+                }
+                reached_or_failed => return reached_or_failed,
+            }
+        }
+    }
+
     /// Runs `callback` once every timepoint is reached, or with the first failure.
     pub fn on_reached(&self, callback: impl FnOnce(Result<()>) + Send + 'static) {
         self.on_all(Semaphore::on_reached, callback);
@@ -142,5 +168,42 @@ impl std::fmt::Debug for Fence {
         f.debug_list()
             .entries(self.timepoints.iter().map(|(_, value)| value))
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::TimelineSemaphore;
+    use std::sync::atomic::AtomicBool;
+
+    #[test]
+    fn a_wait_unless_ends_when_reached_failed_timed_out_or_given_up() {
+        let semaphore = TimelineSemaphore::new(0);
+        let fence = Fence::at(semaphore.clone(), 1);
+        let never = || false;
+        let error = fence
+            .wait_unless(Timeout::from(Duration::from_millis(50)), never)
+            .unwrap_err();
+        assert_eq!(error.code(), StatusCode::DeadlineExceeded, "{error}");
+        let given_up = Arc::new(AtomicBool::new(false));
+        let giver = {
+            let given_up = given_up.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(60));
+                given_up.store(true, Ordering::Relaxed);
+            })
+        };
+        let error = fence
+            .wait_unless(Timeout::Infinite, || given_up.load(Ordering::Relaxed))
+            .unwrap_err();
+        giver.join().unwrap();
+        assert_eq!(error.code(), StatusCode::Cancelled, "{error}");
+        semaphore.signal(1).unwrap();
+        fence.wait_unless(Timeout::Infinite, never).unwrap();
+        let failed = TimelineSemaphore::new(0);
+        failed.fail(Error::data_loss("the kernel faulted"));
+        let error = Fence::at(failed, 1).wait_unless(Timeout::Infinite, never).unwrap_err();
+        assert_eq!(error.code(), StatusCode::DataLoss, "{error}");
     }
 }

@@ -119,3 +119,27 @@ def test_ctrl_c_stops_a_module_initializer_that_never_ends():
     code, out, err = run_and_interrupt("local-sync", LOADING_SCRIPT, MODELS.parent / "vm" / "func_util.vmfb")
     assert code == 0, err
     assert out.splitlines() == ["interrupted", "1"], err
+
+
+# One kernel stepping 1024 values 2**62 times each: it does not return in this test's lifetime.
+KERNEL_SCRIPT = textwrap.dedent(
+    """
+    import sys, numpy as np, halo
+    kernel_loop = halo.load(sys.argv[1], device=sys.argv[2]).kernel_loop
+    print("calling", flush=True)
+    try:
+        kernel_loop(np.full(1024, 7, np.int64), np.array(2**62, np.int64))
+        print("returned", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+    """
+)
+
+
+def test_after_ctrl_c_in_a_kernel_that_does_not_return_the_program_exits():
+    # The call gives up on the kernel; the interpreter's exit then drops the device, which must
+    # not wait for ever on the workers still inside the kernel. (On local-sync the kernel runs on
+    # the calling thread itself, where nothing can stop it.)
+    code, out, err = run_and_interrupt("local-task", KERNEL_SCRIPT, MODELS / "kernel_loop.vmfb")
+    assert code == 0, err
+    assert out.splitlines() == ["interrupted"], err

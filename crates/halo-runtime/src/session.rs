@@ -159,8 +159,9 @@ impl Session {
 
     /// Calls `function` as [`Session::call`] does, stopping its program with `Cancelled` at its
     /// next step once `cancel` is cancelled (from another thread), so a program that loops for
-    /// ever on its inputs gives the calling thread back. Work already queued on a device runs
-    /// to its end.
+    /// ever on its inputs, or waits on a kernel that never returns, gives the calling thread
+    /// back. Work already queued on a device runs on (to its end, or until the device is
+    /// dropped).
     ///
     /// # Errors
     /// As [`Session::call`]'s, and `Cancelled`.
@@ -172,9 +173,11 @@ impl Session {
         let _span = tracing::info_span!("call", function = function.name.as_str()).entered();
         let (outputs, signal) = self.start(function, inputs, cancel)?;
         if let Some(signal) = signal {
-            signal
-                .wait(Timeout::Infinite)
-                .with_context(|| format!("waiting for the results of '{}'", function.name))?;
+            match cancel {
+                Some(cancel) => signal.wait_unless(Timeout::Infinite, || cancel.is_cancelled()),
+                None => signal.wait(Timeout::Infinite),
+            }
+            .with_context(|| format!("waiting for the results of '{}'", function.name))?;
         }
         Ok(outputs)
     }

@@ -279,3 +279,34 @@ fn a_program_looping_for_ever_on_its_input_stops_when_cancelled_and_the_session_
         assert_eq!(halved, vec![0.3125, 0.625, 0.9375, 1.25], "on {device}");
     }
 }
+
+#[test]
+fn a_call_waiting_for_a_long_kernel_gives_up_when_cancelled() {
+    // The kernel steps 1024 values 2^21 times each (about a second on two cores): the call gives
+    // up on it, in the program's own fence wait (sync) or in the caller's wait on the signal
+    // fence (coarse fences).
+    for (module, model) in [
+        ("kernel_loop.vmfb", AbiModel::Sync),
+        ("kernel_loop_async.vmfb", AbiModel::CoarseFences),
+    ] {
+        let session = Arc::new(session("local-task", module));
+        let function = session.function("kernel_loop").unwrap();
+        assert_eq!(function.abi_model(), model, "{module}");
+        let inputs = vec![input(&session, "1024xi64=7"), input(&session, "i64=2097152")];
+        let token = CancelToken::new();
+        let (done, outcome) = std::sync::mpsc::channel();
+        let call = {
+            let (session, function, token) = (session.clone(), function.clone(), token.clone());
+            std::thread::spawn(move || done.send(session.call_cancellable(&function, &inputs, &token)))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        token.cancel();
+        let error = outcome
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("the cancelled call in {module} still runs"))
+            .expect_err("the call gave up before its kernel ended");
+        call.join().unwrap().unwrap();
+        assert_eq!(error.code(), StatusCode::Cancelled, "{module}: {error}");
+        assert!(error.to_string().contains("'kernel_loop'"), "{error}");
+    }
+}

@@ -93,33 +93,13 @@ fn wait(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     Ok(smallvec![Value::I32(0)])
 }
 
-/// How long a wait blocks at a time when its call can be cancelled, between looks at the token.
-const CANCEL_CHECKS: Duration = Duration::from_millis(20);
-
-/// `fence.wait(timeout)`, looking at `cancel` every [`CANCEL_CHECKS`]: a fence never reached (a
-/// device that hangs, a damaged program waiting on a fence nothing signals) must not hold a call
-/// its caller has given up on (Ctrl-C in Python, a server request past its deadline).
+/// `fence.wait(timeout)`, giving up once `cancel` is cancelled ([`Fence::wait_unless`]): a
+/// call its caller has given up on (Ctrl-C in Python, a server request past its deadline) must
+/// not stay blocked on a fence that is never reached.
 fn wait_for(fence: &Fence, timeout: Timeout, cancel: Option<&CancelToken>) -> Result<()> {
-    let Some(cancel) = cancel else {
-        return fence.wait(timeout);
-    };
-    loop {
-        let next_look = Instant::now() + CANCEL_CHECKS;
-        let (until, last) = match timeout {
-            Timeout::Deadline(deadline) if deadline <= next_look => (Timeout::Deadline(deadline), true),
-            Timeout::Immediate => (Timeout::Immediate, true),
-            _ => (Timeout::Deadline(next_look), false),
-        };
-        match fence.wait(until) {
-            Err(error) if error.code() == StatusCode::DeadlineExceeded && !last => {
-                if cancel.is_cancelled() {
-                    return Err(Error::cancelled(
-                        "the call was cancelled by its caller while it waited for a fence",
-                    ));
-                }
-            }
-            reached_or_failed => return reached_or_failed,
-        }
+    match cancel {
+        Some(cancel) => fence.wait_unless(timeout, || cancel.is_cancelled()),
+        None => fence.wait(timeout),
     }
 }
 
@@ -156,7 +136,7 @@ mod tests {
         let error = wait(&state(), &Args::from_values(&args).with_cancel(Some(&token))).unwrap_err();
         canceller.join().unwrap();
         assert_eq!(error.code(), StatusCode::Cancelled, "{error}");
-        assert!(error.to_string().contains("while it waited for a fence"), "{error}");
+        assert!(error.to_string().contains("wait for a fence was given up"), "{error}");
     }
 
     #[test]
