@@ -119,6 +119,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         flag_set,
         extra_flags: args.compiler_flags.clone(),
         graph_rewrite,
+        stop: None,
     };
     let report = compile(&toolchain, &request)?;
     for rejected in &report.rejected {

@@ -1591,6 +1591,32 @@ fn a_second_termination_signal_stops_a_server_whose_call_never_ends() {
     );
 }
 
+/// A request whose kernel never returns (on `local-task`'s workers) is answered at its deadline,
+/// and `SIGTERM` still ends the server: dropping the model's device does not wait for ever on
+/// the workers still inside the kernel.
+#[test]
+fn a_kernel_that_never_returns_is_answered_at_its_deadline_and_the_server_still_stops() {
+    let mut served = Served::start("kernel_loop.vmfb", "kernel_loop", &["--device=local-task"]);
+    // Each of 1024 values stepped 2^62 times: the kernel outlives the test.
+    let body = json!({"parameters": {"timeout": 300_000}, "inputs": [
+        {"name": "input0", "shape": [1024], "datatype": "INT64", "data": vec![7i64; 1024]},
+        {"name": "input1", "shape": [], "datatype": "INT64", "data": [1i64 << 62]},
+    ]})
+    .to_string();
+    let (status, answer) = served.post("/v2/models/kernel_loop/infer", &body);
+    assert_eq!(status, 504, "{answer}");
+    let error = answer["error"].as_str().unwrap_or_default();
+    assert!(error.starts_with("DEADLINE_EXCEEDED"), "{answer}");
+    served.terminate();
+    let status = served.exit_within(Duration::from_secs(20));
+    let log = served.log.lock().unwrap().clone();
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(0),
+        "the server ends within 20 s of SIGTERM: {log}"
+    );
+}
+
 /// A model whose compiled kernel faults (a damaged module: a byte of `elementwise_math`'s
 /// kernel library changed so that it decodes as an illegal instruction) fails each of its
 /// requests with `DATA_LOSS` naming the kernel, and the server, its other models and its health
@@ -1686,7 +1712,7 @@ fn sigterm_stops_a_model_initializer_that_never_ends() {
 #[test]
 fn sigterm_abandons_a_repository_load_that_never_ends() {
     let root = repository("endless-reload", &[("adder", adder_config())]);
-    let mut served = Served::start_with(&[format!("--model-repository={}", root.display())]);
+    let served = Served::start_with(&[format!("--model-repository={}", root.display())]);
     add_endless_initializer(&root, "endless");
     let url = format!("{}/v2/repository/models/endless/load", served.base);
     let agent = served.agent.clone();
@@ -1705,6 +1731,13 @@ fn sigterm_abandons_a_repository_load_that_never_ends() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(!load.is_finished(), "the load cannot have ended");
+    stop_during_load(served, load);
+    std::fs::remove_dir_all(root).ok();
+}
+
+/// Sends `SIGTERM` to `served` while `load`, a repository load request, cannot end by itself:
+/// the server must end within 20 s, answering the load `CANCELLED`; returns that answer.
+fn stop_during_load(mut served: Served, load: std::thread::JoinHandle<(u16, Value)>) -> String {
     served.terminate();
     let status = served.exit_within(Duration::from_secs(20));
     assert_eq!(
@@ -1714,9 +1747,48 @@ fn sigterm_abandons_a_repository_load_that_never_ends() {
     );
     let (code, answer) = load.join().expect("the load's answer");
     assert_eq!(code, 500, "{answer}");
-    assert!(
-        answer["error"].as_str().unwrap_or_default().contains("CANCELLED"),
-        "{answer}"
+    let error = answer["error"].as_str().unwrap_or_default().to_string();
+    assert!(error.contains("CANCELLED"), "{answer}");
+    error
+}
+
+/// While serving, a model loaded through the repository API whose compile never ends holds its
+/// request; `SIGTERM` kills the compiler, so the graceful shutdown still ends, leaving no
+/// scratch folder behind.
+#[test]
+fn sigterm_stops_a_compile_at_repository_load() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = repository("endless-compile", &[("adder", adder_config())]);
+    let (compiler, cache, started) = (root.join("iree-compile"), root.join("cache"), root.join("compiling"));
+    // A stand-in iree-compile 3.13 that says it started, then compiles until halo has gone.
+    let script = format!(
+        "#!/bin/sh\ncase \"$1\" in --version) echo \"IREE compiler version 3.13.0 @ 0123\"; exit 0;; esac\n\
+         touch '{}'\nwhile kill -0 $PPID 2>/dev/null; do sleep 0.1; done\n",
+        started.display()
     );
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(&compiler, script).expect("the compiler script");
+    std::fs::set_permissions(&compiler, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let envs = [
+        ("HALO_IREE_COMPILE", compiler.as_path()),
+        ("HALO_COMPILE_CACHE", cache.as_path()),
+    ];
+    let served = Served::start_with_envs(&[format!("--model-repository={}", root.display())], &envs);
+    add_model(&root, "compiled", "");
+    std::fs::copy(models().join("tiny_add.mlir"), root.join("compiled/model.mlir")).expect("the model");
+    let url = format!("{}/v2/repository/models/compiled/load", served.base);
+    let agent = served.agent.clone();
+    let load = std::thread::spawn(move || answer(agent.post(&url).send("")));
+    let begun = Instant::now();
+    while !started.exists() {
+        assert!(begun.elapsed() < Duration::from_secs(20), "the compile did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let error = stop_during_load(served, load);
+    assert!(error.contains("stopped by its caller while compiling model"), "{error}");
+    let scratch: Vec<_> = std::fs::read_dir(&cache)
+        .map(|entries| entries.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(scratch.is_empty(), "left in the cache: {scratch:?}");
     std::fs::remove_dir_all(root).ok();
 }

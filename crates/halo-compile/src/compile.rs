@@ -11,6 +11,8 @@ use halo_hal::{Error, Result};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// What to compile, for what, and where the `.vmfb` goes.
@@ -29,6 +31,9 @@ pub struct CompileRequest {
     /// The change made to an ONNX graph before import, instead of each flag set's own
     /// ([`FlagSet::graph_rewrite`]).
     pub graph_rewrite: Option<GraphRewrite>,
+    /// Stops this compile once set, as [`crate::stop_flag`] stops every compile: the running tool
+    /// is killed and the compile ends `Cancelled`.
+    pub stop: Option<Arc<AtomicBool>>,
 }
 
 /// A flag set the compiler rejected before another was accepted.
@@ -75,7 +80,7 @@ pub struct CompileReport {
 pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<CompileReport> {
     let model = &request.model;
     // One import per graph rewrite the candidates ask for, made when the first of them is tried.
-    let mut imports = Imports::default();
+    let mut imports = Imports::stopped_by(request.stop.clone());
     let started = Instant::now();
     let mut rejected = Vec::new();
     let kind = GraphKind::of_file(model, ModelFormat::of_file(model)?);
@@ -109,7 +114,8 @@ pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<Compil
             Err(failure) => failure,
         };
         if failure.stopped {
-            return Err(stop::stopped(&format!("compiling model '{}'", model.display())));
+            let own = request.stop.as_deref();
+            return Err(stop::stopped(&format!("compiling model '{}'", model.display()), own));
         }
         if index + 1 < candidates.len() {
             rejected.push(RejectedCandidate {
@@ -140,33 +146,42 @@ pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<Compil
 
 /// The model imported once for each graph rewrite asked for.
 #[derive(Default)]
-pub(crate) struct Imports(Vec<(GraphRewrite, PreparedModel)>);
+pub(crate) struct Imports {
+    made: Vec<(GraphRewrite, PreparedModel)>,
+    stop: Option<Arc<AtomicBool>>,
+}
 
 impl Imports {
+    /// No imports yet; the tools they and their compiles run are stopped by `stop` too (besides
+    /// the process's stop flag).
+    pub fn stopped_by(stop: Option<Arc<AtomicBool>>) -> Self {
+        Imports { made: Vec::new(), stop }
+    }
+
     /// Imports `model` with `rewrite` beside `output`, unless that was done already.
     pub fn ensure(&mut self, toolchain: &Toolchain, model: &Path, output: &Path, rewrite: GraphRewrite) -> Result<()> {
-        if !self.0.iter().any(|(done, _)| *done == rewrite) {
-            self.0
-                .push((rewrite, PreparedModel::new(toolchain, model, output, rewrite)?));
+        if !self.made.iter().any(|(done, _)| *done == rewrite) {
+            let prepared = PreparedModel::new(toolchain, model, output, rewrite, self.stop.clone())?;
+            self.made.push((rewrite, prepared));
         }
         Ok(())
     }
 
     /// The import made for `rewrite` (one [`Imports::ensure`] made), else the first one made.
     pub fn of(&self, rewrite: GraphRewrite) -> &PreparedModel {
-        let found = self.0.iter().find(|(done, _)| *done == rewrite);
-        &found.unwrap_or(&self.0[0]).1
+        let found = self.made.iter().find(|(done, _)| *done == rewrite);
+        &found.unwrap_or(&self.made[0]).1
     }
 
     /// The first import made, whose scratch folder holds what is shared.
     pub fn first(&self) -> &PreparedModel {
-        &self.0[0].1
+        &self.made[0].1
     }
 
     /// Time spent rewriting and importing, over every import made; `None` when nothing was
     /// imported (MLIR).
     pub fn import_time(&self) -> Option<Duration> {
-        self.0.iter().filter_map(|(_, p)| p.import_time).reduce(|a, b| a + b)
+        self.made.iter().filter_map(|(_, p)| p.import_time).reduce(|a, b| a + b)
     }
 }
 
@@ -176,6 +191,8 @@ pub(crate) struct PreparedModel {
     model: PathBuf,
     input: PathBuf,
     work: tempfile::TempDir,
+    /// Stops the tools run for this model, besides the process's stop flag.
+    stop: Option<Arc<AtomicBool>>,
     /// Time spent rewriting and importing an ONNX model.
     pub import_time: Option<Duration>,
     /// The rewrite that changed the graph: [`GraphRewrite::None`] when the one asked for found
@@ -187,14 +204,21 @@ pub(crate) struct PreparedModel {
 
 impl PreparedModel {
     /// Rewrites `model` with `rewrite` and imports it when it is ONNX, in a scratch folder
-    /// beside `output`.
-    pub fn new(toolchain: &Toolchain, model: &Path, output: &Path, rewrite: GraphRewrite) -> Result<PreparedModel> {
+    /// beside `output`; setting `stop` kills the tools it runs.
+    pub fn new(
+        toolchain: &Toolchain,
+        model: &Path,
+        output: &Path,
+        rewrite: GraphRewrite,
+        stop: Option<Arc<AtomicBool>>,
+    ) -> Result<PreparedModel> {
         let format = ModelFormat::of_file(model)?;
         let work = scratch_folder(output)?;
         let mut prepared = PreparedModel {
             model: model.to_path_buf(),
             input: model.to_path_buf(),
             work,
+            stop,
             import_time: None,
             rewrite: GraphRewrite::None,
             rewritten_nodes: 0,
@@ -203,13 +227,14 @@ impl PreparedModel {
             let started = Instant::now();
             let source = prepared.rewritten(rewrite)?;
             let mlir = prepared.work.path().join("imported.mlir");
-            match import_onnx(toolchain, model, &source, &mlir) {
+            let stop = prepared.stop.as_deref();
+            match import_onnx(toolchain, model, &source, &mlir, stop) {
                 // The importer refused the rewritten graph but may take the model as given: a
                 // rewrite must never cost a model its compile.
                 Err(_) if source != model => {
                     prepared.rewrite = GraphRewrite::None;
                     prepared.rewritten_nodes = 0;
-                    import_onnx(toolchain, model, model, &mlir)?;
+                    import_onnx(toolchain, model, model, &mlir, stop)?;
                 }
                 imported => imported?,
             }
@@ -259,7 +284,8 @@ impl PreparedModel {
     ) -> std::result::Result<(), Failure> {
         let mut command = Command::new(toolchain.compiler());
         command.arg(&self.input).args(flags).arg("-o").arg(vmfb);
-        run(command, "iree-compile", time_limit).map_err(|failure| failure.naming(&self.input, &self.model))
+        run(command, "iree-compile", time_limit, self.stop.as_deref())
+            .map_err(|failure| failure.naming(&self.input, &self.model))
     }
 }
 
@@ -329,13 +355,19 @@ fn remove_abandoned_scratch(folder: &Path, space: &str) {
 }
 
 /// Imports ONNX file `source` (`model` itself, or its rewritten copy) into `mlir`.
-fn import_onnx(toolchain: &Toolchain, model: &Path, source: &Path, mlir: &Path) -> Result<()> {
+fn import_onnx(
+    toolchain: &Toolchain,
+    model: &Path,
+    source: &Path,
+    mlir: &Path,
+    stop: Option<&AtomicBool>,
+) -> Result<()> {
     let importer = toolchain.onnx_importer()?;
     let mut command = Command::new(&importer);
     command.arg(source).arg("--opset-version").arg("17").arg("-o").arg(mlir);
-    run(command, "iree-import-onnx", None).map_err(|failure| {
+    run(command, "iree-import-onnx", None, stop).map_err(|failure| {
         if failure.stopped {
-            return stop::stopped(&format!("importing model '{}'", model.display()));
+            return stop::stopped(&format!("importing model '{}'", model.display()), stop);
         }
         Error::invalid_argument(format!(
             "iree-import-onnx rejected model '{}' ({}): {}",
@@ -433,7 +465,14 @@ const STDERR_GRACE: Duration = Duration::from_secs(2);
 /// How often a running tool is checked on (its time limit, a stop).
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
 
-fn run(mut command: Command, tool: &str, time_limit: Option<Duration>) -> std::result::Result<(), Failure> {
+/// Runs `command`, killing it past `time_limit` or once a stop is requested (the process's or
+/// `stop`).
+fn run(
+    mut command: Command,
+    tool: &str,
+    time_limit: Option<Duration>,
+    stop: Option<&AtomicBool>,
+) -> std::result::Result<(), Failure> {
     let program = command.get_program().to_string_lossy().into_owned();
     let not_started = |error: std::io::Error| Failure {
         status: "not started".into(),
@@ -456,7 +495,7 @@ fn run(mut command: Command, tool: &str, time_limit: Option<Duration>) -> std::r
         }
         let _ = sender.send(String::from_utf8_lossy(&text).into_owned());
     });
-    let status = wait(&mut child, time_limit);
+    let status = wait(&mut child, time_limit, stop);
     // A process the tool started may outlive it and hold the pipe open; its output is not
     // worth waiting for once the tool itself has ended.
     let stderr = received.recv_timeout(STDERR_GRACE).unwrap_or_default();
@@ -489,8 +528,13 @@ enum Ended {
     Lost(String),
 }
 
-/// Waits for `child`, killing it past `time_limit` or once a stop is requested.
-fn wait(child: &mut Child, time_limit: Option<Duration>) -> std::result::Result<ExitStatus, Ended> {
+/// Waits for `child`, killing it past `time_limit` or once a stop is requested (the process's or
+/// `stop`).
+fn wait(
+    child: &mut Child,
+    time_limit: Option<Duration>,
+    stop: Option<&AtomicBool>,
+) -> std::result::Result<ExitStatus, Ended> {
     let lost = |error: std::io::Error| Ended::Lost(format!("lost: {error}"));
     let deadline = time_limit.map(|limit| (Instant::now() + limit, limit));
     loop {
@@ -498,7 +542,7 @@ fn wait(child: &mut Child, time_limit: Option<Duration>) -> std::result::Result<
         if let Some(status) = status {
             return Ok(status);
         }
-        let ended = if stop::requested() {
+        let ended = if stop::requested_for(stop) {
             Ended::Stopped("killed: a stop was requested".into())
         } else if let Some((_, limit)) = deadline.filter(|(at, _)| Instant::now() >= *at) {
             Ended::TimedOut(format!("killed after the time limit of {:.1} s", limit.as_secs_f64()))
@@ -550,7 +594,7 @@ mod tests {
     fn a_tool_past_its_time_limit_is_stopped_and_says_so() {
         let mut command = Command::new("sh");
         command.args(["-c", "echo 'error: still going' >&2; exec sleep 30"]);
-        let failure = run(command, "sh", Some(Duration::from_millis(300))).unwrap_err();
+        let failure = run(command, "sh", Some(Duration::from_millis(300)), None).unwrap_err();
         assert!(
             failure.status.starts_with("killed after the time limit"),
             "{}",
@@ -562,7 +606,7 @@ mod tests {
         let started = Instant::now();
         let mut command = Command::new("sh");
         command.args(["-c", "sleep 30 & sleep 30"]);
-        let failure = run(command, "sh", Some(Duration::from_millis(300))).unwrap_err();
+        let failure = run(command, "sh", Some(Duration::from_millis(300)), None).unwrap_err();
         assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
         assert!(
             failure.status.starts_with("killed after the time limit"),
@@ -572,11 +616,11 @@ mod tests {
 
         let mut command = Command::new("sh");
         command.args(["-c", "echo 'error: bad flag' >&2; exit 3"]);
-        let failure = run(command, "sh", Some(Duration::from_secs(30))).unwrap_err();
+        let failure = run(command, "sh", Some(Duration::from_secs(30)), None).unwrap_err();
         assert!(failure.status.contains('3') && !failure.timed_out, "{}", failure.status);
         assert_eq!(failure.first_error(), "error: bad flag");
-        assert!(run(Command::new("true"), "true", None).is_ok());
-        let failure = run(Command::new("/nonexistent/tool"), "tool", None).unwrap_err();
+        assert!(run(Command::new("true"), "true", None, None).is_ok());
+        let failure = run(Command::new("/nonexistent/tool"), "tool", None, None).unwrap_err();
         assert_eq!(failure.status, "not started");
     }
 }

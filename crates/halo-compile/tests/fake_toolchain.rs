@@ -5,7 +5,9 @@ use halo_compile::{compile, CompileRequest, FlagSet, GraphRewrite, Target, Toolc
 use halo_hal::StatusCode;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 /// Held by each test for its whole run. A script being written while another test forks keeps a
 /// writable descriptor open in that child until it execs, and executing the script then fails
@@ -73,6 +75,7 @@ fn request(model: PathBuf, output: PathBuf, flag_set: FlagSet) -> CompileRequest
         flag_set,
         extra_flags: vec!["--iree-extra".into()],
         graph_rewrite: None,
+        stop: None,
     }
 }
 
@@ -428,6 +431,58 @@ fn a_compiler_ended_by_ctrl_c_stops_the_compile_instead_of_trying_the_next_set()
         "{error}"
     );
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "run\n");
+    assert!(!output.exists());
+    assert!(leftovers(dir.path()).is_empty(), "{:?}", leftovers(dir.path()));
+}
+
+/// A request's own stop flag (a server shutting down while it loads a model) kills its compiler
+/// as a signal would, and says who stopped it.
+#[test]
+fn a_requests_own_stop_flag_kills_its_compiler() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let started = dir.path().join("started");
+    let body = format!(
+        "case \"$1\" in --version) echo \"IREE compiler version 3.13.0 @ 0123\"; exit 0;; esac\n\
+         touch '{}'; sleep 60",
+        started.display()
+    );
+    let compiler = script(dir.path(), "iree-compile", &body);
+    let toolchain = Toolchain::locate_in(Some(&compiler), None, None).unwrap();
+    let model = dir.path().join("m.mlir");
+    std::fs::write(&model, "module {}").unwrap();
+    let output = dir.path().join("m.vmfb");
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopper = {
+        let (stop, started) = (stop.clone(), started.clone());
+        std::thread::spawn(move || {
+            while !started.exists() {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            stop.store(true, Ordering::Relaxed);
+        })
+    };
+    let begun = Instant::now();
+    let error = compile(
+        &toolchain,
+        &CompileRequest {
+            stop: Some(stop),
+            ..request(model, output.clone(), FlagSet::Best)
+        },
+    )
+    .unwrap_err();
+    stopper.join().unwrap();
+    assert!(
+        begun.elapsed() < Duration::from_secs(30),
+        "the compiler ran its whole minute"
+    );
+    assert_eq!(error.code(), StatusCode::Cancelled, "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("stopped by its caller while compiling model"),
+        "{error}"
+    );
     assert!(!output.exists());
     assert!(leftovers(dir.path()).is_empty(), "{:?}", leftovers(dir.path()));
 }

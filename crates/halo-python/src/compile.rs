@@ -38,6 +38,7 @@ pub fn compile<'py>(
         flag_set: FlagSet::from_name(flag_set).py()?,
         extra_flags,
         graph_rewrite: graph_rewrite.map(GraphRewrite::from_name).transpose().py()?,
+        stop: None,
     };
     let report = py
         .detach(|| {

@@ -272,8 +272,9 @@ impl Model {
         Self::load_cancellable(instance, config, &CancelToken::new())
     }
 
-    /// [`Model::load`], its modules' initializers and its warm-up stopping with `Cancelled` at
-    /// their next step once `cancel` is cancelled (a damaged initializer may loop for ever).
+    /// [`Model::load`], its compile, its modules' initializers and its warm-up stopping with
+    /// `Cancelled` (at their next step) once `cancel` is cancelled: a damaged initializer may
+    /// loop for ever, a compile take minutes.
     ///
     /// # Errors
     /// As [`Model::load`]'s, and `Cancelled`.
@@ -307,7 +308,7 @@ impl Model {
         let first_device = uris.first().copied().unwrap_or("local-task");
         let mut public_functions = Vec::new();
         for module in &config.modules {
-            let path = model_source::compiled(module, first_device)?;
+            let path = model_source::compiled(module, first_device, cancel)?;
             let loading = || format!("loading module '{}'", path.display());
             let module = BytecodeModule::open(&path, LoadMode::Map).with_context(loading)?;
             public_functions = module.public_functions();

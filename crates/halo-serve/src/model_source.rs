@@ -10,6 +10,7 @@ use halo_compile::tune::cache::{cpu_description, key, sha256_of_file, user_cache
 use halo_compile::tune::space::SPACE_VERSION;
 use halo_compile::{compile, ChipChoice, CompileRequest, FlagSet, ModelFormat, Target, Toolchain};
 use halo_hal::{Error, Result, ResultExt};
+use halo_runtime::CancelToken;
 use std::path::{Path, PathBuf};
 
 /// The environment variable naming the cache folder of compiled models.
@@ -26,18 +27,20 @@ pub fn is_source(path: &Path) -> bool {
 }
 
 /// The module to load for `module`: itself when it is a `.vmfb`, else the program compiled from
-/// it for `device`, from the cache when it is there.
+/// it for `device`, from the cache when it is there. Cancelling `stop` kills the compiler.
 ///
 /// # Errors
-/// The compiler's absence (naming the package to install) and its errors, naming the model.
-pub fn compiled(module: &Path, device: &str) -> Result<PathBuf> {
+/// The compiler's absence (naming the package to install) and its errors, naming the model;
+/// `Cancelled` once `stop` is cancelled.
+pub fn compiled(module: &Path, device: &str, stop: &CancelToken) -> Result<PathBuf> {
     if !is_source(module) {
         return Ok(module.to_path_buf());
     }
-    compile_cached(module, device).with_context(|| format!("compiling '{}' for device '{device}'", module.display()))
+    compile_cached(module, device, stop)
+        .with_context(|| format!("compiling '{}' for device '{device}'", module.display()))
 }
 
-fn compile_cached(source: &Path, device: &str) -> Result<PathBuf> {
+fn compile_cached(source: &Path, device: &str, stop: &CancelToken) -> Result<PathBuf> {
     ModelFormat::of_file(source)?;
     let mut target = Target::for_device(device, None)?;
     let choice = target.settle_chip(device);
@@ -76,6 +79,7 @@ fn compile_cached(source: &Path, device: &str) -> Result<PathBuf> {
             flag_set: FlagSet::Best,
             extra_flags: Vec::new(),
             graph_rewrite: None,
+            stop: Some(stop.flag()),
         },
     )?;
     tracing::info!(
@@ -105,7 +109,11 @@ mod tests {
         }
         for module in ["m.vmfb", "m", "m.onnx.vmfb"] {
             assert!(!is_source(Path::new(module)), "{module}");
-            assert_eq!(compiled(Path::new(module), "local-task").unwrap(), Path::new(module));
+            let stop = CancelToken::new();
+            assert_eq!(
+                compiled(Path::new(module), "local-task", &stop).unwrap(),
+                Path::new(module)
+            );
         }
     }
 }

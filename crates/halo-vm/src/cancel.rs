@@ -37,6 +37,12 @@ impl CancelToken {
         self.0.store(false, Ordering::Relaxed);
     }
 
+    /// The flag behind the token, for work that stops on a flag of its own (a compile run by a
+    /// load that this token cancels).
+    pub fn flag(&self) -> Arc<AtomicBool> {
+        self.0.clone()
+    }
+
     /// Whether [`CancelToken::cancel`] was called since the token was made or reset.
     pub fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::Relaxed)

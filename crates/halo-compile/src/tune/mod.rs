@@ -489,7 +489,10 @@ fn compile_all(
         }
     });
     if interrupted.into_inner() || stop::requested() {
-        return Err(stop::stopped(&format!("tuning model '{}'", request.model.display())));
+        return Err(stop::stopped(
+            &format!("tuning model '{}'", request.model.display()),
+            None,
+        ));
     }
     let done = done.into_inner().unwrap_or_default();
     Ok(variants
