@@ -11,11 +11,13 @@
 //! the run prints the fixture, the byte and the value, and exits 1.
 //!
 //! Usage: cargo run --release -p halo-runtime --example bytecode_sweep [-- [--vm]
-//! [--every-byte] [--values N] [--seed S] [--device URI --modules vulkan] [FIXTURE_STEM ...]];
-//! `SWEEP_TRACE=1` names each mutant before it runs, `SWEEP_FROM=OFFSET` starts each fixture at
-//! that file offset. `--device` runs the mutants on another device (a new one for each), and
-//! `--modules` takes the model fixtures' builds for it from that folder of `fixtures/models`
-//! (`--device vulkan --modules vulkan`: the Vulkan programs on lavapipe), their cases unchanged.
+//! [--every-byte] [--values N] [--seed S] [--device URI --modules vulkan] [--call-ms N]
+//! [FIXTURE_STEM ...]]; `SWEEP_TRACE=1` names each mutant before it runs, `SWEEP_FROM=OFFSET`
+//! starts each fixture at that file offset. `--device` runs the mutants on another device (a new
+//! one for each), and `--modules` takes the model fixtures' builds for it from that folder of
+//! `fixtures/models` (`--device vulkan --modules vulkan`: the Vulkan programs on lavapipe), their
+//! cases unchanged. `--call-ms` sets how long a load or a call runs before it is cancelled
+//! (10 ms; programs with large constants load slower on lavapipe).
 
 use halo_hal::HostTensor;
 use halo_runtime::{CancelToken, Instance, Session, Value};
@@ -28,7 +30,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// How long a load or a call may run before it is cancelled.
+/// How long a load or a call may run before it is cancelled, unless `--call-ms` says otherwise.
 const CALL_TIME: Duration = Duration::from_millis(10);
 
 /// What each mutant of a fixture is asked to do once loaded.
@@ -130,10 +132,13 @@ fn arguments(cconv: &str, fill: i32) -> Option<Vec<Value>> {
 }
 
 /// Cancels each token it is handed once its time is up, in the order they come.
-struct Watchdog(mpsc::Sender<(Instant, CancelToken)>);
+struct Watchdog {
+    deadlines: mpsc::Sender<(Instant, CancelToken)>,
+    call_time: Duration,
+}
 
 impl Watchdog {
-    fn start() -> Watchdog {
+    fn start(call_time: Duration) -> Watchdog {
         let (sender, deadlines) = mpsc::channel::<(Instant, CancelToken)>();
         std::thread::spawn(move || {
             for (deadline, cancel) in deadlines {
@@ -141,13 +146,16 @@ impl Watchdog {
                 cancel.cancel();
             }
         });
-        Watchdog(sender)
+        Watchdog {
+            deadlines: sender,
+            call_time,
+        }
     }
 
-    /// A token cancelled [`CALL_TIME`] from now.
+    /// A token cancelled the call time from now.
     fn token(&self) -> CancelToken {
         let cancel = CancelToken::new();
-        let _ = self.0.send((Instant::now() + CALL_TIME, cancel.clone()));
+        let _ = self.deadlines.send((Instant::now() + self.call_time, cancel.clone()));
         cancel
     }
 }
@@ -224,7 +232,7 @@ fn main() {
     let mut words = std::env::args().skip(1);
     let (mut values_per_byte, mut seed, mut wanted) = (256usize, 1u64, Vec::new());
     let (mut vm, mut every_byte) = (false, false);
-    let (mut device, mut builds) = ("local-sync".to_string(), None);
+    let (mut device, mut builds, mut call_time) = ("local-sync".to_string(), None, CALL_TIME);
     while let Some(word) = words.next() {
         match word.as_str() {
             "--vm" => vm = true,
@@ -233,6 +241,10 @@ fn main() {
             "--seed" => seed = words.next().and_then(|v| v.parse().ok()).expect("--seed S"),
             "--device" => device = words.next().expect("--device URI"),
             "--modules" => builds = Some(words.next().expect("--modules FOLDER")),
+            "--call-ms" => {
+                let millis = words.next().and_then(|v| v.parse().ok()).expect("--call-ms N");
+                call_time = Duration::from_millis(millis);
+            }
             _ => wanted.push(word),
         }
     }
@@ -260,7 +272,7 @@ fn main() {
         .filter(|stem| wanted.contains(stem) || (wanted.is_empty() && !stem.starts_with("kernel_loop")))
         .collect();
     stems.sort();
-    let watchdog = Watchdog::start();
+    let watchdog = Watchdog::start(call_time);
     // Panics are counted here, not printed by the default hook for each.
     std::panic::set_hook(Box::new(|_| {}));
     let instance = Instance::new();
