@@ -62,3 +62,53 @@ fn check_every_case(test: &str, device_flag: &str) {
         failures.join("\n---\n")
     );
 }
+
+/// A damaged SPIR-V module that the Vulkan driver's checks refuse is refused on OpenCL too: the
+/// translator used to accept it and make a kernel that never ended (found by
+/// `scripts/mutate-modules --modules vulkan --drivers vulkan,opencl --seed 1155`: in
+/// `async_external`, one byte of a branch's condition id changed so that it names an integer).
+#[test]
+fn a_spirv_module_the_vulkan_checks_refuse_is_refused_on_opencl() {
+    let test = "a_spirv_module_the_vulkan_checks_refuse_is_refused_on_opencl";
+    if !common::device_present("opencl") {
+        println!("SKIPPED {test}: no OpenCL device");
+        return;
+    }
+    let mut module = std::fs::read(vulkan_modules().join("async_external.vmfb")).unwrap();
+    assert_eq!(module[12132], 0x2e, "the byte the damage is known for");
+    module[12132] = 0x0e;
+    let path = std::env::temp_dir().join(format!("halo-{}-damaged-branch.vmfb", std::process::id()));
+    std::fs::write(&path, module).unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_halo"))
+        .current_dir(fixtures())
+        .args([
+            "run-module",
+            "--device=opencl",
+            "--flagfile=async_external.two_steps.flags",
+        ])
+        .arg(format!("--module={}", path.display()))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Without the checks the kernel never ends: a minute is the limit.
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the damaged module ran for a minute on OpenCL instead of being refused");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    std::fs::remove_file(&path).ok();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("INVALID_ARGUMENT")
+            && stderr.contains("OpBranchConditional has a condition that is not a boolean")
+            && stderr.contains("checking shader module 0"),
+        "{stderr}"
+    );
+}

@@ -4,6 +4,7 @@
 use crate::api::cl_error;
 use crate::device::DeviceShared;
 use halo_hal::{Error, Executable, ExecutableCache, ExecutableParams, ExportInfo, Result};
+use halo_spirv_check::CheckedModule;
 use halo_spirv_fb::{SpirvExecutable, FORMAT};
 use halo_spirv_opencl::{translate, Binding, Options, Translation};
 use opencl3::kernel::Kernel;
@@ -77,6 +78,9 @@ impl OpenClExecutable {
     }
 }
 
+/// The newest SPIR-V version the translator reads: what `iree-compile` emits for Vulkan 1.3.
+const MAX_SPIRV_VERSION: u32 = 0x0001_0600;
+
 /// A SPIR-V module translated, and built once an export of it is.
 struct Module {
     translation: Translation,
@@ -99,10 +103,18 @@ fn build_export(
     }
     let module = match &mut modules[export.module] {
         Some(module) => module,
-        empty => empty.insert(Module {
-            translation: translate(&def.modules[export.module], options)?,
-            program: None,
-        }),
+        empty => {
+            let words = &def.modules[export.module];
+            // The Vulkan driver's checks first: the translator trusts its SPIR-V, and a damaged
+            // module could become valid but wrong OpenCL C (a branch on a condition that is not
+            // a boolean became a loop that never ends).
+            CheckedModule::new(words.clone(), MAX_SPIRV_VERSION)
+                .map_err(|e| e.context(format!("checking shader module {}", export.module)))?;
+            empty.insert(Module {
+                translation: translate(words, options)?,
+                program: None,
+            })
+        }
     };
     let kernel_info = module
         .translation

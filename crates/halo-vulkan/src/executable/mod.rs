@@ -5,15 +5,12 @@
 //! set, bindings in the order listed, array elements in order); HAL constants are push constants
 //! from byte 0; executable-level constants are specialization constants 0, 1, ...
 
-mod spirv_check;
-mod spirv_types;
-
 use crate::device::DeviceShared;
 use crate::status::VkResultExt;
 use ash::vk;
 use halo_hal::{Error, Executable, ExecutableCache, ExecutableParams, ExportInfo, Result};
+use halo_spirv_check::CheckedModule;
 use halo_spirv_fb::schema::{self, ExecutableDef, VkDescriptorType};
-use spirv_check::CheckedModule;
 use std::any::Any;
 use std::collections::HashSet;
 use std::sync::Arc;

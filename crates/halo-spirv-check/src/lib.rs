@@ -1,4 +1,5 @@
-//! Checks a SPIR-V module before the Vulkan driver's compiler sees it.
+//! Checks a SPIR-V module before a driver's compiler sees it: the Vulkan driver's pipeline
+//! compiler, or the OpenCL driver's translator and the OpenCL C compiler after it.
 //!
 //! Vulkan drivers trust their SPIR-V: Mesa's lavapipe, given a module that uses an id nobody
 //! defines, crashes inside `vkCreateComputePipelines` (found by `scripts/mutate-modules
@@ -10,6 +11,8 @@
 //! of SPIRV-Tools (the `spirv-tools` crate compiles its C++ from source: more than 8 minutes per
 //! build profile on a 2-core machine, measured): it covers what breaks drivers, and the mutation
 //! campaign is how it is kept honest.
+
+mod types;
 
 use halo_hal::{Error, Result};
 use rspirv::dr::{Instruction, Module, Operand};
@@ -38,7 +41,7 @@ enum Kind {
 }
 
 /// A SPIR-V module that passed the module-wide checks.
-pub(crate) struct CheckedModule {
+pub struct CheckedModule {
     words: Vec<u32>,
     module: Module,
 }
@@ -49,17 +52,17 @@ impl CheckedModule {
     ///
     /// # Errors
     /// `InvalidArgument` naming the instruction or id that is wrong.
-    pub(crate) fn new(words: Vec<u32>, max_version: Word) -> Result<Self> {
+    pub fn new(words: Vec<u32>, max_version: Word) -> Result<Self> {
         let bound = check_header(&words, max_version)?;
         let module = rspirv::dr::load_words(&words)
             .map_err(|e| Error::invalid_argument(format!("SPIR-V module does not parse: {e}")))?;
         IdCheck::new(&module, bound)?.run()?;
-        super::spirv_types::check(&module)?;
+        types::check(&module)?;
         Ok(CheckedModule { words, module })
     }
 
     /// The module's words.
-    pub(crate) fn words(&self) -> &[u32] {
+    pub fn words(&self) -> &[u32] {
         &self.words
     }
 
@@ -70,7 +73,7 @@ impl CheckedModule {
     ///
     /// # Errors
     /// `InvalidArgument` naming the entry point and what it lacks.
-    pub(crate) fn check_entry_point(
+    pub fn check_entry_point(
         &self,
         entry_point: &str,
         bindings: &HashSet<(u32, u32)>,
@@ -235,12 +238,12 @@ fn check_header(words: &[u32], max_version: Word) -> Result<Word> {
 }
 
 /// Whether `instruction` declares a type (`OpType*`).
-pub(super) fn declares_type(instruction: &Instruction) -> bool {
+pub(crate) fn declares_type(instruction: &Instruction) -> bool {
     instruction.class.opname.starts_with("Type")
 }
 
 /// The id an operand names, if it names one.
-pub(super) fn id_of(operand: &Operand) -> Option<Word> {
+pub(crate) fn id_of(operand: &Operand) -> Option<Word> {
     match operand {
         Operand::IdRef(id) | Operand::IdScope(id) | Operand::IdMemorySemantics(id) => Some(*id),
         _ => None,

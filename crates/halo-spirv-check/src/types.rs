@@ -1,4 +1,4 @@
-//! The operand type rules of [`super::spirv_check`]: run after the id rules, so every id named
+//! The operand type rules of the module checks ([`crate::CheckedModule`]): run after the id rules, so every id named
 //! here is defined and of the right kind.
 //!
 //! Mesa's lavapipe segfaults on an access chain whose constant index is past its struct's last
@@ -42,7 +42,7 @@ enum Shape {
 const GLSL_POINTER_TAKING: [u32; 2] = [35, 51];
 
 /// Checks every instruction in the functions of `module`.
-pub(super) fn check(module: &Module) -> Result<()> {
+pub(crate) fn check(module: &Module) -> Result<()> {
     let types = Types::of(module);
     for function in &module.functions {
         for instruction in function.blocks.iter().flat_map(|b| &b.instructions) {
@@ -88,7 +88,7 @@ impl Types {
                         constants.insert(id, *v);
                     }
                 }
-            } else if super::spirv_check::declares_type(instruction) {
+            } else if crate::declares_type(instruction) {
                 types.insert(id, type_of(instruction));
             }
         }
@@ -97,7 +97,7 @@ impl Types {
             .iter()
             .filter_map(|f| {
                 let def = f.def.as_ref()?;
-                Some((def.result_id?, def.operands.get(1).and_then(super::spirv_check::id_of)?))
+                Some((def.result_id?, def.operands.get(1).and_then(crate::id_of)?))
             })
             .collect();
         let glsl = module
@@ -166,11 +166,7 @@ impl Types {
     }
 
     fn check(&self, instruction: &Instruction) -> std::result::Result<(), String> {
-        let ids: Vec<Word> = instruction
-            .operands
-            .iter()
-            .filter_map(super::spirv_check::id_of)
-            .collect();
+        let ids: Vec<Word> = instruction.operands.iter().filter_map(crate::id_of).collect();
         let opcode = instruction.class.opcode;
         let result = instruction.result_type;
         if !self.takes_pointers(instruction) {
@@ -401,14 +397,14 @@ fn type_of(instruction: &Instruction) -> Ty {
         },
         (Op::TypeRuntimeArray, [Operand::IdRef(element)]) => Ty::RuntimeArray { element: *element },
         (Op::TypeStruct, members) => Ty::Struct {
-            members: members.iter().filter_map(super::spirv_check::id_of).collect(),
+            members: members.iter().filter_map(crate::id_of).collect(),
         },
         (Op::TypePointer, [Operand::StorageClass(class), Operand::IdRef(pointee)]) => Ty::Pointer {
             class: *class,
             pointee: *pointee,
         },
         (Op::TypeFunction, [_, parameters @ ..]) => Ty::Function {
-            parameters: parameters.iter().filter_map(super::spirv_check::id_of).collect(),
+            parameters: parameters.iter().filter_map(crate::id_of).collect(),
         },
         _ => Ty::Other,
     }
