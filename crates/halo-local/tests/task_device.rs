@@ -3,8 +3,8 @@
 
 use halo_cpu_executable::library::HostImport;
 use halo_hal::{
-    BufferParams, BufferRef, CommandBufferMode, CommandCategory, Device, DeviceInfo, DispatchCommand, Executable,
-    ExecutableParams, Fence, QueueAffinity, Semaphore, StatusCode, Timeout, WorkgroupCount,
+    Buffer, BufferParams, BufferRef, CommandBufferMode, CommandCategory, Device, DeviceInfo, DispatchCommand,
+    Executable, ExecutableParams, Fence, QueueAffinity, Semaphore, StatusCode, Timeout, WorkgroupCount,
 };
 use halo_local::task::driver::TaskDeviceOptions;
 use halo_local::task::TaskDevice;
@@ -293,6 +293,45 @@ unsafe extern "C" fn mul_add(params: *mut c_void, _context: *mut c_void, _reserv
     0
 }
 
+/// `library_import`'s executable (`out[i] = halo_test_mul_add(i, k)` for eight i32s).
+fn import_executable(device: &dyn Device) -> Arc<dyn Executable> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../halo-cpu-executable/tests/data/library_import.embedded-elf-x86_64.so");
+    load(device, &path)
+}
+
+/// Queues `executable` (from [`import_executable`]) with constant `k` over `workgroups`
+/// workgroups, each writing the same eight values, to signal `signal` at 1; returns the output.
+fn run_import(
+    device: &TaskDevice,
+    executable: &Arc<dyn Executable>,
+    workgroups: u32,
+    k: u32,
+    signal: &Arc<dyn Semaphore>,
+) -> Buffer {
+    let out = device
+        .allocator()
+        .allocate_buffer(BufferParams::host_mappable(), 32)
+        .unwrap();
+    let cb = device
+        .create_command_buffer(CommandBufferMode::ONE_SHOT, CommandCategory::ANY, ANY, 0)
+        .unwrap();
+    cb.begin().unwrap();
+    cb.dispatch(DispatchCommand {
+        executable: executable.clone(),
+        export: 0,
+        workgroup_count: WorkgroupCount::Static([workgroups, 1, 1]),
+        constants: vec![k],
+        bindings: vec![BufferRef::whole(&out)],
+    })
+    .unwrap();
+    cb.end().unwrap();
+    device
+        .queue_execute(ANY, &Fence::new(), &Fence::at(signal.clone(), 1), Some(&cb), &[])
+        .unwrap();
+    out
+}
+
 #[test]
 fn a_failing_kernel_fails_only_its_submission() {
     let options = TaskDeviceOptions {
@@ -300,32 +339,8 @@ fn a_failing_kernel_fails_only_its_submission() {
         ..Default::default()
     };
     let device = device_with(options);
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../halo-cpu-executable/tests/data/library_import.embedded-elf-x86_64.so");
-    let executable = load(device.as_ref(), &path);
-    let run = |k: u32, signal: &Arc<dyn Semaphore>| {
-        let out = device
-            .allocator()
-            .allocate_buffer(BufferParams::host_mappable(), 32)
-            .unwrap();
-        let cb = device
-            .create_command_buffer(CommandBufferMode::ONE_SHOT, CommandCategory::ANY, ANY, 0)
-            .unwrap();
-        cb.begin().unwrap();
-        cb.dispatch(DispatchCommand {
-            executable: executable.clone(),
-            export: 0,
-            workgroup_count: WorkgroupCount::Static([1, 1, 1]),
-            constants: vec![k],
-            bindings: vec![BufferRef::whole(&out)],
-        })
-        .unwrap();
-        cb.end().unwrap();
-        device
-            .queue_execute(ANY, &Fence::new(), &Fence::at(signal.clone(), 1), Some(&cb), &[])
-            .unwrap();
-        out
-    };
+    let executable = import_executable(device.as_ref());
+    let run = |k: u32, signal: &Arc<dyn Semaphore>| run_import(&device, &executable, 1, k, signal);
     let (failing, fine, after) = (
         device.create_semaphore(0).unwrap(),
         device.create_semaphore(0).unwrap(),
@@ -551,31 +566,9 @@ fn a_kernel_that_does_not_return_cannot_keep_the_device_from_dropping() {
     options.executor.worker_count = 2;
     options.executor.stop_wait = Duration::from_millis(300);
     let device = device_with(options);
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../halo-cpu-executable/tests/data/library_import.embedded-elf-x86_64.so");
-    let executable = load(device.as_ref(), &path);
-    let out = device
-        .allocator()
-        .allocate_buffer(BufferParams::host_mappable(), 32)
-        .unwrap();
-    let cb = device
-        .create_command_buffer(CommandBufferMode::ONE_SHOT, CommandCategory::ANY, ANY, 0)
-        .unwrap();
-    cb.begin().unwrap();
-    cb.dispatch(DispatchCommand {
-        executable,
-        export: 0,
-        workgroup_count: WorkgroupCount::Static([2, 1, 1]),
-        constants: vec![4],
-        bindings: vec![BufferRef::whole(&out)],
-    })
-    .unwrap();
-    cb.end().unwrap();
+    let executable = import_executable(device.as_ref());
     let done = device.create_semaphore(0).unwrap();
-    device
-        .queue_execute(ANY, &Fence::new(), &Fence::at(done.clone(), 1), Some(&cb), &[])
-        .unwrap();
-    drop(cb);
+    let out = run_import(&device, &executable, 2, 4, &done);
     let begun = std::time::Instant::now();
     while !STARTED.load(Ordering::Acquire) {
         assert!(begun.elapsed() < WAIT, "the kernel never started");
