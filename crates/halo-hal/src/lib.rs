@@ -20,6 +20,7 @@ pub mod allocator;
 pub mod buffer;
 pub mod buffer_view;
 pub mod buffer_view_text;
+pub mod caller;
 pub mod command_buffer;
 pub mod device;
 pub mod disk_cache;

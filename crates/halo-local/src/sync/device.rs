@@ -45,9 +45,12 @@ impl SyncDevice {
     /// Waits for `wait`, runs `work`, then signals `signal`; a failure of either fails `signal`.
     ///
     /// Failures are reported through the signal fence (as on asynchronous drivers) so callers
-    /// handle them in one place: at their next wait.
+    /// handle them in one place: at their next wait. The wait gives up once the call this thread
+    /// runs is cancelled ([`halo_hal::caller`]): a damaged program may wait on a fence nothing
+    /// will signal.
     fn run_ordered(&self, wait: &Fence, signal: &Fence, work: impl FnOnce() -> Result<()>) -> Result<()> {
-        match wait.wait(Timeout::Infinite).and_then(|()| work()) {
+        let waited = wait.wait_unless(Timeout::Infinite, halo_hal::caller::has_given_up);
+        match waited.and_then(|()| work()) {
             Ok(()) => signal.signal(),
             Err(error) => {
                 signal.fail(&error);
@@ -154,5 +157,52 @@ impl Device for SyncDevice {
     fn wait_idle(&self, _timeout: Timeout) -> Result<()> {
         // Every operation finished before its queue call returned.
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use halo_hal::{Semaphore, StatusCode, TimelineSemaphore};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    #[test]
+    fn a_wait_nothing_signals_gives_up_once_the_call_is_cancelled() {
+        let device = SyncDevice::new(
+            DeviceInfo {
+                id: 0,
+                path: "0".into(),
+                name: "test".into(),
+                details: Vec::new(),
+            },
+            Arc::from([]),
+            TransientPoolOptions::default(),
+        );
+        let (never, done) = (TimelineSemaphore::new(0), TimelineSemaphore::new(0));
+        let given_up = Arc::new(AtomicBool::new(false));
+        let canceller = {
+            let given_up = given_up.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                given_up.store(true, Ordering::Relaxed);
+            })
+        };
+        // On a thread of its own with a limit: without the give-up the barrier never returns.
+        let (returned, returning) = std::sync::mpsc::channel();
+        let signal = Fence::at(done.clone(), 1);
+        std::thread::spawn(move || {
+            let outcome = halo_hal::caller::on_behalf_of(given_up, || {
+                device.queue_barrier(QueueAffinity::ANY, &Fence::at(never, 1), &signal)
+            });
+            let _ = returned.send(outcome);
+        });
+        let outcome = returning
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the barrier gave up on its wait");
+        canceller.join().unwrap();
+        outcome.unwrap();
+        let error = done.query().unwrap_err();
+        assert_eq!(error.code(), StatusCode::Cancelled, "{error}");
     }
 }

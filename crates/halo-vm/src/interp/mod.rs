@@ -184,10 +184,18 @@ impl Invocation {
     }
 
     fn run(&mut self, may_yield: bool) -> Result<Step> {
-        let outcome = self.with_machine(may_yield, |machine| {
-            machine.state = Some(machine.instance.lock_state());
-            machine.run()
-        });
+        let run = |invocation: &mut Self| {
+            invocation.with_machine(may_yield, |machine| {
+                machine.state = Some(machine.instance.lock_state());
+                machine.run()
+            })
+        };
+        // A synchronous device blocks this thread in the program's queue operations; it gives up
+        // on a wait once the call is cancelled.
+        let outcome = match self.cancel.as_ref().map(CancelToken::flag) {
+            Some(flag) => halo_hal::caller::on_behalf_of(flag, || run(self)),
+            None => run(self),
+        };
         let (instance, ordinal) = (&self.instance, self.ordinal);
         outcome.with_context(|| format!("executing '{}.{}'", instance.name, instance.function_name(ordinal)))
     }
