@@ -67,9 +67,12 @@ enum Root {
 }
 
 /// Keeps pointers inside what they point into (see `KernelWriter::assign_within`): `p` when its
-/// `n` bytes lie in the `size` bytes from `start`, else the last place they fit. A minimum, not a
-/// choice between two places: 1024^3 f32 matmul on PoCL took 1.18x the unchecked time with it,
-/// 1.5x with a select.
+/// `n` bytes lie in the `size` bytes from `start`, else the last place they fit that is a whole
+/// number of `n` from `start`: a size that is not a multiple of the element (a damaged program's
+/// binding length) must not leave a misaligned element, which the aligned vector loads PoCL's
+/// compiler makes fault on (found by `bytecode_sweep --device opencl`). A minimum, not a choice
+/// between two places: 1024^3 f32 matmul on PoCL took 1.18x the unchecked time with it, 1.5x
+/// with a select.
 pub(crate) const WITHIN_HELPERS: &str = "\
 typedef __global uchar uchar_global;
 typedef __local uchar uchar_local;
@@ -77,16 +80,19 @@ typedef uchar uchar_private;
 static inline __global uchar* halo_within_global(__global uchar* p, __global uchar* start, ulong size, ulong n) {
     ulong at = (ulong)(p - start);
     ulong last = size >= n ? size - n : 0;
+    last -= n > 1 ? last % n : 0;
     return start + min(at, last);
 }
 static inline __local uchar* halo_within_local(__local uchar* p, __local uchar* start, ulong size, ulong n) {
     ulong at = (ulong)(p - start);
     ulong last = size >= n ? size - n : 0;
+    last -= n > 1 ? last % n : 0;
     return start + min(at, last);
 }
 static inline uchar* halo_within_private(uchar* p, uchar* start, ulong size, ulong n) {
     ulong at = (ulong)(p - start);
     ulong last = size >= n ? size - n : 0;
+    last -= n > 1 ? last % n : 0;
     return start + min(at, last);
 }
 ";
