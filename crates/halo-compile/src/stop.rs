@@ -39,7 +39,7 @@ pub(crate) fn check(doing: impl FnOnce() -> String) -> Result<()> {
 /// own flag `own` is set and the process's is not, else by a signal (the process's flag, or a
 /// tool ended by Ctrl-C or `SIGTERM`).
 pub(crate) fn stopped(doing: &str, own: Option<&AtomicBool>) -> Error {
-    if !requested() && own.is_some_and(|flag| flag.load(Ordering::Relaxed)) {
+    if !requested() && requested_for(own) {
         Error::cancelled(format!("stopped by its caller while {doing}"))
     } else {
         Error::cancelled(format!("stopped by a signal while {doing}"))

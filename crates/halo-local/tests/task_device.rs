@@ -63,6 +63,13 @@ fn f32s(bytes: &[u8]) -> Vec<f32> {
         .collect()
 }
 
+fn i32s(bytes: &[u8]) -> Vec<i32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
 #[test]
 fn independent_submissions_do_not_wait_for_each_other() {
     let device = parallel_device();
@@ -363,12 +370,7 @@ fn a_failing_kernel_fails_only_its_submission() {
         StatusCode::Internal
     );
     fine.wait(1, Timeout::from(WAIT)).unwrap();
-    let values: Vec<i32> = out
-        .read_all()
-        .unwrap()
-        .chunks_exact(4)
-        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
-        .collect();
+    let values = i32s(&out.read_all().unwrap());
     assert_eq!(values, (0..8).map(|i| 3 * i + 1).collect::<Vec<_>>());
     let out = run(5, &after);
     after.wait(1, Timeout::from(WAIT)).unwrap();
@@ -592,11 +594,6 @@ fn a_kernel_that_does_not_return_cannot_keep_the_device_from_dropping() {
     );
     // Released, the kernel left behind still finishes its work and signals.
     done.wait(1, Timeout::from(WAIT)).unwrap();
-    let values: Vec<i32> = out
-        .read_all()
-        .unwrap()
-        .chunks_exact(4)
-        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
-        .collect();
+    let values = i32s(&out.read_all().unwrap());
     assert_eq!(values, (0..8).map(|i| 4 * i + 1).collect::<Vec<_>>());
 }
