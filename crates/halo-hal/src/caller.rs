@@ -1,10 +1,11 @@
 //! Whether the caller on whose behalf this thread works has given up on the work.
 //!
-//! A synchronous driver (`local-sync`) does a program's queue operations on the thread that runs
-//! the program, and blocks there on a wait fence nothing may ever signal (a damaged program). The
-//! program's call can be cancelled (Ctrl-C in Python, a server request past its deadline), but
-//! the device API carries no token: the VM marks the thread for the time it runs a cancellable
-//! call ([`on_behalf_of`]), and the driver's waits ask [`has_given_up`].
+//! A program's call can be cancelled (Ctrl-C in Python, a server request past its deadline), and
+//! then must not stay blocked on a fence nothing may ever signal (a hung device, a damaged
+//! program): in `hal.fence.await`, or in a synchronous driver (`local-sync`) doing the program's
+//! queue operations on the thread that runs it. Neither the native-function nor the device API
+//! carries a token: the VM marks the thread for the time it runs a cancellable call
+//! ([`on_behalf_of`]), and those waits ask [`has_given_up`].
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};

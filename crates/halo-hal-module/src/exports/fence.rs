@@ -4,7 +4,7 @@ use super::{object, Row, WaitingRow};
 use crate::objects::{HalDevice, HalFence};
 use crate::{Args, HalModuleState};
 use halo_hal::{Error, Fence, Result, StatusCode, Timeout};
-use halo_vm::{CancelToken, Results, Value};
+use halo_vm::{Results, Value};
 use smallvec::smallvec;
 use std::time::{Duration, Instant};
 
@@ -75,14 +75,16 @@ fn fail(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
 }
 
 /// `(timeout_ms, flags, fences...) -> status`: blocks until every fence is reached; returns
-/// `DEADLINE_EXCEEDED` (4) on timeout and fails with a failed fence's error.
+/// `DEADLINE_EXCEEDED` (4) on timeout and fails with a failed fence's error. Gives up once the
+/// call is cancelled ([`halo_hal::caller`]): a call its caller has given up on (Ctrl-C in Python,
+/// a server request past its deadline) must not stay blocked on a fence that is never reached.
 fn wait(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     let timeout = match args.i32(0)? as u32 {
         u32::MAX => Timeout::Infinite,
         millis => Timeout::Deadline(Instant::now() + Duration::from_millis(millis.into())),
     };
     for fence in fences(args, 2) {
-        match wait_for(fence?, timeout, args.cancel()) {
+        match fence?.wait_unless(timeout, halo_hal::caller::has_given_up) {
             Ok(()) => {}
             Err(error) if error.code() == StatusCode::DeadlineExceeded => {
                 return Ok(smallvec![Value::I32(StatusCode::DeadlineExceeded as i32)]);
@@ -93,20 +95,11 @@ fn wait(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
     Ok(smallvec![Value::I32(0)])
 }
 
-/// `fence.wait(timeout)`, giving up once `cancel` is cancelled ([`Fence::wait_unless`]): a
-/// call its caller has given up on (Ctrl-C in Python, a server request past its deadline) must
-/// not stay blocked on a fence that is never reached.
-fn wait_for(fence: &Fence, timeout: Timeout, cancel: Option<&CancelToken>) -> Result<()> {
-    match cancel {
-        Some(cancel) => fence.wait_unless(timeout, || cancel.is_cancelled()),
-        None => fence.wait(timeout),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use halo_hal::TimelineSemaphore;
+    use halo_vm::CancelToken;
 
     /// `fence.await`'s arguments: a timeout in milliseconds (-1: none), flags, and a fence that
     /// nothing will signal.
@@ -133,7 +126,8 @@ mod tests {
                 token.cancel();
             })
         };
-        let error = wait(&state(), &Args::from_values(&args).with_cancel(Some(&token))).unwrap_err();
+        let error =
+            halo_hal::caller::on_behalf_of(token.flag(), || wait(&state(), &Args::from_values(&args))).unwrap_err();
         canceller.join().unwrap();
         assert_eq!(error.code(), StatusCode::Cancelled, "{error}");
         assert!(error.to_string().contains("wait for a fence was given up"), "{error}");
@@ -143,11 +137,9 @@ mod tests {
     fn a_cancellable_wait_keeps_the_programs_own_timeout() {
         let args = await_unreached(30);
         let started = Instant::now();
-        let results = wait(
-            &state(),
-            &Args::from_values(&args).with_cancel(Some(&CancelToken::new())),
-        )
-        .unwrap();
+        let not_given_up = CancelToken::new().flag();
+        let results =
+            halo_hal::caller::on_behalf_of(not_given_up, || wait(&state(), &Args::from_values(&args))).unwrap();
         assert_eq!(results[0], Value::I32(StatusCode::DeadlineExceeded as i32));
         assert!(
             started.elapsed() >= Duration::from_millis(30),

@@ -92,7 +92,7 @@ impl<'f> ImportCall<'f> {
         }
         let _entered = span.enter();
         let outcome = match self.target {
-            ImportTarget::Native(native) => (native.function)(&self.arguments(i32s, refs).with_cancel(cancel)),
+            ImportTarget::Native(native) => (native.function)(&self.arguments(i32s, refs)),
             ImportTarget::Bytecode { instance, ordinal, .. } => {
                 invoke(instance, *ordinal, &self.arguments(i32s, refs).to_values(), cancel).map(Results::from_vec)
             }

@@ -1,7 +1,6 @@
 //! What a native function sees of its arguments: typed reads by position, straight from the
 //! caller's registers, with errors that name the argument.
 
-use crate::cancel::CancelToken;
 use crate::interp::{pair, ref_ordinal};
 use crate::ref_types::{short, Buffer, Ref, RefObject};
 use crate::value::Value;
@@ -14,7 +13,6 @@ use halo_hal::{Error, Result};
 /// and counts no references, which is most of what a small native call costs otherwise.
 pub struct Args<'a> {
     source: Source<'a>,
-    cancel: Option<&'a CancelToken>,
 }
 
 enum Source<'a> {
@@ -66,19 +64,7 @@ impl<'a> Args<'a> {
     pub fn from_values(values: &'a [Value]) -> Self {
         Args {
             source: Source::Values(values),
-            cancel: None,
         }
-    }
-
-    /// These arguments for a call that `cancel` may stop: a function that blocks looks at it.
-    pub fn with_cancel(self, cancel: Option<&'a CancelToken>) -> Self {
-        Args { cancel, ..self }
-    }
-
-    /// The token that stops the call, if its caller gave one: a function that blocks (waits on
-    /// a fence) ends with `Cancelled` soon after it is cancelled.
-    pub fn cancel(&self) -> Option<&'a CancelToken> {
-        self.cancel
     }
 
     /// Arguments in registers of the caller's frame: `list[i]` names argument `i`'s register,
@@ -92,7 +78,6 @@ impl<'a> Args<'a> {
                 i32s,
                 refs,
             }),
-            cancel: None,
         }
     }
 
