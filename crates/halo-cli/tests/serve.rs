@@ -18,6 +18,8 @@ fn models() -> PathBuf {
 struct Served {
     child: Child,
     base: String,
+    /// Where its gRPC port listens (`127.0.0.1:PORT`).
+    grpc: String,
     agent: ureq::Agent,
     /// What it has written to stderr after the line saying where it listens.
     log: Arc<Mutex<String>>,
@@ -66,11 +68,17 @@ impl Served {
             .find(|word| word.starts_with("http://"))
             .unwrap_or_else(|| panic!("the server says where it listens: {line}"));
         let base = url.split("/v2").next().unwrap_or(url).to_string();
+        let grpc = line
+            .split_whitespace()
+            .find_map(|word| word.strip_prefix("grpc://"))
+            .unwrap_or_else(|| panic!("the server says where gRPC listens: {line}"))
+            .to_string();
         // Error answers are read like any other: their bodies carry the messages under test.
         let agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
         Served {
             child,
             base,
+            grpc,
             agent,
             log,
         }
@@ -1127,7 +1135,7 @@ fn a_server_loading_its_models_is_live_but_not_ready_and_stops_on_sigterm() {
         assert!(body["error"].as_str().unwrap().contains("loading"), "{path}: {body}");
     }
     // The gRPC port answers as well: live, not ready, and nothing else yet.
-    let answers = grpc_while_loading(&grpc);
+    let answers = grpc_answers(&grpc);
     assert_eq!(
         answers.health,
         [
@@ -1164,8 +1172,8 @@ fn a_server_loading_its_models_is_live_but_not_ready_and_stops_on_sigterm() {
 
 use tonic_health::pb::health_check_response::ServingStatus;
 
-/// What a loading server's gRPC port answers.
-struct GrpcWhileLoading {
+/// What a server's gRPC port answers about its health.
+struct GrpcAnswers {
     /// Each health check's name and status (or the call's code).
     health: Vec<(&'static str, Result<ServingStatus, tonic::Code>)>,
     /// `ServerLive`'s and `ServerReady`'s answers.
@@ -1175,8 +1183,9 @@ struct GrpcWhileLoading {
     metadata: (tonic::Code, String),
 }
 
-/// Asks the gRPC port at `address` for its health and the protocol's calls, each within 10 s.
-fn grpc_while_loading(address: &str) -> GrpcWhileLoading {
+/// Asks the gRPC port at `address` for its health and the protocol's calls (metadata of a model
+/// `m`, which no test serves), each within 10 s.
+fn grpc_answers(address: &str) -> GrpcAnswers {
     use halo_serve::grpc::wire::grpc_inference_service_client::GrpcInferenceServiceClient;
     use halo_serve::grpc::wire::{ModelMetadataRequest, ServerLiveRequest, ServerReadyRequest};
     use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
@@ -1191,7 +1200,7 @@ fn grpc_while_loading(address: &str) -> GrpcWhileLoading {
             .timeout(Duration::from_secs(10))
             .connect()
             .await
-            .expect("a gRPC connection while loading");
+            .expect("a gRPC connection");
         let mut checks = HealthClient::new(channel.clone());
         let mut health = Vec::new();
         for name in ["live", "", "ready", "inference.GRPCInferenceService"] {
@@ -1217,8 +1226,8 @@ fn grpc_while_loading(address: &str) -> GrpcWhileLoading {
                 version: String::new(),
             })
             .await
-            .expect_err("no metadata while loading");
-        GrpcWhileLoading {
+            .expect_err("no metadata for model 'm'");
+        GrpcAnswers {
             health,
             live,
             ready,
@@ -1615,6 +1624,89 @@ fn a_kernel_that_never_returns_is_answered_at_its_deadline_and_the_server_still_
         Some(0),
         "the server ends within 20 s of SIGTERM: {log}"
     );
+}
+
+/// Polls `condition` every 20 ms for up to 30 s; false if it never held.
+fn within_30_s(mut condition: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while !condition() {
+        if start.elapsed() > Duration::from_secs(30) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// A request answered at its deadline leaves its kernel on every worker of the model's device.
+/// Past the model's timeout the model is stalled: not ready over HTTP and gRPC, and a request is
+/// refused at once with `503` saying why instead of waiting for its deadline. Once the kernel
+/// ends, the model is ready and answers again.
+#[test]
+fn a_model_whose_workers_are_all_held_past_its_timeout_is_not_ready_until_they_are_free() {
+    let served = Served::start(
+        "kernel_loop.vmfb",
+        "kernel_loop",
+        &["--device=local-task://?workers=2", "--request-timeout-ms=300"],
+    );
+    let steps = |n: i64| {
+        json!({"inputs": [
+            {"name": "input0", "shape": [1024], "datatype": "INT64", "data": vec![7i64; 1024]},
+            {"name": "input1", "shape": [], "datatype": "INT64", "data": [n]},
+        ]})
+        .to_string()
+    };
+    // About 4 s on two workers here (0.5 ns a step): seconds past the 300 ms timeout.
+    let (status, answer) = served.post("/v2/models/kernel_loop/infer", &steps(1 << 23));
+    assert_eq!(status, 504, "{answer}");
+    let mut ready = (0, json!(null));
+    assert!(
+        within_30_s(|| {
+            ready = served.get("/v2/models/kernel_loop/ready");
+            ready.0 == 503
+        }),
+        "the model stayed ready: {ready:?}"
+    );
+    let reason = ready.1["error"].as_str().unwrap_or_default().to_string();
+    let (status, health) = served.get("/v2/health/ready");
+    let grpc = grpc_answers(&served.grpc);
+    // The health service learns it within a second.
+    let grpc_not_serving = within_30_s(|| {
+        grpc_answers(&served.grpc)
+            .health
+            .contains(&("ready", Ok(ServingStatus::NotServing)))
+    });
+    let (refused, answer) = served.post("/v2/models/kernel_loop/infer", &steps(3));
+    assert!(
+        reason.starts_with("model 'kernel_loop' is stalled: every worker of its device")
+            && reason.contains("longer than its requests wait (0.3 s)"),
+        "{ready:?}"
+    );
+    assert_eq!(ready.1["ready"], json!(false));
+    assert_eq!((status, &health["ready"]), (503, &json!(false)), "{health}");
+    assert!(!grpc.ready, "gRPC ServerReady");
+    assert!(grpc_not_serving, "the gRPC health check stayed SERVING");
+    assert_eq!(refused, 503, "{answer}");
+    let error = answer["error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with("UNAVAILABLE") && error.contains("is stalled"),
+        "{answer}"
+    );
+    assert_eq!(served.get("/v2/health/live").0, 200, "a stalled server is still live");
+    // Once the kernel ends, the model answers again.
+    assert!(
+        within_30_s(|| served.get("/v2/health/ready").0 == 200),
+        "the server never became ready again"
+    );
+    assert_eq!(served.get("/v2/models/kernel_loop/ready").0, 200);
+    let (status, answer) = served.post("/v2/models/kernel_loop/infer", &steps(0));
+    assert_eq!((status, &answer["outputs"][0]["data"]), (200, &json!(vec![7i64; 1024])));
+    let serving = || {
+        grpc_answers(&served.grpc)
+            .health
+            .contains(&("ready", Ok(ServingStatus::Serving)))
+    };
+    assert!(within_30_s(serving), "the gRPC health check stayed NOT_SERVING");
 }
 
 /// A model whose compiled kernel faults (a damaged module: a byte of `elementwise_math`'s

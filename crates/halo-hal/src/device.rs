@@ -10,6 +10,7 @@ use crate::semaphore::{wait_semaphores, Semaphore, TimelineSemaphore, Timeout, W
 use crate::{Error, Result};
 use std::any::Any;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Identity of a device as its driver enumerates it (`iree_hal_device_info_t`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +47,14 @@ pub trait Device: Send + Sync + 'static {
     /// # Errors
     /// `NotFound` for an unknown category or key.
     fn query_i64(&self, category: &str, key: &str) -> Result<i64>;
+
+    /// How long everything that runs the device's work (each worker thread of a CPU pool) has
+    /// been held by the work it runs now: while all of it is, no other work can start, and past
+    /// its callers' patience it is stuck. Zero while some of it is free, or when the driver
+    /// cannot tell (the default).
+    fn all_held_for(&self) -> Duration {
+        Duration::ZERO
+    }
 
     /// Creates an executable cache.
     fn create_executable_cache(&self) -> Result<Arc<dyn ExecutableCache>>;

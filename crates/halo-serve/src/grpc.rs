@@ -78,12 +78,15 @@ impl GrpcInferenceService for Inference {
     }
 
     async fn server_ready(&self, _: Request<ServerReadyRequest>) -> Result<Response<ServerReadyResponse>, Status> {
-        Ok(Response::new(ServerReadyResponse { ready: true }))
+        Ok(Response::new(ServerReadyResponse {
+            ready: self.serving.stalled().is_none(),
+        }))
     }
 
     async fn model_ready(&self, request: Request<ModelReadyRequest>) -> Result<Response<ModelReadyResponse>, Status> {
         let request = request.into_inner();
-        let ready = self.serving.find(&request.name, version(&request.version)).is_ok();
+        let model = self.serving.find(&request.name, version(&request.version));
+        let ready = model.is_ok_and(|model| model.stalled().is_none());
         Ok(Response::new(ModelReadyResponse { ready }))
     }
 

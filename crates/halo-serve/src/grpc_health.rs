@@ -3,7 +3,7 @@
 //!
 //! Each name a check may ask for answers as one of the HTTP probes does. The server as a whole
 //! (`""`), `inference.GRPCInferenceService` and `ready` are `SERVING` once every model is loaded
-//! and until the shutdown starts, as `/v2/health/ready` is 200; `live` is `SERVING` whenever the
+//! and until the shutdown starts, but while a model is stalled, as `/v2/health/ready` is 200; `live` is `SERVING` whenever the
 //! port answers, while the models load too, as `/v2/health/live` is 200. Any other name is
 //! `NOT_FOUND`.
 
@@ -24,6 +24,8 @@ pub enum Stage {
     Loading,
     /// Every model is loaded: live and ready.
     Serving,
+    /// A model is [stalled](crate::model::Model::stalled): live, not ready until it answers again.
+    Stalled,
     /// The shutdown has started: live, no longer ready.
     ShuttingDown,
 }

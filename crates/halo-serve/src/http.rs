@@ -77,7 +77,7 @@ pub fn loading_router() -> Router {
 pub fn router(serving: Arc<Serving>, max_request_bytes: usize) -> Router {
     Router::new()
         .route("/v2/health/live", get(|| async { Json(json!({"live": true})) }))
-        .route("/v2/health/ready", get(|| async { Json(json!({"ready": true})) }))
+        .route("/v2/health/ready", get(server_ready))
         .route("/v2", get(server_metadata))
         .route("/v2/models/{name}", get(model_metadata))
         .route("/v2/models/{name}/versions/{version}", get(model_metadata))
@@ -313,12 +313,26 @@ async fn all_statistics(State(serving): State<Arc<Serving>>) -> Json<serde_json:
 }
 
 // The protocol needs only the status; the body is the one KServe's own server and client use.
-async fn model_ready(
-    State(serving): State<Arc<Serving>>,
-    Path(path): Path<ModelPath>,
-) -> Answer<Json<serde_json::Value>> {
-    path.find(&serving)?;
-    Ok(Json(json!({"name": path.name, "ready": true})))
+// Not ready is `503`, as while the models load and as KServe's own server answers it.
+async fn model_ready(State(serving): State<Arc<Serving>>, Path(path): Path<ModelPath>) -> Answer<Response> {
+    let ready = match path.find(&serving)?.stalled() {
+        None => Json(json!({"name": path.name, "ready": true})).into_response(),
+        Some(stalled) => not_ready(json!({"name": path.name, "ready": false, "error": stalled})),
+    };
+    Ok(ready)
+}
+
+/// Ready unless a model is [stalled](crate::model::Model::stalled): a platform then sends the
+/// requests to other replicas until a worker is free again.
+async fn server_ready(State(serving): State<Arc<Serving>>) -> Response {
+    match serving.stalled() {
+        None => Json(json!({"ready": true})).into_response(),
+        Some(stalled) => not_ready(json!({"ready": false, "error": stalled})),
+    }
+}
+
+fn not_ready(body: serde_json::Value) -> Response {
+    (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
 }
 
 /// The largest request body the server reads.

@@ -84,6 +84,10 @@ pub const MAX_CONCURRENCY: usize = 4096;
 /// Most requests of one model that may wait for a turn, so a queue's memory stays bounded.
 pub const MAX_QUEUE: usize = 1 << 20;
 
+/// How long every worker of a model's device may stay inside the work it runs before the model is
+/// stalled, for a model without a timeout (one with a timeout is stalled past it).
+pub const STALLED_WITHOUT_TIMEOUT: Duration = Duration::from_secs(60);
+
 impl ModelConfig {
     /// Checks the request limits before anything is sized by them.
     ///
@@ -374,11 +378,16 @@ impl Model {
         &self.outputs
     }
 
-    /// Admits a request when fewer than `max_concurrency + max_queue` are in the model.
+    /// Admits a request when fewer than `max_concurrency + max_queue` are in the model and it is
+    /// not [stalled](Model::stalled).
     ///
     /// # Errors
-    /// `Unavailable` naming the model and its limits when it is full.
+    /// `Unavailable` naming the model and its limits when it is full, or why it is stalled.
     pub fn admit(&self) -> Result<Admission> {
+        if let Some(stalled) = self.stalled() {
+            self.statistics.finished(false, Duration::ZERO);
+            return Err(Error::unavailable(stalled));
+        }
         let limit = self.config.max_concurrency + self.config.max_queue;
         match Admission::take(&self.admitted, limit) {
             Some(admission) => Ok(admission),
@@ -391,6 +400,31 @@ impl Model {
                 )))
             }
         }
+    }
+
+    /// Why the model cannot answer now, if it cannot: every worker of one of its devices has been
+    /// inside the work it runs for longer than the model's timeout (or
+    /// [`STALLED_WITHOUT_TIMEOUT`]), so a request would wait at least that long. A kernel that
+    /// never returns does that; a request answered at its deadline leaves its kernel running.
+    /// The model answers again once a worker is free.
+    pub fn stalled(&self) -> Option<String> {
+        let patience = self.config.timeout.unwrap_or(STALLED_WITHOUT_TIMEOUT);
+        let (uri, held) = self
+            .config
+            .devices
+            .iter()
+            .zip(self.session.devices())
+            .map(|(uri, device)| (uri, device.all_held_for()))
+            .max_by_key(|&(_, held)| held)?;
+        (held > patience).then(|| {
+            format!(
+                "model '{}' is stalled: every worker of its device '{uri}' has been inside the same work for \
+                 {:.1} s, longer than its requests wait ({:.1} s): a kernel has not returned in that time",
+                self.config.name,
+                held.as_secs_f64(),
+                patience.as_secs_f64()
+            )
+        })
     }
 
     /// The threads its calls run on.

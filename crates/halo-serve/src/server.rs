@@ -16,6 +16,7 @@ use halo_runtime::{CancelToken, Instance};
 use std::future::Future;
 use std::net::TcpListener;
 use std::sync::Arc;
+use std::time::Duration;
 use tonic::transport::server::TcpIncoming;
 
 /// The largest HTTP/2 frame a gRPC client may send. HTTP/2's default, 16 KiB, cuts a tensor
@@ -91,7 +92,7 @@ impl Server {
             let (health, health_service) = Health::new(Stage::Serving).await;
             let serving = self.serving.clone();
             tokio::spawn(async move {
-                shutdown.await;
+                watch_stalls(&serving, &health, shutdown).await;
                 tracing::info!("shutting down: no new connections; finishing the requests in flight");
                 // A model loading through the repository API is abandoned rather than waited
                 // for: the shutdown waits for its request.
@@ -131,6 +132,38 @@ impl Server {
             };
             tokio::try_join!(http, grpc).map(|_| ())
         })
+    }
+}
+
+/// How often the server looks for a [stalled](crate::model::Model::stalled) model.
+const STALL_CHECK: Duration = Duration::from_secs(1);
+
+/// Until `shutdown` completes, looks for a stalled model every [`STALL_CHECK`], telling the
+/// gRPC health service and the log when the server stops or starts being ready for it.
+async fn watch_stalls(serving: &Serving, health: &Health, shutdown: impl Future<Output = ()>) {
+    let mut shutdown = std::pin::pin!(shutdown);
+    let mut check = tokio::time::interval(STALL_CHECK);
+    let mut was_stalled = false;
+    loop {
+        tokio::select! {
+            () = &mut shutdown => return,
+            _ = check.tick() => {}
+        }
+        let stalled = serving.stalled();
+        if stalled.is_some() == was_stalled {
+            continue;
+        }
+        was_stalled = stalled.is_some();
+        match stalled {
+            Some(reason) => {
+                tracing::warn!(%reason, "not ready");
+                health.set(Stage::Stalled).await;
+            }
+            None => {
+                tracing::info!("ready again: no model is stalled");
+                health.set(Stage::Serving).await;
+            }
+        }
     }
 }
 

@@ -68,6 +68,12 @@ impl Serving {
         find(&self.models(), name, version)
     }
 
+    /// Why the server cannot answer every model now, if it cannot: the first
+    /// [stalled](Model::stalled) model's reason.
+    pub fn stalled(&self) -> Option<String> {
+        self.models().values().find_map(|model| model.stalled())
+    }
+
     /// Finds the model and runs `request` on it, counted and timed in the metrics.
     ///
     /// # Errors

@@ -12,7 +12,7 @@ use halo_hal::{
 };
 use std::any::Any;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The device query category of the worker pool: `count` (workers) and `busy_ns` (nanoseconds
 /// the workers have spent running workgroups, summed over workers, since the device started;
@@ -90,6 +90,10 @@ impl Device for TaskDevice {
             ))),
             _ => crate::query_i64(self, &self.executables, &self.transient, category, key),
         }
+    }
+
+    fn all_held_for(&self) -> Duration {
+        self.queue.executor.all_held_for()
     }
 
     fn trim(&self) -> Result<()> {

@@ -227,7 +227,7 @@ impl Job {
     /// Claims and runs chunks until none are left; true when this call completed the job. A failed
     /// chunk stops later chunks from running (they still count as finished) and its error becomes
     /// the job's outcome.
-    fn run_chunks(&self, context: &mut WorkerContext) -> bool {
+    fn run_chunks(&self, context: &mut WorkerContext, watch: &JobWatch) -> bool {
         let work = {
             let mut slot = lock(&self.work);
             let Some(work) = slot.work.clone() else {
@@ -239,7 +239,9 @@ impl Job {
         // The worker's busy time: one clock reading per job it takes part in, not per dispatch
         // (a reading costs about as much as a tiny dispatch).
         let started = Instant::now();
-        while let Some(unit) = self.claim(context.processor_id as usize) {
+        let worker = context.processor_id as usize;
+        watch.enter(worker, started);
+        while let Some(unit) = self.claim(worker) {
             let start = u64::from(unit) * self.chunk;
             let end = (start + self.chunk).min(self.tile_count);
             if !self.failed.load(Ordering::Relaxed) {
@@ -250,6 +252,7 @@ impl Job {
             }
             self.remaining.fetch_sub(end - start, Ordering::AcqRel);
         }
+        watch.leave(worker);
         context.add_busy_ns(started.elapsed().as_nanos() as u64);
         drop(work);
         let done = {
@@ -315,6 +318,46 @@ struct Shared {
     spin_while_busy: Duration,
     /// Time workers spent running workgroups; see [`Executor::busy_ns`].
     busy_ns: AtomicU64,
+    /// When each worker took the job it runs; see [`Executor::all_held_for`].
+    watch: JobWatch,
+}
+
+/// When each worker took the job it is running: a worker inside one job for long is inside one
+/// kernel for long (a job's tiles are short), and when every worker is, nothing else can run.
+struct JobWatch {
+    epoch: Instant,
+    /// Per worker: nanoseconds from `epoch` to when it took its job, plus one; 0 without a job.
+    since: Box<[AtomicU64]>,
+}
+
+impl JobWatch {
+    fn new(worker_count: usize) -> Self {
+        JobWatch {
+            epoch: Instant::now(),
+            since: (0..worker_count).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    fn enter(&self, worker: usize, at: Instant) {
+        let since = at.saturating_duration_since(self.epoch).as_nanos() as u64;
+        self.since[worker].store(since.saturating_add(1), Ordering::Relaxed);
+    }
+
+    fn leave(&self, worker: usize) {
+        self.since[worker].store(0, Ordering::Relaxed);
+    }
+
+    fn all_held_for(&self) -> Duration {
+        let now = self.epoch.elapsed().as_nanos() as u64;
+        let latest = self
+            .since
+            .iter()
+            .map(|since| since.load(Ordering::Relaxed))
+            .try_fold(0, |latest, since| (since != 0).then_some(latest.max(since)));
+        latest.map_or(Duration::ZERO, |since| {
+            Duration::from_nanos(now.saturating_sub(since - 1))
+        })
+    }
 }
 
 impl Shared {
@@ -383,6 +426,7 @@ impl Executor {
             spin: options.spin,
             spin_while_busy: options.spin_while_busy,
             busy_ns: AtomicU64::new(0),
+            watch: JobWatch::new(worker_count),
         });
         let mut cores = core_affinity::get_core_ids().unwrap_or_default();
         if !options.pinning.binds(worker_count, cores.len()) {
@@ -426,6 +470,13 @@ impl Executor {
     /// [`Executor::add_busy_ns`] added.
     pub fn busy_ns(&self) -> u64 {
         self.shared.busy_ns.load(Ordering::Relaxed)
+    }
+
+    /// How long every worker has been inside the job it runs now: zero while any worker is
+    /// without one. A pool whose workers have all been held for long cannot start other work:
+    /// some kernel is not returning, or takes far longer than its callers wait.
+    pub fn all_held_for(&self) -> Duration {
+        self.shared.watch.all_held_for()
     }
 
     /// Counts workgroups run outside the workers (small regions run inline by the thread that
@@ -506,7 +557,7 @@ fn worker_loop(shared: &Shared, processor_id: u32, max_concurrency: u8) {
     let mut contention = ContentionWatch::for_current_thread();
     loop {
         if let Some(job) = shared.next_job() {
-            if job.run_chunks(&mut context) {
+            if job.run_chunks(&mut context, &shared.watch) {
                 shared.unfinished.fetch_sub(1, Ordering::AcqRel);
             }
             shared.busy_ns.fetch_add(context.take_busy_ns(), Ordering::Relaxed);
@@ -837,6 +888,55 @@ mod tests {
             assert!(Instant::now() < deadline, "{what}");
             std::thread::sleep(Duration::from_millis(1));
         }
+    }
+
+    #[test]
+    fn the_pool_is_held_only_while_every_worker_is_inside_a_job() {
+        let executor = Executor::new(&ExecutorOptions {
+            worker_count: 2,
+            ..Default::default()
+        })
+        .unwrap();
+        let (started_tx, started) = mpsc::channel();
+        let released = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = mpsc::channel();
+        let post_held = || {
+            let (started, tx) = (Mutex::new(started_tx.clone()), tx.clone());
+            let work = Held {
+                started,
+                released: released.clone(),
+            };
+            executor.post(Job::new(
+                Box::new(work),
+                1,
+                1,
+                2,
+                Box::new(move |r| tx.send(r).unwrap()),
+            ));
+        };
+        post_held();
+        let first = started.recv_timeout(Duration::from_secs(20));
+        std::thread::sleep(Duration::from_millis(100));
+        let one_held = executor.all_held_for();
+        let second_posted = Instant::now();
+        post_held();
+        let second = started.recv_timeout(Duration::from_secs(20));
+        std::thread::sleep(Duration::from_millis(100));
+        let (held, at_most) = (executor.all_held_for(), second_posted.elapsed());
+        // Released before any assertion, so that a failing one does not leave a worker held.
+        released.store(true, Ordering::Release);
+        first.and(second).expect("both tiles start");
+        assert_eq!(one_held, Duration::ZERO, "one worker is free");
+        assert!(
+            held >= Duration::from_millis(100) && held <= at_most,
+            "held for {held:?}, counted from when the second worker took its job"
+        );
+        for _ in 0..2 {
+            rx.recv_timeout(Duration::from_secs(20))
+                .expect("released jobs complete")
+                .unwrap();
+        }
+        assert_eq!(executor.all_held_for(), Duration::ZERO, "the workers are free again");
     }
 
     #[test]
