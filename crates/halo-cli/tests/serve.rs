@@ -1678,7 +1678,7 @@ fn a_model_whose_workers_are_all_held_past_its_timeout_is_not_ready_until_they_a
     });
     let (refused, answer) = served.post("/v2/models/kernel_loop/infer", &steps(3));
     assert!(
-        reason.starts_with("model 'kernel_loop' is stalled: every worker of its device")
+        reason.starts_with("model 'kernel_loop' is stalled: its device 'local-task://?workers=2' has been held")
             && reason.contains("longer than its requests wait (0.3 s)"),
         "{ready:?}"
     );

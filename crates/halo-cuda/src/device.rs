@@ -19,6 +19,7 @@ use crate::graph;
 use crate::promises::Promises;
 use crate::recycler::Recycler;
 use halo_hal::device::query_common_i64;
+use halo_hal::held::HeldSince;
 use halo_hal::{
     Allocator, AllocatorStatistics, Binding, Buffer, BufferParams, CommandBuffer, Device, DeviceInfo, Error,
     ExecutableCache, Fence, QueueAffinity, Result, StatusCode, Timeout,
@@ -91,6 +92,9 @@ pub struct DeviceShared {
     /// The first error that left the context unusable (a kernel that faulted): every later
     /// submission fails with it instead of reaching the driver.
     lost: OnceLock<Error>,
+    /// Since when the oldest work on the stream has been running: the stream runs in order, so
+    /// while it runs nothing behind it starts.
+    front: HeldSince,
 }
 
 // SAFETY: the raw handles (context, stream, events) are identifiers the driver API lets any
@@ -106,6 +110,8 @@ struct InFlight {
     event: CuEvent,
     wait: Fence,
     signal: Fence,
+    /// When it went onto the stream.
+    issued: Instant,
     /// Held until the work completes: the command buffer, bindings and translated operations.
     _keep: Work,
 }
@@ -182,6 +188,7 @@ impl DeviceShared {
             outstanding: Mutex::new(0),
             idle: Condvar::new(),
             lost: OnceLock::new(),
+            front: HeldSince::default(),
         });
         std::thread::Builder::new()
             .name("halo-cuda-completion".into())
@@ -268,6 +275,7 @@ impl DeviceShared {
             event,
             wait: wait.clone(),
             signal: signal.clone(),
+            issued: Instant::now(),
             _keep: work,
         };
         self.completions
@@ -403,8 +411,11 @@ unsafe fn wait_for_event(api: &Api, event: CuEvent, poll: Duration) -> Result<()
 /// The completion thread: waits for each submission's event in issue order (the stream runs them
 /// in that order), then signals or fails its semaphores and lets go of what it held.
 fn complete_in_order(receiver: Receiver<InFlight>) {
+    let mut last_completed = Instant::now();
     while let Ok(in_flight) = receiver.recv() {
         let shared = in_flight.shared.clone();
+        // It started on the GPU once it was issued and the work before it completed.
+        shared.front.hold(in_flight.issued.max(last_completed));
         // SAFETY: the event was recorded on this device's stream and is not reused until it is
         // back in the pool below.
         let outcome = shared
@@ -414,6 +425,8 @@ fn complete_in_order(receiver: Receiver<InFlight>) {
             .map_err(|error| error.context("running work on the GPU stream"))
             // Work issued behind a promise ran even if the promise was then broken.
             .and_then(|()| in_flight.wait.query().map(|_| ()));
+        last_completed = Instant::now();
+        shared.front.release();
         shared
             .events
             .lock()
@@ -535,6 +548,10 @@ impl Device for GpuDevice {
 
     fn create_executable_cache(&self) -> Result<Arc<dyn ExecutableCache>> {
         Ok(Arc::new(GpuExecutableCache::new(self.shared.clone())))
+    }
+
+    fn all_held_for(&self) -> Duration {
+        self.shared.front.held_for().unwrap_or_default()
     }
 
     /// Frees the pinned, managed and synchronously allocated blocks kept for reuse.

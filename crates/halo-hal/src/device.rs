@@ -48,10 +48,10 @@ pub trait Device: Send + Sync + 'static {
     /// `NotFound` for an unknown category or key.
     fn query_i64(&self, category: &str, key: &str) -> Result<i64>;
 
-    /// How long everything that runs the device's work (each worker thread of a CPU pool) has
-    /// been held by the work it runs now: while all of it is, no other work can start, and past
-    /// its callers' patience it is stuck. Zero while some of it is free, or when the driver
-    /// cannot tell (the default).
+    /// How long everything that runs the device's work (each worker of a CPU pool, a GPU's
+    /// stream) has been held by the work it runs now: while all of it is, no other work can
+    /// start, and past its callers' patience it is stuck. Zero while some of it is free, or when
+    /// the driver cannot tell (the default).
     fn all_held_for(&self) -> Duration {
         Duration::ZERO
     }

@@ -32,6 +32,7 @@ pub mod executable;
 pub mod fence;
 pub mod file;
 pub mod guarded_memory;
+pub mod held;
 pub mod host_memory;
 pub mod memory;
 pub mod mlir_text;

@@ -402,11 +402,11 @@ impl Model {
         }
     }
 
-    /// Why the model cannot answer now, if it cannot: every worker of one of its devices has been
-    /// inside the work it runs for longer than the model's timeout (or
-    /// [`STALLED_WITHOUT_TIMEOUT`]), so a request would wait at least that long. A kernel that
-    /// never returns does that; a request answered at its deadline leaves its kernel running.
-    /// The model answers again once a worker is free.
+    /// Why the model cannot answer now, if it cannot: one of its devices has been held by the
+    /// same work (every worker of a `local-task` pool, the stream of a CUDA or HIP device) for
+    /// longer than the model's timeout (or [`STALLED_WITHOUT_TIMEOUT`]), so a request would wait
+    /// at least that long. A kernel that never returns does that; a request answered at its
+    /// deadline leaves its kernel running. The model answers again once the device is free.
     pub fn stalled(&self) -> Option<String> {
         let patience = self.config.timeout.unwrap_or(STALLED_WITHOUT_TIMEOUT);
         let (uri, held) = self
@@ -418,8 +418,8 @@ impl Model {
             .max_by_key(|&(_, held)| held)?;
         (held > patience).then(|| {
             format!(
-                "model '{}' is stalled: every worker of its device '{uri}' has been inside the same work for \
-                 {:.1} s, longer than its requests wait ({:.1} s): a kernel has not returned in that time",
+                "model '{}' is stalled: its device '{uri}' has been held by the same work for {:.1} s, \
+                 longer than its requests wait ({:.1} s): a kernel has not returned in that time",
                 self.config.name,
                 held.as_secs_f64(),
                 patience.as_secs_f64()

@@ -12,6 +12,7 @@
 
 use super::contention::ContentionWatch;
 use crate::tile::{TileWork, WorkerContext};
+use halo_hal::held::{all_held_for, HeldSince};
 use halo_hal::{Error, Result};
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -324,39 +325,23 @@ struct Shared {
 
 /// When each worker took the job it is running: a worker inside one job for long is inside one
 /// kernel for long (a job's tiles are short), and when every worker is, nothing else can run.
-struct JobWatch {
-    epoch: Instant,
-    /// Per worker: nanoseconds from `epoch` to when it took its job, plus one; 0 without a job.
-    since: Box<[AtomicU64]>,
-}
+struct JobWatch(Box<[HeldSince]>);
 
 impl JobWatch {
     fn new(worker_count: usize) -> Self {
-        JobWatch {
-            epoch: Instant::now(),
-            since: (0..worker_count).map(|_| AtomicU64::new(0)).collect(),
-        }
+        JobWatch((0..worker_count).map(|_| HeldSince::default()).collect())
     }
 
     fn enter(&self, worker: usize, at: Instant) {
-        let since = at.saturating_duration_since(self.epoch).as_nanos() as u64;
-        self.since[worker].store(since.saturating_add(1), Ordering::Relaxed);
+        self.0[worker].hold(at);
     }
 
     fn leave(&self, worker: usize) {
-        self.since[worker].store(0, Ordering::Relaxed);
+        self.0[worker].release();
     }
 
     fn all_held_for(&self) -> Duration {
-        let now = self.epoch.elapsed().as_nanos() as u64;
-        let latest = self
-            .since
-            .iter()
-            .map(|since| since.load(Ordering::Relaxed))
-            .try_fold(0, |latest, since| (since != 0).then_some(latest.max(since)));
-        latest.map_or(Duration::ZERO, |since| {
-            Duration::from_nanos(now.saturating_sub(since - 1))
-        })
+        all_held_for(self.0.iter())
     }
 }
 
