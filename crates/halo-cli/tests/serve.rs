@@ -573,6 +573,11 @@ fn metrics_count_requests_by_outcome_and_time_them() {
         Some(0.0)
     );
     assert!(count("halo_device_memory_in_use_bytes{model=\"tiny_add\",device=\"local-task\"}").is_some());
+    assert_eq!(
+        count("halo_device_held_seconds{model=\"tiny_add\",device=\"local-task\"}"),
+        Some(0.0),
+        "an idle device is not held"
+    );
     assert!(text.trim_end().ends_with("# EOF"));
 }
 
@@ -1668,6 +1673,18 @@ fn a_model_whose_workers_are_all_held_past_its_timeout_is_not_ready_until_they_a
         "the model stayed ready: {ready:?}"
     );
     let reason = ready.1["error"].as_str().unwrap_or_default().to_string();
+    let metrics = served
+        .agent
+        .get(&format!("{}/metrics", served.base))
+        .call()
+        .expect("metrics")
+        .body_mut()
+        .read_to_string()
+        .expect("text");
+    let held = sample(
+        &metrics,
+        "halo_device_held_seconds{model=\"kernel_loop\",device=\"local-task://?workers=2\"}",
+    );
     let (status, health) = served.get("/v2/health/ready");
     let grpc = grpc_answers(&served.grpc);
     // The health service learns it within a second.
@@ -1683,6 +1700,7 @@ fn a_model_whose_workers_are_all_held_past_its_timeout_is_not_ready_until_they_a
         "{ready:?}"
     );
     assert_eq!(ready.1["ready"], json!(false));
+    assert!(held.is_some_and(|held| held > 0.3), "held {held:?} in {metrics}");
     assert_eq!((status, &health["ready"]), (503, &json!(false)), "{health}");
     assert!(!grpc.ready, "gRPC ServerReady");
     assert!(grpc_not_serving, "the gRPC health check stayed SERVING");

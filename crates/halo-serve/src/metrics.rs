@@ -10,6 +10,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::{Registry, Unit};
 use std::future::Future;
+use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 /// The API a request came through.
@@ -70,6 +71,7 @@ pub struct Metrics {
     compute_seconds: Histograms<ModelLabels>,
     in_flight: Family<ModelLabels, Gauge>,
     device_memory: Family<DeviceLabels, Gauge>,
+    device_held: Family<DeviceLabels, Gauge<f64, AtomicU64>>,
 }
 
 impl Default for Metrics {
@@ -92,6 +94,7 @@ impl Metrics {
         let compute_seconds = Histograms::<ModelLabels>::new_with_constructor(latency_histogram as fn() -> _);
         let in_flight = Family::<ModelLabels, Gauge>::default();
         let device_memory = Family::<DeviceLabels, Gauge>::default();
+        let device_held = Family::<DeviceLabels, Gauge<f64, AtomicU64>>::default();
         registry.register(
             "inference_requests",
             "Inference requests answered, by model, protocol and outcome (success or status code)",
@@ -126,6 +129,13 @@ impl Metrics {
             Unit::Bytes,
             device_memory.clone(),
         );
+        registry.register_with_unit(
+            "device_held",
+            "How long each device of a model has been held by the same work (every worker of a \
+             CPU pool, a GPU's stream), 0 while it is free; past the model's timeout it is stalled",
+            Unit::Seconds,
+            device_held.clone(),
+        );
         Metrics {
             registry,
             requests,
@@ -134,6 +144,7 @@ impl Metrics {
             compute_seconds,
             in_flight,
             device_memory,
+            device_held,
         }
     }
 
@@ -186,9 +197,17 @@ impl Metrics {
             .observe(computed.as_secs_f64());
     }
 
-    /// The metrics in the OpenMetrics text format, device memory read from `models` now.
+    /// The metrics in the OpenMetrics text format, device memory and held times read from
+    /// `models` now.
     pub fn encode(&self, models: &Models) -> String {
         for (name, model) in models {
+            for (device, held) in model.devices_held() {
+                let labels = DeviceLabels {
+                    model: name.clone(),
+                    device,
+                };
+                self.device_held.get_or_create(&labels).set(held.as_secs_f64());
+            }
             for (device, bytes) in model.device_memory() {
                 let labels = DeviceLabels {
                     model: name.clone(),

@@ -409,13 +409,7 @@ impl Model {
     /// deadline leaves its kernel running. The model answers again once the device is free.
     pub fn stalled(&self) -> Option<String> {
         let patience = self.config.timeout.unwrap_or(STALLED_WITHOUT_TIMEOUT);
-        let (uri, held) = self
-            .config
-            .devices
-            .iter()
-            .zip(self.session.devices())
-            .map(|(uri, device)| (uri, device.all_held_for()))
-            .max_by_key(|&(_, held)| held)?;
+        let (uri, held) = self.devices_held().into_iter().max_by_key(|&(_, held)| held)?;
         (held > patience).then(|| {
             format!(
                 "model '{}' is stalled: its device '{uri}' has been held by the same work for {:.1} s, \
@@ -425,6 +419,13 @@ impl Model {
                 patience.as_secs_f64()
             )
         })
+    }
+
+    /// How long each of its devices, by URI, has been held by the work it runs now
+    /// ([`halo_hal::Device::all_held_for`]).
+    pub fn devices_held(&self) -> Vec<(String, Duration)> {
+        let devices = self.session.devices().iter().map(|device| device.all_held_for());
+        self.config.devices.iter().cloned().zip(devices).collect()
     }
 
     /// The threads its calls run on.
