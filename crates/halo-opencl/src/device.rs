@@ -21,6 +21,7 @@ use opencl3::context::Context;
 use std::any::Any;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// What the device's objects share.
 pub(crate) struct DeviceShared {
@@ -234,6 +235,10 @@ impl Device for OpenClDevice {
         let buffer = self.allocator.allocate_buffer(params, size)?;
         self.queue_barrier(queue_affinity, wait, signal)?;
         Ok(buffer)
+    }
+
+    fn all_held_for(&self) -> Duration {
+        self.queue.held_for()
     }
 
     fn wait_idle(&self, timeout: Timeout) -> Result<()> {

@@ -17,13 +17,14 @@
 //! deadlock.
 
 use crate::api::InFlight;
+use halo_hal::held::HeldSince;
 use halo_hal::{Error, Fence, Result, Timeout, Timepoint};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// What a submission does once its waits are met: issue its commands (`None`: it has none).
 pub(crate) type Work = Box<dyn FnOnce() -> Result<Option<InFlight>> + Send>;
@@ -43,6 +44,8 @@ enum Message {
 /// A submission issued: its commands on the queue, to signal once they have run.
 struct Completion {
     issued: Result<Option<InFlight>>,
+    /// When its commands went onto the queue.
+    issued_at: Instant,
     wait: Fence,
     signal: Fence,
 }
@@ -99,6 +102,11 @@ impl Promises {
 struct Pending {
     count: Mutex<u64>,
     idle: Condvar,
+    /// Since when the oldest issued submission has been running: the queue runs in order, so
+    /// while it runs nothing behind it starts.
+    front: HeldSince,
+    /// When the last submission finished running, if one has.
+    last_finished: Mutex<Option<Instant>>,
 }
 
 impl Pending {
@@ -119,6 +127,18 @@ impl Pending {
 
     fn add(&self) {
         *self.count.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+    }
+
+    /// Waits for `in_flight`, issued at `issued_at`, marking the queue held meanwhile: from then,
+    /// or from when the submission before it finished if that was later.
+    fn running(&self, issued_at: Instant, in_flight: InFlight) -> Result<()> {
+        let last_finished = *self.last_finished.lock().unwrap_or_else(PoisonError::into_inner);
+        self.front
+            .hold(last_finished.map_or(issued_at, |finished| finished.max(issued_at)));
+        let outcome = in_flight.wait();
+        *self.last_finished.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+        self.front.release();
+        outcome
     }
 
     fn done(&self) {
@@ -173,8 +193,10 @@ impl SubmissionQueue {
                     if waited.is_ok() && !on_device {
                         let _ = wait.wait(Timeout::Infinite);
                     }
+                    let issued_at = Instant::now();
                     let completion = Completion {
                         issued: run_work(waited, work),
+                        issued_at,
                         wait,
                         signal,
                     };
@@ -205,10 +227,12 @@ impl SubmissionQueue {
         // for it, since handing it to the queue's threads would cost their wake-ups and nothing
         // else could overlap with it.
         if wait.query() == Ok(true) && self.pending.claim_idle() {
+            let issued_at = Instant::now();
             let issued = run_work(Ok(()), work);
             finish(
                 Completion {
                     issued,
+                    issued_at,
                     wait: wait.clone(),
                     signal: signal.clone(),
                 },
@@ -249,6 +273,11 @@ impl SubmissionQueue {
                 cancel(unsent, &pending);
             }
         });
+    }
+
+    /// How long the oldest issued submission has been running; zero while none runs.
+    pub(crate) fn held_for(&self) -> Duration {
+        self.pending.front.held_for().unwrap_or_default()
     }
 
     /// Waits until every submission so far has finished.
@@ -307,9 +336,18 @@ fn complete(completions: Receiver<Completion>, promises: &Promises, pending: &Pe
 }
 
 /// Waits for a submission's commands, then signals (or fails) it and forgets its promise.
-fn finish(Completion { issued, wait, signal }: Completion, promises: &Promises, pending: &Pending) {
+fn finish(
+    Completion {
+        issued,
+        issued_at,
+        wait,
+        signal,
+    }: Completion,
+    promises: &Promises,
+    pending: &Pending,
+) {
     let outcome = issued
-        .and_then(|in_flight| in_flight.map_or(Ok(()), InFlight::wait))
+        .and_then(|in_flight| in_flight.map_or(Ok(()), |in_flight| pending.running(issued_at, in_flight)))
         // A wait met on the device: a semaphore it waited on may have failed meanwhile.
         .and_then(|()| wait.wait(Timeout::Infinite));
     match outcome {

@@ -455,3 +455,63 @@ fn a_wait_on_queued_work_is_met_on_the_device() {
     }
     panic!("no wait was met on the device in 5 tries");
 }
+
+/// While a long submission runs (fills of a large buffer), the device is held from when it went
+/// onto the queue; once it finishes, the device is free. (A gate keeps the submission off the
+/// calling thread, which would otherwise run it and wait for it inside `queue_execute`.)
+#[test]
+fn the_device_is_held_while_a_long_submission_runs() {
+    use halo_hal::{BufferRef, Fence, QueueAffinity, Timeout};
+    use std::time::{Duration, Instant};
+    let test = "the_device_is_held_while_a_long_submission_runs";
+    let device = match create("opencl://") {
+        Ok(device) => device,
+        Err(error) => {
+            println!("{test}: skipped: {error}");
+            return;
+        }
+    };
+    let context = halo_cts::CtsDevice::new(device.clone(), &OPENCL, halo_cts::Recording::Direct, create);
+    const SIZE: u64 = 256 << 20;
+    let big = context.buffer(SIZE);
+    let command_buffer = device.transfer_command_buffer(QueueAffinity::ANY).unwrap();
+    for pattern in 0u8..16 {
+        command_buffer
+            .fill_buffer(BufferRef::direct(&big, 0, SIZE), &[pattern])
+            .unwrap();
+    }
+    command_buffer.end().unwrap();
+    let (gate, done) = (device.create_semaphore(0).unwrap(), device.create_semaphore(0).unwrap());
+    device
+        .queue_execute(
+            QueueAffinity::ANY,
+            &Fence::at(gate.clone(), 1),
+            &Fence::at(done.clone(), 1),
+            Some(&command_buffer),
+            &[],
+        )
+        .unwrap();
+    let gated = device.all_held_for();
+    let opened = Instant::now();
+    gate.signal(1).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let (held, at_most, running) = (device.all_held_for(), opened.elapsed(), done.query() == Ok(0));
+    done.wait(1, Timeout::from(Duration::from_secs(60))).unwrap();
+    assert_eq!(gated, Duration::ZERO, "a submission waiting for its gate holds nothing");
+    assert!(
+        running,
+        "4 GiB of fills finished within 50 ms: the test needs longer work"
+    );
+    assert!(
+        held >= Duration::from_millis(20) && held <= at_most,
+        "held for {held:?}, {at_most:?} after the gate opened"
+    );
+    let finished = Instant::now();
+    while device.all_held_for() != Duration::ZERO {
+        assert!(
+            finished.elapsed() < Duration::from_secs(10),
+            "held after the submission finished"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}

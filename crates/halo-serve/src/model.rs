@@ -403,7 +403,7 @@ impl Model {
     }
 
     /// Why the model cannot answer now, if it cannot: one of its devices has been held by the
-    /// same work (every worker of a `local-task` pool, the stream of a CUDA or HIP device) for
+    /// same work (every worker of a `local-task` pool; the queue of a GPU or OpenCL device) for
     /// longer than the model's timeout (or [`STALLED_WITHOUT_TIMEOUT`]), so a request would wait
     /// at least that long. A kernel that never returns does that; a request answered at its
     /// deadline leaves its kernel running. The model answers again once the device is free.

@@ -15,6 +15,7 @@
 
 use crate::status::{vk_error, VkResultExt};
 use ash::vk;
+use halo_hal::held::HeldSince;
 use halo_hal::{Error, Result};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -28,8 +29,8 @@ const POLL_PAUSE_SPINS: u32 = 32;
 pub(crate) type Action = Box<dyn FnOnce(Result<()>) + Send>;
 
 struct State {
-    /// Actions and the progress value that releases each.
-    pending: Vec<(u64, Action)>,
+    /// Actions, the progress value that releases each and when its batch was submitted.
+    pending: Vec<(u64, Instant, Action)>,
     shutdown: bool,
 }
 
@@ -42,6 +43,9 @@ pub(crate) struct Waiter {
     state: Mutex<State>,
     /// Wakes the thread when its first action arrives or at shutdown.
     work: Condvar,
+    /// Since when the batch the thread waits for has been running: the queue runs batches in
+    /// order, so while it runs nothing behind it starts.
+    pub(crate) front: HeldSince,
 }
 
 impl Waiter {
@@ -63,6 +67,7 @@ impl Waiter {
                 shutdown: false,
             }),
             work: Condvar::new(),
+            front: HeldSince::default(),
         });
         let thread = {
             let waiter = waiter.clone();
@@ -79,21 +84,25 @@ impl Waiter {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Runs `action` once the progress timeline reaches `value` (a batch already submitted).
+    /// Runs `action` once the progress timeline reaches `value` (a batch submitted now).
     pub(crate) fn after_progress(&self, value: u64, action: Action) {
+        let submitted = Instant::now();
         let mut state = self.lock();
         if state.shutdown {
             drop(state);
             return action(Err(cancelled()));
         }
-        state.pending.push((value, action));
+        state.pending.push((value, submitted, action));
         if state.pending.len() == 1 {
             self.work.notify_one();
         }
     }
 
     fn run(&self) {
-        while let Some(target) = self.next_target() {
+        let mut last_completed = Instant::now();
+        while let Some((target, submitted)) = self.next_target() {
+            // It started once it was submitted and the batches before it completed.
+            self.front.hold(submitted.max(last_completed));
             self.poll_for(target);
             let semaphores = [self.progress];
             let values = [target];
@@ -105,13 +114,15 @@ impl Waiter {
                     .or_vk("vkGetSemaphoreCounterValue"),
                 Err(result) => Err(vk_error(result, "waiting for the Vulkan queue")),
             };
+            last_completed = Instant::now();
+            self.front.release();
             let done: Vec<Action> = {
                 let mut state = self.lock();
                 let (done, waiting) = std::mem::take(&mut state.pending)
                     .into_iter()
-                    .partition(|(value, _)| completed.as_ref().map_or(true, |completed| value <= completed));
+                    .partition(|(value, _, _)| completed.as_ref().map_or(true, |completed| value <= completed));
                 state.pending = waiting;
-                done.into_iter().map(|(_, action)| action).collect()
+                done.into_iter().map(|(_, _, action)| action).collect()
             };
             // After device loss every action fails with the reason.
             let outcome = completed.map(|_| ());
@@ -138,11 +149,17 @@ impl Waiter {
         }
     }
 
-    /// The lowest pending progress value, blocking while there is none; `None` at shutdown.
-    fn next_target(&self) -> Option<u64> {
+    /// The lowest pending progress value and when its batch was submitted, blocking while there
+    /// is none; `None` at shutdown.
+    fn next_target(&self) -> Option<(u64, Instant)> {
         let mut state = self.lock();
         loop {
-            if let Some(target) = state.pending.iter().map(|(value, _)| *value).min() {
+            if let Some(target) = state
+                .pending
+                .iter()
+                .map(|&(value, submitted, _)| (value, submitted))
+                .min()
+            {
                 return Some(target);
             }
             if state.shutdown {
@@ -161,7 +178,7 @@ impl Waiter {
             self.work.notify_one();
             std::mem::take(&mut state.pending)
         };
-        for (_, action) in pending {
+        for (_, _, action) in pending {
             action(Err(cancelled()));
         }
     }

@@ -497,6 +497,10 @@ impl Device for VulkanDevice {
         query_common_i64(self, &cache, category, key)
     }
 
+    fn all_held_for(&self) -> Duration {
+        self.shared.waiter.front.held_for().unwrap_or_default()
+    }
+
     fn create_executable_cache(&self) -> Result<Arc<dyn ExecutableCache>> {
         Ok(Arc::new(VulkanExecutableCache::new(self.shared.clone())))
     }

@@ -96,3 +96,59 @@ fn batches_release_on_reached_callbacks_of_what_they_signal() {
     beyond.recv_timeout(PATIENCE).expect("a host signal runs it").unwrap();
     device.wait_idle(Timeout::from(PATIENCE)).unwrap();
 }
+
+/// While a long batch runs (fills of a large buffer), the device is held from its submission;
+/// once it completes, the device is free.
+#[test]
+fn the_device_is_held_while_a_long_batch_runs() {
+    let _alone = halo_cts::run_alone();
+    let Some(device) = device_or_skip("the_device_is_held_while_a_long_batch_runs") else {
+        return;
+    };
+    let size = 256 << 20;
+    let target = device
+        .allocator()
+        .allocate_buffer(halo_hal::BufferParams::default(), size)
+        .unwrap();
+    let command_buffer = device.transfer_command_buffer(QueueAffinity::ANY).unwrap();
+    for pattern in 0u32..16 {
+        command_buffer
+            .fill_buffer(halo_hal::BufferRef::whole(&target), &pattern.to_le_bytes())
+            .unwrap();
+    }
+    command_buffer.end().unwrap();
+    let done = device.create_semaphore(0).unwrap();
+    let idle = device.all_held_for();
+    let submitted = std::time::Instant::now();
+    device
+        .queue_execute(
+            QueueAffinity::ANY,
+            &Fence::new(),
+            &Fence::at(done.clone(), 1),
+            Some(&command_buffer),
+            &[],
+        )
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let (held, at_most, running) = (device.all_held_for(), submitted.elapsed(), done.query() == Ok(0));
+    done.wait(1, Timeout::from(PATIENCE)).unwrap();
+    device.wait_idle(Timeout::from(PATIENCE)).unwrap();
+    assert_eq!(idle, Duration::ZERO, "nothing was submitted");
+    assert!(
+        running,
+        "4 GiB of fills finished within 50 ms: the test needs longer work"
+    );
+    assert!(
+        held >= Duration::from_millis(50) && held <= at_most,
+        "held for {held:?} after {at_most:?} of the batch"
+    );
+    // The device's waiter thread learns of the completion a moment after the semaphore's waiters.
+    let completed = std::time::Instant::now();
+    while device.all_held_for() != Duration::ZERO {
+        assert!(
+            completed.elapsed() < PATIENCE,
+            "the device stayed held after the batch completed"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
