@@ -1643,6 +1643,53 @@ fn within_30_s(mut condition: impl FnMut() -> bool) -> bool {
     true
 }
 
+/// A `kernel_loop` request: 1024 values each stepped `n` times.
+fn kernel_loop_request(n: i64) -> String {
+    json!({"inputs": [
+        {"name": "input0", "shape": [1024], "datatype": "INT64", "data": vec![7i64; 1024]},
+        {"name": "input1", "shape": [], "datatype": "INT64", "data": [n]},
+    ]})
+    .to_string()
+}
+
+/// On `local-sync` a kernel runs on the computing thread of its call: one answered at its
+/// deadline holds that thread until it returns. With every thread held past the model's timeout
+/// the model is stalled, and answers again once a thread is free.
+#[test]
+fn a_model_whose_computing_threads_are_all_held_past_its_timeout_is_not_ready_until_one_is_free() {
+    let served = Served::start(
+        "kernel_loop.vmfb",
+        "kernel_loop",
+        &["--device=local-sync", "--max-concurrency=1", "--request-timeout-ms=300"],
+    );
+    // About 4 s on one thread here.
+    let (status, answer) = served.post("/v2/models/kernel_loop/infer", &kernel_loop_request(1 << 22));
+    assert_eq!(status, 504, "{answer}");
+    let mut ready = (0, json!(null));
+    assert!(
+        within_30_s(|| {
+            ready = served.get("/v2/models/kernel_loop/ready");
+            ready.0 == 503
+        }),
+        "the model stayed ready: {ready:?}"
+    );
+    let (refused, answer) = served.post("/v2/models/kernel_loop/infer", &kernel_loop_request(3));
+    let reason = ready.1["error"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with(
+            "model 'kernel_loop' is stalled: each of its 1 computing threads has been inside the same call"
+        ),
+        "{ready:?}"
+    );
+    assert_eq!(refused, 503, "{answer}");
+    assert!(
+        within_30_s(|| served.get("/v2/models/kernel_loop/ready").0 == 200),
+        "the model never became ready again"
+    );
+    let (status, answer) = served.post("/v2/models/kernel_loop/infer", &kernel_loop_request(0));
+    assert_eq!((status, &answer["outputs"][0]["data"]), (200, &json!(vec![7i64; 1024])));
+}
+
 /// A request answered at its deadline leaves its kernel on every worker of the model's device.
 /// Past the model's timeout the model is stalled: not ready over HTTP and gRPC, and a request is
 /// refused at once with `503` saying why instead of waiting for its deadline. Once the kernel
@@ -1654,13 +1701,7 @@ fn a_model_whose_workers_are_all_held_past_its_timeout_is_not_ready_until_they_a
         "kernel_loop",
         &["--device=local-task://?workers=2", "--request-timeout-ms=300"],
     );
-    let steps = |n: i64| {
-        json!({"inputs": [
-            {"name": "input0", "shape": [1024], "datatype": "INT64", "data": vec![7i64; 1024]},
-            {"name": "input1", "shape": [], "datatype": "INT64", "data": [n]},
-        ]})
-        .to_string()
-    };
+    let steps = kernel_loop_request;
     // About 4 s on two workers here (0.5 ns a step): seconds past the 300 ms timeout.
     let (status, answer) = served.post("/v2/models/kernel_loop/infer", &steps(1 << 23));
     assert_eq!(status, 504, "{answer}");

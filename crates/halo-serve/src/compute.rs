@@ -9,11 +9,13 @@
 //! [`crate::batch_scheduling`]), so a call handed to an idle one starts at once.
 
 use crate::batch_scheduling::{self, Policy};
+use halo_hal::held::{all_held_for, HeldSince};
 use halo_hal::{Error, Result};
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 /// A call waiting for a thread.
@@ -32,6 +34,8 @@ struct Shared {
     state: Mutex<State>,
     /// Signalled when a call is queued or the threads are told to stop.
     work: Condvar,
+    /// Per thread (by the order they started): since when it has been running its call.
+    held: Box<[HeldSince]>,
 }
 
 #[derive(Default)]
@@ -95,12 +99,14 @@ impl<T> Drop for Ticket<T> {
 impl ComputeThreads {
     /// Threads named `name` (as the OS shows them), at most `limit` of them; none starts yet.
     pub fn new(name: &str, limit: usize) -> Self {
+        let limit = limit.max(1);
         ComputeThreads {
             shared: Arc::new(Shared {
                 state: Mutex::new(State::default()),
                 work: Condvar::new(),
+                held: (0..limit).map(|_| HeldSince::default()).collect(),
             }),
-            limit: limit.max(1),
+            limit,
             name: name.to_string(),
         }
     }
@@ -132,19 +138,26 @@ impl ComputeThreads {
             } else {
                 self.shared.work.notify_one();
             }
-            start
+            // The new thread's place among the started ones.
+            start.then_some(state.threads - 1)
         };
-        if start_one {
-            self.start_thread()?;
+        if let Some(index) = start_one {
+            self.start_thread(index)?;
         }
         Ok(Ticket { stage, result })
     }
 
-    fn start_thread(&self) -> Result<()> {
+    /// How long every one of the `limit` threads has been running the call it runs now: zero
+    /// while one is idle or not started. Past the callers' patience no queued call can start.
+    pub fn all_held_for(&self) -> Duration {
+        all_held_for(self.shared.held.iter())
+    }
+
+    fn start_thread(&self, index: usize) -> Result<()> {
         let shared = self.shared.clone();
         let started = std::thread::Builder::new().name(self.name.clone()).spawn(move || {
             batch_scheduling::set_current_thread(Policy::Normal);
-            work(&shared)
+            work(&shared, index)
         });
         let Err(error) = started else {
             return Ok(());
@@ -177,14 +190,17 @@ impl Drop for ComputeThreads {
     }
 }
 
-/// A computing thread's life: the queued calls in turn, a wait when there are none.
-fn work(shared: &Shared) {
+/// A computing thread's life (thread `index` of those started): the queued calls in turn, a
+/// wait when there are none.
+fn work(shared: &Shared, index: usize) {
     let mut state = shared.lock();
     loop {
         if let Some(call) = state.calls.pop_front() {
             drop(state);
+            shared.held[index].hold(Instant::now());
             // A panicking call drops its result sender, which its ticket reports.
             let _ = catch_unwind(AssertUnwindSafe(call));
+            shared.held[index].release();
             state = shared.lock();
         } else if state.closed {
             state.threads -= 1;
@@ -265,6 +281,37 @@ mod tests {
             }
         });
         assert_eq!(*order.lock().unwrap(), [0, 1, 2]);
+    }
+
+    #[test]
+    fn the_threads_are_held_only_while_every_one_of_them_runs_a_call() {
+        let threads = ComputeThreads::new("test", 2);
+        let (release_first, mut first) = occupy(&threads);
+        std::thread::sleep(Duration::from_millis(20));
+        let one_held = threads.all_held_for();
+        let second_started = std::time::Instant::now();
+        let (release_second, mut second) = occupy(&threads);
+        std::thread::sleep(Duration::from_millis(50));
+        let (held, at_most) = (threads.all_held_for(), second_started.elapsed());
+        release_first.send(()).unwrap();
+        release_second.send(()).unwrap();
+        block_on(async {
+            first.result().await.unwrap();
+            second.result().await.unwrap();
+        });
+        assert_eq!(one_held, Duration::ZERO, "one of the two threads was not started");
+        assert!(
+            held >= Duration::from_millis(50) && held <= at_most,
+            "held {held:?}, counted from the second call's start"
+        );
+        let released = std::time::Instant::now();
+        while threads.all_held_for() != Duration::ZERO {
+            assert!(
+                released.elapsed() < Duration::from_secs(10),
+                "held after both calls returned"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     #[test]

@@ -403,22 +403,43 @@ impl Model {
     }
 
     /// Why the model cannot answer now, if it cannot: one of its devices has been held by the
-    /// same work (every worker of a `local-task` pool; the queue of a GPU or OpenCL device) for
+    /// same work (every worker of a `local-task` pool; the queue of a GPU or OpenCL device), or
+    /// each of its computing threads by the same call (a `local-sync` kernel runs on it), for
     /// longer than the model's timeout (or [`STALLED_WITHOUT_TIMEOUT`]), so a request would wait
     /// at least that long. A kernel that never returns does that; a request answered at its
-    /// deadline leaves its kernel running. The model answers again once the device is free.
+    /// deadline leaves its kernel running. The model answers again once they are free.
     pub fn stalled(&self) -> Option<String> {
+        // Asked for every request: nothing is formatted unless the model is stalled.
         let patience = self.config.timeout.unwrap_or(STALLED_WITHOUT_TIMEOUT);
-        let (uri, held) = self.devices_held().into_iter().max_by_key(|&(_, held)| held)?;
-        (held > patience).then(|| {
-            format!(
-                "model '{}' is stalled: its device '{uri}' has been held by the same work for {:.1} s, \
-                 longer than its requests wait ({:.1} s): a kernel has not returned in that time",
-                self.config.name,
-                held.as_secs_f64(),
-                patience.as_secs_f64()
-            )
-        })
+        let threads = self.compute.all_held_for();
+        let device = self
+            .session
+            .devices()
+            .iter()
+            .map(|device| device.all_held_for())
+            .enumerate()
+            .max_by_key(|&(_, held)| held);
+        let (what, held) = match device {
+            Some((index, held)) if held > threads && held > patience => {
+                let uri = self.config.devices.get(index).map_or("?", String::as_str);
+                (format!("its device '{uri}' has been held by the same work"), held)
+            }
+            _ if threads > patience => (
+                format!(
+                    "each of its {} computing threads has been inside the same call",
+                    self.config.max_concurrency
+                ),
+                threads,
+            ),
+            _ => return None,
+        };
+        Some(format!(
+            "model '{}' is stalled: {what} for {:.1} s, longer than its requests wait ({:.1} s): \
+             a kernel has not returned in that time",
+            self.config.name,
+            held.as_secs_f64(),
+            patience.as_secs_f64()
+        ))
     }
 
     /// How long each of its devices, by URI, has been held by the work it runs now
