@@ -2,31 +2,42 @@
 //! [`Device::all_held_for`](crate::Device::all_held_for).
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// When the work that holds something started: marked by the thread running the work without a
 /// lock, read by any thread.
 #[derive(Debug)]
 pub struct HeldSince {
-    epoch: Instant,
-    /// Nanoseconds from `epoch` to the start of the work, plus one; 0 while free.
+    /// Nanoseconds from [`epoch`] to the start of the work, plus one; 0 while free.
     since: AtomicU64,
 }
 
 impl Default for HeldSince {
     fn default() -> Self {
+        // Fixed now at the latest, so that work starting after this counts in full.
+        epoch();
         HeldSince {
-            epoch: Instant::now(),
             since: AtomicU64::new(0),
         }
     }
 }
 
+/// The instant every [`HeldSince`] counts from: one for the process, so that comparing several
+/// takes one clock reading.
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+fn nanos_since_epoch(at: Instant) -> u64 {
+    u64::try_from(at.saturating_duration_since(epoch()).as_nanos()).unwrap_or(u64::MAX - 1)
+}
+
 impl HeldSince {
     /// Held by work that started at `start`.
     pub fn hold(&self, start: Instant) {
-        let since = start.saturating_duration_since(self.epoch).as_nanos() as u64;
-        self.since.store(since.saturating_add(1), Ordering::Relaxed);
+        self.since.store(nanos_since_epoch(start) + 1, Ordering::Relaxed);
     }
 
     /// Free again.
@@ -37,19 +48,21 @@ impl HeldSince {
     /// How long the work holding it has run; `None` while free.
     pub fn held_for(&self) -> Option<Duration> {
         let since = self.since.load(Ordering::Relaxed).checked_sub(1)?;
-        let now = self.epoch.elapsed().as_nanos() as u64;
-        Some(Duration::from_nanos(now.saturating_sub(since)))
+        Some(Duration::from_nanos(nanos_since_epoch(Instant::now()).saturating_sub(since)))
     }
 }
 
-/// How long every one of `all` has been held: the shortest of their times, zero when one is
+/// How long every one of `all` has been held: since the latest of their starts, zero when one is
 /// free (or there are none).
 pub fn all_held_for<'a>(all: impl IntoIterator<Item = &'a HeldSince>) -> Duration {
-    all.into_iter()
-        .map(HeldSince::held_for)
-        .try_fold(Duration::MAX, |shortest, held| Some(shortest.min(held?)))
-        .filter(|&shortest| shortest != Duration::MAX)
-        .unwrap_or(Duration::ZERO)
+    let latest = all.into_iter().try_fold(None, |latest: Option<u64>, held| {
+        let since = held.since.load(Ordering::Relaxed).checked_sub(1)?;
+        Some(Some(latest.map_or(since, |latest| latest.max(since))))
+    });
+    match latest.flatten() {
+        Some(since) => Duration::from_nanos(nanos_since_epoch(Instant::now()).saturating_sub(since)),
+        None => Duration::ZERO,
+    }
 }
 
 #[cfg(test)]
