@@ -48,7 +48,9 @@ impl HeldSince {
     /// How long the work holding it has run; `None` while free.
     pub fn held_for(&self) -> Option<Duration> {
         let since = self.since.load(Ordering::Relaxed).checked_sub(1)?;
-        Some(Duration::from_nanos(nanos_since_epoch(Instant::now()).saturating_sub(since)))
+        Some(Duration::from_nanos(
+            nanos_since_epoch(Instant::now()).saturating_sub(since),
+        ))
     }
 }
 
