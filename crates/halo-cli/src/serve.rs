@@ -65,6 +65,11 @@ pub struct ServeArgs {
     /// The largest request body accepted, in bytes.
     #[arg(long, default_value_t = 64 << 20)]
     pub max_request_bytes: usize,
+    /// Milliseconds a client may pause while it sends an inference request's body (or inside
+    /// one gRPC message) before the request is answered `504` / `DEADLINE_EXCEEDED` and its
+    /// place goes back; 0 for no limit. A stream may pause between messages.
+    #[arg(long, default_value_t = halo_serve::body_pause::DEFAULT_BODY_PAUSE.as_millis() as u64)]
+    pub body_pause_ms: u64,
     /// Call each model once with zero inputs when it loads, before it is ready, so the first
     /// request is as fast as the rest (a repository's `warmup` setting overrides it). Not for
     /// models that keep state between calls, nor ones with dynamic input shapes.
@@ -106,6 +111,7 @@ pub fn run(registry: DriverRegistry, args: &ServeArgs) -> Result<()> {
         models,
         repository,
         max_request_bytes: args.max_request_bytes,
+        body_pause: (args.body_pause_ms > 0).then(|| Duration::from_millis(args.body_pause_ms)),
     };
     let (http, http_address) = listen(&args.host, args.http_port)?;
     let (grpc, grpc_address) = listen(&args.host, args.grpc_port)?;

@@ -1768,6 +1768,174 @@ fn a_model_whose_workers_are_all_held_past_its_timeout_is_not_ready_until_they_a
     assert!(within_30_s(serving), "the gRPC health check stayed NOT_SERVING");
 }
 
+/// `text` with its `%XX` escapes decoded.
+fn percent_decoded(text: &str) -> String {
+    let mut bytes = Vec::new();
+    let mut rest = text.as_bytes();
+    while let Some((&byte, tail)) = rest.split_first() {
+        let escaped = (byte == b'%')
+            .then(|| tail.get(..2))
+            .flatten()
+            .and_then(|hex| u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok());
+        match escaped {
+            Some(decoded) => {
+                bytes.push(decoded);
+                rest = &tail[2..];
+            }
+            None => {
+                bytes.push(byte);
+                rest = tail;
+            }
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// What a raw gRPC call's body does after its bytes.
+#[derive(PartialEq)]
+enum BodyEnd {
+    Ends,
+    StaysOpen,
+}
+
+/// Opens a gRPC call of `method` on `address` and sends `sent` as its body, then ends the body if
+/// `then` says so or keeps it open: the call's `grpc-status` and `grpc-message` if it ends within
+/// `within`, else `None`.
+fn raw_grpc_call(
+    address: &str,
+    method: &str,
+    sent: &[u8],
+    then: BodyEnd,
+    within: Duration,
+) -> Option<(String, String)> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let tcp = tokio::net::TcpStream::connect(address).await.expect("a connection");
+        let (client, connection) = h2::client::handshake(tcp).await.expect("an HTTP/2 handshake");
+        tokio::spawn(connection);
+        let mut client = client.ready().await.expect("a stream");
+        let request = http::Request::post(format!("http://{address}/inference.GRPCInferenceService/{method}"))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(())
+            .unwrap();
+        let (response, mut body) = client.send_request(request, false).expect("the request");
+        body.send_data(bytes::Bytes::copy_from_slice(sent), then == BodyEnd::Ends)
+            .expect("the bytes");
+        let ended = tokio::time::timeout(within, async {
+            let response = response.await.expect("a response");
+            // `grpc-message` is percent-encoded.
+            let field = |headers: &http::HeaderMap, name: &str| {
+                headers
+                    .get(name)
+                    .map(|v| percent_decoded(v.to_str().unwrap_or_default()))
+            };
+            // A call refused at once answers in its headers alone.
+            if let Some(status) = field(response.headers(), "grpc-status") {
+                return (status, field(response.headers(), "grpc-message").unwrap_or_default());
+            }
+            let mut answer = response.into_body();
+            while let Some(data) = answer.data().await {
+                data.expect("the answer's bytes");
+            }
+            let trailers = answer.trailers().await.expect("trailers").unwrap_or_default();
+            (
+                field(&trailers, "grpc-status").unwrap_or_default(),
+                field(&trailers, "grpc-message").unwrap_or_default(),
+            )
+        })
+        .await
+        .ok();
+        drop(body);
+        ended
+    })
+}
+
+/// A client that sends part of an inference request and then nothing gives its place back once
+/// its pause passes `--body-pause-ms`: over HTTP its request is answered `504` naming the bytes
+/// it had, over gRPC `DEADLINE_EXCEEDED` (a unary call's message, or one message of a stream;
+/// between messages a stream may pause). Before, three such clients held every place of a model
+/// for as long as they kept their connections, and every other client was refused as busy.
+#[test]
+fn clients_that_stop_mid_request_give_their_places_back_after_the_pause_limit() {
+    use std::io::{Read, Write};
+    let served = Served::start(
+        "tiny_add.vmfb",
+        "tiny_add",
+        &["--max-concurrency=1", "--max-queue=2", "--body-pause-ms=300"],
+    );
+    let address = served.base.trim_start_matches("http://").to_string();
+    let partial = || {
+        let mut stream = std::net::TcpStream::connect(&address).expect("a connection");
+        let head = "POST /v2/models/tiny_add/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+                    Content-Length: 1000\r\n\r\n{\"inputs\"";
+        stream.write_all(head.as_bytes()).expect("the request's start");
+        stream
+    };
+    let add = json!({"inputs": [
+        {"name": "input0", "shape": [4], "datatype": "FP32", "data": [1, 2, 3, 4]},
+        {"name": "input1", "shape": [4], "datatype": "FP32", "data": [10, 20, 30, 40]},
+    ]})
+    .to_string();
+    let held: Vec<_> = (0..3).map(|_| partial()).collect();
+    std::thread::sleep(Duration::from_millis(50));
+    let (busy, _) = served.post("/v2/models/tiny_add/infer", &add);
+    let answers: Vec<String> = held
+        .into_iter()
+        .map(|mut stream| {
+            stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            let mut answer = String::new();
+            let _ = stream.read_to_string(&mut answer);
+            answer
+        })
+        .collect();
+    let (status, answer) = served.post("/v2/models/tiny_add/infer", &add);
+    assert_eq!(
+        busy, 503,
+        "three clients in the middle of a request fill the model's places"
+    );
+    for answer in &answers {
+        assert!(
+            answer.starts_with("HTTP/1.1 504")
+                && answer.contains("the request body stalled: no bytes arrived for 300ms after the first 9 bytes"),
+            "{answer}"
+        );
+    }
+    assert_eq!(
+        (status, json_f32(&answer["outputs"][0]["data"])),
+        (200, vec![11.0, 22.0, 33.0, 44.0])
+    );
+
+    // A 100-byte message of which 6 bytes came.
+    let part = [&[0u8, 0, 0, 0, 100][..], b"\x0a\x04tiny"].concat();
+    let wait = Duration::from_secs(20);
+    for method in ["ModelInfer", "ModelStreamInfer"] {
+        let ended = raw_grpc_call(&served.grpc, method, &part, BodyEnd::StaysOpen, wait);
+        let (status, message) = ended.unwrap_or_else(|| panic!("{method}: the paused call was never ended"));
+        assert_eq!(status, "4", "{method}: DEADLINE_EXCEEDED, not {status} {message}");
+        assert!(message.contains("stalled"), "{method}: {message}");
+        // The same part with the body ended there is the client's error.
+        let ended = raw_grpc_call(&served.grpc, method, &part, BodyEnd::Ends, wait);
+        let (status, message) = ended.unwrap_or_else(|| panic!("{method}: the cut call was never ended"));
+        assert_eq!(status, "3", "{method}: INVALID_ARGUMENT, not {status} {message}");
+        assert!(
+            message.contains("ended in the middle of a message"),
+            "{method}: {message}"
+        );
+    }
+    let between_messages = raw_grpc_call(
+        &served.grpc,
+        "ModelStreamInfer",
+        &[],
+        BodyEnd::StaysOpen,
+        Duration::from_secs(1),
+    );
+    assert_eq!(between_messages, None, "a stream pausing between messages was ended");
+}
+
 /// A model whose compiled kernel faults (a damaged module: a byte of `elementwise_math`'s
 /// kernel library changed so that it decodes as an illegal instruction) fails each of its
 /// requests with `DATA_LOSS` naming the kernel, and the server, its other models and its health

@@ -8,6 +8,7 @@
 //! a call past that is answered `UNAVAILABLE` without its message being read, as a model's own
 //! refusal would be.
 
+use crate::body_pause::{BodyStalled, PaceLimited, Paced};
 use crate::grpc_codec::client_fault;
 use crate::model::Admission;
 use crate::serving::Serving;
@@ -19,15 +20,21 @@ use std::pin::Pin;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 use tonic::server::NamedService;
 use tonic::Status;
 use tower_service::Service;
 
+const MODEL_INFER: &str = "/inference.GRPCInferenceService/ModelInfer";
+const MODEL_STREAM_INFER: &str = "/inference.GRPCInferenceService/ModelStreamInfer";
+
 /// The calls that carry inference requests.
-const INFERENCE_PATHS: [&str; 2] = [
-    "/inference.GRPCInferenceService/ModelInfer",
-    "/inference.GRPCInferenceService/ModelStreamInfer",
-];
+const INFERENCE_PATHS: [&str; 2] = [MODEL_INFER, MODEL_STREAM_INFER];
+
+/// A call whose client paused too long inside a message ends `DEADLINE_EXCEEDED` saying so.
+fn stalled_status(stalled: BodyStalled) -> Box<dyn std::error::Error + Send + Sync> {
+    Box::new(Status::deadline_exceeded(stalled.to_string()))
+}
 
 /// `inner`, the gRPC service, with its inference calls admitted first.
 #[derive(Clone)]
@@ -35,15 +42,19 @@ pub struct Admitted<S> {
     inner: S,
     serving: Arc<Serving>,
     in_progress: Arc<AtomicUsize>,
+    /// The longest pause a client may make inside an inference call's message.
+    body_pause: Option<Duration>,
 }
 
 impl<S> Admitted<S> {
-    /// `inner` admitting inference calls up to what `serving`'s models admit together.
-    pub fn new(inner: S, serving: Arc<Serving>) -> Self {
+    /// `inner` admitting inference calls up to what `serving`'s models admit together, each
+    /// ended `DEADLINE_EXCEEDED` when its client pauses longer than `body_pause` inside a message.
+    pub fn new(inner: S, serving: Arc<Serving>, body_pause: Option<Duration>) -> Self {
         Admitted {
             inner,
             serving,
             in_progress: Arc::new(AtomicUsize::new(0)),
+            body_pause,
         }
     }
 
@@ -66,7 +77,7 @@ impl<S: NamedService> NamedService for Admitted<S> {
 
 impl<S, B> Service<http::Request<B>> for Admitted<S>
 where
-    S: Service<http::Request<B>, Response = http::Response<tonic::body::Body>, Error = Infallible>,
+    S: Service<http::Request<PaceLimited<B>>, Response = http::Response<tonic::body::Body>, Error = Infallible>,
     S::Future: Send + 'static,
 {
     type Response = http::Response<tonic::body::Body>;
@@ -78,6 +89,12 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let (pause, paced) = match request.uri().path() {
+            MODEL_INFER => (self.body_pause, Paced::WholeBody),
+            MODEL_STREAM_INFER => (self.body_pause, Paced::WithinMessages),
+            _ => (None, Paced::WholeBody),
+        };
+        let request = request.map(|body| PaceLimited::new(body, pause, paced, stalled_status));
         if !INFERENCE_PATHS.contains(&request.uri().path()) {
             let answer = self.inner.call(request);
             return Box::pin(async move { Ok(with_client_faults(answer.await?)) });

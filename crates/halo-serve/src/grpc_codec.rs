@@ -14,16 +14,32 @@ use tonic::Status;
 use tonic_prost::{ProstCodec, ProstEncoder};
 
 /// `INVALID_ARGUMENT` in place of `status` when it is tonic's `INTERNAL` for a compressed
-/// message that does not decompress (damaged, or not in the coding its `grpc-encoding` names);
-/// `None` for any other status. (A message decompressing past the size limit is
+/// message that does not decompress (damaged, or not in the coding its `grpc-encoding` names) or
+/// for a request that ends in the middle of a message; `None` for any other status. (A message decompressing past the size limit is
 /// `RESOURCE_EXHAUSTED` already.)
 pub fn client_fault(status: &Status) -> Option<Status> {
-    (status.code() == tonic::Code::Internal && status.message().starts_with(DECOMPRESSION_FAILED))
-        .then(|| Status::invalid_argument(format!("the message does not decompress: {}", status.message())))
+    if status.code() != tonic::Code::Internal {
+        return None;
+    }
+    let message = status.message();
+    if message.starts_with(DECOMPRESSION_FAILED) {
+        Some(Status::invalid_argument(format!(
+            "the message does not decompress: {message}"
+        )))
+    } else if message.starts_with(ENDED_EARLY) {
+        Some(Status::invalid_argument(format!(
+            "the request ended in the middle of a message: {message}"
+        )))
+    } else {
+        None
+    }
 }
 
 /// How tonic's message for a message that does not decompress begins.
 const DECOMPRESSION_FAILED: &str = "Error decompressing";
+
+/// How tonic's message for a request body that ends inside a message begins.
+const ENDED_EARLY: &str = "Unexpected EOF decoding stream";
 
 /// Encodes `T` as prost does; decodes `U`, a damaged one being the sender's error.
 #[derive(Debug, Clone)]

@@ -1,5 +1,6 @@
 //! The protocol's HTTP/REST endpoints (`/v2/...`) over the loaded models.
 
+use crate::body_pause::{BodyStalled, PaceLimited, Paced};
 use crate::metrics::{Protocol, CONTENT_TYPE};
 use crate::model::{Admission, Model};
 use crate::protocol::{
@@ -73,8 +74,9 @@ pub fn loading_router() -> Router {
         .fallback(loading)
 }
 
-/// The router for `serving`'s models, refusing request bodies over `max_request_bytes`.
-pub fn router(serving: Arc<Serving>, max_request_bytes: usize) -> Router {
+/// The router for `serving`'s models, refusing request bodies over `max_request_bytes` and
+/// inference request bodies whose sender pauses longer than `body_pause` (if any).
+pub fn router(serving: Arc<Serving>, max_request_bytes: usize, body_pause: Option<Duration>) -> Router {
     Router::new()
         .route("/v2/health/live", get(|| async { Json(json!({"live": true})) }))
         .route("/v2/health/ready", get(server_ready))
@@ -91,7 +93,10 @@ pub fn router(serving: Arc<Serving>, max_request_bytes: usize) -> Router {
         .route("/v2/models/{name}/infer", post(infer))
         .route("/v2/models/{name}/versions/{version}/infer", post(infer))
         .layer(DefaultBodyLimit::max(max_request_bytes))
-        .layer(Extension(BodyLimit(max_request_bytes)))
+        .layer(Extension(BodyLimits {
+            max_bytes: max_request_bytes,
+            pause: body_pause,
+        }))
         .route("/v2/repository/index", post(repository_index))
         .route("/v2/repository/models/{name}/load", post(load_model))
         .route("/v2/repository/models/{name}/unload", post(unload_model))
@@ -335,16 +340,19 @@ fn not_ready(body: serde_json::Value) -> Response {
     (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
 }
 
-/// The largest request body the server reads.
+/// The largest inference request body the server reads, and the longest pause in one.
 #[derive(Clone, Copy)]
-struct BodyLimit(usize);
+struct BodyLimits {
+    max_bytes: usize,
+    pause: Option<Duration>,
+}
 
 /// An inference request, admitted by its model before its body is read: the body of a request
 /// the model has no room for is read and dropped as it arrives, never held, so many clients
 /// sending large bodies at once cannot hold more memory than the models' limits allow.
 async fn infer(
     State(serving): State<Arc<Serving>>,
-    Extension(BodyLimit(limit)): Extension<BodyLimit>,
+    Extension(limits): Extension<BodyLimits>,
     Path(path): Path<ModelPath>,
     coding: Option<Extension<BodyCoding>>,
     headers: HeaderMap,
@@ -360,11 +368,16 @@ async fn infer(
             let admission = match model.admit() {
                 Ok(admission) => admission,
                 Err(refused) => {
-                    discard(body, limit).await;
+                    discard(body, limits.max_bytes).await;
                     return Err(refused);
                 }
             };
-            let body = read_body(body, coding, limit, model.deadline(None)).await?;
+            // The admission is held while the body arrives: a sender that stops mid-body gives
+            // it back once its pause passes the limit.
+            let body = Body::new(PaceLimited::new(body, limits.pause, Paced::WholeBody, |stalled| {
+                Box::new(stalled)
+            }));
+            let body = read_body(body, coding, limits.max_bytes, model.deadline(None)).await?;
             run_inference(model, admission, serving, headers, body).await
         },
     );
@@ -407,6 +420,9 @@ async fn read_body(
 ) -> halo_hal::Result<Bytes> {
     let read = async {
         axum::body::to_bytes(body, limit).await.map_err(|error| {
+            if let Some(stalled) = cause::<BodyStalled>(&error) {
+                return Error::deadline_exceeded(stalled.to_string());
+            }
             let over_limit =
                 std::error::Error::source(&error).is_some_and(|e| e.is::<http_body_util::LengthLimitError>());
             match (over_limit, coding) {
@@ -431,6 +447,11 @@ async fn read_body(
             .await
             .map_err(|_| Error::deadline_exceeded("the request body did not arrive in the model's time limit"))?,
     }
+}
+
+/// The first error of type `E` in `error`'s chain of sources, `error` included.
+fn cause<'a, E: std::error::Error + 'static>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a E> {
+    std::iter::successors(Some(error), |error| error.source()).find_map(|error| error.downcast_ref::<E>())
 }
 
 /// The binary tensor data extension's header: the byte length of the JSON before binary data.

@@ -33,12 +33,16 @@ pub struct ServerConfig {
     pub repository: Option<ModelRepository>,
     /// Request bodies larger than this are refused with `413`.
     pub max_request_bytes: usize,
+    /// The longest pause a client may make while it sends an inference request's body (or a
+    /// gRPC message); none: no limit. See [`crate::body_pause`].
+    pub body_pause: Option<Duration>,
 }
 
 /// A server with its models loaded.
 pub struct Server {
     serving: Arc<Serving>,
     max_request_bytes: usize,
+    body_pause: Option<Duration>,
 }
 
 impl Server {
@@ -67,6 +71,7 @@ impl Server {
         Ok(Server {
             serving: Arc::new(Serving::new(models, instance, config.repository)),
             max_request_bytes: config.max_request_bytes,
+            body_pause: config.body_pause,
         })
     }
 
@@ -104,7 +109,7 @@ impl Server {
             let http = async {
                 let (listener, address) = to_tokio(listeners.http)?;
                 tracing::info!(%address, "serving HTTP");
-                let app = router(self.serving.clone(), self.max_request_bytes);
+                let app = router(self.serving.clone(), self.max_request_bytes, self.body_pause);
                 axum::serve(listener, app)
                     .with_graceful_shutdown(until_set(stopped.clone()))
                     .await
@@ -122,6 +127,7 @@ impl Server {
                     .add_service(Admitted::new(
                         service(self.serving.clone(), self.max_request_bytes),
                         self.serving.clone(),
+                        self.body_pause,
                     ))
                     .serve_with_incoming_shutdown(
                         TcpIncoming::from(listener).with_nodelay(Some(true)),
