@@ -1880,6 +1880,11 @@ fn clients_that_stop_mid_request_give_their_places_back_after_the_pause_limit() 
         {"name": "input1", "shape": [4], "datatype": "FP32", "data": [10, 20, 30, 40]},
     ]})
     .to_string();
+    // And one that sends part of a request's head.
+    let mut head_only = std::net::TcpStream::connect(&address).expect("a connection");
+    head_only
+        .write_all(b"POST /v2/models/tiny_add/infer HTTP/1.1\r\nHo")
+        .expect("part of a head");
     let held: Vec<_> = (0..3).map(|_| partial()).collect();
     std::thread::sleep(Duration::from_millis(50));
     let (busy, _) = served.post("/v2/models/tiny_add/infer", &add);
@@ -1892,7 +1897,13 @@ fn clients_that_stop_mid_request_give_their_places_back_after_the_pause_limit() 
             answer
         })
         .collect();
+    head_only.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let closed = head_only.read(&mut [0; 64]);
     let (status, answer) = served.post("/v2/models/tiny_add/infer", &add);
+    assert!(
+        matches!(closed, Ok(0)),
+        "the connection with part of a head was not closed: {closed:?}"
+    );
     assert_eq!(
         busy, 503,
         "three clients in the middle of a request fill the model's places"

@@ -19,6 +19,7 @@ pub mod grpc_codec;
 pub mod grpc_health;
 pub mod grpc_loading;
 pub mod http;
+pub mod http_connections;
 pub mod json_data;
 pub mod json_numbers;
 pub mod metrics;

@@ -7,6 +7,7 @@ use crate::grpc_admission::Admitted;
 use crate::grpc_health::{Health, Stage};
 use crate::grpc_loading::LoadingInference;
 use crate::http::router;
+use crate::http_connections;
 use crate::model::Models;
 use crate::model::{Model, ModelConfig};
 use crate::repository::ModelRepository;
@@ -110,10 +111,8 @@ impl Server {
                 let (listener, address) = to_tokio(listeners.http)?;
                 tracing::info!(%address, "serving HTTP");
                 let app = router(self.serving.clone(), self.max_request_bytes, self.body_pause);
-                axum::serve(listener, app)
-                    .with_graceful_shutdown(until_set(stopped.clone()))
-                    .await
-                    .map_err(|e| Error::unavailable(format!("serving HTTP on {address}: {e}")))
+                http_connections::serve(listener, app, self.body_pause, until_set(stopped.clone())).await;
+                Ok(())
             };
             let grpc = async {
                 let Some(listener) = listeners.grpc else {
