@@ -1937,6 +1937,18 @@ fn clients_that_stop_mid_request_give_their_places_back_after_the_pause_limit() 
             "{method}: {message}"
         );
     }
+    // Connections to the gRPC port that send nothing, or part of HTTP/2's preface, are closed.
+    for sent in [&b""[..], b"PRI * HTTP/2.0\r\n"] {
+        let mut silent = std::net::TcpStream::connect(&served.grpc).expect("a connection");
+        silent.write_all(sent).expect("the bytes");
+        silent.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut answer = Vec::new();
+        let closed = silent.read_to_end(&mut answer);
+        assert!(
+            closed.is_ok(),
+            "a gRPC connection that sent {sent:?} was not closed: {closed:?}"
+        );
+    }
     let between_messages = raw_grpc_call(
         &served.grpc,
         "ModelStreamInfer",

@@ -11,6 +11,7 @@ pub mod batch_scheduling;
 pub mod body_pause;
 pub mod classification;
 pub mod compute;
+pub mod connection_start;
 pub mod data_arrays;
 pub mod datatype;
 pub mod grpc;

@@ -2,6 +2,7 @@
 //! requests in flight.
 
 use crate::batch_scheduling::{self, Policy};
+use crate::connection_start::StartLimited;
 use crate::grpc::service;
 use crate::grpc_admission::Admitted;
 use crate::grpc_health::{Health, Stage};
@@ -18,6 +19,7 @@ use std::future::Future;
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio_stream::StreamExt;
 use tonic::transport::server::TcpIncoming;
 
 /// The largest HTTP/2 frame a gRPC client may send. HTTP/2's default, 16 KiB, cuts a tensor
@@ -120,18 +122,21 @@ impl Server {
                 };
                 let (listener, address) = to_tokio(listener)?;
                 tracing::info!(%address, "serving gRPC");
+                let start_limit = self.body_pause;
+                let incoming = TcpIncoming::from(listener)
+                    .with_nodelay(Some(true))
+                    .map(move |io| io.map(|io| StartLimited::new(io, start_limit)));
                 tonic::transport::Server::builder()
                     .max_frame_size(Some(GRPC_MAX_FRAME_BYTES))
+                    .http2_keepalive_interval(Some(GRPC_KEEPALIVE_INTERVAL))
+                    .http2_keepalive_timeout(Some(GRPC_KEEPALIVE_TIMEOUT))
                     .add_service(health_service)
                     .add_service(Admitted::new(
                         service(self.serving.clone(), self.max_request_bytes),
                         self.serving.clone(),
                         self.body_pause,
                     ))
-                    .serve_with_incoming_shutdown(
-                        TcpIncoming::from(listener).with_nodelay(Some(true)),
-                        until_set(stopped.clone()),
-                    )
+                    .serve_with_incoming_shutdown(incoming, until_set(stopped.clone()))
                     .await
                     .map_err(|e| Error::unavailable(format!("serving gRPC on {address}: {e}")))
             };
@@ -139,6 +144,12 @@ impl Server {
         })
     }
 }
+
+/// How long a gRPC connection may be silent before the server pings it, and how long it waits
+/// for the answer before it closes the connection: a client that went away without closing it
+/// (a network cut, a machine gone) does not keep a socket for ever.
+const GRPC_KEEPALIVE_INTERVAL: Duration = Duration::from_secs(60);
+const GRPC_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// How often the server looks for a [stalled](crate::model::Model::stalled) model.
 const STALL_CHECK: Duration = Duration::from_secs(1);
