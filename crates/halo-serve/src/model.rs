@@ -84,8 +84,9 @@ pub const MAX_CONCURRENCY: usize = 4096;
 /// Most requests of one model that may wait for a turn, so a queue's memory stays bounded.
 pub const MAX_QUEUE: usize = 1 << 20;
 
-/// How long every worker of a model's device may stay inside the work it runs before the model is
-/// stalled, for a model without a timeout (one with a timeout is stalled past it).
+/// How long a model's device (or each of its computing threads) may stay held by the same work
+/// before the model is [stalled](Model::stalled), for a model without a timeout (one with a
+/// timeout is stalled past it).
 pub const STALLED_WITHOUT_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl ModelConfig {
