@@ -122,7 +122,8 @@ pub fn run(registry: DriverRegistry, args: &ServeArgs) -> Result<()> {
     // Ctrl-C or SIGTERM while loading stops a compile at load cleanly, and the server does not
     // start; once loaded, the server's own shutdown handles them.
     let actions = crate::compile::stop_on_signals()?;
-    let server = answer_while_loading(&listeners, || Server::load(instance, config));
+    let head_time = config.body_pause;
+    let server = answer_while_loading(&listeners, head_time, || Server::load(instance, config));
     for action in actions {
         signal_hook::low_level::unregister(action);
     }

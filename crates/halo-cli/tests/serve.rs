@@ -1241,6 +1241,34 @@ fn grpc_answers(address: &str) -> GrpcAnswers {
     })
 }
 
+/// While the models load, the stand-ins close connections whose HTTP request head or HTTP/2
+/// preface has not arrived within `--body-pause-ms`, as the server's own ports do.
+#[test]
+fn the_loading_responder_closes_connections_that_send_part_of_a_request() {
+    use std::io::{Read, Write};
+    let root = repository("loading-heads", &[("m", String::new())]);
+    std::fs::copy(models().join("tiny_add.mlir"), root.join("m/model.mlir")).expect("the model");
+    // A stand-in iree-compile 3.13 that compiles until halo has gone.
+    let (child, _stderr, http, grpc) = loading_server_with(
+        &root,
+        "case \"$1\" in --version) echo \"IREE compiler version 3.13.0 @ 0123\"; exit 0;; esac\n\
+         while kill -0 $PPID 2>/dev/null; do sleep 0.1; done",
+        &["--body-pause-ms=300"],
+    );
+    for (address, sent) in [(&http, &b"GET /v2/health/li"[..]), (&grpc, b"PRI * HTTP/2.0\r\n")] {
+        let mut stream = std::net::TcpStream::connect(address).expect("a connection");
+        stream.write_all(sent).expect("the bytes");
+        stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let closed = stream.read_to_end(&mut Vec::new());
+        assert!(
+            closed.is_ok(),
+            "{address} kept a connection that sent {sent:?}: {closed:?}"
+        );
+    }
+    drop(child);
+    std::fs::remove_dir_all(root).ok();
+}
+
 /// A client that leaves a request to the loading responder unfinished does not hold the server's
 /// start: once the models are loaded (a compile made a second late), it serves within the
 /// handover bound.
@@ -1306,6 +1334,15 @@ fn loading_server_with_grpc(
     root: &Path,
     compiler: &str,
 ) -> (Stopped, BufReader<std::process::ChildStderr>, String, String) {
+    loading_server_with(root, compiler, &[])
+}
+
+/// [`loading_server_with_grpc`], with `extra` arguments for `halo serve`.
+fn loading_server_with(
+    root: &Path,
+    compiler: &str,
+    extra: &[&str],
+) -> (Stopped, BufReader<std::process::ChildStderr>, String, String) {
     use std::os::unix::fs::PermissionsExt;
     let script = root.join("iree-compile");
     std::fs::write(&script, format!("#!/bin/sh\n{compiler}\n")).expect("the compiler script");
@@ -1314,6 +1351,7 @@ fn loading_server_with_grpc(
         Command::new(env!("CARGO_BIN_EXE_halo"))
             .args(["serve", "--http-port=0", "--grpc-port=0"])
             .arg(format!("--model-repository={}", root.display()))
+            .args(extra)
             .env("HALO_IREE_COMPILE", &script)
             .env("HALO_COMPILE_CACHE", root.join("cache"))
             .stdout(Stdio::null())

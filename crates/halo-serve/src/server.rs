@@ -122,10 +122,7 @@ impl Server {
                 };
                 let (listener, address) = to_tokio(listener)?;
                 tracing::info!(%address, "serving gRPC");
-                let start_limit = self.body_pause;
-                let incoming = TcpIncoming::from(listener)
-                    .with_nodelay(Some(true))
-                    .map(move |io| io.map(|io| StartLimited::new(io, start_limit)));
+                let incoming = start_limited(listener, self.body_pause);
                 tonic::transport::Server::builder()
                     .max_frame_size(Some(GRPC_MAX_FRAME_BYTES))
                     .http2_keepalive_interval(Some(GRPC_KEEPALIVE_INTERVAL))
@@ -143,6 +140,16 @@ impl Server {
             tokio::try_join!(http, grpc).map(|_| ())
         })
     }
+}
+
+/// The connections `listener` accepts, each closed unless HTTP/2's preface arrives within `limit`.
+fn start_limited(
+    listener: tokio::net::TcpListener,
+    limit: Option<Duration>,
+) -> impl tokio_stream::Stream<Item = std::io::Result<StartLimited<tokio::net::TcpStream>>> {
+    TcpIncoming::from(listener)
+        .with_nodelay(Some(true))
+        .map(move |io| io.map(|io| StartLimited::new(io, limit)))
 }
 
 /// How long a gRPC connection may be silent before the server pings it, and how long it waits
@@ -190,11 +197,17 @@ async fn watch_stalls(serving: &Serving, health: &Health, shutdown: impl Future<
 /// at load, a large one warmed up), and a platform whose liveness probe found nothing answering
 /// meanwhile would restart the server before it ever served. Connections the stand-ins have
 /// accepted are answered before they hand the sockets back, for at most [`LOADING_HANDOVER`]: a
-/// client that never finishes its request does not hold the start.
+/// client that never finishes its request does not hold the start. As the server's own ports,
+/// they close connections whose HTTP request head, or HTTP/2 preface, has not arrived within
+/// `head_time`.
 ///
 /// # Errors
 /// `load`'s error; `Unavailable` when the stand-ins cannot start.
-pub fn answer_while_loading<T>(listeners: &Listeners, load: impl FnOnce() -> Result<T>) -> Result<T> {
+pub fn answer_while_loading<T>(
+    listeners: &Listeners,
+    head_time: Option<Duration>,
+    load: impl FnOnce() -> Result<T>,
+) -> Result<T> {
     let share = |listener: &TcpListener| {
         listener
             .try_clone()
@@ -211,7 +224,7 @@ pub fn answer_while_loading<T>(listeners: &Listeners, load: impl FnOnce() -> Res
                 .enable_all()
                 .build()
                 .map_err(|e| Error::unavailable(format!("starting the loading responder: {e}")))
-                .and_then(|runtime| runtime.block_on(stand_ins(http, grpc, until_loaded)));
+                .and_then(|runtime| runtime.block_on(stand_ins(http, grpc, head_time, until_loaded)));
             let _ = ended.send(answered);
         })
         .map_err(|e| Error::unavailable(format!("starting the loading responder: {e}")))?;
@@ -229,14 +242,14 @@ pub fn answer_while_loading<T>(listeners: &Listeners, load: impl FnOnce() -> Res
 async fn stand_ins(
     http: TcpListener,
     grpc: Option<TcpListener>,
+    head_time: Option<Duration>,
     loaded: tokio::sync::watch::Receiver<bool>,
 ) -> Result<()> {
     let http = async {
-        let (listener, address) = to_tokio(http)?;
-        axum::serve(listener, crate::http::loading_router())
-            .with_graceful_shutdown(until_set(loaded.clone()))
-            .await
-            .map_err(|e| Error::unavailable(format!("answering on {address} while loading: {e}")))
+        let (listener, _) = to_tokio(http)?;
+        let router = crate::http::loading_router();
+        http_connections::serve(listener, router, head_time, until_set(loaded.clone())).await;
+        Ok(())
     };
     let grpc = async {
         let Some(listener) = grpc else {
@@ -251,7 +264,7 @@ async fn stand_ins(
         tonic::transport::Server::builder()
             .add_service(health_service)
             .add_service(LoadingInference)
-            .serve_with_incoming_shutdown(TcpIncoming::from(listener), handed_over)
+            .serve_with_incoming_shutdown(start_limited(listener, head_time), handed_over)
             .await
             .map_err(|e| Error::unavailable(format!("answering on {address} while loading: {e}")))
     };
