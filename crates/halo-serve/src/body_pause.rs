@@ -85,7 +85,7 @@ impl<B> PaceLimited<B> {
             timer: None,
             received: 0,
             message_left: 0,
-            prefix: Vec::with_capacity(GRPC_PREFIX),
+            prefix: Vec::new(),
         }
     }
 

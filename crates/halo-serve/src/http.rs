@@ -328,7 +328,7 @@ async fn model_ready(State(serving): State<Arc<Serving>>, Path(path): Path<Model
 }
 
 /// Ready unless a model is [stalled](crate::model::Model::stalled): a platform then sends the
-/// requests to other replicas until a worker is free again.
+/// requests to other replicas until the model is free again.
 async fn server_ready(State(serving): State<Arc<Serving>>) -> Response {
     match serving.stalled() {
         None => Json(json!({"ready": true})).into_response(),
