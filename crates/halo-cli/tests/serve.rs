@@ -1690,6 +1690,22 @@ fn kernel_loop_request(n: i64) -> String {
     .to_string()
 }
 
+/// Sends `kernel_loop` a request of `steps` that outlives its deadline (`504`), then waits for
+/// the model to say it is not ready: that answer.
+fn stall_kernel_loop(served: &Served, steps: i64) -> (u16, Value) {
+    let (status, answer) = served.post("/v2/models/kernel_loop/infer", &kernel_loop_request(steps));
+    assert_eq!(status, 504, "{answer}");
+    let mut ready = (0, json!(null));
+    assert!(
+        within_30_s(|| {
+            ready = served.get("/v2/models/kernel_loop/ready");
+            ready.0 == 503
+        }),
+        "the model stayed ready: {ready:?}"
+    );
+    ready
+}
+
 /// On `local-sync` a kernel runs on the computing thread of its call: one answered at its
 /// deadline holds that thread until it returns. With every thread held past the model's timeout
 /// the model is stalled, and answers again once a thread is free.
@@ -1701,16 +1717,7 @@ fn a_model_whose_computing_threads_are_all_held_past_its_timeout_is_not_ready_un
         &["--device=local-sync", "--max-concurrency=1", "--request-timeout-ms=300"],
     );
     // About 4 s on one thread here.
-    let (status, answer) = served.post("/v2/models/kernel_loop/infer", &kernel_loop_request(1 << 22));
-    assert_eq!(status, 504, "{answer}");
-    let mut ready = (0, json!(null));
-    assert!(
-        within_30_s(|| {
-            ready = served.get("/v2/models/kernel_loop/ready");
-            ready.0 == 503
-        }),
-        "the model stayed ready: {ready:?}"
-    );
+    let ready = stall_kernel_loop(&served, 1 << 22);
     let (refused, answer) = served.post("/v2/models/kernel_loop/infer", &kernel_loop_request(3));
     let reason = ready.1["error"].as_str().unwrap_or_default();
     assert!(
@@ -1739,18 +1746,8 @@ fn a_model_whose_workers_are_all_held_past_its_timeout_is_not_ready_until_they_a
         "kernel_loop",
         &["--device=local-task://?workers=2", "--request-timeout-ms=300"],
     );
-    let steps = kernel_loop_request;
     // About 4 s on two workers here (0.5 ns a step): seconds past the 300 ms timeout.
-    let (status, answer) = served.post("/v2/models/kernel_loop/infer", &steps(1 << 23));
-    assert_eq!(status, 504, "{answer}");
-    let mut ready = (0, json!(null));
-    assert!(
-        within_30_s(|| {
-            ready = served.get("/v2/models/kernel_loop/ready");
-            ready.0 == 503
-        }),
-        "the model stayed ready: {ready:?}"
-    );
+    let ready = stall_kernel_loop(&served, 1 << 23);
     let reason = ready.1["error"].as_str().unwrap_or_default().to_string();
     let metrics = served
         .agent
@@ -1772,7 +1769,7 @@ fn a_model_whose_workers_are_all_held_past_its_timeout_is_not_ready_until_they_a
             .health
             .contains(&("ready", Ok(ServingStatus::NotServing)))
     });
-    let (refused, answer) = served.post("/v2/models/kernel_loop/infer", &steps(3));
+    let (refused, answer) = served.post("/v2/models/kernel_loop/infer", &kernel_loop_request(3));
     assert!(
         reason.starts_with("model 'kernel_loop' is stalled: its device 'local-task://?workers=2' has been held")
             && reason.contains("longer than its requests wait (0.3 s)"),
@@ -1796,7 +1793,7 @@ fn a_model_whose_workers_are_all_held_past_its_timeout_is_not_ready_until_they_a
         "the server never became ready again"
     );
     assert_eq!(served.get("/v2/models/kernel_loop/ready").0, 200);
-    let (status, answer) = served.post("/v2/models/kernel_loop/infer", &steps(0));
+    let (status, answer) = served.post("/v2/models/kernel_loop/infer", &kernel_loop_request(0));
     assert_eq!((status, &answer["outputs"][0]["data"]), (200, &json!(vec![7i64; 1024])));
     let serving = || {
         grpc_answers(&served.grpc)
