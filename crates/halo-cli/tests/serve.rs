@@ -1241,6 +1241,44 @@ fn grpc_answers(address: &str) -> GrpcAnswers {
     })
 }
 
+/// Over gRPC, places go to messages as they arrive: two unary calls stopped in the middle of
+/// their messages hold both places of a model admitting two, so a third call is refused before
+/// its message is read, and a stream whose next message finds no place ends `UNAVAILABLE`. Once
+/// they have gone, a message is read again (a damaged one is then `INVALID_ARGUMENT`).
+#[test]
+fn grpc_places_are_held_by_messages_as_they_arrive() {
+    let served = Served::start(
+        "tiny_add.vmfb",
+        "tiny_add",
+        &["--max-concurrency=1", "--max-queue=1", "--body-pause-ms=0"],
+    );
+    // A 100-byte message of which 6 bytes came, and a whole 3-byte message that is not protobuf.
+    let part = [&[0u8, 0, 0, 0, 100][..], b"\x0a\x04tiny"].concat();
+    let damaged = [0u8, 0, 0, 0, 3, 0xff, 0xff, 0xff];
+    let holders: Vec<_> = (0..2)
+        .map(|_| {
+            let (grpc, part) = (served.grpc.clone(), part.clone());
+            std::thread::spawn(move || {
+                raw_grpc_call(&grpc, "ModelInfer", &part, BodyEnd::StaysOpen, Duration::from_secs(3))
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let wait = Duration::from_secs(20);
+    let refused = raw_grpc_call(&served.grpc, "ModelInfer", &damaged, BodyEnd::Ends, wait);
+    let stream_refused = raw_grpc_call(&served.grpc, "ModelStreamInfer", &part, BodyEnd::StaysOpen, wait);
+    let held: Vec<_> = holders.into_iter().map(|h| h.join().expect("a holder")).collect();
+    let read = raw_grpc_call(&served.grpc, "ModelInfer", &damaged, BodyEnd::Ends, wait);
+    assert_eq!(held, [None, None], "the calls stopped mid-message were answered");
+    for (what, ended) in [("a call", &refused), ("a stream's message", &stream_refused)] {
+        let (status, message) = ended.clone().unwrap_or_else(|| panic!("{what} was never answered"));
+        assert_eq!(status, "14", "{what}: UNAVAILABLE, not {status} {message}");
+        assert!(message.contains("the server is busy"), "{what}: {message}");
+    }
+    let (status, message) = read.expect("an answer once the places are free");
+    assert_eq!(status, "3", "INVALID_ARGUMENT, not {status} {message}");
+}
+
 /// While the models load, the stand-ins close connections whose HTTP request head or HTTP/2
 /// preface has not arrived within `--body-pause-ms`, as the server's own ports do.
 #[test]

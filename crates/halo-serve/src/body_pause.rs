@@ -106,9 +106,15 @@ impl<B> PaceLimited<B> {
     fn pacing(&self) -> Option<Duration> {
         let pacing = match self.paced {
             Paced::WholeBody => true,
-            Paced::WithinMessages => self.message_left > 0 || !self.prefix.is_empty(),
+            Paced::WithinMessages => self.mid_message(),
         };
         self.pause.filter(|_| pacing)
+    }
+
+    /// Whether part of a stream's message has arrived and the rest has not (always false for a
+    /// body paced whole, whose messages it does not follow).
+    pub fn mid_message(&self) -> bool {
+        self.message_left > 0 || !self.prefix.is_empty()
     }
 
     /// Follows the gRPC messages through `bytes` of a stream.

@@ -2,11 +2,13 @@
 //!
 //! A model admits a request only once its message is decoded, since the message names the model;
 //! until then the message is buffered whole. Without a bound before that, many clients sending
-//! large messages at once would hold as many messages as they send. So the gRPC inference calls
-//! (`ModelInfer`, and `ModelStreamInfer` for a stream's life) in progress at once are limited to
-//! the requests the loaded models admit together (each model's `max_concurrency + max_queue`);
-//! a call past that is answered `UNAVAILABLE` without its message being read, as a model's own
-//! refusal would be.
+//! large messages at once would hold as many messages as they send. So the messages arriving at
+//! once (a `ModelInfer` call's, for the call's life; a `ModelStreamInfer` stream's, from the
+//! first byte of each to its last) are limited to the requests the loaded models admit together
+//! (each model's `max_concurrency + max_queue`). A call past that is answered `UNAVAILABLE`
+//! without its message being read, as a model's own refusal would be; a stream whose next
+//! message finds no place ends `UNAVAILABLE`. A stream waiting between messages holds no place,
+//! so streams that clients keep open and idle do not keep other clients out.
 
 use crate::body_pause::{BodyStalled, PaceLimited, Paced};
 use crate::grpc_codec::client_fault;
@@ -27,9 +29,6 @@ use tower_service::Service;
 
 const MODEL_INFER: &str = "/inference.GRPCInferenceService/ModelInfer";
 const MODEL_STREAM_INFER: &str = "/inference.GRPCInferenceService/ModelStreamInfer";
-
-/// The calls that carry inference requests.
-const INFERENCE_PATHS: [&str; 2] = [MODEL_INFER, MODEL_STREAM_INFER];
 
 /// A call whose client paused too long inside a message ends `DEADLINE_EXCEEDED` saying so.
 fn stalled_status(stalled: BodyStalled) -> Box<dyn std::error::Error + Send + Sync> {
@@ -57,17 +56,60 @@ impl<S> Admitted<S> {
             body_pause,
         }
     }
+}
 
-    /// A place for one more call, if the models' limits leave one.
-    fn admit(&self) -> Result<Admission, Status> {
-        let limit: usize = (self.serving.models().values())
-            .map(|m| m.config().max_concurrency + m.config().max_queue)
-            .sum();
-        Admission::take(&self.in_progress, limit).ok_or_else(|| {
-            Status::unavailable(format!(
-                "the server is busy: {limit} gRPC inference calls are in progress, as many as its models admit"
-            ))
-        })
+/// A place for one more message among those `in_progress`, if `serving`'s models' limits leave
+/// one.
+fn take_place(serving: &Serving, in_progress: &Arc<AtomicUsize>) -> Result<Admission, Status> {
+    let limit: usize = (serving.models().values())
+        .map(|m| m.config().max_concurrency + m.config().max_queue)
+        .sum();
+    Admission::take(in_progress, limit).ok_or_else(|| {
+        Status::unavailable(format!(
+            "the server is busy: {limit} gRPC inference calls are in progress, as many as its models admit"
+        ))
+    })
+}
+
+/// A gRPC call's body, paced, taking a place for each message of a stream while it arrives.
+pub struct Placed<B> {
+    body: PaceLimited<B>,
+    /// Where a stream's places come from; none for other calls.
+    places: Option<(Arc<Serving>, Arc<AtomicUsize>)>,
+    /// The place of the message arriving now.
+    place: Option<Admission>,
+}
+
+impl<B> Body for Placed<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Data = Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = &mut *self;
+        let polled = Pin::new(&mut this.body).poll_frame(cx);
+        if let Some((serving, in_progress)) = &this.places {
+            match (&polled, this.body.mid_message()) {
+                (Poll::Ready(Some(Ok(_))), true) if this.place.is_none() => match take_place(serving, in_progress) {
+                    Ok(place) => this.place = Some(place),
+                    Err(busy) => return Poll::Ready(Some(Err(Box::new(busy)))),
+                },
+                (Poll::Ready(_), false) | (Poll::Ready(None | Some(Err(_))), _) => this.place = None,
+                _ => {}
+            }
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
     }
 }
 
@@ -77,7 +119,7 @@ impl<S: NamedService> NamedService for Admitted<S> {
 
 impl<S, B> Service<http::Request<B>> for Admitted<S>
 where
-    S: Service<http::Request<PaceLimited<B>>, Response = http::Response<tonic::body::Body>, Error = Infallible>,
+    S: Service<http::Request<Placed<B>>, Response = http::Response<tonic::body::Body>, Error = Infallible>,
     S::Future: Send + 'static,
 {
     type Response = http::Response<tonic::body::Body>;
@@ -94,12 +136,18 @@ where
             MODEL_STREAM_INFER => (self.body_pause, Paced::WithinMessages),
             _ => (None, Paced::WholeBody),
         };
-        let request = request.map(|body| PaceLimited::new(body, pause, paced, stalled_status));
-        if !INFERENCE_PATHS.contains(&request.uri().path()) {
+        let places = (paced == Paced::WithinMessages).then(|| (self.serving.clone(), self.in_progress.clone()));
+        let request = request.map(|body| Placed {
+            body: PaceLimited::new(body, pause, paced, stalled_status),
+            places,
+            place: None,
+        });
+        // A stream takes places message by message, as its body arrives.
+        if request.uri().path() != MODEL_INFER {
             let answer = self.inner.call(request);
             return Box::pin(async move { Ok(with_client_faults(answer.await?)) });
         }
-        match self.admit() {
+        match take_place(&self.serving, &self.in_progress) {
             Err(refusal) => Box::pin(std::future::ready(Ok(refusal.into_http()))),
             Ok(admission) => {
                 let answer = self.inner.call(request);
