@@ -70,6 +70,10 @@ pub struct ServeArgs {
     /// place goes back; 0 for no limit. A stream may pause between messages.
     #[arg(long, default_value_t = halo_serve::body_pause::DEFAULT_BODY_PAUSE.as_millis() as u64)]
     pub body_pause_ms: u64,
+    /// Most gRPC `ModelStreamInfer` streams open at once; more are refused `UNAVAILABLE`. A
+    /// stream between messages holds no place among the requests, only this.
+    #[arg(long, default_value_t = halo_serve::grpc_admission::DEFAULT_MAX_STREAMS)]
+    pub max_grpc_streams: usize,
     /// Call each model once with zero inputs when it loads, before it is ready, so the first
     /// request is as fast as the rest (a repository's `warmup` setting overrides it). Not for
     /// models that keep state between calls, nor ones with dynamic input shapes.
@@ -112,6 +116,7 @@ pub fn run(registry: DriverRegistry, args: &ServeArgs) -> Result<()> {
         repository,
         max_request_bytes: args.max_request_bytes,
         body_pause: (args.body_pause_ms > 0).then(|| Duration::from_millis(args.body_pause_ms)),
+        max_grpc_streams: args.max_grpc_streams,
     };
     let (http, http_address) = listen(&args.host, args.http_port)?;
     let (grpc, grpc_address) = listen(&args.host, args.grpc_port)?;

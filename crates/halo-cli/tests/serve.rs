@@ -1279,6 +1279,42 @@ fn grpc_places_are_held_by_messages_as_they_arrive() {
     assert_eq!(status, "3", "INVALID_ARGUMENT, not {status} {message}");
 }
 
+/// Open `ModelStreamInfer` streams have a limit of their own (`--max-grpc-streams`): past it a
+/// stream is refused `UNAVAILABLE`, while unary calls are still read and answered.
+#[test]
+fn grpc_streams_past_their_limit_are_refused_and_calls_go_on() {
+    let served = Served::start("tiny_add.vmfb", "tiny_add", &["--max-grpc-streams=2"]);
+    let idle: Vec<_> = (0..2)
+        .map(|_| {
+            let grpc = served.grpc.clone();
+            std::thread::spawn(move || {
+                raw_grpc_call(
+                    &grpc,
+                    "ModelStreamInfer",
+                    &[],
+                    BodyEnd::StaysOpen,
+                    Duration::from_secs(3),
+                )
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let wait = Duration::from_secs(20);
+    let third = raw_grpc_call(&served.grpc, "ModelStreamInfer", &[], BodyEnd::StaysOpen, wait);
+    let damaged = [0u8, 0, 0, 0, 3, 0xff, 0xff, 0xff];
+    let call = raw_grpc_call(&served.grpc, "ModelInfer", &damaged, BodyEnd::Ends, wait);
+    let idle: Vec<_> = idle.into_iter().map(|h| h.join().expect("an idle stream")).collect();
+    assert_eq!(idle, [None, None], "an idle stream was ended");
+    let (status, message) = third.expect("the third stream is answered");
+    assert_eq!(status, "14", "UNAVAILABLE, not {status} {message}");
+    assert!(message.contains("2 gRPC streams are open"), "{message}");
+    let (status, message) = call.expect("the call is answered");
+    assert_eq!(
+        status, "3",
+        "the call's message is read: INVALID_ARGUMENT, not {status} {message}"
+    );
+}
+
 /// While the models load, the stand-ins close connections whose HTTP request head or HTTP/2
 /// preface has not arrived within `--body-pause-ms`, as the server's own ports do.
 #[test]

@@ -8,7 +8,8 @@
 //! (each model's `max_concurrency + max_queue`). A call past that is answered `UNAVAILABLE`
 //! without its message being read, as a model's own refusal would be; a stream whose next
 //! message finds no place ends `UNAVAILABLE`. A stream waiting between messages holds no place,
-//! so streams that clients keep open and idle do not keep other clients out.
+//! so streams that clients keep open and idle do not keep other calls out; the streams open at
+//! once have a limit of their own, which bounds their memory.
 
 use crate::body_pause::{BodyStalled, PaceLimited, Paced};
 use crate::grpc_codec::client_fault;
@@ -30,10 +31,17 @@ use tower_service::Service;
 const MODEL_INFER: &str = "/inference.GRPCInferenceService/ModelInfer";
 const MODEL_STREAM_INFER: &str = "/inference.GRPCInferenceService/ModelStreamInfer";
 
+/// The calls that carry inference requests.
+const INFERENCE_PATHS: [&str; 2] = [MODEL_INFER, MODEL_STREAM_INFER];
+
 /// A call whose client paused too long inside a message ends `DEADLINE_EXCEEDED` saying so.
 fn stalled_status(stalled: BodyStalled) -> Box<dyn std::error::Error + Send + Sync> {
     Box::new(Status::deadline_exceeded(stalled.to_string()))
 }
+
+/// Most `ModelStreamInfer` streams open at once unless the server is told otherwise. An idle
+/// stream holds no place but still some memory (its call, its buffers): this bounds it.
+pub const DEFAULT_MAX_STREAMS: usize = 1024;
 
 /// `inner`, the gRPC service, with its inference calls admitted first.
 #[derive(Clone)]
@@ -43,18 +51,38 @@ pub struct Admitted<S> {
     in_progress: Arc<AtomicUsize>,
     /// The longest pause a client may make inside an inference call's message.
     body_pause: Option<Duration>,
+    /// `ModelStreamInfer` streams open now, and the most that may be.
+    open_streams: Arc<AtomicUsize>,
+    max_streams: usize,
 }
 
 impl<S> Admitted<S> {
-    /// `inner` admitting inference calls up to what `serving`'s models admit together, each
-    /// ended `DEADLINE_EXCEEDED` when its client pauses longer than `body_pause` inside a message.
-    pub fn new(inner: S, serving: Arc<Serving>, body_pause: Option<Duration>) -> Self {
+    /// `inner` admitting inference calls up to what `serving`'s models admit together and
+    /// `max_streams` open streams, each ended `DEADLINE_EXCEEDED` when its client pauses longer
+    /// than `body_pause` inside a message.
+    pub fn new(inner: S, serving: Arc<Serving>, body_pause: Option<Duration>, max_streams: usize) -> Self {
         Admitted {
             inner,
             serving,
             in_progress: Arc::new(AtomicUsize::new(0)),
             body_pause,
+            open_streams: Arc::new(AtomicUsize::new(0)),
+            max_streams,
         }
+    }
+
+    /// What an inference call holds for its life: a place for a `ModelInfer` call's message; a
+    /// stream's own count for a `ModelStreamInfer` (its messages take places as they arrive).
+    fn admit(&self, path: &str) -> Result<Admission, Status> {
+        if path == MODEL_INFER {
+            return take_place(&self.serving, &self.in_progress);
+        }
+        Admission::take(&self.open_streams, self.max_streams).ok_or_else(|| {
+            Status::unavailable(format!(
+                "the server is busy: {} gRPC streams are open, as many as it keeps (--max-grpc-streams)",
+                self.max_streams
+            ))
+        })
     }
 }
 
@@ -142,18 +170,17 @@ where
             places,
             place: None,
         });
-        // A stream takes places message by message, as its body arrives.
-        if request.uri().path() != MODEL_INFER {
+        if !INFERENCE_PATHS.contains(&request.uri().path()) {
             let answer = self.inner.call(request);
             return Box::pin(async move { Ok(with_client_faults(answer.await?)) });
         }
-        match take_place(&self.serving, &self.in_progress) {
+        match self.admit(request.uri().path()) {
             Err(refusal) => Box::pin(std::future::ready(Ok(refusal.into_http()))),
             Ok(admission) => {
                 let answer = self.inner.call(request);
                 Box::pin(async move {
                     let response = with_client_faults(answer.await?);
-                    // The place goes with the answer's body: a stream holds it to its end.
+                    // The place goes with the answer's body: a stream holds its count to its end.
                     Ok(response.map(|body| {
                         tonic::body::Body::new(Holding {
                             body,

@@ -39,6 +39,8 @@ pub struct ServerConfig {
     /// The longest pause a client may make while it sends an inference request's body (or a
     /// gRPC message); none: no limit. See [`crate::body_pause`].
     pub body_pause: Option<Duration>,
+    /// Most gRPC `ModelStreamInfer` streams open at once.
+    pub max_grpc_streams: usize,
 }
 
 /// A server with its models loaded.
@@ -46,6 +48,7 @@ pub struct Server {
     serving: Arc<Serving>,
     max_request_bytes: usize,
     body_pause: Option<Duration>,
+    max_grpc_streams: usize,
 }
 
 impl Server {
@@ -75,6 +78,7 @@ impl Server {
             serving: Arc::new(Serving::new(models, instance, config.repository)),
             max_request_bytes: config.max_request_bytes,
             body_pause: config.body_pause,
+            max_grpc_streams: config.max_grpc_streams,
         })
     }
 
@@ -127,11 +131,13 @@ impl Server {
                     .max_frame_size(Some(GRPC_MAX_FRAME_BYTES))
                     .http2_keepalive_interval(Some(GRPC_KEEPALIVE_INTERVAL))
                     .http2_keepalive_timeout(Some(GRPC_KEEPALIVE_TIMEOUT))
+                    .max_concurrent_streams(Some(GRPC_MAX_STREAMS_PER_CONNECTION))
                     .add_service(health_service)
                     .add_service(Admitted::new(
                         service(self.serving.clone(), self.max_request_bytes),
                         self.serving.clone(),
                         self.body_pause,
+                        self.max_grpc_streams,
                     ))
                     .serve_with_incoming_shutdown(incoming, until_set(stopped.clone()))
                     .await
@@ -151,6 +157,10 @@ fn start_limited(
         .with_nodelay(Some(true))
         .map(move |io| io.map(|io| StartLimited::new(io, limit)))
 }
+
+/// Most HTTP/2 streams (calls) open at once on one gRPC connection: hyper's default, which tonic
+/// would otherwise lift.
+const GRPC_MAX_STREAMS_PER_CONNECTION: u32 = 200;
 
 /// How long a gRPC connection may be silent before the server pings it, and how long it waits
 /// for the answer before it closes the connection: a client that went away without closing it
