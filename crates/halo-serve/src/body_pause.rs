@@ -5,7 +5,7 @@
 //! place for as long as they keep their connections, and every other client would be refused as
 //! busy. A body that pauses longer than the limit ends in [`BodyStalled`] instead, and its place
 //! goes back. Between two messages of a gRPC stream a client may pause for as long as it likes:
-//! the stream holds its place by design.
+//! a stream waiting for its next message holds no place ([`crate::grpc_admission`]).
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
