@@ -52,10 +52,13 @@ impl ModuleBytes {
     /// same pages mapped from the file (`iree-benchmark-module --module_mode=mmap` against
     /// `preload` on `fixtures/models/large_constants.vmfb`, 11 paired whole-process runs).
     ///
+    /// The pages stay small (see [`halo_hal::host_memory::map_anonymous_small_pages`]): kernels
+    /// read constants in place, in their source layout.
+    ///
     /// # Errors
     /// The operating system's error when the memory cannot be had or the file cannot be read.
     pub(super) fn read(file: &mut File, len: usize) -> std::io::Result<Self> {
-        let mut memory = halo_hal::host_memory::map_anonymous(len)?;
+        let mut memory = halo_hal::host_memory::map_anonymous_small_pages(len)?;
         file.read_exact(&mut memory)?;
         Ok(ModuleBytes {
             storage: Storage::Preloaded(memory.make_read_only()?),
