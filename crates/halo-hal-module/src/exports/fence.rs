@@ -98,6 +98,7 @@ fn wait(_: &HalModuleState, args: &Args<'_>) -> Result<Results> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exports::state_without_devices;
     use halo_hal::TimelineSemaphore;
     use halo_vm::CancelToken;
 
@@ -106,13 +107,6 @@ mod tests {
     fn await_unreached(timeout_ms: i32) -> [Value; 3] {
         let fence = HalFence(Fence::at(TimelineSemaphore::new(0), 1)).into_ref();
         [Value::I32(timeout_ms), Value::I64(0), Value::Ref(Some(fence))]
-    }
-
-    fn state() -> HalModuleState {
-        HalModuleState {
-            devices: Vec::new(),
-            caches: std::sync::Mutex::new(Vec::new()),
-        }
     }
 
     #[test]
@@ -126,8 +120,10 @@ mod tests {
                 token.cancel();
             })
         };
-        let error =
-            halo_hal::caller::on_behalf_of(token.flag(), || wait(&state(), &Args::from_values(&args))).unwrap_err();
+        let error = halo_hal::caller::on_behalf_of(token.flag(), || {
+            wait(&state_without_devices(), &Args::from_values(&args))
+        })
+        .unwrap_err();
         canceller.join().unwrap();
         assert_eq!(error.code(), StatusCode::Cancelled, "{error}");
         assert!(error.to_string().contains("wait for a fence was given up"), "{error}");
@@ -138,8 +134,10 @@ mod tests {
         let args = await_unreached(30);
         let started = Instant::now();
         let not_given_up = CancelToken::new().flag();
-        let results =
-            halo_hal::caller::on_behalf_of(not_given_up, || wait(&state(), &Args::from_values(&args))).unwrap();
+        let results = halo_hal::caller::on_behalf_of(not_given_up, || {
+            wait(&state_without_devices(), &Args::from_values(&args))
+        })
+        .unwrap();
         assert_eq!(results[0], Value::I32(StatusCode::DeadlineExceeded as i32));
         assert!(
             started.elapsed() >= Duration::from_millis(30),

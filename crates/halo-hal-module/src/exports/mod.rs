@@ -38,6 +38,15 @@ pub(crate) const ALL: &[&[Row]] = &[
 ];
 
 /// A result list holding one object.
+/// A module state with no devices, for calling exports that take theirs from arguments.
+#[cfg(test)]
+fn state_without_devices() -> crate::HalModuleState {
+    crate::HalModuleState {
+        devices: Vec::new(),
+        caches: std::sync::Mutex::new(Vec::new()),
+    }
+}
+
 fn object<T: RefObject>(object: T) -> Results {
     smallvec![Value::Ref(Some(Ref::new(object)))]
 }
