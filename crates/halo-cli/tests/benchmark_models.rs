@@ -4,13 +4,14 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const MODELS: [&str; 6] = [
+const MODELS: [&str; 7] = [
     "resnet50",
     "mobilenet_v2",
     "squeezenet",
     "shufflenet_v2",
     "densenet121",
     "encoder",
+    "mlp",
 ];
 
 fn fixtures() -> PathBuf {

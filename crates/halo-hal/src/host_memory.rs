@@ -27,8 +27,8 @@ pub const MAPPED_FROM_BYTES: usize = 1 << 20;
 /// 4 KiB pages cost a TLB miss every few rows; most distributions enable huge pages only for
 /// memory that asks (`transparent_hugepage=madvise`). Paired whole-process runs of
 /// `benchmark-module`, with against without: wall 0.98x densenet121, 0.95x mobilenet_v2 and
-/// resnet50, 0.89x resnet50 preloaded (its 100 MB of weights), squeezenet unchanged, peak RSS
-/// unchanged or lower. The advice is a hint: where it is refused the pages stay small.
+/// resnet50, squeezenet unchanged, peak RSS unchanged or lower. The advice is a hint: where it is
+/// refused the pages stay small. A module's own bytes stay small instead ([`keep_small_pages`]).
 ///
 /// # Errors
 /// The operating system's error when the memory cannot be mapped.
@@ -39,23 +39,45 @@ pub fn map_anonymous(bytes: usize) -> std::io::Result<memmap2::MmapMut> {
     Ok(map)
 }
 
-/// Maps `bytes` of fresh zero pages that stay 4 KiB pages, for constants that kernels read in
-/// place in their source layout (a module's weights, read whole into memory).
+/// Maps `bytes` of fresh zero pages that stay 4 KiB pages ([`keep_small_pages`]), faulted in at
+/// once, for constants that kernels read in place (a module's weights, read whole into memory).
 ///
-/// A kernel that reads a weight matrix in place walks it a row at a time; rows a power of two
-/// bytes apart inside one physically contiguous huge page ran a batch-1 MLP's 1024x1024 matmul at
-/// half speed (local-sync, AMD EPYC with AVX-512: 4.7 ms a call with huge pages, 2.7 ms without),
-/// where 4 KiB pages scattered over physical memory do not. IREE's runtime keeps such constants
-/// in ordinary heap pages. The advice holds even where the system gives every mapping huge pages
-/// (`transparent_hugepage=always`); where it is refused the pages are whatever the system gives.
+/// Small pages cost a load more faults than huge ones: a 100 MB ResNet-50 preloaded and run once
+/// took 0.13 s against 0.095 s (whole `run-module` processes, local-task), against 0.146 s
+/// without faulting the pages in at once. A call that reads its weights in place gains that back
+/// in a few calls.
 ///
 /// # Errors
 /// The operating system's error when the memory cannot be mapped.
 pub fn map_anonymous_small_pages(bytes: usize) -> std::io::Result<memmap2::MmapMut> {
     let map = memmap2::MmapMut::map_anon(bytes)?;
     #[cfg(target_os = "linux")]
-    let _ = map.advise(memmap2::Advice::NoHugePage);
+    {
+        let _ = map.advise(memmap2::Advice::NoHugePage);
+        let _ = map.advise(memmap2::Advice::PopulateWrite);
+    }
     Ok(map)
+}
+
+/// Asks Linux to map `map` (a module file) with 4 KiB pages only, for constants that kernels read
+/// in place.
+///
+/// A kernel that reads a weight matrix in place, in its source layout, walks it a row at a time,
+/// one 4 KiB page apart for a 1024-wide f32 matrix. Mapped with huge pages, such rows ran a
+/// batch-1 MLP (`build-benchmark-models mlp`, IREE's default flags for this AVX-512 host) 1.8 to
+/// 2.6 times slower on this project's machines (AMD EPYC): local-sync 4.7-6.7 ms a call against
+/// 2.5-2.7 ms with 4 KiB pages, local-task 3.6-3.8 against 1.4 ms; IREE's runtime, which keeps
+/// constants in ordinary heap pages, 2.3-2.6 and 1.35-1.6 ms. It is the mapping that counts, not
+/// the memory: the same physically contiguous page-cache folios, mapped with 4 KiB entries, run at
+/// full speed. Linux maps a file's large folios (a module written in one piece) with huge pages
+/// where it can (`FilePmdMapped` in smaps), and anonymous memory gets them under
+/// `transparent_hugepage=always`; the advice keeps both small. Where it is refused the pages are
+/// whatever the system gives.
+pub fn keep_small_pages(map: &memmap2::Mmap) {
+    #[cfg(target_os = "linux")]
+    let _ = map.advise(memmap2::Advice::NoHugePage);
+    #[cfg(not(target_os = "linux"))]
+    let _ = map;
 }
 
 /// Bytes whose owner lends them to a buffer until the buffer is dropped (`import_host`).
@@ -317,6 +339,16 @@ mod tests {
         assert!(flags.split_whitespace().any(|flag| flag == "hg"), "VmFlags:{flags}");
         let constants = map_anonymous_small_pages(3 << 20).unwrap();
         let flags = vm_flags_at(constants.as_ptr() as usize);
+        assert!(flags.split_whitespace().any(|flag| flag == "nh"), "VmFlags:{flags}");
+
+        let path = std::env::temp_dir().join(format!("halo-small-pages-{}", std::process::id()));
+        std::fs::write(&path, vec![1u8; 3 << 20]).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        // SAFETY: the file is this test's own, and nothing changes it while it is mapped.
+        let module_file = unsafe { memmap2::Mmap::map(&file) }.unwrap();
+        std::fs::remove_file(&path).unwrap();
+        keep_small_pages(&module_file);
+        let flags = vm_flags_at(module_file.as_ptr() as usize);
         assert!(flags.split_whitespace().any(|flag| flag == "nh"), "VmFlags:{flags}");
     }
 

@@ -28,7 +28,8 @@ enum Storage {
 }
 
 impl ModuleBytes {
-    /// Memory-maps `file` read-only.
+    /// Memory-maps `file` read-only, with 4 KiB pages ([`halo_hal::host_memory::keep_small_pages`]):
+    /// kernels read constants in place from it.
     ///
     /// The map stays valid after `file` is closed. The file must not be modified or truncated while
     /// the map lives (see [`super::BytecodeModule::from_file`]).
@@ -41,6 +42,7 @@ impl ModuleBytes {
         // tools, requires module files to stay unchanged while loaded; `BytecodeModule::from_file`
         // states this contract to its callers. The map is read-only, so halo never writes it.
         let map = unsafe { Mmap::map(file)? };
+        halo_hal::host_memory::keep_small_pages(&map);
         Ok(ModuleBytes {
             storage: Storage::File(map),
         })
@@ -52,8 +54,8 @@ impl ModuleBytes {
     /// same pages mapped from the file (`iree-benchmark-module --module_mode=mmap` against
     /// `preload` on `fixtures/models/large_constants.vmfb`, 11 paired whole-process runs).
     ///
-    /// The pages stay small (see [`halo_hal::host_memory::map_anonymous_small_pages`]): kernels
-    /// read constants in place, in their source layout.
+    /// The pages stay small ([`halo_hal::host_memory::keep_small_pages`]), as they do when the
+    /// file is mapped.
     ///
     /// # Errors
     /// The operating system's error when the memory cannot be had or the file cannot be read.
