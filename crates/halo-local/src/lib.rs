@@ -8,7 +8,8 @@
 //!   the workgroups spread over threads by [`region`];
 //! - buffers are host memory from halo-hal's heap allocator, queue allocations reused through
 //!   halo-hal's transient pool; semaphores are host timelines;
-//! - command buffers are halo-hal's validated command lists, executed by [`command_buffer`].
+//! - command buffers are halo-hal's validated command lists, executed by [`command_buffer`];
+//! - executables may import halo's own kernels by name ([`kernel_imports`]).
 #![warn(missing_docs)]
 #![deny(
     unsafe_op_in_unsafe_fn,
@@ -23,6 +24,7 @@ pub mod task;
 pub mod tile;
 
 use halo_cpu_executable::executable::LocalExecutableCache;
+use halo_cpu_executable::library::HostImport;
 use halo_hal::device::query_common_i64;
 use halo_hal::transient_pool::TransientPool;
 use halo_hal::{Device, DriverRegistry, Result};
@@ -32,6 +34,14 @@ use std::sync::Arc;
 pub fn register_drivers(registry: &mut DriverRegistry) {
     registry.register(sync::driver::DRIVER_NAME, Box::new(|| Ok(Arc::new(sync::SyncDriver))));
     registry.register(task::driver::DRIVER_NAME, Box::new(|| Ok(Arc::new(task::TaskDriver))));
+}
+
+/// The host functions both CPU drivers offer every executable they load: halo's own kernels
+/// (`halo_kernels::import`), which programs that `halo compile` gave them call by name.
+pub fn kernel_imports() -> Arc<[HostImport]> {
+    (halo_kernels::import::ENTRY_POINTS.iter())
+        .map(|&(name, entry)| HostImport::new(name, entry))
+        .collect()
 }
 
 /// The device queries both CPU devices answer: their transient pool's, then the common ones.

@@ -45,7 +45,7 @@ impl Driver for SyncDriver {
             )));
         }
         let info = select_device(DRIVER_NAME, &Self::devices(), path)?.clone();
-        let device = SyncDevice::new(info, Arc::from([]), transient);
+        let device = SyncDevice::new(info, crate::kernel_imports(), transient);
         Ok(Arc::new(if guard_pages { device.with_guard_pages() } else { device }))
     }
 }

@@ -49,6 +49,7 @@ impl TaskDeviceOptions {
         let mut options = TaskDeviceOptions {
             transient: TransientPoolOptions::take_from(&mut params)?.unpooled_if(guard_pages),
             guard_pages,
+            imports: crate::kernel_imports(),
             ..TaskDeviceOptions::default()
         };
         for (key, value) in &params {

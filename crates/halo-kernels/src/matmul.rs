@@ -1,0 +1,198 @@
+//! `C = activation(A·B + bias)` for f32 row-major matrices.
+
+use crate::matrix::{Matrix, MatrixMut};
+use halo_hal::{Error, Result};
+
+/// What is applied to each output element last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activation {
+    /// Nothing.
+    Identity,
+    /// `max(x, 0)`.
+    Relu,
+}
+
+/// What follows the product on each output tile while it is still in cache.
+#[derive(Debug, Clone, Copy)]
+pub struct Epilogue<'a> {
+    /// A row added to every row of the product (one element per output column).
+    pub bias: Option<&'a [f32]>,
+    /// Applied after the bias.
+    pub activation: Activation,
+}
+
+impl Epilogue<'_> {
+    /// The bare product.
+    pub const NONE: Epilogue<'static> = Epilogue {
+        bias: None,
+        activation: Activation::Identity,
+    };
+}
+
+/// `c = activation(a·b + bias)`, on the calling thread.
+///
+/// # Errors
+/// `InvalidArgument` naming the sizes when `a`'s columns are not `b`'s rows, `c` is not
+/// `a.rows() x b.cols()`, or the bias is not one element per output column.
+pub fn matmul(a: Matrix<'_>, b: Matrix<'_>, mut c: MatrixMut<'_>, epilogue: &Epilogue<'_>) -> Result<()> {
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    if b.rows != k || c.rows != m || c.cols != n {
+        return Err(Error::invalid_argument(format!(
+            "matmul of {m}x{k} by {}x{n} into {}x{}: the sizes do not match",
+            b.rows, c.rows, c.cols
+        )));
+    }
+    if let Some(bias) = epilogue.bias.filter(|bias| bias.len() != n) {
+        return Err(Error::invalid_argument(format!(
+            "matmul bias of {} elements for {n} output columns",
+            bias.len()
+        )));
+    }
+    for row in 0..m {
+        match epilogue.bias {
+            Some(bias) => c.row_mut(row).copy_from_slice(bias),
+            None => c.row_mut(row).fill(0.0),
+        }
+    }
+    if m > 0 && n > 0 && k > 0 {
+        product::accumulate(&a, &b, &mut c);
+    }
+    if epilogue.activation == Activation::Relu {
+        for row in 0..m {
+            for x in c.row_mut(row) {
+                *x = x.max(0.0);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The one call into `gemm`, whose interface takes raw pointers and strides.
+mod product {
+    use crate::matrix::{Matrix, MatrixMut};
+
+    /// Distance between rows as `gemm` takes it; a single row's stride is never used.
+    fn row_step(rows: usize, cols: usize, row_stride: usize) -> isize {
+        // A view's span fits its slice, and no slice holds more than isize::MAX bytes.
+        (if rows > 1 { row_stride } else { cols }) as isize
+    }
+
+    /// `c += a·b`; the views' sizes agree and none is empty.
+    pub(super) fn accumulate(a: &Matrix<'_>, b: &Matrix<'_>, c: &mut MatrixMut<'_>) {
+        let (m, k, n) = (a.rows, a.cols, b.cols);
+        // SAFETY: every view's extent was checked against its slice when it was made, so each
+        // pointer is valid for `rows` rows `row_step` apart of `cols` elements; `c` is borrowed
+        // mutably and `a`, `b` shared, so the output aliases neither input; the sizes agree
+        // (checked by `matmul`), and `Parallelism::None` keeps the work on this thread.
+        unsafe {
+            gemm::gemm(
+                m,
+                n,
+                k,
+                c.data.as_mut_ptr(),
+                1,
+                row_step(c.rows, c.cols, c.row_stride),
+                true,
+                a.data.as_ptr(),
+                1,
+                row_step(a.rows, a.cols, a.row_stride),
+                b.data.as_ptr(),
+                1,
+                row_step(b.rows, b.cols, b.row_stride),
+                1.0f32,
+                1.0f32,
+                false,
+                false,
+                false,
+                gemm::Parallelism::None,
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The plain triple loop, in f64.
+    fn reference(a: &Matrix<'_>, b: &Matrix<'_>, bias: Option<&[f32]>, relu: bool) -> Vec<f64> {
+        let mut out = Vec::with_capacity(a.rows * b.cols);
+        for i in 0..a.rows {
+            for j in 0..b.cols {
+                let mut sum = bias.map_or(0.0, |bias| f64::from(bias[j]));
+                for p in 0..a.cols {
+                    sum += f64::from(a.data[i * a.row_stride + p]) * f64::from(b.data[p * b.row_stride + j]);
+                }
+                out.push(if relu { sum.max(0.0) } else { sum });
+            }
+        }
+        out
+    }
+
+    fn values(len: usize, seed: u64) -> Vec<f32> {
+        let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    proptest! {
+        #[test]
+        fn products_match_the_triple_loop_for_any_sizes_strides_and_epilogue(
+            m in 0usize..20, n in 0usize..40, k in 0usize..40,
+            pad_a in 0usize..5, pad_b in 0usize..5, pad_c in 0usize..5,
+            bias in any::<bool>(), relu in any::<bool>(), seed in any::<u64>(),
+        ) {
+            let (lda, ldb, ldc) = (k + pad_a, n + pad_b, n + pad_c);
+            let a_data = values(m * lda, seed);
+            let b_data = values(k * ldb, seed ^ 1);
+            let bias_data = values(n, seed ^ 2);
+            let sentinel = 12345.0f32;
+            let mut c_data = vec![sentinel; m * ldc];
+            let a = Matrix::new(&a_data, m, k, lda).unwrap();
+            let b = Matrix::new(&b_data, k, n, ldb).unwrap();
+            let epilogue = Epilogue {
+                bias: bias.then_some(&bias_data[..]),
+                activation: if relu { Activation::Relu } else { Activation::Identity },
+            };
+            matmul(a, b, MatrixMut::new(&mut c_data, m, n, ldc).unwrap(), &epilogue).unwrap();
+            let expected = reference(&a, &b, epilogue.bias, relu);
+            for i in 0..m {
+                for j in 0..n {
+                    let got = f64::from(c_data[i * ldc + j]);
+                    let want = expected[i * n + j];
+                    prop_assert!((got - want).abs() <= 1e-5 * (k as f64 + 1.0), "({i}, {j}): {got} against {want}");
+                }
+                for j in n..ldc {
+                    prop_assert_eq!(c_data[i * ldc + j], sentinel, "padding of row {} was written", i);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn mismatched_sizes_and_bias_are_errors_naming_them() {
+        let data = [1f32; 64];
+        let mut out = [0f32; 64];
+        let a = Matrix::new(&data, 2, 3, 3).unwrap();
+        let b = Matrix::new(&data, 4, 2, 2).unwrap();
+        let error = matmul(a, b, MatrixMut::new(&mut out, 2, 2, 2).unwrap(), &Epilogue::NONE).unwrap_err();
+        assert!(error.to_string().contains("matmul of 2x3 by 4x2 into 2x2"), "{error}");
+        let b = Matrix::new(&data, 3, 2, 2).unwrap();
+        let short_bias = Epilogue {
+            bias: Some(&data[..3]),
+            activation: Activation::Identity,
+        };
+        let error = matmul(a, b, MatrixMut::new(&mut out, 2, 2, 2).unwrap(), &short_bias).unwrap_err();
+        assert!(
+            error.to_string().contains("bias of 3 elements for 2 output columns"),
+            "{error}"
+        );
+    }
+}
