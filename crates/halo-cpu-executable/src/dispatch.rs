@@ -4,9 +4,12 @@
 //! references) or that it borrows for its lifetime, and every range was bounds-checked when it
 //! was resolved, which is what makes the kernel calls sound.
 
+use crate::dispatch_memory::{while_running, RunningDispatch};
 use crate::executable::LocalExecutable;
 use crate::library::abi::{DispatchStateV0, WorkgroupStateV0};
-use halo_hal::{downcast, Binding, Buffer, DispatchCommand, Error, Executable, Result, ResultExt, WorkgroupCount};
+use halo_hal::{
+    downcast, Binding, Buffer, DispatchCommand, Error, Executable, MemoryAccess, Result, ResultExt, WorkgroupCount,
+};
 use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::ffi::c_void;
@@ -30,6 +33,8 @@ pub struct PreparedDispatch<'a> {
     constants: SmallVec<[u32; 16]>,
     binding_ptrs: SmallVec<[*mut c_void; 8]>,
     binding_lengths: SmallVec<[usize; 8]>,
+    /// Bit `i`: binding `i` allows writes ([`crate::dispatch_memory`]).
+    writable: u64,
     /// The buffers behind `binding_ptrs` when the dispatch keeps them alive itself; empty when
     /// it borrows them for `'a`.
     buffers: SmallVec<[Buffer; 8]>,
@@ -63,6 +68,7 @@ impl<'a> PreparedDispatch<'a> {
         let count = command.bindings.len();
         let mut binding_ptrs = SmallVec::with_capacity(count);
         let mut binding_lengths = SmallVec::with_capacity(count);
+        let mut writable = 0u64;
         for (ordinal, reference) in command.bindings.iter().enumerate() {
             let context = || format!("binding {ordinal} of dispatch '{}'", info.name);
             let resolved = reference.resolve(table).with_context(context)?;
@@ -72,6 +78,9 @@ impl<'a> PreparedDispatch<'a> {
                 .with_context(context)?;
             binding_ptrs.push(ptr.as_ptr().cast::<c_void>());
             binding_lengths.push(len);
+            if ordinal < 64 && resolved.buffer.allowed_access().contains(MemoryAccess::WRITE) {
+                writable |= 1 << ordinal;
+            }
             if let Some(keep) = keep.as_mut() {
                 keep.push(resolved.buffer.clone());
             }
@@ -119,6 +128,7 @@ impl<'a> PreparedDispatch<'a> {
             constants: SmallVec::from_slice(&command.constants),
             binding_ptrs,
             binding_lengths,
+            writable,
             buffers: SmallVec::new(),
             _borrowed: PhantomData,
         })
@@ -214,10 +224,21 @@ impl<'a> PreparedDispatch<'a> {
             local_memory: local_memory_ptr,
             local_memory_size,
         };
+        let running = RunningDispatch {
+            ptrs: self.binding_ptrs.as_ptr(),
+            lengths: self.binding_lengths.as_ptr(),
+            count: self.binding_ptrs.len(),
+            writable: self.writable,
+        };
         // SAFETY: binding pointers and lengths were resolved from bounds-checked host buffers
         // that `self` keeps alive or borrows; `state` points into `self`; `local_memory` is an
-        // exclusive scratch slice of the size the export asked for.
-        unsafe { bound.run_range(&workgroup, count, [self.workgroup_count[0], self.workgroup_count[1]]) }?;
+        // exclusive scratch slice of the size the export asked for. The arrays marked running
+        // are `self`'s, borrowed for the call.
+        unsafe {
+            while_running(running, || {
+                bound.run_range(&workgroup, count, [self.workgroup_count[0], self.workgroup_count[1]])
+            })
+        }?;
         Ok(())
     }
 }

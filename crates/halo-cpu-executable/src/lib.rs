@@ -23,6 +23,7 @@
 )]
 
 pub mod dispatch;
+pub mod dispatch_memory;
 mod elf;
 pub mod executable;
 pub mod float_mode;

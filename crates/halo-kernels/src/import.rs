@@ -12,7 +12,8 @@
 //!
 //! and IREE's compiler packs the arguments into a struct ([`MatmulParamsV0`]) that the kernel
 //! receives through the import thunk as `entry(params, context, reserved)`, returning 0 on
-//! success. Offsets, sizes and strides count elements. The version suffix is part of the name: a
+//! success. `context` is the driver's [`MemoryCheck`]: the pointers come from compiled code, so
+//! every span is checked against the calling dispatch's bindings before it is touched. Offsets, sizes and strides count elements. The version suffix is part of the name: a
 //! new layout is a new name, and a program that asks for a name this build lacks fails to load,
 //! naming it.
 
@@ -75,17 +76,47 @@ fn span(rows: usize, cols: usize, stride: usize) -> Option<usize> {
     }
 }
 
-/// `halo_matmul_f32_v0`: see [`MatmulParamsV0`]. Returns 0, or 1 when the sizes are
-/// impossible (overflowing spans, unknown flags, overlapping rows), which fails the dispatch.
+/// What every entry point's `context` points at: how it learns that the memory a kernel handed
+/// it belongs to the dispatch that called it.
+///
+/// Entry points run as host code, outside the guard that turns a kernel's faults into errors, so
+/// they touch nothing before `within` has vouched for it.
+#[repr(C)]
+#[derive(Debug)]
+pub struct MemoryCheck {
+    /// Whether `bytes` bytes from `address` lie in one binding of the calling dispatch (one that
+    /// allows writes, when `write`).
+    pub within: fn(address: usize, bytes: usize, write: bool) -> bool,
+}
+
+/// A span of `len` f32 elements from `base + offset`, as addresses (`None` when it overflows).
+fn byte_range(base: *const f32, offset: usize, len: usize) -> Option<(usize, usize)> {
+    let start = (base as usize).checked_add(offset.checked_mul(4)?)?;
+    Some((start, start.checked_add(len.checked_mul(4)?)?))
+}
+
+/// Whether two address ranges share a byte (empty ones share none).
+fn overlap((a0, a1): (usize, usize), (b0, b1): (usize, usize)) -> bool {
+    a0 < a1 && b0 < b1 && a0 < b1 && b0 < a1
+}
+
+/// `halo_matmul_f32_v0`: see [`MatmulParamsV0`]. Returns 0, or 1 when the call cannot be
+/// carried out (overflowing spans, unknown flags, overlapping rows, an output overlapping an
+/// input, memory outside the calling dispatch's bindings, no [`MemoryCheck`]), which fails the
+/// dispatch.
 ///
 /// # Safety
-/// `params` points at a [`MatmulParamsV0`] whose pointers, offset by their offsets, are valid
-/// for the spans the sizes and strides give (reads of `a`, `b` and, with [`MATMUL_BIAS`], `n`
-/// bias elements; reads and writes of `c`), and `c`'s span overlaps none of the others: what a
-/// compiled dispatch passes for bindings the runtime checked.
-pub unsafe extern "C" fn matmul_f32_v0(params: *mut c_void, _context: *mut c_void, _reserved: *mut c_void) -> c_int {
+/// `params` points at a [`MatmulParamsV0`], and `context` is null or points at a
+/// [`MemoryCheck`] whose `within` only vouches for memory that is valid for the access asked
+/// (and, for writes, that nothing else touches during the call).
+pub unsafe extern "C" fn matmul_f32_v0(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
     // SAFETY: the caller passes a pointer to the packed parameters, per this entry's contract.
     let p = unsafe { *(params as *const MatmulParamsV0) };
+    // SAFETY: a non-null context points at a `MemoryCheck`, per the contract.
+    let Some(check) = (unsafe { (context as *const MemoryCheck).as_ref() }) else {
+        return 1;
+    };
+    let bias_len = if p.flags & MATMUL_BIAS != 0 { p.n } else { 0 };
     let (Some(a_len), Some(b_len), Some(c_len)) = (
         span(p.m, p.k, p.a_stride),
         span(p.k, p.n, p.b_stride),
@@ -93,16 +124,30 @@ pub unsafe extern "C" fn matmul_f32_v0(params: *mut c_void, _context: *mut c_voi
     ) else {
         return 1;
     };
-    if p.flags & !(MATMUL_BIAS | MATMUL_RELU) != 0 {
+    let (Some(a_bytes), Some(b_bytes), Some(bias_bytes), Some(c_bytes)) = (
+        byte_range(p.a, p.a_offset, a_len),
+        byte_range(p.b, p.b_offset, b_len),
+        byte_range(p.bias, p.bias_offset, bias_len),
+        byte_range(p.c, p.c_offset, c_len),
+    ) else {
+        return 1;
+    };
+    let vouched = |(start, end): (usize, usize), write| (check.within)(start, end - start, write);
+    if p.flags & !(MATMUL_BIAS | MATMUL_RELU) != 0
+        || [a_bytes, b_bytes, bias_bytes]
+            .iter()
+            .any(|&input| overlap(input, c_bytes) || !vouched(input, false))
+        || !vouched(c_bytes, true)
+    {
         return 1;
     }
-    // SAFETY: the contract makes each pointer plus its offset valid for its span, and `c`'s span
-    // disjoint from the others; empty spans need no valid memory, so they use dangling slices.
+    // SAFETY: `check` vouched for every span (reads of the inputs, reads and writes of the
+    // output), and the output overlaps no input; empty spans need no memory and are dangling.
     let (a, b, bias, c) = unsafe {
         (
             slice(p.a, p.a_offset, a_len),
             slice(p.b, p.b_offset, b_len),
-            (p.flags & MATMUL_BIAS != 0).then(|| slice(p.bias, p.bias_offset, p.n)),
+            (p.flags & MATMUL_BIAS != 0).then(|| slice(p.bias, p.bias_offset, bias_len)),
             slice_mut(p.c, p.c_offset, c_len),
         )
     };
@@ -171,9 +216,27 @@ mod tests {
         }
     }
 
+    thread_local! {
+        /// The address ranges the test's "dispatch" has, as (start, end, writable).
+        static BINDINGS: std::cell::RefCell<Vec<(usize, usize, bool)>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+
+    fn lend(bytes: &[f32], writable: bool) {
+        let start = bytes.as_ptr() as usize;
+        BINDINGS.with(|b| b.borrow_mut().push((start, start + 4 * bytes.len(), writable)));
+    }
+
+    fn within(address: usize, bytes: usize, write: bool) -> bool {
+        let end = address + bytes;
+        BINDINGS.with(|b| (b.borrow().iter()).any(|&(s, e, w)| address >= s && end <= e && (w || !write)))
+    }
+
+    static CHECK: MemoryCheck = MemoryCheck { within };
+
     fn call(mut params: MatmulParamsV0) -> c_int {
-        // SAFETY: the tests' parameters point into live slices that hold their spans.
-        unsafe { matmul_f32_v0((&raw mut params).cast(), std::ptr::null_mut(), std::ptr::null_mut()) }
+        let context = (&raw const CHECK).cast_mut().cast();
+        // SAFETY: the check vouches only for the live slices the test lent.
+        unsafe { matmul_f32_v0((&raw mut params).cast(), context, std::ptr::null_mut()) }
     }
 
     #[test]
@@ -183,30 +246,55 @@ mod tests {
         let b = [1.0, 0.0, -1.0, 0.0, 1.0, 1.0];
         let bias = [7.0, 7.0, 0.5, -10.0, 0.0];
         let mut c = [99.0f32; 9];
+        for input in [&a[..], &b, &bias] {
+            lend(input, false);
+        }
+        lend(&c, true);
         assert_eq!(
             call(params(&a, &b, &bias, &mut c, [2, 3, 2], MATMUL_BIAS | MATMUL_RELU)),
             0
         );
         assert_eq!(c, [99.0, 99.0, 99.0, 1.5, 0.0, 1.0, 3.5, 0.0, 1.0]);
-        let mut c = [99.0f32; 9];
+        c = [99.0f32; 9];
         assert_eq!(call(params(&a, &b, &bias, &mut c, [2, 3, 2], 0)), 0);
         assert_eq!(c, [99.0, 99.0, 99.0, 1.0, 2.0, 1.0, 3.0, 4.0, 1.0]);
     }
 
     #[test]
-    fn impossible_sizes_and_unknown_flags_fail_the_call_without_touching_memory() {
-        let (a, b, bias) = ([0f32; 4], [0f32; 4], [0f32; 4]);
+    fn calls_the_dispatch_does_not_vouch_for_fail_without_touching_memory() {
+        let (a, b, bias) = ([1f32; 4], [1f32; 4], [1f32; 4]);
         let mut c = [5f32; 4];
+        let valid = |c: &mut [f32]| params(&a, &b, &bias, c, [1, 1, 1], MATMUL_BIAS);
+        assert_eq!(call(valid(&mut c)), 1, "nothing lent");
+        for input in [&a[..], &b, &bias] {
+            lend(input, false);
+        }
+        assert_eq!(call(valid(&mut c)), 1, "the output is not writable");
+        lend(&c, true);
+        assert_eq!(call(valid(&mut c)), 0);
+        c = [5.0; 4];
         assert_eq!(call(params(&a, &b, &bias, &mut c, [1, 1, 1], 4)), 1, "unknown flag");
         assert_eq!(
             call(params(&a, &b, &bias, &mut c, [usize::MAX, 2, 2], 0)),
             1,
             "overflowing span"
         );
-        let mut overlapping = params(&a, &b, &bias, &mut c, [2, 2, 2], 0);
-        overlapping.c_stride = 1;
-        overlapping.c_offset = 0;
+        assert_eq!(
+            call(params(&a, &b, &bias, &mut c, [2, 2, 2], 0)),
+            1,
+            "a reaches past its binding"
+        );
+        let mut overlapping = valid(&mut c);
+        (overlapping.c_stride, overlapping.c_offset, overlapping.m, overlapping.n) = (1, 0, 2, 2);
         assert_eq!(call(overlapping), 1, "rows overlap");
+        let mut aliased = valid(&mut c);
+        aliased.a = aliased.c;
+        aliased.a_offset = aliased.c_offset;
+        assert_eq!(call(aliased), 1, "the output is an input");
+        let mut unchecked = valid(&mut c);
+        // SAFETY: no check is given, so the entry point must refuse before touching anything.
+        let rc = unsafe { matmul_f32_v0((&raw mut unchecked).cast(), std::ptr::null_mut(), std::ptr::null_mut()) };
+        assert_eq!(rc, 1, "no memory check");
         assert_eq!(c, [5.0; 4]);
     }
 }

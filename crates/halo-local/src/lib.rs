@@ -28,6 +28,7 @@ use halo_cpu_executable::library::HostImport;
 use halo_hal::device::query_common_i64;
 use halo_hal::transient_pool::TransientPool;
 use halo_hal::{Device, DriverRegistry, Result};
+use halo_kernels::import::MemoryCheck;
 use std::sync::Arc;
 
 /// Registers the CPU drivers (`local-sync`, `local-task`) with `registry`.
@@ -38,9 +39,19 @@ pub fn register_drivers(registry: &mut DriverRegistry) {
 
 /// The host functions both CPU drivers offer every executable they load: halo's own kernels
 /// (`halo_kernels::import`), which programs that `halo compile` gave them call by name.
+/// Each checks the memory a kernel hands it against the calling dispatch's bindings.
 pub fn kernel_imports() -> Arc<[HostImport]> {
+    static CHECK: MemoryCheck = MemoryCheck {
+        within: halo_cpu_executable::dispatch_memory::within_running_dispatch,
+    };
     (halo_kernels::import::ENTRY_POINTS.iter())
-        .map(|&(name, entry)| HostImport::new(name, entry))
+        .map(|&(name, entry)| {
+            // SAFETY: the context is a static, and `within_running_dispatch` vouches only for
+            // bytes inside the bindings of the dispatch running on the calling thread, which the
+            // dispatch keeps alive and bounds-checked while its workgroups run (writes only where
+            // the binding allows them); it reads thread-local state, so concurrent calls are fine.
+            unsafe { HostImport::new(name, entry).with_context((&raw const CHECK).cast_mut().cast()) }
+        })
         .collect()
 }
 

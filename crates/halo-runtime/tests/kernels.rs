@@ -72,3 +72,21 @@ fn a_program_importing_a_kernel_the_device_lacks_fails_at_load_naming_it() {
     assert_eq!(error.code(), StatusCode::NotFound, "{error}");
     assert!(error.to_string().contains("halo_matmul_f32_v0"), "{error}");
 }
+
+#[test]
+fn a_damaged_program_handing_the_kernel_memory_outside_its_bindings_gets_an_error_not_a_crash() {
+    for device in ["local-sync", "local-task"] {
+        let mut session = Session::new(&Instance::new(), &[device]).unwrap();
+        session.load_module_file(&kernels().join("kernel_matmul.vmfb")).unwrap();
+        for function in ["past_its_output", "into_its_weights"] {
+            let input = HostTensor::parse("2x16xf32=1").unwrap();
+            let callee = session.function(function).unwrap();
+            let error = session
+                .call(&callee, &[session.tensor_input(&input).unwrap()])
+                .unwrap_err();
+            assert!(error.to_string().contains(function), "{device}, {function}: {error}");
+        }
+        // The session goes on: the same module's sound function still answers.
+        assert_eq!(dense(&session, "dense", 2).len(), 80, "{device}");
+    }
+}
