@@ -5,7 +5,9 @@ use clap::Args;
 use halo_compile::tune::cache::TuneCache;
 use halo_compile::tune::measure::Workload;
 use halo_compile::tune::{self, positive_seconds, TuneEvent, TuneRequest};
-use halo_compile::{compile, CompileRequest, FlagSet, GraphRewrite, ModelFormat, Target, Toolchain};
+use halo_compile::{
+    compile, CompileRequest, FlagSet, GraphRewrite, KernelUse, ModelFormat, Target, Toolchain, KERNEL_IMPORTS,
+};
 use halo_hal::{Error, Result, ResultExt};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
@@ -35,6 +37,11 @@ pub struct CompileArgs {
     /// flag set but `iree-default` does), `depthwise-as-shifts` or `none`; default: the flag set's.
     #[arg(long = "graph-rewrite", visible_alias = "graph_rewrite", conflicts_with = "tune")]
     pub graph_rewrite: Option<String>,
+    /// Have f32 matmuls call halo's own kernel (`halo_matmul_f32_v0`) instead of IREE's code for
+    /// them: the program then runs only on halo's CPU drivers (IREE's runtime refuses it at
+    /// load). CPU devices only.
+    #[arg(long, conflicts_with = "tune")]
+    pub kernels: bool,
     /// The `iree-compile` to use; without it `HALO_IREE_COMPILE`, then `PATH`.
     #[arg(long = "iree-compile", visible_alias = "iree_compile")]
     pub iree_compile: Option<PathBuf>,
@@ -119,6 +126,11 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         flag_set,
         extra_flags: args.compiler_flags.clone(),
         graph_rewrite,
+        kernels: if args.kernels {
+            KernelUse::HaloKernels
+        } else {
+            KernelUse::Portable
+        },
         stop: None,
     };
     let report = compile(&toolchain, &request)?;
@@ -146,6 +158,12 @@ pub fn run(args: &CompileArgs) -> Result<()> {
             "graph rewrite '{}': {} node(s) replaced before import",
             report.graph_rewrite.name(),
             report.rewritten_nodes
+        )?;
+    }
+    if report.kernels == KernelUse::HaloKernels {
+        outln!(
+            "halo's kernels ({}) where they apply: this program runs only on halo's CPU drivers",
+            KERNEL_IMPORTS.join(", ")
         )?;
     }
     outln!("flags: {}", report.flags.join(" "))

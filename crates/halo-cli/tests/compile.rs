@@ -341,6 +341,62 @@ fn compiled_benchmark_models_give_onnxruntimes_answers() {
     }
 }
 
+/// `--kernels`: the MLP's matmuls call halo's matmul kernel, the program says it needs halo, and
+/// its answers are still onnxruntime's on both CPU drivers; other targets are refused.
+#[test]
+fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers() {
+    let test = "a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers";
+    let Some(compiler) = real_compiler(test) else {
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let onnx = repo().join("fixtures/benchmark-models/mlp.onnx");
+    let vmfb = out.path().join("mlp.vmfb");
+    let env = [("HALO_IREE_COMPILE", compiler.as_path())];
+    let output = halo(
+        &[
+            "compile",
+            onnx.to_str().unwrap(),
+            "-o",
+            vmfb.to_str().unwrap(),
+            "--kernels",
+        ],
+        &env,
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("halo's kernels (halo_matmul_f32_v0) where they apply: this program runs only on halo"),
+        "{stdout}"
+    );
+    let program = std::fs::read(&vmfb).unwrap();
+    let imports = program.windows(18).filter(|w| w == b"halo_matmul_f32_v0").count();
+    assert!(imports > 0, "the program does not import the kernel");
+    for device in ["local-task", "local-sync"] {
+        assert_recorded_answers("mlp", &vmfb, device);
+    }
+    let output = halo(
+        &[
+            "compile",
+            onnx.to_str().unwrap(),
+            "-o",
+            vmfb.to_str().unwrap(),
+            "--kernels",
+            "--device=vulkan",
+        ],
+        &env,
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success() && stderr.contains("--kernels needs a CPU device"),
+        "{stderr}"
+    );
+}
+
 /// IREE's SPIR-V for ShuffleNet's depthwise convolutions gives wrong answers (on lavapipe as on
 /// an NVIDIA GPU); `halo compile --device=vulkan` rewrites them, so the module gives
 /// onnxruntime's.

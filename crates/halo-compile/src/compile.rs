@@ -3,6 +3,7 @@
 use crate::declaration::{declare_functions, GraphNames};
 use crate::flag_set::FlagSet;
 use crate::graph_rewrite::{self, GraphRewrite};
+use crate::kernels::KernelUse;
 use crate::model::{GraphKind, ModelFormat};
 use crate::stop;
 use crate::target::Target;
@@ -31,6 +32,8 @@ pub struct CompileRequest {
     /// The change made to an ONNX graph before import, instead of each flag set's own
     /// ([`FlagSet::graph_rewrite`]).
     pub graph_rewrite: Option<GraphRewrite>,
+    /// Whether the program may call halo's own kernels.
+    pub kernels: KernelUse,
     /// Stops this compile once set, as [`crate::stop_flag`] stops every compile: the running tool
     /// is killed and the compile ends `Cancelled`.
     pub stop: Option<Arc<AtomicBool>>,
@@ -57,6 +60,8 @@ pub struct CompileReport {
     pub graph_rewrite: GraphRewrite,
     /// How many nodes that rewrite replaced.
     pub rewritten_nodes: usize,
+    /// Whether the program may call halo's kernels (then it runs only on halo).
+    pub kernels: KernelUse,
     /// Every flag given to `iree-compile` besides the input and output.
     pub flags: Vec<String>,
     /// Sets tried first and rejected, best first.
@@ -94,6 +99,7 @@ pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<Compil
         let staged = prepared.scratch().join("compiled.vmfb");
         let mut flags = request.target.flags();
         flags.extend(set.optimisation_flags(&request.target));
+        flags.extend(request.kernels.flags(&request.target, prepared.scratch())?);
         flags.extend(request.extra_flags.iter().cloned());
         let failure = match prepared.compile(toolchain, &flags, &staged, None) {
             Ok(()) => {
@@ -105,6 +111,7 @@ pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<Compil
                     flags,
                     graph_rewrite: prepared.rewrite,
                     rewritten_nodes: prepared.rewritten_nodes,
+                    kernels: request.kernels,
                     rejected,
                     compiler_version: toolchain.version().to_string(),
                     import_time,

@@ -16,6 +16,8 @@
 //! - [`GraphRewrite`] names a change made to an ONNX graph before import where IREE compiles an
 //!   operator to slow code (depthwise convolutions), or on Vulkan to wrong code; the CPU and
 //!   Vulkan flag sets other than `iree-default` apply it.
+//! - [`KernelUse`] says whether the program may call halo's own CPU kernels where they apply
+//!   (a transform spec given to `iree-compile`), which makes it run only on halo.
 //! - [`compile`] runs the tools, writes the output atomically (a failed compile leaves an
 //!   existing output file as it was) and returns a [`CompileReport`] saying which flags won.
 //!
@@ -35,6 +37,7 @@ mod declaration;
 mod device_chip;
 mod flag_set;
 mod graph_rewrite;
+mod kernels;
 mod model;
 mod onnx;
 mod stop;
@@ -46,6 +49,7 @@ pub use compile::{compile, CompileReport, CompileRequest, RejectedCandidate};
 pub use device_chip::ChipChoice;
 pub use flag_set::FlagSet;
 pub use graph_rewrite::GraphRewrite;
+pub use kernels::{KernelUse, KERNEL_IMPORTS};
 pub use model::{GraphKind, ModelFormat};
 pub use stop::stop_flag;
 pub use target::{Target, TargetKind};

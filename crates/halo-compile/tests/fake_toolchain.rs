@@ -1,7 +1,7 @@
 //! `compile` against stand-in tools (shell scripts), so its choices and errors are tested on
 //! machines without IREE's compiler.
 
-use halo_compile::{compile, CompileRequest, FlagSet, GraphRewrite, Target, Toolchain};
+use halo_compile::{compile, CompileRequest, FlagSet, GraphRewrite, KernelUse, Target, Toolchain};
 use halo_hal::StatusCode;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -75,6 +75,7 @@ fn request(model: PathBuf, output: PathBuf, flag_set: FlagSet) -> CompileRequest
         flag_set,
         extra_flags: vec!["--iree-extra".into()],
         graph_rewrite: None,
+        kernels: KernelUse::Portable,
         stop: None,
     }
 }

@@ -5,7 +5,7 @@ use crate::errors::IntoPyResult;
 use halo_compile::tune::cache::TuneCache;
 use halo_compile::tune::measure::Workload;
 use halo_compile::tune::{positive_seconds, tolerance as checked_tolerance, TuneRequest};
-use halo_compile::{ChipChoice, CompileRequest, FlagSet, GraphRewrite, Target, Toolchain};
+use halo_compile::{ChipChoice, CompileRequest, FlagSet, GraphRewrite, KernelUse, Target, Toolchain};
 use halo_hal::Error;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -38,6 +38,7 @@ pub fn compile<'py>(
         flag_set: FlagSet::from_name(flag_set).py()?,
         extra_flags,
         graph_rewrite: graph_rewrite.map(GraphRewrite::from_name).transpose().py()?,
+        kernels: KernelUse::Portable,
         stop: None,
     };
     let report = py

@@ -8,7 +8,7 @@
 
 use halo_compile::tune::cache::{cpu_description, key, sha256_of_file, user_cache_folder};
 use halo_compile::tune::space::SPACE_VERSION;
-use halo_compile::{compile, ChipChoice, CompileRequest, FlagSet, ModelFormat, Target, Toolchain};
+use halo_compile::{compile, ChipChoice, CompileRequest, FlagSet, KernelUse, ModelFormat, Target, Toolchain};
 use halo_hal::{Error, Result, ResultExt};
 use halo_runtime::CancelToken;
 use std::path::{Path, PathBuf};
@@ -79,6 +79,7 @@ fn compile_cached(source: &Path, device: &str, stop: &CancelToken) -> Result<Pat
             flag_set: FlagSet::Best,
             extra_flags: Vec::new(),
             graph_rewrite: None,
+            kernels: KernelUse::Portable,
             stop: Some(stop.flag()),
         },
     )?;

@@ -1,0 +1,52 @@
+//! Whether a compiled program calls halo's own kernels (`crates/halo-kernels`) where they apply.
+//!
+//! IREE's compiler replaces matched operations when given a transform spec
+//! (`--iree-preprocessing-transform-spec-filename`): each match becomes a dispatch that calls a
+//! kernel through an executable import, which halo's CPU drivers resolve. Such a program runs only
+//! on halo; IREE's runtime refuses it at load, naming the import.
+
+use crate::target::{Target, TargetKind};
+use halo_hal::{Error, Result};
+use std::path::Path;
+
+/// The spec that turns f32 matmuls into calls of `halo_matmul_f32_v0`.
+const MATMUL_SPEC: &str = include_str!("kernels/matmul_spec.mlir");
+
+/// The imports a program compiled with [`KernelUse::HaloKernels`] may call.
+pub const KERNEL_IMPORTS: &[&str] = &["halo_matmul_f32_v0"];
+
+/// Whether the program may call halo's kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KernelUse {
+    /// Only IREE's own code: the program runs on IREE's runtime too.
+    #[default]
+    Portable,
+    /// f32 matmuls call halo's matmul kernel; the program runs only on halo's CPU drivers.
+    HaloKernels,
+}
+
+impl KernelUse {
+    /// The `iree-compile` flags that make the choice, writing the spec they name into `scratch`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when halo's kernels are asked for a target other than the CPU; the
+    /// file system's error when the spec cannot be written.
+    pub(crate) fn flags(self, target: &Target, scratch: &Path) -> Result<Vec<String>> {
+        if self == KernelUse::Portable {
+            return Ok(Vec::new());
+        }
+        if target.kind != TargetKind::Cpu {
+            return Err(Error::invalid_argument(format!(
+                "halo's kernels are CPU kernels: --kernels needs a CPU device, not a {:?} target",
+                target.kind
+            )));
+        }
+        let spec = scratch.join("halo-kernels-spec.mlir");
+        std::fs::write(&spec, MATMUL_SPEC)
+            .map_err(|error| Error::internal(format!("cannot write '{}': {error}", spec.display())))?;
+        Ok(vec![format!(
+            "--iree-preprocessing-transform-spec-filename={}",
+            spec.display()
+        )])
+    }
+}
