@@ -17,6 +17,7 @@
 //! new layout is a new name, and a program that asks for a name this build lacks fails to load,
 //! naming it.
 
+use crate::matrix::span;
 use crate::{matmul, Activation, Epilogue, Matrix, MatrixMut};
 use std::ffi::{c_int, c_void};
 
@@ -66,14 +67,6 @@ pub struct MatmulParamsV0 {
     pub c_stride: usize,
     /// [`MATMUL_BIAS`] and [`MATMUL_RELU`].
     pub flags: usize,
-}
-
-/// Elements a `rows` x `cols` matrix with rows `stride` apart spans (`None` when it overflows).
-fn span(rows: usize, cols: usize, stride: usize) -> Option<usize> {
-    match (rows, cols) {
-        (0, _) | (_, 0) => Some(0),
-        _ => (rows - 1).checked_mul(stride)?.checked_add(cols),
-    }
 }
 
 /// What every entry point's `context` points at: how it learns that the memory a kernel handed

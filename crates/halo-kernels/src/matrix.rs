@@ -2,21 +2,24 @@
 
 use halo_hal::{Error, Result};
 
-/// Elements a `rows` x `cols` matrix with rows `row_stride` apart spans, or an error naming
+/// Elements a `rows` x `cols` matrix with rows `stride` apart spans (`None` when it overflows).
+pub(crate) fn span(rows: usize, cols: usize, stride: usize) -> Option<usize> {
+    match (rows, cols) {
+        (0, _) | (_, 0) => Some(0),
+        _ => (rows - 1).checked_mul(stride)?.checked_add(cols),
+    }
+}
+
+/// Checks that a `rows` x `cols` matrix with rows `row_stride` apart fits `len` elements; an error naming
 /// `what` when the layout is impossible or the slice too short.
-fn checked_span(what: &str, len: usize, rows: usize, cols: usize, row_stride: usize) -> Result<()> {
+fn check_fits(what: &str, len: usize, rows: usize, cols: usize, row_stride: usize) -> Result<()> {
     if rows > 1 && row_stride < cols {
         return Err(Error::invalid_argument(format!(
             "{what}: rows {row_stride} elements apart overlap their {cols} columns"
         )));
     }
-    let span = match (rows, cols) {
-        (0, _) | (_, 0) => Some(0),
-        _ => (rows - 1)
-            .checked_mul(row_stride)
-            .and_then(|start| start.checked_add(cols)),
-    }
-    .ok_or_else(|| Error::out_of_range(format!("{what}: {rows}x{cols} with row stride {row_stride} overflows")))?;
+    let span = span(rows, cols, row_stride)
+        .ok_or_else(|| Error::out_of_range(format!("{what}: {rows}x{cols} with row stride {row_stride} overflows")))?;
     if span > len {
         return Err(Error::out_of_range(format!(
             "{what}: {rows}x{cols} with row stride {row_stride} spans {span} elements, the slice holds {len}"
@@ -40,7 +43,7 @@ impl<'a> Matrix<'a> {
     /// # Errors
     /// `InvalidArgument` when rows would overlap, `OutOfRange` when `data` is too short.
     pub fn new(data: &'a [f32], rows: usize, cols: usize, row_stride: usize) -> Result<Self> {
-        checked_span("matrix", data.len(), rows, cols, row_stride)?;
+        check_fits("matrix", data.len(), rows, cols, row_stride)?;
         Ok(Matrix {
             data,
             rows,
@@ -75,7 +78,7 @@ impl<'a> MatrixMut<'a> {
     /// # Errors
     /// As [`Matrix::new`].
     pub fn new(data: &'a mut [f32], rows: usize, cols: usize, row_stride: usize) -> Result<Self> {
-        checked_span("output matrix", data.len(), rows, cols, row_stride)?;
+        check_fits("output matrix", data.len(), rows, cols, row_stride)?;
         Ok(MatrixMut {
             data,
             rows,
