@@ -84,6 +84,8 @@ pub struct CompileReport {
 /// messages when every candidate flag set is rejected.
 pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<CompileReport> {
     let model = &request.model;
+    // Before the import, which can take a while.
+    request.kernels.check(&request.target)?;
     // One import per graph rewrite the candidates ask for, made when the first of them is tried.
     let mut imports = Imports::stopped_by(request.stop.clone());
     let started = Instant::now();
@@ -99,7 +101,7 @@ pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<Compil
         let staged = prepared.scratch().join("compiled.vmfb");
         let mut flags = request.target.flags();
         flags.extend(set.optimisation_flags(&request.target));
-        flags.extend(request.kernels.flags(&request.target, prepared.scratch())?);
+        flags.extend(request.kernels.flags(prepared.scratch())?);
         flags.extend(request.extra_flags.iter().cloned());
         let failure = match prepared.compile(toolchain, &flags, &staged, None) {
             Ok(()) => {

@@ -26,20 +26,27 @@ pub enum KernelUse {
 }
 
 impl KernelUse {
-    /// The `iree-compile` flags that make the choice, writing the spec they name into `scratch`.
+    /// Checks that `target` can run the choice.
     ///
     /// # Errors
-    /// `InvalidArgument` when halo's kernels are asked for a target other than the CPU; the
-    /// file system's error when the spec cannot be written.
-    pub(crate) fn flags(self, target: &Target, scratch: &Path) -> Result<Vec<String>> {
-        if self == KernelUse::Portable {
-            return Ok(Vec::new());
-        }
-        if target.kind != TargetKind::Cpu {
+    /// `InvalidArgument` when halo's kernels are asked for a target other than the CPU.
+    pub(crate) fn check(self, target: &Target) -> Result<()> {
+        if self == KernelUse::HaloKernels && target.kind != TargetKind::Cpu {
             return Err(Error::invalid_argument(format!(
                 "halo's kernels are CPU kernels: --kernels needs a CPU device, not a {:?} target",
                 target.kind
             )));
+        }
+        Ok(())
+    }
+
+    /// The `iree-compile` flags that make the choice, writing the spec they name into `scratch`.
+    ///
+    /// # Errors
+    /// The file system's error when the spec cannot be written.
+    pub(crate) fn flags(self, scratch: &Path) -> Result<Vec<String>> {
+        if self == KernelUse::Portable {
+            return Ok(Vec::new());
         }
         let spec = scratch.join("halo-kernels-spec.mlir");
         std::fs::write(&spec, MATMUL_SPEC)
