@@ -413,6 +413,12 @@ fn tuning_reports_each_failure_keeps_a_measured_variant_and_caches_it() {
 #[test]
 fn a_compiler_ended_by_ctrl_c_stops_the_compile_instead_of_trying_the_next_set() {
     let _serial = serial();
+    // The fake compiler ends itself with SIGINT, which does nothing where this test run started
+    // with SIGINT ignored (a background job of a script, `nohup`, some CI runners): children
+    // inherit the ignored disposition, and a shell cannot undo it. The default goes back first.
+    // SAFETY: `signal` with `SIG_DFL` changes only the process's disposition, which no test relies
+    // on being ignored.
+    unsafe { libc::signal(libc::SIGINT, libc::SIG_DFL) };
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("runs.log");
     let body = format!(

@@ -4,8 +4,10 @@
 //! Who does what:
 //! - [`library`]: the executable library ABI (`iree_hal_executable_library_v0`): the header,
 //!   export tables, the environment and import calls an executable gets;
-//! - `elf`: halo's own loader for `embedded-elf-x86_64` (mapping, relocation, protection);
-//!   `system_library`: `system-elf-x86_64` through the system's dynamic loader;
+//! - `arch`: what differs between CPU architectures (x86-64, AArch64), one module each: ELF
+//!   machine and relocations, format names, CPU data, floating-point controls;
+//! - `elf`: halo's own loader for `embedded-elf-*` (mapping, relocation, protection);
+//!   `system_library`: `system-elf-*` through the system's dynamic loader;
 //! - [`executable`]: a loaded library as a HAL executable, and the cache that prepares them;
 //! - [`dispatch`]: one dispatch's prepared state and the call of one workgroup;
 //! - [`float_mode`]: the denormal mode compiled kernels expect, set around their calls;
@@ -22,6 +24,7 @@
     clippy::missing_safety_doc
 )]
 
+mod arch;
 pub mod dispatch;
 pub mod dispatch_memory;
 mod elf;

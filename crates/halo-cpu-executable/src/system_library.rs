@@ -1,4 +1,4 @@
-//! The loader for `system-elf-x86_64`: shared objects opened with the system's
+//! The loader for `system-elf-*`: shared objects opened with the system's
 //! `dlopen`, for executables linked against the platform (debuggers and
 //! profilers see them as ordinary libraries).
 //!

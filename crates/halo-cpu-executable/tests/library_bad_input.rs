@@ -9,6 +9,9 @@ use object::{LittleEndian, Object, ObjectSection, ObjectSegment};
 
 const FORMATS: [&str; 2] = [EMBEDDED_ELF_FORMAT, SYSTEM_ELF_FORMAT];
 
+/// Whether this build runs AArch64 code (else x86-64).
+const ON_ARM_64: bool = cfg!(target_arch = "aarch64");
+
 fn data(format: &str) -> Vec<u8> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/library_kernels.{format}.so"));
     std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
@@ -168,7 +171,8 @@ fn foreign_class_byte_order_and_machine_are_incompatible() {
         b[5] = 2;
         assert_error(format, &b, StatusCode::Incompatible, &["little-endian"]);
         let mut b = bytes.clone();
-        put_u16(&mut b, 18, 183);
+        // The other architecture halo knows: EM_AARCH64 on x86-64, EM_X86_64 on AArch64.
+        put_u16(&mut b, 18, if ON_ARM_64 { 62 } else { 183 });
         assert_error(format, &b, StatusCode::Incompatible, &["arm_64", "x86_64"]);
         let mut b = bytes.clone();
         put_u16(&mut b, 18, 0x1234);
@@ -301,13 +305,20 @@ fn bad_relocations_name_the_entry() {
     let anatomy = Anatomy::of(&bytes);
     let first = anatomy.relocations().next().unwrap();
 
+    // A real relocation type the embedded loader does not take (a 32-bit absolute or
+    // PC-relative one, which a static PIE never needs).
+    let (unsupported, name) = if ON_ARM_64 {
+        (258, "R_AARCH64_ABS32")
+    } else {
+        (2, "R_X86_64_PC32")
+    };
     let mut b = bytes.clone();
-    put_u64(&mut b, first + 8, 2);
+    put_u64(&mut b, first + 8, unsupported);
     assert_error(
         EMBEDDED_ELF_FORMAT,
         &b,
         StatusCode::Unimplemented,
-        &["DT_RELA entry 0", "R_X86_64_PC32"],
+        &["DT_RELA entry 0", name],
     );
 
     let mut b = bytes.clone();
@@ -337,8 +348,10 @@ fn bad_relocations_name_the_entry() {
         &["writable PT_LOAD"],
     );
 
+    // The 64-bit absolute type, which takes a symbol: R_AARCH64_ABS64 or R_X86_64_64.
+    let absolute = if ON_ARM_64 { 257 } else { 1 };
     let mut b = bytes.clone();
-    put_u64(&mut b, first + 8, (9 << 32) | 1);
+    put_u64(&mut b, first + 8, (9 << 32) | absolute);
     assert_error(
         EMBEDDED_ELF_FORMAT,
         &b,
@@ -426,5 +439,22 @@ fn bad_library_tables_name_the_table() {
         &b,
         StatusCode::InvalidArgument,
         &["both named 'add_workgroup_id'"],
+    );
+}
+
+#[test]
+fn a_format_of_the_other_architecture_names_both() {
+    let (other, theirs, ours) = if ON_ARM_64 {
+        ("embedded-elf-x86_64", "x86_64", "arm_64")
+    } else {
+        ("embedded-elf-arm_64", "arm_64", "x86_64")
+    };
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/library_kernels.{other}.so"));
+    let bytes = std::fs::read(path).unwrap();
+    assert_error(
+        other,
+        &bytes,
+        StatusCode::Incompatible,
+        &[&format!("holds {theirs} code"), &format!("this host runs {ours}")],
     );
 }

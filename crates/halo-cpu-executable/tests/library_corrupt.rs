@@ -15,7 +15,8 @@ use object::{LittleEndian, Object, ObjectSection};
 use proptest::prelude::*;
 
 fn kernels() -> Vec<u8> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/library_kernels.embedded-elf-x86_64.so");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/library_kernels.{EMBEDDED_ELF_FORMAT}.so"));
     std::fs::read(path).unwrap()
 }
 

@@ -69,7 +69,7 @@ fn i32s(bytes: &[u8]) -> Vec<i32> {
 }
 
 #[test]
-fn both_formats_are_supported_on_x86_64_linux() {
+fn both_formats_of_the_hosts_architecture_are_supported() {
     assert_eq!(supported_formats(), &FORMATS);
 }
 
@@ -358,7 +358,7 @@ fn fixture_executables_load_in_both_formats() {
             .and_then(|n| n.to_str())
             .unwrap_or_default()
             .to_string();
-        let Some(stem) = name.strip_suffix(".embedded-elf-x86_64.so") else {
+        let Some(stem) = name.strip_suffix(&format!(".{EMBEDDED_ELF_FORMAT}.so")) else {
             continue;
         };
         let embedded = Library::load(EMBEDDED_ELF_FORMAT, &std::fs::read(&path).unwrap(), &[]);
@@ -369,7 +369,7 @@ fn fixture_executables_load_in_both_formats() {
             Err(e) => panic!("{name}: {e}"),
         };
         assert!(embedded.export_count() > 0, "{name}");
-        let system_path = dir.join(format!("{stem}.system-elf-x86_64.so"));
+        let system_path = dir.join(format!("{stem}.{SYSTEM_ELF_FORMAT}.so"));
         if let Ok(bytes) = std::fs::read(&system_path) {
             let system = Library::load(SYSTEM_ELF_FORMAT, &bytes, &[]).unwrap_or_else(|e| panic!("{stem}: {e}"));
             assert_eq!(system.export_count(), embedded.export_count(), "{stem}");

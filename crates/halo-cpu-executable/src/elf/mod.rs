@@ -1,4 +1,4 @@
-//! The loader for `embedded-elf-x86_64`: static-PIE shared objects that IREE
+//! The loader for `embedded-elf-x86_64` and `embedded-elf-arm_64`: static-PIE shared objects that IREE
 //! links without any library dependency, loaded here without the system loader.
 //!
 //! Steps, each in its own module: validate the headers ([`header`]), reserve one
@@ -20,13 +20,13 @@ use object::elf;
 
 use self::header::Segment;
 use self::image::{Image, Protection, WritableImage};
+use crate::arch::Arch;
 
-/// The one machine this build loads code for.
-#[cfg(target_arch = "x86_64")]
-pub(crate) const HOST_MACHINE: u16 = elf::EM_X86_64;
-/// The one machine this build loads code for (none: only x86_64 relocations exist).
-#[cfg(not(target_arch = "x86_64"))]
-pub(crate) const HOST_MACHINE: u16 = elf::EM_NONE;
+/// The one machine this build loads code for (`EM_NONE` where halo has no CPU executables).
+pub(crate) const HOST_MACHINE: u16 = match crate::arch::HOST {
+    Some(arch) => arch.machine,
+    None => elf::EM_NONE,
+};
 
 /// Images larger than this are refused: real kernels are a few MiB, and a
 /// corrupt `p_memsz` must not reserve the address space.
@@ -84,7 +84,22 @@ impl ElfModule {
     /// machines, `Unimplemented` for ELF features IREE never emits,
     /// `NotFound` when `entry` is missing; each message names the part at fault.
     pub fn load(data: &[u8], entry: &str) -> Result<Self> {
-        let headers = header::parse(data, HOST_MACHINE)?;
+        let arch = crate::arch::HOST.ok_or_else(|| {
+            Error::incompatible(format!(
+                "halo has no CPU executables for {}",
+                header::machine_name(HOST_MACHINE)
+            ))
+        })?;
+        Self::load_for(arch, data, entry)
+    }
+
+    /// Loads `data`, an object for `arch`, and finds the exported symbol `entry`. Nothing of it
+    /// runs here, so objects of any architecture load on any host (the loader's tests).
+    ///
+    /// # Errors
+    /// As [`ElfModule::load`].
+    pub(crate) fn load_for(arch: &Arch, data: &[u8], entry: &str) -> Result<Self> {
+        let headers = header::parse(data, arch.machine)?;
         if let Some(index) = headers.tls {
             return Err(Error::unimplemented(format!(
                 "program header {index} is PT_TLS; thread-local storage is not supported"
@@ -117,7 +132,7 @@ impl ElfModule {
             )));
         }
         symbols.check_self_contained()?;
-        relocate::apply(image, &layout, base, &headers.loads, &dynamic, &symbols)
+        relocate::apply(arch, image, &layout, base, &headers.loads, &dynamic, &symbols)
             .context("applying ELF relocations")?;
 
         let (symbol_index, value) = symbols
@@ -266,16 +281,124 @@ fn protections(headers: &header::ElfHeaders, layout: &Layout, page: u64) -> Resu
 
 #[cfg(test)]
 mod tests {
+    use object::LittleEndian as LE;
     use proptest::prelude::*;
 
     use super::*;
+    use crate::arch::{arm_64, x86_64, Relocation};
 
     const KERNELS: &[u8] = include_bytes!("../../tests/data/library_kernels.embedded-elf-x86_64.so");
+    const ARM_64_KERNELS: &[u8] = include_bytes!("../../tests/data/library_kernels.embedded-elf-arm_64.so");
+    const ARM_64_IMPORT: &[u8] = include_bytes!("../../tests/data/library_import.embedded-elf-arm_64.so");
     const QUERY: &str = "iree_hal_executable_library_query";
+    const ARCHES: [(&Arch, &[u8]); 2] = [(&x86_64::ARCH, KERNELS), (&arm_64::ARCH, ARM_64_KERNELS)];
+
+    /// The test object for the architecture this build runs.
+    fn host_kernels() -> &'static [u8] {
+        let host = crate::arch::HOST.expect("a host architecture with CPU executables");
+        ARCHES
+            .into_iter()
+            .find(|(arch, _)| arch.machine == host.machine)
+            .map(|(_, bytes)| bytes)
+            .expect("a test object for the host")
+    }
+
+    /// Every `DT_RELA` entry of an object, as (file offset of the entry, r_offset, type, addend).
+    fn rela_entries(bytes: &[u8]) -> Vec<(usize, u64, u32, i64)> {
+        use object::read::elf::{ElfFile64, FileHeader, SectionHeader};
+        let file = ElfFile64::<LE>::parse(bytes).expect("a well-formed object");
+        let sections = file.elf_header().sections(LE, bytes).expect("section headers");
+        let rela = sections
+            .iter()
+            .find(|s| s.sh_type(LE) == elf::SHT_RELA)
+            .expect("a .rela.dyn section");
+        let start = rela.sh_offset(LE) as usize;
+        let entries: &[object::elf::Rela64<LE>] = rela.data_as_array(LE, bytes).expect("relocations");
+        entries
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let info = r.r_info.get(LE);
+                (
+                    start + i * 24,
+                    r.r_offset.get(LE),
+                    (info & 0xffff_ffff) as u32,
+                    r.r_addend.get(LE),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn objects_of_each_architecture_load_and_are_relocated_on_any_host() {
+        for (arch, bytes) in ARCHES {
+            let module = ElfModule::load_for(arch, bytes, QUERY).unwrap_or_else(|e| panic!("{}: {e}", arch.name));
+            assert!(module.executable().iter().any(|r| r.contains(&module.entry_address())));
+            let relative = rela_entries(bytes);
+            assert!(!relative.is_empty(), "{}", arch.name);
+            for (_, offset, r_type, addend) in relative {
+                assert_eq!(
+                    (arch.relocation)(r_type),
+                    Some(Relocation::BiasPlusAddend),
+                    "{}",
+                    arch.name
+                );
+                let target = module.base + (offset - module.vaddr_min) as usize;
+                // SAFETY: the target lies in a loaded, readable segment of the live image (the
+                // loader checked it before writing there).
+                let written = unsafe { (target as *const u64).read_unaligned() };
+                let expected = (module.base as u64)
+                    .wrapping_sub(module.vaddr_min)
+                    .wrapping_add(addend as u64);
+                assert_eq!(written, expected, "{}: relocation at {offset:#x}", arch.name);
+            }
+        }
+    }
+
+    #[test]
+    fn an_object_of_the_other_architecture_is_incompatible_naming_both() {
+        let err = ElfModule::load_for(&arm_64::ARCH, KERNELS, QUERY).unwrap_err();
+        assert_eq!(err.code(), halo_hal::StatusCode::Incompatible);
+        assert!(
+            err.message().contains("x86_64") && err.message().contains("arm_64"),
+            "{err}"
+        );
+        let err = ElfModule::load_for(&x86_64::ARCH, ARM_64_IMPORT, QUERY).unwrap_err();
+        assert_eq!(err.code(), halo_hal::StatusCode::Incompatible);
+    }
+
+    #[test]
+    fn an_unsupported_arm_64_relocation_is_an_error_naming_its_type_and_offset() {
+        let (entry, offset, ..) = rela_entries(ARM_64_KERNELS)[0];
+        for (r_type, name) in [
+            (elf::R_AARCH64_ABS32, "R_AARCH64_ABS32"),
+            (elf::R_AARCH64_TLSDESC, "R_AARCH64_TLSDESC"),
+        ] {
+            let mut bytes = ARM_64_KERNELS.to_vec();
+            bytes[entry + 8..entry + 12].copy_from_slice(&r_type.to_le_bytes());
+            let err = ElfModule::load_for(&arm_64::ARCH, &bytes, QUERY).unwrap_err();
+            assert_eq!(err.code(), halo_hal::StatusCode::Unimplemented, "{err}");
+            let said = format!("{err:#}");
+            assert!(said.contains(name) && said.contains(&format!("{offset:#x}")), "{said}");
+        }
+    }
+
+    #[test]
+    fn arm_64_symbol_relocations_add_their_addend() {
+        assert_eq!(
+            (arm_64::ARCH.relocation)(elf::R_AARCH64_GLOB_DAT),
+            Some(Relocation::SymbolPlusAddend)
+        );
+        assert_eq!(
+            (x86_64::ARCH.relocation)(elf::R_X86_64_GLOB_DAT),
+            Some(Relocation::Symbol)
+        );
+        assert_eq!((arm_64::ARCH.relocation)(elf::R_X86_64_GLOB_DAT), None);
+    }
 
     #[test]
     fn real_executable_loads_with_query_in_code() {
-        let module = ElfModule::load(KERNELS, QUERY).unwrap();
+        let module = ElfModule::load(host_kernels(), QUERY).unwrap();
         let query = module.entry_address();
         assert!(module.executable().iter().any(|r| r.contains(&query)));
         assert!(module.readable().iter().any(|r| r.contains(&query)));
@@ -284,7 +407,7 @@ mod tests {
 
     #[test]
     fn missing_symbol_is_not_found() {
-        let err = ElfModule::load(KERNELS, "no_such_symbol").unwrap_err();
+        let err = ElfModule::load(host_kernels(), "no_such_symbol").unwrap_err();
         assert_eq!(err.code(), halo_hal::StatusCode::NotFound);
         assert!(err.message().contains("'no_such_symbol'"), "{err}");
     }
@@ -311,11 +434,14 @@ mod tests {
         fn corrupted_bytes_never_crash_the_loader(
             flips in proptest::collection::vec((0..KERNELS.len(), any::<u8>()), 1..8),
         ) {
-            let mut bytes = KERNELS.to_vec();
-            for (at, value) in flips {
-                bytes[at] = value;
+            for (arch, original) in ARCHES {
+                let mut bytes = original.to_vec();
+                for &(at, value) in &flips {
+                    let len = bytes.len();
+                    bytes[at % len] = value;
+                }
+                let _ = ElfModule::load_for(arch, &bytes, QUERY);
             }
-            let _ = ElfModule::load(&bytes, QUERY);
         }
 
         /// Headers that point anywhere: random 64-bit values in header fields.
@@ -323,12 +449,14 @@ mod tests {
         fn random_header_words_never_crash_the_loader(
             words in proptest::collection::vec((0..0x200usize, any::<u64>()), 1..4),
         ) {
-            let mut bytes = KERNELS.to_vec();
-            for (at, value) in words {
-                let at = at.min(bytes.len() - 8);
-                bytes[at..at + 8].copy_from_slice(&value.to_le_bytes());
+            for (arch, original) in ARCHES {
+                let mut bytes = original.to_vec();
+                for &(at, value) in &words {
+                    let at = at.min(bytes.len() - 8);
+                    bytes[at..at + 8].copy_from_slice(&value.to_le_bytes());
+                }
+                let _ = ElfModule::load_for(arch, &bytes, QUERY);
             }
-            let _ = ElfModule::load(&bytes, QUERY);
         }
     }
 }

@@ -1,5 +1,6 @@
-//! x86_64 dynamic relocations (`DT_RELA` and `DT_JMPREL` tables), applied to
-//! the writable image through a bounds-checked byte slice.
+//! Dynamic relocations (`DT_RELA` and `DT_JMPREL` tables), applied to the
+//! writable image through a bounds-checked byte slice; what each type means is
+//! the architecture's ([`Arch::relocation`]).
 //!
 //! Only the types a static-PIE shared object needs are handled; each target
 //! must lie in a writable `PT_LOAD` segment, so a corrupt table can neither
@@ -12,35 +13,13 @@ use object::LittleEndian as LE;
 use super::dynamic::{Dynamic, Symbols, RELA_SIZE};
 use super::header::Segment;
 use super::Layout;
+use crate::arch::{Arch, Relocation};
 
 /// A relocation table to apply: its name for messages, address and size.
 struct Table {
     name: &'static str,
     vaddr: u64,
     size: u64,
-}
-
-/// The relocation type's psABI name, for messages.
-fn type_name(r_type: u32) -> &'static str {
-    match r_type {
-        elf::R_X86_64_NONE => "R_X86_64_NONE",
-        elf::R_X86_64_64 => "R_X86_64_64",
-        elf::R_X86_64_PC32 => "R_X86_64_PC32",
-        elf::R_X86_64_GOT32 => "R_X86_64_GOT32",
-        elf::R_X86_64_PLT32 => "R_X86_64_PLT32",
-        elf::R_X86_64_COPY => "R_X86_64_COPY",
-        elf::R_X86_64_GLOB_DAT => "R_X86_64_GLOB_DAT",
-        elf::R_X86_64_JUMP_SLOT => "R_X86_64_JUMP_SLOT",
-        elf::R_X86_64_RELATIVE => "R_X86_64_RELATIVE",
-        elf::R_X86_64_GOTPCREL => "R_X86_64_GOTPCREL",
-        elf::R_X86_64_32 => "R_X86_64_32",
-        elf::R_X86_64_32S => "R_X86_64_32S",
-        elf::R_X86_64_DTPMOD64 => "R_X86_64_DTPMOD64",
-        elf::R_X86_64_DTPOFF64 => "R_X86_64_DTPOFF64",
-        elf::R_X86_64_TPOFF64 => "R_X86_64_TPOFF64",
-        elf::R_X86_64_IRELATIVE => "R_X86_64_IRELATIVE",
-        _ => "unknown",
-    }
 }
 
 /// Applies every relocation in `dynamic` to `image`, whose first byte is at
@@ -50,6 +29,7 @@ fn type_name(r_type: u32) -> &'static str {
 /// `InvalidArgument` naming the table and entry for anything out of bounds;
 /// `Unimplemented` naming an unsupported relocation type.
 pub(crate) fn apply(
+    arch: &Arch,
     image: &mut [u8],
     layout: &Layout,
     base: usize,
@@ -96,10 +76,17 @@ pub(crate) fn apply(
                 format!(
                     "{} entry {i} ({} at {offset:#x}, symbol {sym_index})",
                     table.name,
-                    type_name(r_type)
+                    (arch.relocation_name)(r_type)
                 )
             };
-            if r_type == elf::R_X86_64_NONE {
+            let kind = (arch.relocation)(r_type).ok_or_else(|| {
+                Error::unimplemented(format!(
+                    "{}: relocation type {r_type} is not supported by the embedded ELF loader for {}",
+                    describe(),
+                    arch.name
+                ))
+            })?;
+            if kind == Relocation::Nothing {
                 continue;
             }
             let symbol = if sym_index == 0 {
@@ -121,16 +108,10 @@ pub(crate) fn apply(
                 }
                 bias.wrapping_add(sym.st_value.get(LE))
             };
-            let value = match r_type {
-                elf::R_X86_64_RELATIVE => bias.wrapping_add(addend as u64),
-                elf::R_X86_64_64 => symbol.wrapping_add(addend as u64),
-                elf::R_X86_64_GLOB_DAT | elf::R_X86_64_JUMP_SLOT => symbol,
-                _ => {
-                    return Err(Error::unimplemented(format!(
-                        "{}: relocation type {r_type} is not supported by the embedded ELF loader",
-                        describe()
-                    )));
-                }
+            let value = match kind {
+                Relocation::BiasPlusAddend => bias.wrapping_add(addend as u64),
+                Relocation::SymbolPlusAddend => symbol.wrapping_add(addend as u64),
+                Relocation::Symbol | Relocation::Nothing => symbol,
             };
             let writable = segments.iter().any(|s| {
                 s.flags & elf::PF_W != 0

@@ -72,101 +72,12 @@ unsafe extern "C" fn import_thunk(
     }
 }
 
-/// The host's CPU data in IREE's layout (`schemas/cpu_data.h`): on x86_64 word
-/// 0 holds the feature bits of `cpu_feature_bits.inl`; other words are zero.
+/// The host's CPU data in IREE's layout (`schemas/cpu_data.h`), so microkernels choose the
+/// paths this CPU has: word 0 holds the feature bits of `cpu_feature_bits.inl` for the host's
+/// architecture.
 pub fn host_processor() -> ProcessorV0 {
-    let mut processor = ProcessorV0::default();
-    processor.data[0] = host_feature_bits();
-    processor
-}
-
-#[cfg(target_arch = "x86_64")]
-fn host_feature_bits() -> u64 {
-    let mut bits = 0u64;
-    let mut set = |bit: u32, present: bool| {
-        if present {
-            bits |= 1 << bit;
-        }
-    };
-    set(0, std::is_x86_feature_detected!("sse3"));
-    set(1, std::is_x86_feature_detected!("ssse3"));
-    set(2, std::is_x86_feature_detected!("sse4.1"));
-    set(3, std::is_x86_feature_detected!("sse4.2"));
-    set(4, std::is_x86_feature_detected!("sse4a"));
-    let avx = std::is_x86_feature_detected!("avx");
-    set(10, avx);
-    set(11, std::is_x86_feature_detected!("fma"));
-    set(14, std::is_x86_feature_detected!("f16c"));
-    set(15, std::is_x86_feature_detected!("avx2"));
-    set(20, std::is_x86_feature_detected!("avx512f"));
-    set(21, std::is_x86_feature_detected!("avx512cd"));
-    set(22, std::is_x86_feature_detected!("avx512vl"));
-    set(23, std::is_x86_feature_detected!("avx512dq"));
-    set(24, std::is_x86_feature_detected!("avx512bw"));
-    set(25, std::is_x86_feature_detected!("avx512ifma"));
-    set(26, std::is_x86_feature_detected!("avx512vbmi"));
-    set(27, std::is_x86_feature_detected!("avx512vpopcntdq"));
-    set(28, std::is_x86_feature_detected!("avx512vnni"));
-    set(29, std::is_x86_feature_detected!("avx512vbmi2"));
-    set(30, std::is_x86_feature_detected!("avx512bitalg"));
-    set(31, std::is_x86_feature_detected!("avx512bf16"));
-    set(32, std::is_x86_feature_detected!("avx512fp16"));
-    // FMA4, XOP and AMX have no stable detection macro; read CPUID the way
-    // IREE's runtime does (`base/internal/cpu.c`).
-    let cpuid = cpuid::Leaves::read();
-    if avx {
-        set(12, cpuid.ext1_ecx & (1 << 16) != 0);
-        set(13, cpuid.ext1_ecx & (1 << 11) != 0);
-    }
-    if cpuid.xsave_eax & 0x60000 == 0x60000 {
-        set(50, cpuid.leaf7_edx & (1 << 24) != 0);
-        set(51, cpuid.leaf7_edx & (1 << 25) != 0);
-        set(52, cpuid.leaf7_edx & (1 << 22) != 0);
-    }
-    bits
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn host_feature_bits() -> u64 {
-    0
-}
-
-#[cfg(target_arch = "x86_64")]
-mod cpuid {
-    use std::arch::x86_64::{__cpuid_count, CpuidResult};
-
-    /// The CPUID registers the feature bits need (zero where a leaf is absent).
-    pub(super) struct Leaves {
-        pub ext1_ecx: u32,
-        pub leaf7_edx: u32,
-        pub xsave_eax: u32,
-    }
-
-    fn cpuid(leaf: u32, subleaf: u32) -> CpuidResult {
-        __cpuid_count(leaf, subleaf)
-    }
-
-    impl Leaves {
-        pub(super) fn read() -> Self {
-            let max_base = cpuid(0, 0).eax;
-            let max_ext = cpuid(0x8000_0000, 0).eax;
-            let none = CpuidResult {
-                eax: 0,
-                ebx: 0,
-                ecx: 0,
-                edx: 0,
-            };
-            let base = |leaf: u32, sub: u32| if leaf <= max_base { cpuid(leaf, sub) } else { none };
-            Leaves {
-                ext1_ecx: if max_ext >= 0x8000_0001 {
-                    cpuid(0x8000_0001, 0).ecx
-                } else {
-                    0
-                },
-                leaf7_edx: base(7, 0).edx,
-                xsave_eax: base(0xd, 0).eax,
-            }
-        }
+    ProcessorV0 {
+        data: crate::arch::host::cpu_data(),
     }
 }
 
