@@ -33,5 +33,5 @@ pub mod float_mode;
 pub mod library;
 pub mod native_faults;
 mod system_library;
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[cfg(guarded_calls)]
 mod thread_pointer;

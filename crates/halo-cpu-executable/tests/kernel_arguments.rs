@@ -4,8 +4,8 @@
 //! just below a guard region, so reaching past them faults; and the arrays its dispatch state
 //! points at are copies, so writing through them leaves the driver's own untouched.
 //!
-//! The damaged kernels are x86-64 machine code; on other hosts the file holds no test.
-#![cfg(target_arch = "x86_64")]
+//! The damaged kernels are machine code for the host (x86-64 or AArch64).
+#![cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 
 use std::ffi::c_void;
 use std::path::Path;
@@ -13,20 +13,74 @@ use std::path::Path;
 use halo_cpu_executable::library::{DispatchState, Library, EMBEDDED_ELF_FORMAT};
 use halo_hal::StatusCode;
 use object::read::elf::ElfFile64;
-use object::{LittleEndian, Object, ObjectSection, ObjectSymbol};
+use object::{LittleEndian, Object, ObjectSection, ObjectSymbol, RelocationFlags};
 
-/// `mov byte ptr [rdi], 0; xor eax, eax; ret`: zeroes the first byte of the environment and
-/// reports success.
-const WRITE_ENVIRONMENT: &[u8] = &[0xc6, 0x07, 0x00, 0x31, 0xc0, 0xc3];
-/// `mov al, [rsi + 0x100]; xor eax, eax; ret`: reads 256 bytes into the dispatch state.
-const READ_PAST_DISPATCH_STATE: &[u8] = &[0x8a, 0x86, 0x00, 0x01, 0x00, 0x00, 0x31, 0xc0, 0xc3];
-/// `mov al, [rdx + 0x100]; xor eax, eax; ret`: reads 256 bytes into the workgroup state.
-const READ_PAST_WORKGROUP_STATE: &[u8] = &[0x8a, 0x82, 0x00, 0x01, 0x00, 0x00, 0x31, 0xc0, 0xc3];
+/// x86-64 machine code for each damage.
+#[cfg(target_arch = "x86_64")]
+mod code {
+    /// `int3`, which fills the code around the damaged kernels.
+    pub const TRAP: u8 = 0xcc;
+    /// `mov byte ptr [rdi], 0; xor eax, eax; ret`: zeroes the first byte of the environment and
+    /// reports success.
+    pub const WRITE_ENVIRONMENT: &[u8] = &[0xc6, 0x07, 0x00, 0x31, 0xc0, 0xc3];
+    /// `mov al, [rsi + 0x100]; xor eax, eax; ret`: reads 256 bytes into the dispatch state.
+    pub const READ_PAST_DISPATCH_STATE: &[u8] = &[0x8a, 0x86, 0x00, 0x01, 0x00, 0x00, 0x31, 0xc0, 0xc3];
+    /// `mov al, [rdx + 0x100]; xor eax, eax; ret`: reads 256 bytes into the workgroup state.
+    pub const READ_PAST_WORKGROUP_STATE: &[u8] = &[0x8a, 0x82, 0x00, 0x01, 0x00, 0x00, 0x31, 0xc0, 0xc3];
+    /// `mov rax, [rsi + 0x18]; mov dword ptr [rax], 0; xor eax, eax; ret`: zeroes the first push
+    /// constant through the dispatch state's array.
+    pub const WRITE_CONSTANTS: &[u8] = &[0x48, 0x8b, 0x46, 0x18, 0xc7, 0x00, 0, 0, 0, 0, 0x31, 0xc0, 0xc3];
+    /// `mov rax, [rsi + 0x20]; mov qword ptr [rax], 0; xor eax, eax; ret`: zeroes the first
+    /// binding pointer.
+    pub const WRITE_BINDING_POINTERS: &[u8] = &[0x48, 0x8b, 0x46, 0x20, 0x48, 0xc7, 0x00, 0, 0, 0, 0, 0x31, 0xc0, 0xc3];
+    /// The same through `[rsi + 0x28]`: zeroes the first binding length.
+    pub const WRITE_BINDING_LENGTHS: &[u8] = &[0x48, 0x8b, 0x46, 0x28, 0x48, 0xc7, 0x00, 0, 0, 0, 0, 0x31, 0xc0, 0xc3];
+}
 
-/// The kernels fixture with every 16-byte-aligned entry of its code before the query function
-/// (where the dispatch functions lie, each aligned so) replaced by `code`.
+/// AArch64 machine code for each damage (little-endian instruction words).
+#[cfg(target_arch = "aarch64")]
+mod code {
+    /// Zero bytes are `udf #0`, which fills the code around the damaged kernels.
+    pub const TRAP: u8 = 0;
+    /// `strb wzr, [x0]; mov w0, #0; ret`: zeroes the first byte of the environment and reports
+    /// success.
+    pub const WRITE_ENVIRONMENT: &[u8] = &words::<3>([0x3900_001f, 0x5280_0000, 0xd65f_03c0]);
+    /// `ldrb w9, [x1, #0x100]; mov w0, #0; ret`: reads 256 bytes into the dispatch state.
+    pub const READ_PAST_DISPATCH_STATE: &[u8] = &words::<3>([0x3944_0029, 0x5280_0000, 0xd65f_03c0]);
+    /// `ldrb w9, [x2, #0x100]; mov w0, #0; ret`: reads 256 bytes into the workgroup state.
+    pub const READ_PAST_WORKGROUP_STATE: &[u8] = &words::<3>([0x3944_0049, 0x5280_0000, 0xd65f_03c0]);
+    /// `ldr x9, [x1, #0x18]; str wzr, [x9]; mov w0, #0; ret`: zeroes the first push constant
+    /// through the dispatch state's array.
+    pub const WRITE_CONSTANTS: &[u8] = &words::<4>([0xf940_0c29, 0xb900_013f, 0x5280_0000, 0xd65f_03c0]);
+    /// `ldr x9, [x1, #0x20]; str xzr, [x9]; mov w0, #0; ret`: zeroes the first binding pointer.
+    pub const WRITE_BINDING_POINTERS: &[u8] = &words::<4>([0xf940_1029, 0xf900_013f, 0x5280_0000, 0xd65f_03c0]);
+    /// The same through `[x1, #0x28]`: zeroes the first binding length.
+    pub const WRITE_BINDING_LENGTHS: &[u8] = &words::<4>([0xf940_1429, 0xf900_013f, 0x5280_0000, 0xd65f_03c0]);
+
+    /// Instruction words as the bytes of code.
+    const fn words<const N: usize>(words: [u32; N]) -> [u8; 64] {
+        let mut bytes = [TRAP; 64];
+        let mut i = 0;
+        while i < N {
+            let word = words[i].to_le_bytes();
+            bytes[4 * i] = word[0];
+            bytes[4 * i + 1] = word[1];
+            bytes[4 * i + 2] = word[2];
+            bytes[4 * i + 3] = word[3];
+            i += 1;
+        }
+        bytes
+    }
+}
+
+use code::*;
+
+/// The kernels fixture with all code before the query function (where the dispatch functions
+/// lie) replaced by traps, and `code` at each dispatch function's entry (the relocated function
+/// pointers of its export table that point there).
 fn kernels_running(code: &[u8]) -> Library {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/library_kernels.embedded-elf-x86_64.so");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/library_kernels.{EMBEDDED_ELF_FORMAT}.so"));
     let mut bytes = std::fs::read(path).unwrap();
     let file = ElfFile64::<LittleEndian>::parse(&*bytes).unwrap();
     let text = file.section_by_name(".text").unwrap();
@@ -35,28 +89,30 @@ fn kernels_running(code: &[u8]) -> Library {
         .dynamic_symbols()
         .find(|s| s.name() == Ok("iree_hal_executable_library_query"))
         .unwrap();
-    let (start, end) = (offset as usize, (offset + query.address() - text.address()) as usize);
-    assert!(
-        start < end && start % 16 == 0,
-        "the dispatch functions come before the query function"
-    );
-    assert!(code.len() <= 16);
-    for entry in bytes[start..end].chunks_mut(16) {
-        entry.fill(0xcc);
-        let length = code.len().min(entry.len());
-        entry[..length].copy_from_slice(&code[..length]);
+    let code_range = text.address()..query.address();
+    let relative = [8, 1027]; // R_X86_64_RELATIVE, R_AARCH64_RELATIVE
+    let mut entries: Vec<u64> = file
+        .dynamic_relocations()
+        .into_iter()
+        .flatten()
+        .filter(|(_, r)| matches!(r.flags(), RelocationFlags::Elf { r_type } if relative.contains(&r_type)))
+        .map(|(_, r)| r.addend() as u64)
+        .filter(|address| code_range.contains(address))
+        .collect();
+    assert_eq!(entries.len(), 2, "the export table points at both dispatch functions");
+    // In address order, so that a padded copy never covers the entry after it.
+    entries.sort_unstable();
+    let text_address = text.address();
+    drop(file);
+    let file_offset = |address: u64| (offset + address - text_address) as usize;
+    bytes[file_offset(code_range.start)..file_offset(code_range.end)].fill(TRAP);
+    for entry in entries {
+        let room = (code_range.end - entry) as usize;
+        let length = code.len().min(room);
+        bytes[file_offset(entry)..][..length].copy_from_slice(&code[..length]);
     }
     Library::load(EMBEDDED_ELF_FORMAT, &bytes, &[]).unwrap()
 }
-
-/// `mov rax, [rsi + 0x18]; mov dword ptr [rax], 0; xor eax, eax; ret`: zeroes the first push
-/// constant through the dispatch state's array.
-const WRITE_CONSTANTS: &[u8] = &[0x48, 0x8b, 0x46, 0x18, 0xc7, 0x00, 0, 0, 0, 0, 0x31, 0xc0, 0xc3];
-/// `mov rax, [rsi + 0x20]; mov qword ptr [rax], 0; xor eax, eax; ret`: zeroes the first binding
-/// pointer.
-const WRITE_BINDING_POINTERS: &[u8] = &[0x48, 0x8b, 0x46, 0x20, 0x48, 0xc7, 0x00, 0, 0, 0, 0, 0x31, 0xc0, 0xc3];
-/// The same through `[rsi + 0x28]`: zeroes the first binding length.
-const WRITE_BINDING_LENGTHS: &[u8] = &[0x48, 0x8b, 0x46, 0x28, 0x48, 0xc7, 0x00, 0, 0, 0, 0, 0x31, 0xc0, 0xc3];
 
 /// The arrays a dispatch state points at: two constants and two bindings of 64 bytes.
 struct Arrays {

@@ -67,7 +67,11 @@ impl GpuDriver {
                 let mut name = [0 as c_char; 256];
                 // SAFETY: the buffer holds the length passed.
                 unsafe { api.device_get_name(name.as_mut_ptr(), name.len() as i32, device) }?;
-                let name: Vec<u8> = name.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+                let name: Vec<u8> = name
+                    .iter()
+                    .take_while(|&&c| c != 0)
+                    .map(|c| u8::from_ne_bytes(c.to_ne_bytes()))
+                    .collect();
                 let mut uuid = [0u8; 16];
                 // SAFETY: `uuid` is the 16-byte CUuuid the call fills.
                 unsafe { api.device_get_uuid(&mut uuid, device) }?;

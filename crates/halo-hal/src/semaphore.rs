@@ -76,7 +76,7 @@ pub struct TimelineSemaphore {
 const FAILED: u64 = u64::MAX;
 
 /// How long a waiter spins on `published` before sleeping: waking a sleeping thread costs tens of
-/// microseconds on the machines halo is measured on, a spinning one about one (DESIGN.md).
+/// microseconds on the machines halo is measured on, a spinning one about one (docs/architecture.md).
 const WAIT_SPIN: Duration = Duration::from_micros(20);
 
 struct TimelineState {

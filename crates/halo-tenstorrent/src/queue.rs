@@ -27,8 +27,9 @@ pub type Work = Box<dyn FnOnce() -> Result<()> + Send>;
 const ACTIVITY_KEPT: usize = 1024;
 
 /// How long an idle queue thread, or one waiting for the other queue, polls before it sleeps:
-/// waking a sleeping thread costs tens of microseconds (DESIGN.md), more than most operations
-/// of a small program, and a call hands work between the host and both queues several times.
+/// waking a sleeping thread costs tens of microseconds (docs/architecture.md), more than most
+/// operations of a small program, and a call hands work between the host and both queues several
+/// times.
 const SPIN: Duration = Duration::from_micros(50);
 
 /// How often a blocked queue thread checks whether the device is being destroyed.

@@ -7,7 +7,8 @@
 //!   objects run anywhere;
 //! - the parts that run on that CPU, compiled only there: the CPU data words IREE's `cpu_data`
 //!   layout defines ([`host::cpu_data`]) and the floating-point controls kernels expect
-//!   ([`host::FloatControls`]).
+//!   ([`host::FloatControls`]), and, where calls are guarded, the trampoline, the fault
+//!   context and the thread pointer of `native_faults` (`guarded_call`).
 //!
 //! Adding an architecture is adding a module here with both halves and a line in [`HOST`].
 
@@ -71,6 +72,13 @@ pub(crate) use x86_64::host;
 /// The running CPU's half of its architecture module.
 #[cfg(target_arch = "aarch64")]
 pub(crate) use arm_64::host;
+
+/// The guarded-call trampoline and fault context of the running CPU (`native_faults`' half).
+#[cfg(all(target_arch = "aarch64", guarded_calls))]
+pub(crate) use arm_64::guarded_call;
+/// The guarded-call trampoline and fault context of the running CPU (`native_faults`' half).
+#[cfg(all(target_arch = "x86_64", guarded_calls))]
+pub(crate) use x86_64::guarded_call;
 
 /// What a CPU without an architecture module gets: no feature bits, no floating-point controls.
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]

@@ -7,6 +7,8 @@ use object::elf;
 
 use super::{Arch, Relocation};
 
+#[cfg(all(target_arch = "aarch64", guarded_calls))]
+pub(crate) mod guarded_call;
 #[cfg(target_arch = "aarch64")]
 pub(crate) mod host;
 

@@ -4,6 +4,8 @@ use object::elf;
 
 use super::{Arch, Relocation};
 
+#[cfg(all(target_arch = "x86_64", guarded_calls))]
+pub(crate) mod guarded_call;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod host;
 
