@@ -6,7 +6,12 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const FORMATS: [&str; 2] = ["embedded-elf-x86_64", "system-elf-x86_64"];
+/// The CPU formats of this architecture, and where its cases' flagfiles are (AArch64 builds
+/// may tile differently, so theirs are in `arm_64/`).
+#[cfg(not(target_arch = "aarch64"))]
+const HOST: ([&str; 2], &str) = (["embedded-elf-x86_64", "system-elf-x86_64"], "");
+#[cfg(target_arch = "aarch64")]
+const HOST: ([&str; 2], &str) = (["embedded-elf-arm_64", "system-elf-arm_64"], "arm_64");
 
 /// CPU devices every case runs on.
 const DEVICES: &[&str] = &["local-sync", "local-task"];
@@ -31,10 +36,7 @@ fn cases() -> Vec<(String, PathBuf)> {
 }
 
 fn halo(args: &[String]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_halo"))
-        .args(args)
-        .output()
-        .expect("running halo")
+    common::halo_command().args(args).output().expect("running halo")
 }
 
 #[test]
@@ -42,10 +44,13 @@ fn every_fixture_matches_iree_output() {
     let cases = cases();
     assert!(cases.len() >= 12, "expected the fixture cases, found {}", cases.len());
     let mut failures = Vec::new();
+    let (formats, flags_dir) = HOST;
+    let (_, same) = common::host_builds(&fixtures());
     for (name, flags) in &cases {
         let executable = name.split('.').next().unwrap();
         let expected = std::fs::read_to_string(flags.with_extension("expected")).unwrap();
-        for format in FORMATS {
+        let flags = fixtures().join(flags_dir).join(flags.file_name().unwrap());
+        for format in formats {
             for device in DEVICES {
                 let file = fixtures().join(format!("{executable}.{format}.so"));
                 let output = halo(&[
@@ -57,7 +62,7 @@ fn every_fixture_matches_iree_output() {
                     "--output_max_element_count=1048576".into(),
                 ]);
                 let stdout = String::from_utf8_lossy(&output.stdout);
-                if !output.status.success() || stdout.trim_end() != expected.trim_end() {
+                if !output.status.success() || !same(&stdout, &expected) {
                     failures.push(format!(
                         "{name} ({format}, {device}): status {}, stderr: {}",
                         output.status,

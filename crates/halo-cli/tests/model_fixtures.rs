@@ -10,12 +10,14 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models")
 }
 
+/// Runs every case with this architecture's build of its program on `device`.
 fn check_all_on(device: &str) {
     let cases = common::cases(&fixtures());
+    let (modules, same) = common::host_builds(&fixtures());
     let flag = format!("--device={device}");
     let failures: Vec<String> = cases
         .iter()
-        .filter_map(|flags| common::check_case(&fixtures(), flags, &[&flag]))
+        .filter_map(|flags| common::check_case_in(&fixtures(), &modules, flags, &[&flag], &[], same))
         .collect();
     assert!(cases.len() >= 120, "only {} model cases found", cases.len());
     assert!(
@@ -60,7 +62,9 @@ fn module_mode_preload_gives_the_same_answers() {
         .collect();
     assert_eq!(cases.len(), 4, "large_constants cases");
     for flags in &cases {
-        let failure = common::check_case(&fixtures(), flags, &["--device=local-sync", "--module_mode=preload"]);
+        let (modules, same) = common::host_builds(&fixtures());
+        let extra = ["--device=local-sync", "--module_mode=preload"];
+        let failure = common::check_case_in(&fixtures(), &modules, flags, &extra, &[], same);
         assert!(failure.is_none(), "{}", failure.unwrap_or_default());
     }
     let bad = halo(&[&STATIC_ADD[..], &["--module_mode=copy"]].concat());
@@ -69,7 +73,7 @@ fn module_mode_preload_gives_the_same_answers() {
 }
 
 fn halo(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_halo"))
+    common::halo_command()
         .current_dir(fixtures())
         .args(args)
         .output()

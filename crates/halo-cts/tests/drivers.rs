@@ -1,5 +1,6 @@
 //! The conformance suite on every driver linked here.
 
+use halo_cpu_executable::library::EMBEDDED_ELF_FORMAT;
 use halo_cts::{cts_suite, Isolation, Manifest, Tag};
 use halo_hal::{Device, DriverRegistry, Result};
 use std::sync::Arc;
@@ -13,7 +14,7 @@ fn create_device(uri: &str) -> Result<Arc<dyn Device>> {
 static LOCAL_SYNC: Manifest = Manifest {
     driver: "local-sync",
     device_uri: "local-sync://",
-    executable_format: "embedded-elf-x86_64",
+    executable_format: EMBEDDED_ELF_FORMAT,
     tags: &[],
     unsupported: &[],
     expected_failures: &[],
@@ -25,7 +26,7 @@ cts_suite!(local_sync, LOCAL_SYNC, super::create_device);
 static LOCAL_TASK: Manifest = Manifest {
     driver: "local-task",
     device_uri: "local-task://",
-    executable_format: "embedded-elf-x86_64",
+    executable_format: EMBEDDED_ELF_FORMAT,
     tags: &[Tag::AsyncQueue],
     unsupported: &[],
     expected_failures: &[],
@@ -39,7 +40,7 @@ cts_suite!(local_task, LOCAL_TASK, super::create_device);
 static LOCAL_TASK_PARALLEL: Manifest = Manifest {
     driver: "local-task",
     device_uri: "local-task://?inline_ns=0",
-    executable_format: "embedded-elf-x86_64",
+    executable_format: EMBEDDED_ELF_FORMAT,
     tags: &[Tag::AsyncQueue],
     unsupported: &[],
     expected_failures: &[],

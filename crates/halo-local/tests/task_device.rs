@@ -1,7 +1,7 @@
 //! Behaviour only `local-task` can show: concurrency, ordering under parallelism, failure
 //! isolation, stress and shutdown.
 
-use halo_cpu_executable::library::HostImport;
+use halo_cpu_executable::library::{HostImport, EMBEDDED_ELF_FORMAT};
 use halo_hal::{
     Buffer, BufferParams, BufferRef, CommandBufferMode, CommandCategory, Device, DeviceInfo, DispatchCommand,
     Executable, ExecutableParams, Fence, QueueAffinity, Semaphore, StatusCode, Timeout, WorkgroupCount,
@@ -39,7 +39,7 @@ fn parallel_device() -> Arc<TaskDevice> {
 fn load(device: &dyn Device, path: &Path) -> Arc<dyn Executable> {
     let data = std::fs::read(path).unwrap();
     let params = ExecutableParams {
-        format: "embedded-elf-x86_64",
+        format: EMBEDDED_ELF_FORMAT,
         data: &data,
         constants: &[],
     };
@@ -117,7 +117,10 @@ fn independent_submissions_do_not_wait_for_each_other() {
 #[test]
 fn barriers_order_parallel_dispatches() {
     let device = parallel_device();
-    let executable = load(device.as_ref(), &fixture("multi_export.embedded-elf-x86_64.so"));
+    let executable = load(
+        device.as_ref(),
+        &fixture(&format!("multi_export.{EMBEDDED_ELF_FORMAT}.so")),
+    );
     let buffers: Vec<_> = (0..2)
         .map(|_| {
             device
@@ -302,8 +305,9 @@ unsafe extern "C" fn mul_add(params: *mut c_void, _context: *mut c_void, _reserv
 
 /// `library_import`'s executable (`out[i] = halo_test_mul_add(i, k)` for eight i32s).
 fn import_executable(device: &dyn Device) -> Arc<dyn Executable> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../halo-cpu-executable/tests/data/library_import.embedded-elf-x86_64.so");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+        "../halo-cpu-executable/tests/data/library_import.{EMBEDDED_ELF_FORMAT}.so"
+    ));
     load(device, &path)
 }
 
@@ -388,7 +392,10 @@ fn finished_work_lets_go_of_its_buffers_before_it_signals() {
     // split by a barrier: the second is posted by the worker that finished the first, and may
     // finish (and signal) on the other worker before that post returns.
     let device = parallel_device();
-    let executable = load(device.as_ref(), &fixture("multi_export.embedded-elf-x86_64.so"));
+    let executable = load(
+        device.as_ref(),
+        &fixture(&format!("multi_export.{EMBEDDED_ELF_FORMAT}.so")),
+    );
     let params = BufferParams::host_mappable();
     for round in 0..5000 {
         let (gate, ran, released) = (

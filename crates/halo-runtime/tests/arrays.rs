@@ -1,14 +1,14 @@
 //! `ndarray` arrays in and out of calls (feature `ndarray`, on for the workspace's tests).
 
+mod common;
+
 use halo_runtime::array::{array_input, to_array, Placement};
 use halo_runtime::{tensor, Instance, Session, StatusCode};
 use ndarray::{s, Array1, ArrayD, IxDyn};
-use std::path::Path;
 
 fn session(device: &str) -> Session {
     let mut session = Session::new(&Instance::new(), &[device]).unwrap();
-    let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models");
-    session.load_module_file(&models.join("tiny_add.vmfb")).unwrap();
+    session.load_module_file(&common::module("tiny_add.vmfb")).unwrap();
     session
 }
 

@@ -1,7 +1,10 @@
 //! A mapped module file's pages leave the process's resident memory once the module is
 //! initialized, and read back the same bytes afterwards; a module read into memory of its own
 //! keeps its bytes. Residency is read from `/proc/self/smaps`, so these tests are Linux-only.
+
 #![cfg(target_os = "linux")]
+
+mod common;
 
 use halo_runtime::{tensor, HostTensor, Instance, LoadMode, Session};
 use halo_vm::module::BytecodeModule;
@@ -15,9 +18,7 @@ struct PrivateCopy(PathBuf);
 
 impl PrivateCopy {
     fn new(test: &str) -> Self {
-        let source = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../fixtures/models")
-            .join(FIXTURE);
+        let source = common::module(FIXTURE);
         let path = std::env::temp_dir().join(format!("halo-residency-{}-{test}.vmfb", std::process::id()));
         std::fs::copy(source, &path).unwrap();
         PrivateCopy(path)

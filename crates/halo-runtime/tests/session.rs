@@ -2,17 +2,15 @@
 //! coarse-fences functions, input checks against the declaration, device mismatches, and calls
 //! cancelled from another thread.
 
-use halo_runtime::{tensor, AbiModel, CancelToken, HostTensor, Instance, Session, StatusCode, Value};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+mod common;
 
-fn models() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models")
-}
+use halo_runtime::{tensor, AbiModel, CancelToken, HostTensor, Instance, Session, StatusCode, Value};
+use std::path::Path;
+use std::sync::Arc;
 
 fn session(device: &str, module: &str) -> Session {
     let mut session = Session::new(&Instance::new(), &[device]).unwrap();
-    session.load_module_file(&models().join(module)).unwrap();
+    session.load_module_file(&common::module(module)).unwrap();
     session
 }
 
@@ -132,10 +130,13 @@ fn module_for_another_device_lists_the_session_devices() {
     let error = session.load_module_file(&path).unwrap_err();
     let text = error.to_string();
     assert!(text.contains("not found or unavailable"), "{text}");
-    assert!(
-        text.contains("session's devices: local-sync (executable formats: embedded-elf-x86_64"),
-        "{text}"
-    );
+    let arch = if cfg!(target_arch = "aarch64") {
+        "arm_64"
+    } else {
+        "x86_64"
+    };
+    let devices = format!("session's devices: local-sync (executable formats: embedded-elf-{arch}");
+    assert!(text.contains(&devices), "{text}");
 }
 
 #[test]
@@ -146,7 +147,7 @@ fn unknown_driver_is_an_error_naming_it() {
 
 #[test]
 fn corrupt_module_is_rejected_by_the_loader() {
-    let bytes = std::fs::read(models().join("tiny_add.vmfb")).unwrap();
+    let bytes = std::fs::read(common::module("tiny_add.vmfb")).unwrap();
     let dir = std::env::temp_dir().join(format!("halo-runtime-corrupt-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut session = Session::new(&Instance::new(), &["local-sync"]).unwrap();

@@ -3,6 +3,8 @@
 //! lost wake-up, no leak. Every fiftieth call divides by zero, which the program turns into a
 //! failure midway through the call; the calls after it on the same device must still work.
 
+mod common;
+
 use halo_runtime::{tensor, HostTensor, Instance, Session, StatusCode};
 use std::path::Path;
 
@@ -19,7 +21,7 @@ fn errors_module(device: &str) -> Option<Session> {
     // GPU devices run the build for their driver (`fixtures/models/<driver>`).
     let module = match device {
         "vulkan" | "cuda" | "hip" => modules.join(device).join("errors.vmfb"),
-        _ => modules.join("errors.vmfb"),
+        _ => common::module("errors.vmfb"),
     };
     session.load_module_file(&module).unwrap();
     Some(session)

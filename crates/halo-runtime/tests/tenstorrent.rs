@@ -1,19 +1,16 @@
 //! A whole program on the Tenstorrent mock device: the same answers as the CPU, with every input
 //! and output carried by the mock's transfer queue (its memory cannot be mapped by the host).
 
+mod common;
+
 use halo_runtime::{tensor, HostTensor, Instance, Session, Value};
 use halo_tenstorrent::TenstorrentDevice;
-use std::path::{Path, PathBuf};
-
-fn models() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models")
-}
 
 fn run_mlp(device: &str) -> (Session, Vec<HostTensor>) {
     let mut session = Session::new(&Instance::new(), &[device]).unwrap();
-    session.load_module_file(&models().join("mlp.vmfb")).unwrap();
+    session.load_module_file(&common::module("mlp.vmfb")).unwrap();
     let function = session.function("mlp").unwrap();
-    let input = halo_runtime::npy::read_all(&models().join("mlp.basic.0.npy")).unwrap();
+    let input = halo_runtime::npy::read_all(&common::models().join("mlp.basic.0.npy")).unwrap();
     let inputs: Vec<Value> = input.iter().map(|t| session.tensor_input(t).unwrap()).collect();
     let outputs = session.call(&function, &inputs).unwrap();
     let host = outputs

@@ -1,6 +1,7 @@
 //! The conformance suite on the Tenstorrent mock device: memory the host cannot map, a compute
 //! and a transfer queue.
 
+use halo_cpu_executable::library::EMBEDDED_ELF_FORMAT;
 use halo_cts::{cts_suite, Isolation, Manifest, Tag};
 use halo_hal::{Device, DriverRegistry, Result};
 use std::sync::Arc;
@@ -14,7 +15,7 @@ fn create_device(uri: &str) -> Result<Arc<dyn Device>> {
 static TENSTORRENT_MOCK: Manifest = Manifest {
     driver: "tenstorrent",
     device_uri: "tenstorrent://mock?dram=256MiB",
-    executable_format: "embedded-elf-x86_64",
+    executable_format: EMBEDDED_ELF_FORMAT,
     tags: &[Tag::AsyncQueue],
     unsupported: &[],
     expected_failures: &[],
@@ -27,7 +28,7 @@ cts_suite!(tenstorrent_mock, TENSTORRENT_MOCK, super::create_device);
 static TENSTORRENT_ONE_CORE: Manifest = Manifest {
     driver: "tenstorrent",
     device_uri: "tenstorrent://mock?grid=1x1&dram=64MiB&threads=1",
-    executable_format: "embedded-elf-x86_64",
+    executable_format: EMBEDDED_ELF_FORMAT,
     tags: &[Tag::AsyncQueue],
     unsupported: &[],
     expected_failures: &[],

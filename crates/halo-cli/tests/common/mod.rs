@@ -5,6 +5,45 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// `halo` as the tests start it: through the command in `HALO_TEST_RUNNER` where that is set (an
+/// emulator for a cross build, such as `qemu-aarch64 -L /usr/aarch64-linux-gnu`, which
+/// `scripts/test-arm64` sets), else directly.
+pub fn halo_command() -> Command {
+    let halo = env!("CARGO_BIN_EXE_halo");
+    let runner = std::env::var("HALO_TEST_RUNNER").unwrap_or_default();
+    let mut words = runner.split_whitespace();
+    match words.next() {
+        Some(program) => {
+            let mut command = Command::new(program);
+            command.args(words).arg(halo);
+            command
+        }
+        None => Command::new(halo),
+    }
+}
+
+/// This architecture's builds of a fixture set's programs, in `dir` (x86-64) or its `arm_64/`
+/// (AArch64), and how their printed outputs are compared ([`host_comparison`]).
+pub fn host_builds(dir: &Path) -> (PathBuf, fn(&str, &str) -> bool) {
+    let builds = if cfg!(target_arch = "aarch64") {
+        dir.join("arm_64")
+    } else {
+        dir.to_path_buf()
+    };
+    (builds, host_comparison())
+}
+
+/// How this architecture's printed outputs are compared with IREE's x86-64 ones: exactly on
+/// x86-64; within [`close_enough`] elsewhere, where other instructions may change the last bits
+/// and the CPU's default NaN may have another sign (AArch64's is positive, x86-64's negative).
+pub fn host_comparison() -> fn(&str, &str) -> bool {
+    if cfg!(target_arch = "x86_64") {
+        same_text
+    } else {
+        close_enough
+    }
+}
+
 /// Every case in `dir`, sorted.
 pub fn cases(dir: &Path) -> Vec<PathBuf> {
     let mut cases: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -14,12 +53,6 @@ pub fn cases(dir: &Path) -> Vec<PathBuf> {
         .collect();
     cases.sort();
     cases
-}
-
-/// Runs one case inside `dir` (flagfiles name inputs relative to it) with `extra` flags;
-/// returns a description of the difference, if any.
-pub fn check_case(dir: &Path, flags: &Path, extra: &[&str]) -> Option<String> {
-    check_case_in(dir, dir, flags, extra, &[], same_text)
 }
 
 /// Printed outputs equal but for trailing whitespace.
@@ -33,9 +66,11 @@ pub fn case_module(modules: &Path, flags: &Path) -> PathBuf {
     modules.join(format!("{}.vmfb", name.split('.').next().unwrap()))
 }
 
-/// [`check_case`] with the module taken from `modules`, `envs` set for halo, and printed outputs
-/// compared by `same`. A `<case>.expected` in `modules` (what IREE's own runtime printed on that
-/// device, where its kernels differ from the CPU's) takes the place of the CPU's.
+/// Runs one case inside `dir` (flagfiles name inputs relative to it) with `extra` flags, the
+/// module taken from `modules`, `envs` set for halo, and printed outputs compared by `same`;
+/// returns a description of the difference, if any. A `<case>.expected` in `modules` (what
+/// IREE's own runtime printed on that device, where its kernels differ from the CPU's) takes the
+/// place of the CPU's.
 pub fn check_case_in(
     dir: &Path,
     modules: &Path,
@@ -46,7 +81,7 @@ pub fn check_case_in(
 ) -> Option<String> {
     let name = flags.file_stem().unwrap().to_string_lossy().to_string();
     let module = case_module(modules, flags);
-    let output = Command::new(env!("CARGO_BIN_EXE_halo"))
+    let output = halo_command()
         .current_dir(dir)
         .envs(envs.iter().copied())
         .arg("run-module")
