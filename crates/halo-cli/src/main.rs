@@ -26,6 +26,7 @@ use clap::{Parser, Subcommand};
 // huge pages (`no_thp`): with them mimalloc's arenas fault in whole zeroed 2 MiB pages, which
 // cost peak memory and time (benchmark-module runs, with against without: densenet121 114 -> 96
 // MiB and 0.91x the wall time, resnet50 251 -> 242 MiB and 0.92x, squeezenet 44 -> 36 MiB).
+#[cfg(target_os = "linux")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::process::ExitCode;

@@ -262,6 +262,7 @@ pub fn install() {
 
 /// The stack pointer the trampoline recorded for the thread's current guarded call: where it
 /// returns to once native code has returned.
+#[cfg(guarded_calls)]
 pub(crate) extern "C" fn stack_of_current_call() -> usize {
     let recovery = GUARD.get();
     // SAFETY: `call` sets the guard to its live record around the trampoline, and `unguarded`

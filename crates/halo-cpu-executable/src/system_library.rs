@@ -13,7 +13,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -83,7 +83,17 @@ impl LoadFile {
     }
 }
 
+/// Elsewhere there is no anonymous file with a path: the bytes go to the temporary directory.
+#[cfg(not(target_os = "linux"))]
+fn memory_file(_: &[u8]) -> std::io::Result<File> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "no memfd_create on this system",
+    ))
+}
+
 /// An anonymous file holding `bytes`, usable as a path while `/proc` is mounted.
+#[cfg(target_os = "linux")]
 fn memory_file(bytes: &[u8]) -> std::io::Result<File> {
     // SAFETY: the name is a NUL-terminated literal; the flags are valid.
     let fd = unsafe { libc::memfd_create(c"halo-executable".as_ptr(), libc::MFD_CLOEXEC) };
@@ -91,7 +101,7 @@ fn memory_file(bytes: &[u8]) -> std::io::Result<File> {
         return Err(std::io::Error::last_os_error());
     }
     // SAFETY: `fd` was just returned by `memfd_create` and is owned by nothing else.
-    let mut file = unsafe { File::from_raw_fd(fd) };
+    let mut file: File = unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) };
     file.write_all(bytes)?;
     if !Path::new(&format!("/proc/self/fd/{fd}")).exists() {
         return Err(std::io::Error::new(

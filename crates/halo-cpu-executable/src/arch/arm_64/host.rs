@@ -8,6 +8,10 @@ pub(crate) fn cpu_data() -> [u64; 8] {
 }
 
 /// IREE's ARM64 feature bits (word 0 of its CPU data), by the name IREE gives each.
+#[cfg_attr(
+    target_os = "macos",
+    expect(dead_code, reason = "macOS names only the features Apple's CPUs have (no SVE)")
+)]
 mod bit {
     pub const FP_ARMV8: u32 = 0;
     pub const LSE: u32 = 1;
