@@ -6,7 +6,7 @@ use halo_compile::tune::cache::TuneCache;
 use halo_compile::tune::measure::Workload;
 use halo_compile::tune::{self, positive_seconds, TuneEvent, TuneRequest};
 use halo_compile::{
-    compile, CompileRequest, FlagSet, GraphRewrite, KernelUse, ModelFormat, Target, Toolchain, KERNEL_IMPORTS,
+    compile, CompileRequest, CpuArch, FlagSet, GraphRewrite, KernelUse, ModelFormat, Target, Toolchain, KERNEL_IMPORTS,
 };
 use halo_hal::{Error, Result, ResultExt};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -29,6 +29,12 @@ pub struct CompileArgs {
     /// `--device` when it opens here.
     #[arg(long = "target-chip", visible_alias = "target_chip")]
     pub target_chip: Option<String>,
+    /// For CPU devices, the architecture to compile for: `host` (this machine), `x86_64` or
+    /// `arm_64` (`aarch64`). A program for another architecture runs only there; without
+    /// `--target-chip` it is compiled for that architecture's baseline CPU (`x86-64-v2`,
+    /// `generic`).
+    #[arg(long = "target-arch", visible_alias = "target_arch", default_value = "host")]
+    pub target_arch: String,
     /// The optimisation flags: `best` (try `fast-o3`, `fast`, `iree-default` in turn and keep the
     /// first the compiler accepts), or one of those.
     #[arg(long = "flag-set", visible_alias = "flag_set", default_value = "best")]
@@ -106,6 +112,15 @@ pub fn run(args: &CompileArgs) -> Result<()> {
     let flag_set = FlagSet::from_name(&args.flag_set)?;
     let graph_rewrite = args.graph_rewrite.as_deref().map(GraphRewrite::from_name).transpose()?;
     let mut target = Target::for_device(&args.device, args.target_chip.as_deref())?;
+    if args.target_arch != "host" {
+        target = target.with_cpu_arch(CpuArch::from_name(&args.target_arch)?)?;
+    }
+    if args.tune && !target.runs_here() {
+        return Err(Error::invalid_argument(format!(
+            "--tune times each variant on this machine, which cannot run programs for --target-arch={}",
+            args.target_arch
+        )));
+    }
     // The model is checked before the compiler is looked for, so its errors do not depend on one.
     ModelFormat::of_file(&args.model)?;
     let _ = stop_on_signals()?;

@@ -82,6 +82,67 @@ fn a_compiled_onnx_model_gives_the_recorded_answers_on_both_cpu_drivers() {
     }
 }
 
+/// A program compiled for the other CPU architecture (`--target-arch`, its baseline CPU) holds that
+/// architecture's executables, and this machine refuses to run it, naming the formats it has.
+#[test]
+fn a_model_compiled_for_the_other_cpu_architecture_holds_its_executables() {
+    let test = "a_model_compiled_for_the_other_cpu_architecture_holds_its_executables";
+    let Some(compiler) = real_compiler(test) else {
+        return;
+    };
+    let (other, triple, chip) = if cfg!(target_arch = "aarch64") {
+        ("x86_64", "x86_64-unknown-linux-gnu", "x86-64-v2")
+    } else {
+        ("arm_64", "aarch64-unknown-linux-gnu", "generic")
+    };
+    let out = tempfile::tempdir().unwrap();
+    let fixtures = repo().join("fixtures/models");
+    let vmfb = out.path().join("onnx_mlp.vmfb");
+    let output = halo(
+        &[
+            "compile",
+            fixtures.join("onnx_mlp.onnx").to_str().unwrap(),
+            "-o",
+            vmfb.to_str().unwrap(),
+            &format!("--target-arch={other}"),
+        ],
+        &[("HALO_IREE_COMPILE", &compiler)],
+    );
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert!(output.status.success(), "{stdout}{stderr}");
+    assert!(
+        stdout.contains(&format!(
+            "--iree-llvmcpu-target-triple={triple} --iree-llvmcpu-target-cpu={chip}"
+        )),
+        "{stdout}"
+    );
+    assert!(stderr.contains(&format!("baseline {other} CPU")), "{stderr}");
+    let format = format!("embedded-elf-{other}");
+    let bytes = std::fs::read(&vmfb).unwrap();
+    assert!(
+        bytes.windows(format.len()).any(|w| w == format.as_bytes()),
+        "no {format} executable"
+    );
+    let run = common::halo_command()
+        .current_dir(&fixtures)
+        .arg("run-module")
+        .args([
+            &format!("--module={}", vmfb.display()),
+            "--flagfile=onnx_mlp.basic.flags",
+        ])
+        .arg("--device=local-task")
+        .output()
+        .unwrap();
+    let refused = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        !run.status.success() && refused.contains("INCOMPATIBLE") && refused.contains(&format),
+        "{refused}"
+    );
+}
+
 #[test]
 fn tuning_keeps_a_variant_that_gives_the_recorded_answers_and_caches_it() {
     let Some(compiler) = real_compiler("tuning_keeps_a_variant_that_gives_the_recorded_answers_and_caches_it") else {
@@ -243,10 +304,27 @@ fn bad_settings_end_in_errors_that_name_them() {
     let model = repo().join("fixtures/models/onnx_mlp.onnx");
     let model = model.to_str().unwrap();
     let nowhere = Path::new("/nonexistent/iree-compile");
-    let cases: [(&[&str], &str); 6] = [
+    let foreign = if cfg!(target_arch = "aarch64") {
+        "--target-arch=x86_64"
+    } else {
+        "--target-arch=arm_64"
+    };
+    let cases: [(&[&str], &str); 9] = [
         (
             &["compile", model, "-o", out, "--iree-compile=/nonexistent/iree-compile"],
             "given by --iree-compile",
+        ),
+        (
+            &["compile", model, "-o", out, "--target-arch=riscv64"],
+            "unknown CPU architecture 'riscv64'",
+        ),
+        (
+            &["compile", model, "-o", out, "--device=vulkan", "--target-arch=arm_64"],
+            "applies to CPU devices",
+        ),
+        (
+            &["compile", model, "-o", out, foreign, "--tune"],
+            "cannot run programs for --target-arch",
         ),
         (
             &["compile", model, "-o", out, "--graph-rewrite=fuse-everything"],

@@ -52,5 +52,5 @@ pub use graph_rewrite::GraphRewrite;
 pub use kernels::{KernelUse, KERNEL_IMPORTS};
 pub use model::{GraphKind, ModelFormat};
 pub use stop::stop_flag;
-pub use target::{Target, TargetKind};
+pub use target::{CpuArch, Target, TargetKind};
 pub use toolchain::{Toolchain, COMPILER_PACKAGE, PINNED_COMPILER_VERSION};

@@ -15,11 +15,76 @@ pub enum TargetKind {
     Hip,
 }
 
+/// A CPU architecture programs are compiled for, by IREE's name for it (the suffix of its
+/// executable formats: `embedded-elf-x86_64`, `embedded-elf-arm_64`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuArch {
+    /// x86-64.
+    X86_64,
+    /// AArch64 (ARMv8-A and later).
+    Arm64,
+}
+
+impl CpuArch {
+    /// The architecture of the machine this build runs on, if halo compiles for it.
+    pub fn host() -> Option<CpuArch> {
+        match std::env::consts::ARCH {
+            "x86_64" => Some(CpuArch::X86_64),
+            "aarch64" => Some(CpuArch::Arm64),
+            _ => None,
+        }
+    }
+
+    /// The architecture called `name`: IREE's `x86_64` or `arm_64`, or the other usual names
+    /// (`x86-64`, `amd64`, `aarch64`, `arm64`).
+    ///
+    /// # Errors
+    /// `InvalidArgument` naming `name` and the known architectures.
+    pub fn from_name(name: &str) -> Result<CpuArch> {
+        match name {
+            "x86_64" | "x86-64" | "amd64" => Ok(CpuArch::X86_64),
+            "arm_64" | "aarch64" | "arm64" => Ok(CpuArch::Arm64),
+            _ => Err(Error::invalid_argument(format!(
+                "unknown CPU architecture '{name}'; known: x86_64, arm_64 (aarch64)"
+            ))),
+        }
+    }
+
+    /// IREE's name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            CpuArch::X86_64 => "x86_64",
+            CpuArch::Arm64 => "arm_64",
+        }
+    }
+
+    /// The LLVM target triple its programs are compiled with (Linux's: embedded ELF executables
+    /// run on every operating system halo's CPU drivers load them on).
+    fn triple(self) -> &'static str {
+        match self {
+            CpuArch::X86_64 => "x86_64-unknown-linux-gnu",
+            CpuArch::Arm64 => "aarch64-unknown-linux-gnu",
+        }
+    }
+
+    /// The CPU every machine of the architecture can run: what a program for another machine is
+    /// compiled for when no chip is named.
+    fn baseline_chip(self) -> &'static str {
+        match self {
+            CpuArch::X86_64 => "x86-64-v2",
+            CpuArch::Arm64 => "generic",
+        }
+    }
+}
+
 /// A compile target: the kind of device and, optionally, the chip to tune for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
     /// The kind of device.
     pub kind: TargetKind,
+    /// For CPU devices, the architecture to compile for when it is named; `None` is this
+    /// machine's.
+    pub cpu_arch: Option<CpuArch>,
     /// The chip: an LLVM CPU name (`host`, the default for CPUs, or e.g. `x86-64-v2`), a CUDA
     /// architecture (`sm_80`), an AMD one (`gfx942`, required for HIP) or a Vulkan target
     /// (`ampere`, `rdna3`, ...). `None` leaves the compiler's default.
@@ -63,8 +128,38 @@ impl Target {
         }
         Ok(Target {
             kind,
+            cpu_arch: None,
             chip: chip.map(str::to_string),
         })
+    }
+
+    /// This target compiled for the CPU architecture `arch` (a program for another machine,
+    /// such as an ARM64 server or board from an x86-64 one). Without a chip it is compiled for
+    /// the architecture's baseline CPU when that is not this machine's, for this CPU when it is.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a device that is not a CPU.
+    pub fn with_cpu_arch(mut self, arch: CpuArch) -> Result<Target> {
+        if self.kind != TargetKind::Cpu {
+            return Err(Error::invalid_argument(format!(
+                "a CPU architecture ({}) applies to CPU devices (local-task, local-sync), not to {:?} ones",
+                arch.name(),
+                self.kind
+            )));
+        }
+        self.cpu_arch = Some(arch);
+        Ok(self)
+    }
+
+    /// Whether programs for this target can run on this machine (a CPU program for another
+    /// architecture cannot).
+    pub fn runs_here(&self) -> bool {
+        self.foreign_arch().is_none()
+    }
+
+    /// The CPU architecture named, when it is not this machine's.
+    fn foreign_arch(&self) -> Option<CpuArch> {
+        self.cpu_arch.filter(|&arch| Some(arch) != CpuArch::host())
     }
 
     /// What a user should know about programs compiled for this target, if anything.
@@ -74,11 +169,24 @@ impl Target {
     /// runs in 6 off by 0.15-0.4 % of the largest output, IREE's runtime as halo's; SqueezeNet
     /// before the graph rewrite: always far off), where `ampere` gave the same right answer
     /// every run.
-    pub fn caution(&self) -> Option<&'static str> {
-        (self.kind == TargetKind::Vulkan && self.chip.is_none()).then_some(
-            "compiled for IREE's portable Vulkan target: on NVIDIA GPUs its kernels gave results that change \
-             from run to run; compile for the GPU instead (--target-chip=ampere for NVIDIA Ampere and later)",
-        )
+    ///
+    /// A CPU program for another architecture without a chip is compiled for its baseline CPU,
+    /// without the vector extensions of the CPU it will run on.
+    pub fn caution(&self) -> Option<String> {
+        if self.kind == TargetKind::Vulkan && self.chip.is_none() {
+            return Some(
+                "compiled for IREE's portable Vulkan target: on NVIDIA GPUs its kernels gave results that change \
+                 from run to run; compile for the GPU instead (--target-chip=ampere for NVIDIA Ampere and later)"
+                    .into(),
+            );
+        }
+        let arch = self.foreign_arch().filter(|_| self.chip.is_none())?;
+        Some(format!(
+            "compiled for the baseline {} CPU ({}); name the CPU it will run on with --target-chip (e.g. \
+             neoverse-v1, neoverse-n1, apple-m1 for arm_64) for its vector extensions",
+            arch.name(),
+            arch.baseline_chip()
+        ))
     }
 
     /// The flags that select this target, with no optimisation flags.
@@ -93,7 +201,11 @@ impl Target {
         let mut flags = vec![format!("--iree-hal-target-device={device}")];
         if self.kind == TargetKind::Cpu {
             flags.push("--iree-hal-local-target-device-backends=llvm-cpu".into());
-            flags.push(format!("{chip_flag}={}", chip.unwrap_or("host")));
+            if let Some(arch) = self.cpu_arch {
+                flags.push(format!("--iree-llvmcpu-target-triple={}", arch.triple()));
+            }
+            let default_chip = self.foreign_arch().map_or("host", CpuArch::baseline_chip);
+            flags.push(format!("{chip_flag}={}", chip.unwrap_or(default_chip)));
         } else if let Some(chip) = chip {
             flags.push(format!("{chip_flag}={chip}"));
         }
@@ -145,6 +257,57 @@ mod tests {
             hip.flags(),
             ["--iree-hal-target-device=hip", "--iree-rocm-target=gfx942"]
         );
+    }
+
+    #[test]
+    fn a_cpu_architecture_adds_its_triple_and_another_machines_defaults_to_its_baseline() {
+        let host = CpuArch::host().expect("a host architecture halo compiles for");
+        let other = if host == CpuArch::X86_64 {
+            CpuArch::Arm64
+        } else {
+            CpuArch::X86_64
+        };
+        let cpu = |arch, chip| {
+            Target::for_device("local-task", chip)
+                .unwrap()
+                .with_cpu_arch(arch)
+                .unwrap()
+        };
+
+        let foreign = cpu(other, None);
+        assert!(!foreign.runs_here());
+        let flags = foreign.flags();
+        assert_eq!(flags[2], format!("--iree-llvmcpu-target-triple={}", other.triple()));
+        assert_eq!(flags[3], format!("--iree-llvmcpu-target-cpu={}", other.baseline_chip()));
+        assert!(foreign.caution().unwrap().contains("--target-chip"));
+
+        let named = cpu(CpuArch::Arm64, Some("neoverse-v1"));
+        assert_eq!(named.flags()[3], "--iree-llvmcpu-target-cpu=neoverse-v1");
+        assert_eq!(named.caution(), None);
+
+        let here = cpu(host, None);
+        assert!(here.runs_here());
+        assert_eq!(here.flags()[3], "--iree-llvmcpu-target-cpu=host");
+        assert!(Target::for_device("local-task", None).unwrap().runs_here());
+    }
+
+    #[test]
+    fn architectures_are_read_by_their_usual_names_and_only_for_cpus() {
+        for (name, arch) in [
+            ("arm_64", CpuArch::Arm64),
+            ("aarch64", CpuArch::Arm64),
+            ("x86-64", CpuArch::X86_64),
+        ] {
+            assert_eq!(CpuArch::from_name(name).unwrap(), arch);
+        }
+        let error = CpuArch::from_name("riscv64").unwrap_err();
+        assert!(
+            error.to_string().contains("'riscv64'") && error.to_string().contains("arm_64"),
+            "{error}"
+        );
+        let vulkan = Target::for_device("vulkan", None).unwrap();
+        let error = vulkan.with_cpu_arch(CpuArch::Arm64).unwrap_err();
+        assert!(error.to_string().contains("CPU devices"), "{error}");
     }
 
     #[test]

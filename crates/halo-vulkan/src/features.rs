@@ -1,10 +1,11 @@
 //! What a physical device offers and what halo turns on when it creates a logical device.
 
 use crate::driver::DeviceOptions;
-use crate::instance::Instance;
+use crate::instance::{needs_portability_subset, Instance};
 use crate::status::VkResultExt;
 use ash::vk;
 use halo_hal::{Error, Result};
+use std::ffi::c_char;
 
 /// The properties, queue family and features of one physical device.
 pub(crate) struct DeviceSetup {
@@ -97,8 +98,18 @@ impl DeviceSetup {
             .queue_priorities(&priorities)];
         let mut vulkan11 = self.vulkan11;
         let mut vulkan12 = self.vulkan12;
+        // SAFETY: `physical` belongs to the live instance; no layer is named.
+        let offered = unsafe { instance.raw.enumerate_device_extension_properties(physical) }
+            .or_vk("vkEnumerateDeviceExtensionProperties")?;
+        let portability = needs_portability_subset(offered.iter().filter_map(|e| e.extension_name_as_c_str().ok()));
+        let extensions: &[*const c_char] = if portability {
+            &[ash::khr::portability_subset::NAME.as_ptr()]
+        } else {
+            &[]
+        };
         let info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
+            .enabled_extension_names(extensions)
             .enabled_features(&self.core)
             .push_next(&mut vulkan11)
             .push_next(&mut vulkan12);

@@ -2,7 +2,7 @@
 //! reports.
 
 use crate::status::VkResultExt;
-use ash::{ext, vk};
+use ash::{ext, khr, vk};
 use halo_hal::{Error, Result};
 use std::ffi::{c_void, CStr};
 use std::io::Write;
@@ -116,11 +116,22 @@ impl Instance {
             layers.push(VALIDATION_LAYER.as_ptr());
             extensions.push(ext::debug_utils::NAME.as_ptr());
         }
+        // SAFETY: a global query; no layer is named.
+        let available = unsafe { entry.enumerate_instance_extension_properties(None) }
+            .or_vk("vkEnumerateInstanceExtensionProperties")?;
+        let portability =
+            offers_portability_enumeration(available.iter().filter_map(|e| e.extension_name_as_c_str().ok()));
+        let mut flags = vk::InstanceCreateFlags::empty();
+        if portability {
+            extensions.push(khr::portability_enumeration::NAME.as_ptr());
+            flags |= vk::InstanceCreateFlags::ENUMERATE_PORTABILITY_KHR;
+        }
         let app = vk::ApplicationInfo::default()
             .application_name(c"halo")
             .engine_name(c"halo")
             .api_version(vk::API_VERSION_1_2);
         let info = vk::InstanceCreateInfo::default()
+            .flags(flags)
             .application_info(&app)
             .enabled_layer_names(&layers)
             .enabled_extension_names(&extensions);
@@ -197,4 +208,34 @@ unsafe extern "system" fn on_message(
     };
     log.record(severity, message);
     vk::FALSE
+}
+
+/// Whether the loader offers `VK_KHR_portability_enumeration`, given the names of the instance
+/// extensions it has. With it (and its flag) the loader also lists portability devices, those
+/// that implement Vulkan only in part over another API (MoltenVK over Metal on macOS); without
+/// it a loader of 1.3.216 or later hides them, and halo would find no device on a Mac.
+fn offers_portability_enumeration<'a>(mut available: impl Iterator<Item = &'a CStr>) -> bool {
+    available.any(|name| name == khr::portability_enumeration::NAME)
+}
+
+/// Whether a device that offers the device extensions named in `available` must have
+/// `VK_KHR_portability_subset` enabled: the specification requires it wherever it is offered
+/// (a portability device), so that the application acknowledges what the device leaves out.
+pub(crate) fn needs_portability_subset<'a>(mut available: impl Iterator<Item = &'a CStr>) -> bool {
+    available.any(|name| name == khr::portability_subset::NAME)
+}
+
+#[cfg(test)]
+mod portability_tests {
+    use super::*;
+
+    #[test]
+    fn portability_extensions_are_chosen_only_where_offered() {
+        let loader = [c"VK_KHR_surface", c"VK_KHR_portability_enumeration"];
+        assert!(offers_portability_enumeration(loader.into_iter()));
+        assert!(!offers_portability_enumeration([c"VK_KHR_surface"].into_iter()));
+        let moltenvk = [c"VK_KHR_portability_subset", c"VK_KHR_timeline_semaphore"];
+        assert!(needs_portability_subset(moltenvk.into_iter()));
+        assert!(!needs_portability_subset([c"VK_KHR_16bit_storage"].into_iter()));
+    }
 }
