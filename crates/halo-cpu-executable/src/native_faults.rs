@@ -215,7 +215,7 @@ pub unsafe fn call(function: usize, arguments: [usize; 3]) -> Result<usize, Nati
         // SAFETY: the caller's contract covers `function` and its arguments; the trampoline
         // preserves the callee-saved registers, writes only `recovery.stack`, and runs the call
         // on `stack`, the top of this thread's native stack, which nothing else uses now.
-        let result = unsafe { guarded_call::halo_guarded_native_call(function, a, b, c, recovery, stack) };
+        let result = unsafe { halo_guarded_native_call(function, a, b, c, recovery, stack) };
         ON_NATIVE_STACK.set(outer_on_native_stack);
         GUARD.set(outer);
         // SAFETY: `recovery` points at the local above, which the handler wrote only while this
@@ -258,6 +258,23 @@ pub fn unguarded<R>(body: impl FnOnce() -> R) -> R {
 pub fn install() {
     #[cfg(guarded_calls)]
     handler::install();
+}
+
+// Each architecture's `guarded_call` module defines these two symbols in assembly.
+#[cfg(guarded_calls)]
+unsafe extern "C" {
+    /// The trampoline: calls `function(a, b, c)` after storing its stack pointer in
+    /// `recovery.stack`, on the stack that starts at `stack` (0: on the current one).
+    fn halo_guarded_native_call(
+        function: usize,
+        a: usize,
+        b: usize,
+        c: usize,
+        recovery: *mut Recovery,
+        stack: usize,
+    ) -> usize;
+    /// Where a faulted call resumes: the trampoline's epilogue.
+    fn halo_guarded_native_return();
 }
 
 /// The stack pointer the trampoline recorded for the thread's current guarded call: where it
@@ -328,7 +345,7 @@ mod handler {
         // SAFETY: `context` is the interrupted thread's `ucontext_t`, and `recovery` the live
         // record of the call this thread is inside (set and cleared around the trampoline).
         unsafe {
-            let resume = guarded_call::halo_guarded_native_return as *const () as usize;
+            let resume = super::halo_guarded_native_return as *const () as usize;
             (*recovery).signal = signal;
             (*recovery).address = (*info).si_addr() as usize;
             (*recovery).instruction =
@@ -490,6 +507,29 @@ pub(crate) mod tests {
             let end = region_end(&ARGUMENT_PAGE, ARGUMENT_BYTES, || {});
             assert_eq!(Some(again as usize + 1), end, "the page is free again after the call");
         });
+    }
+
+    unsafe extern "C" {
+        /// Returns the callee-saved registers (and frame pointer) it was handed, ORed together.
+        fn halo_test_callee_saved_registers();
+        /// Returns 0 with callee-saved registers and the frame pointer changed, as damaged code
+        /// may.
+        fn halo_test_breaks_register_convention();
+    }
+
+    #[test]
+    fn native_code_is_handed_no_pointer_into_rust_memory_and_may_return_with_any_register() {
+        install();
+        let probe = halo_test_callee_saved_registers as *const () as usize;
+        // SAFETY: the probe takes no arguments, touches no memory and returns an integer.
+        let handed = unsafe { call(probe, [1, 2, 3]) };
+        assert_eq!(handed, Ok(0), "callee-saved registers are zero");
+        let canary = std::hint::black_box([0x5a5a_5a5a_u64; 16]);
+        let careless = halo_test_breaks_register_convention as *const () as usize;
+        // SAFETY: the function touches no memory; it only breaks the register convention.
+        assert_eq!(unsafe { call(careless, [0, 0, 0]) }, Ok(0));
+        assert_eq!(std::hint::black_box(canary), [0x5a5a_5a5a_u64; 16]);
+        assert_eq!(guarded(add, [1, 2, 3]), Ok(6));
     }
 
     #[test]

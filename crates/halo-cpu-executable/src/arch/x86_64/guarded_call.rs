@@ -4,22 +4,7 @@
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use crate::native_faults::{stack_of_current_call, Recovery};
-
-unsafe extern "C" {
-    /// The trampoline: calls `function(a, b, c)` after storing its stack pointer in
-    /// `recovery.stack`, on the stack that starts at `stack` (0: on the current one).
-    pub(crate) fn halo_guarded_native_call(
-        function: usize,
-        a: usize,
-        b: usize,
-        c: usize,
-        recovery: *mut Recovery,
-        stack: usize,
-    ) -> usize;
-    /// Where a faulted call resumes: the trampoline's epilogue.
-    pub(crate) fn halo_guarded_native_return();
-}
+use crate::native_faults::stack_of_current_call;
 
 // The stack at `recovery.stack` holds the callee-saved registers the trampoline pushed, so
 // resuming at its epilogue with that stack pointer restores them and returns to the Rust caller
@@ -299,6 +284,32 @@ pub(crate) mod test_code {
         }
         0
     }
+
+    // Two native functions written in assembly, so no Rust prologue touches the registers first:
+    // one returns the callee-saved registers it was handed, ORed together; the other returns
+    // with `rbx` and `rbp` changed, as damaged code may.
+    std::arch::global_asm!(
+        ".text",
+        ".p2align 4",
+        ".globl halo_test_callee_saved_registers",
+        ".hidden halo_test_callee_saved_registers",
+        "halo_test_callee_saved_registers:",
+        "mov rax, rbx",
+        "or rax, rbp",
+        "or rax, r12",
+        "or rax, r13",
+        "or rax, r14",
+        "or rax, r15",
+        "ret",
+        ".p2align 4",
+        ".globl halo_test_breaks_register_convention",
+        ".hidden halo_test_breaks_register_convention",
+        "halo_test_breaks_register_convention:",
+        "mov ebx, 16",
+        "mov ebp, 32",
+        "xor eax, eax",
+        "ret",
+    );
 }
 
 #[cfg(test)]
@@ -307,7 +318,7 @@ mod tests {
 
     use super::*;
     use crate::native_faults::tests::{add, guarded};
-    use crate::native_faults::{call, install, unguarded};
+    use crate::native_faults::unguarded;
 
     extern "C" fn divide(a: usize, b: usize, _: usize) -> usize {
         let quotient: usize;
@@ -320,47 +331,6 @@ mod tests {
     fn a_division_by_zero_is_returned_as_sigfpe() {
         assert_eq!(guarded(divide, [7, 0, 0]).unwrap_err().signal, libc::SIGFPE);
         assert_eq!(guarded(divide, [7, 2, 0]), Ok(3));
-    }
-
-    // Two native functions written in assembly, so no Rust prologue touches the registers first:
-    // one returns the callee-saved registers it was handed, ORed together; the other returns
-    // with `rbx` and `rbp` changed, as damaged code may.
-    std::arch::global_asm!(
-        ".text",
-        ".p2align 4",
-        "halo_test_callee_saved_registers:",
-        "mov rax, rbx",
-        "or rax, rbp",
-        "or rax, r12",
-        "or rax, r13",
-        "or rax, r14",
-        "or rax, r15",
-        "ret",
-        ".p2align 4",
-        "halo_test_changes_rbx_and_rbp:",
-        "mov ebx, 16",
-        "mov ebp, 32",
-        "xor eax, eax",
-        "ret",
-    );
-    unsafe extern "C" {
-        fn halo_test_callee_saved_registers();
-        fn halo_test_changes_rbx_and_rbp();
-    }
-
-    #[test]
-    fn native_code_is_handed_no_pointer_into_rust_memory_and_may_return_with_any_register() {
-        install();
-        let probe = halo_test_callee_saved_registers as *const () as usize;
-        // SAFETY: the probe takes no arguments, touches no memory and returns an integer.
-        let handed = unsafe { call(probe, [1, 2, 3]) };
-        assert_eq!(handed, Ok(0), "callee-saved registers are zero");
-        let canary = std::hint::black_box([0x5a5a_5a5a_u64; 16]);
-        let careless = halo_test_changes_rbx_and_rbp as *const () as usize;
-        // SAFETY: the function touches no memory; it only breaks the register convention.
-        assert_eq!(unsafe { call(careless, [0, 0, 0]) }, Ok(0));
-        assert_eq!(std::hint::black_box(canary), [0x5a5a_5a5a_u64; 16]);
-        assert_eq!(guarded(add, [1, 2, 3]), Ok(6));
     }
 
     /// The flags register of the calling thread.
