@@ -14,7 +14,7 @@
 //! - [`native_faults`]: calls into a library's code that return its faults (a damaged kernel's
 //!   out-of-range access, illegal instruction) as errors instead of ending the process, with the
 //!   flags, floating-point controls and thread pointer a kernel may damage put back;
-//!   `thread_pointer` keeps each thread's FS base where the fault handler finds it.
+//!   `thread_pointer` keeps each thread's thread pointer where the fault handler finds it.
 //!
 //! How workgroups are spread over threads is the driver's business, not this crate's.
 #![warn(missing_docs)]

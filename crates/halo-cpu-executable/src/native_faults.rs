@@ -3,15 +3,15 @@
 //!
 //! Compiled kernels check no bounds. A module whose machine code, push constants or workgroup
 //! counts were damaged can make one read or write outside its memory, run an illegal instruction,
-//! divide by zero (x86-64) or jump into the trap padding between functions; the CPU then raises a signal
-//! on the thread running it. Every call into a library's code goes through a small trampoline
-//! that records its stack. The signal handler, installed when the first library loads, sees that
-//! the faulting thread is inside such a call and resumes it at the trampoline's return with the
-//! fault recorded, so the call fails with an error naming the kernel. Only native frames are
-//! abandoned: host imports (Rust a kernel calls back into) run with the guard lifted
-//! ([`unguarded`]), so no Rust frame is ever skipped. Faults anywhere else go on to the handler
-//! installed before halo's (Rust's stack-overflow report, Python's `faulthandler`), or to the
-//! default action.
+//! divide by zero (x86-64) or jump into the trap padding between functions; the CPU then raises a
+//! signal on the thread running it. Every call into a library's code goes through a small
+//! trampoline (each architecture's, in `arch/`) that records its stack. The signal handler,
+//! installed when the first library loads, sees that the faulting thread is inside such a call
+//! and resumes it at the trampoline's return with the fault recorded, so the call fails with an
+//! error naming the kernel. Only native frames are abandoned: host imports (Rust a kernel calls
+//! back into) run with the guard lifted ([`unguarded`]), so no Rust frame is ever skipped. Faults
+//! anywhere else go on to the handler installed before halo's (Rust's stack-overflow report,
+//! Python's `faulthandler`), or to the default action.
 //!
 //! Native code runs on a stack of its own per thread (a `GuardedRegion`), between guard regions.
 //! A kernel that writes past its frames (a damaged `rep stos` running up its stack) then faults
@@ -73,7 +73,7 @@ impl NativeFault {
 /// trampoline, at offset 0) and the fault (written by the handler; `signal` 0 while there is
 /// none).
 #[repr(C)]
-pub(crate) struct Recovery {
+struct Recovery {
     stack: usize,
     signal: c_int,
     address: usize,
@@ -97,7 +97,7 @@ thread_local! {
     /// Whether the thread is running on its native stack, so a nested call stays where it is.
     #[cfg(guarded_calls)]
     static ON_NATIVE_STACK: Cell<bool> = const { Cell::new(false) };
-    /// The thread's FS base as the fault handler finds it, recorded at its first call.
+    /// The thread's thread pointer as the fault handler finds it, recorded at its first call.
     #[cfg(guarded_calls)]
     static THREAD_POINTER: Option<crate::thread_pointer::Registration> = crate::thread_pointer::register();
 }
@@ -191,8 +191,7 @@ impl Drop for ArgumentPageInUse {
 }
 
 /// Calls native code `function(a, b, c)` (the C calling convention's first three integer
-/// arguments, one integer result)
-/// with faults inside it returned as [`NativeFault`].
+/// arguments, one integer result) with faults inside it returned as [`NativeFault`].
 ///
 /// # Safety
 /// As calling `function` directly with these arguments: it must be a function of at most three

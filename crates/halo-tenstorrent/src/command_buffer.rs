@@ -2,7 +2,7 @@
 //!
 //! A dispatch's workgroups are cut into one contiguous share per simulated core (as the card's
 //! work distribution gives each core its part of the grid), and a pool of host threads runs the
-//! shares. The kernels are IREE's CPU executables (`embedded-elf-x86_64`), loaded by the shared
+//! shares. The kernels are IREE's CPU executables (`embedded-elf-*` of the host), loaded by the shared
 //! `halo-cpu-executable` crate; they compute on row-major data, which is why only buffers
 //! created with the tiled layout are converted (by the transfer queue, never here).
 //!
