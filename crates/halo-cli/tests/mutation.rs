@@ -391,3 +391,79 @@ fn a_kernel_storing_past_a_small_buffer_leaves_the_process_alive() {
     }
     std::fs::remove_file(&module).unwrap();
 }
+
+/// The file offset, within `elf`, of the start of its `.text` section (the first function the
+/// linker placed), read from the section headers.
+fn text_start(elf: &[u8]) -> Option<usize> {
+    let word = |at: usize, len: usize| -> Option<usize> {
+        let field = elf.get(at..at.checked_add(len)?)?;
+        Some(field.iter().rev().fold(0usize, |value, &b| value << 8 | usize::from(b)))
+    };
+    let (table, size, count, names) = (word(0x28, 8)?, word(0x3a, 2)?, word(0x3c, 2)?, word(0x3e, 2)?);
+    let header = |index: usize| table.checked_add(index.checked_mul(size)?);
+    let names_at = word(header(names)? + 0x18, 8)?;
+    (0..count).find_map(|index| {
+        let at = header(index)?;
+        let name = names_at.checked_add(word(at, 4)?)?;
+        (elf.get(name..name + 6)? == b".text\0").then(|| word(at + 0x18, 8))?
+    })
+}
+
+/// The first instruction of each kernel library of this architecture's build of `mlp` (whose
+/// `zeros` case runs all of its code) replaced by one that faults: an undefined instruction, or a
+/// store through the first argument (the environment, which kernels may only read). Each ends in
+/// `DATA_LOSS` naming the library and the signal, on both CPU drivers; run under qemu-aarch64 by
+/// `scripts/test-arm64` for the AArch64 build.
+#[test]
+fn a_kernel_library_whose_first_instruction_faults_ends_in_an_error_naming_it() {
+    let models = fixtures().join("models");
+    let (modules, _) = common::host_builds(&models);
+    let bytes = std::fs::read(modules.join("mlp.vmfb")).unwrap();
+    // (the instruction's bytes, what the error says)
+    let damages: [(&[u8], &str); 2] = if cfg!(target_arch = "aarch64") {
+        [
+            (&[0, 0, 0, 0], "SIGILL: illegal instruction at 0x"),
+            (&[0x1f, 0x00, 0x00, 0x39], "SIGSEGV: invalid access to address 0x"),
+        ]
+    } else {
+        [
+            (&[0x0f, 0x0b], "SIGILL: illegal instruction at 0x"),
+            (&[0xc6, 0x07, 0x00], "SIGSEGV: invalid access to address 0x"),
+        ]
+    };
+    let libraries = elf_ranges(&bytes);
+    assert!(!libraries.is_empty(), "mlp.vmfb holds no kernel library");
+    for (code, says) in damages {
+        let mut damaged = bytes.clone();
+        for library in &libraries {
+            let at = library.start + text_start(&bytes[library.clone()]).expect("a .text section");
+            damaged[at..at + code.len()].copy_from_slice(code);
+        }
+        let module = std::env::temp_dir().join(format!("halo-first-instruction-{}.vmfb", std::process::id()));
+        std::fs::write(&module, &damaged).unwrap();
+        for driver in ["local-sync", "local-task"] {
+            let output = common::halo_command()
+                .args([
+                    "run-module",
+                    &format!("--device={driver}"),
+                    &format!("--module={}", module.display()),
+                    "--flagfile=mlp.zeros.flags",
+                ])
+                .current_dir(&models)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(
+                output.status.code(),
+                Some(1),
+                "{says} on {driver}: {}: {stderr}",
+                output.status
+            );
+            assert!(
+                stderr.contains("DATA_LOSS") && stderr.contains("'mlp_linked'") && stderr.contains(says),
+                "{says} on {driver}: {stderr}"
+            );
+        }
+        std::fs::remove_file(&module).unwrap();
+    }
+}
