@@ -6,8 +6,15 @@ use halo_runtime::{tensor, HostTensor, Instance, Session, StatusCode};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// This architecture's builds of the programs: in `fixtures/kernels` for x86-64, in its
+/// `arm_64/` for AArch64.
 fn kernels() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/kernels")
+    let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/kernels");
+    if cfg!(target_arch = "aarch64") {
+        kernels.join("arm_64")
+    } else {
+        kernels
+    }
 }
 
 fn f32s(tensor: &HostTensor) -> Vec<f32> {
