@@ -2,6 +2,8 @@
 //! appears), a device that never ends, a shape too large for any memory. Each ends in an error
 //! that names the file or the tensor, never a hang or an abort.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -13,7 +15,7 @@ fn models() -> PathBuf {
 /// Runs halo with `args`, killing it if it takes longer than a few seconds; returns (status code,
 /// stderr).
 fn halo(args: &[String]) -> (Option<i32>, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_halo"))
+    let mut child = common::halo_command()
         .args(args)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -38,7 +40,10 @@ fn tiny_add(inputs: &[&str]) -> Vec<String> {
     let mut args = vec![
         "run-module".to_string(),
         "--device=local-sync".into(),
-        format!("--module={}", models().join("tiny_add.vmfb").display()),
+        format!(
+            "--module={}",
+            common::host_builds(&models()).0.join("tiny_add.vmfb").display()
+        ),
         "--function=tiny_add".into(),
     ];
     args.extend(inputs.iter().map(|input| format!("--input={input}")));
@@ -63,7 +68,7 @@ fn fifos_are_refused_not_waited_on() {
         vec!["run-module".to_string(), format!("--flagfile={path}")],
         vec![
             "run-executable".to_string(),
-            "--executable_format=embedded-elf-x86_64".into(),
+            format!("--executable_format={}", common::HOST_FORMATS[0]),
             format!("--executable_file={path}"),
         ],
         tiny_add(&[&format!("4xf32=@{path}"), "4xf32=1"]),

@@ -6,12 +6,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The CPU formats of this architecture, and where its cases' flagfiles are (AArch64 builds
-/// may tile differently, so theirs are in `arm_64/`).
-#[cfg(not(target_arch = "aarch64"))]
-const HOST: ([&str; 2], &str) = (["embedded-elf-x86_64", "system-elf-x86_64"], "");
-#[cfg(target_arch = "aarch64")]
-const HOST: ([&str; 2], &str) = (["embedded-elf-arm_64", "system-elf-arm_64"], "arm_64");
+/// Where this architecture's cases' flagfiles are (AArch64 builds may tile differently, so
+/// theirs are in `arm_64/`).
+const HOST_FLAGS: &str = if cfg!(target_arch = "aarch64") { "arm_64" } else { "" };
 
 /// CPU devices every case runs on.
 const DEVICES: &[&str] = &["local-sync", "local-task"];
@@ -44,7 +41,7 @@ fn every_fixture_matches_iree_output() {
     let cases = cases();
     assert!(cases.len() >= 12, "expected the fixture cases, found {}", cases.len());
     let mut failures = Vec::new();
-    let (formats, flags_dir) = HOST;
+    let (formats, flags_dir) = (common::HOST_FORMATS, HOST_FLAGS);
     let (_, same) = common::host_builds(&fixtures());
     for (name, flags) in &cases {
         let executable = name.split('.').next().unwrap();

@@ -1,6 +1,8 @@
 //! Standard output that cannot be written: a reader that went away ends the command quietly, a
 //! full disk is an error message; neither panics.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -10,14 +12,15 @@ fn fixtures() -> PathBuf {
 
 /// `halo run-executable` printing a 300,000-element binding (600 kB, more than a pipe holds).
 fn large_output() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_halo"));
+    let format = common::HOST_FORMATS[0];
+    let mut command = common::halo_command();
     command.args([
         "run-executable".to_string(),
         "--device=local-sync".into(),
-        "--executable_format=embedded-elf-x86_64".into(),
+        format!("--executable_format={format}"),
         format!(
             "--executable_file={}",
-            fixtures().join("grid3d.embedded-elf-x86_64.so").display()
+            fixtures().join(format!("grid3d.{format}.so")).display()
         ),
         "--entry_point=0".into(),
         "--workgroup_count=1,1,1".into(),
@@ -49,7 +52,7 @@ fn a_full_disk_is_an_error_message() {
         return;
     };
     for mut command in [large_output(), {
-        let mut drivers = Command::new(env!("CARGO_BIN_EXE_halo"));
+        let mut drivers = common::halo_command();
         drivers.arg("drivers");
         drivers
     }] {

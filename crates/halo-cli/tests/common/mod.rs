@@ -22,6 +22,13 @@ pub fn halo_command() -> Command {
     }
 }
 
+/// This architecture's CPU executable formats: embedded ELF, then system ELF.
+pub const HOST_FORMATS: [&str; 2] = if cfg!(target_arch = "aarch64") {
+    ["embedded-elf-arm_64", "system-elf-arm_64"]
+} else {
+    ["embedded-elf-x86_64", "system-elf-x86_64"]
+};
+
 /// This architecture's builds of a fixture set's programs, in `dir` (x86-64) or its `arm_64/`
 /// (AArch64), and how their printed outputs are compared ([`host_comparison`]).
 pub fn host_builds(dir: &Path) -> (PathBuf, fn(&str, &str) -> bool) {
