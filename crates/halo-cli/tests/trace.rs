@@ -6,20 +6,24 @@ mod common;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::Command;
 
 fn models() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/models"))
 }
 
+/// This architecture's build of the CNN fixture.
+fn cnn() -> String {
+    common::host_builds(models()).0.join("cnn.vmfb").display().to_string()
+}
+
 /// Runs `halo <command>` on the CNN fixture with `--trace` and returns the trace's events.
 fn traced(command: &str, device: &str, extra: &[&str]) -> Vec<Value> {
-    traced_module(command, device, "cnn.vmfb", extra)
+    traced_module(command, device, &cnn(), extra)
 }
 
 fn traced_module(command: &str, device: &str, module: &str, extra: &[&str]) -> Vec<Value> {
     let trace = tempfile_path(&format!("{command}-{}", device.replace(['/', ':', '?', '='], "_")));
-    let output = Command::new(env!("CARGO_BIN_EXE_halo"))
+    let output = common::halo_command()
         .current_dir(models())
         .arg(command)
         .arg(format!("--module={module}"))
@@ -217,11 +221,11 @@ fn benchmark_module_traces_every_call() {
 
 #[test]
 fn an_unwritable_trace_file_is_named() {
-    let output = Command::new(env!("CARGO_BIN_EXE_halo"))
+    let output = common::halo_command()
         .current_dir(models())
         .args([
             "run-module",
-            "--module=cnn.vmfb",
+            &format!("--module={}", cnn()),
             "--function=cnn",
             "--input=@cnn.basic.0.npy",
         ])
