@@ -325,29 +325,7 @@ fn kernels_that_fault_end_in_an_error_naming_them() {
         bytes[at] = now;
         let module = std::env::temp_dir().join(format!("halo-faulting-{name}-{}.vmfb", std::process::id()));
         std::fs::write(&module, &bytes).unwrap();
-        for driver in ["local-sync", "local-task"] {
-            let output = Command::new(env!("CARGO_BIN_EXE_halo"))
-                .args([
-                    "run-module",
-                    &format!("--device={driver}"),
-                    &format!("--module={}", module.display()),
-                    &format!("--flagfile={case}.flags"),
-                ])
-                .current_dir(&models)
-                .output()
-                .unwrap();
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            assert_eq!(
-                output.status.code(),
-                Some(1),
-                "{name} on {driver}: {}: {stderr}",
-                output.status
-            );
-            assert!(
-                stderr.contains("DATA_LOSS") && stderr.contains(says),
-                "{name} on {driver}: {stderr}"
-            );
-        }
+        assert_faults_on_both_cpu_drivers(&module, case, &[says]);
         std::fs::remove_file(&module).unwrap();
     }
 }
@@ -390,6 +368,34 @@ fn a_kernel_storing_past_a_small_buffer_leaves_the_process_alive() {
         assert!(faulted || finished, "on {driver}: {}: {stderr}", output.status);
     }
     std::fs::remove_file(&module).unwrap();
+}
+
+/// Runs `module` with the model fixture case `case` on both CPU drivers and checks each run ends
+/// in `DATA_LOSS` with every one of `says` in the message.
+fn assert_faults_on_both_cpu_drivers(module: &Path, case: &str, says: &[&str]) {
+    for driver in ["local-sync", "local-task"] {
+        let output = common::halo_command()
+            .args([
+                "run-module",
+                &format!("--device={driver}"),
+                &format!("--module={}", module.display()),
+                &format!("--flagfile={case}.flags"),
+            ])
+            .current_dir(fixtures().join("models"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{case} on {driver}: {}: {stderr}",
+            output.status
+        );
+        assert!(
+            stderr.contains("DATA_LOSS") && says.iter().all(|said| stderr.contains(said)),
+            "{case} on {driver}: {stderr}"
+        );
+    }
 }
 
 /// The file offset, within `elf`, of the start of its `.text` section (the first function the
@@ -441,29 +447,7 @@ fn a_kernel_library_whose_first_instruction_faults_ends_in_an_error_naming_it() 
         }
         let module = std::env::temp_dir().join(format!("halo-first-instruction-{}.vmfb", std::process::id()));
         std::fs::write(&module, &damaged).unwrap();
-        for driver in ["local-sync", "local-task"] {
-            let output = common::halo_command()
-                .args([
-                    "run-module",
-                    &format!("--device={driver}"),
-                    &format!("--module={}", module.display()),
-                    "--flagfile=mlp.zeros.flags",
-                ])
-                .current_dir(&models)
-                .output()
-                .unwrap();
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            assert_eq!(
-                output.status.code(),
-                Some(1),
-                "{says} on {driver}: {}: {stderr}",
-                output.status
-            );
-            assert!(
-                stderr.contains("DATA_LOSS") && stderr.contains("'mlp_linked'") && stderr.contains(says),
-                "{says} on {driver}: {stderr}"
-            );
-        }
+        assert_faults_on_both_cpu_drivers(&module, "mlp.zeros", &["'mlp_linked'", says]);
         std::fs::remove_file(&module).unwrap();
     }
 }
