@@ -16,7 +16,8 @@ pub struct ExecutableArgs {
     /// Device URI, e.g. `local-sync` or `local-sync://0`.
     #[arg(long, default_value = DEFAULT_DEVICE)]
     pub device: String,
-    /// Format of the executable file, e.g. `embedded-elf-x86_64` or `system-elf-x86_64`.
+    /// Format of the executable file, e.g. `embedded-elf-x86_64`, `system-elf-arm_64` or
+    /// `system-dylib-arm_64`.
     #[arg(long = "executable_format", visible_alias = "executable-format")]
     pub executable_format: Option<String>,
     /// Path of the executable file.

@@ -7,7 +7,8 @@
 //! - `arch`: what differs between CPU architectures (x86-64, AArch64), one module each: ELF
 //!   machine and relocations, format names, CPU data, floating-point controls;
 //! - `elf`: halo's own loader for `embedded-elf-*` (mapping, relocation, protection);
-//!   `system_library`: `system-elf-*` through the system's dynamic loader;
+//!   `system_library`: `system-elf-*` and `system-dylib-*` through the system's dynamic loader,
+//!   after `macho` checks a Mach-O library's headers;
 //! - [`executable`]: a loaded library as a HAL executable, and the cache that prepares them;
 //! - [`dispatch`]: one dispatch's prepared state and the call of one workgroup;
 //! - [`float_mode`]: the denormal mode compiled kernels expect, set around their calls;
@@ -31,6 +32,7 @@ mod elf;
 pub mod executable;
 pub mod float_mode;
 pub mod library;
+mod macho;
 pub mod native_faults;
 mod system_library;
 #[cfg(guarded_calls)]

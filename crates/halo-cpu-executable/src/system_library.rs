@@ -1,14 +1,16 @@
-//! The loader for `system-elf-*`: shared objects opened with the system's
-//! `dlopen`, for executables linked against the platform (debuggers and
-//! profilers see them as ordinary libraries).
+//! The loader for `system-elf-*` (Linux) and `system-dylib-*` (macOS): shared
+//! libraries opened with the system's `dlopen`, for executables linked against
+//! the platform (debuggers and profilers see them as ordinary libraries).
 //!
 //! `dlopen` wants a path, so the bytes go to an anonymous in-memory file
 //! (`memfd_create`) opened through `/proc/self/fd`: nothing is left on disk even
 //! when loading crashes the process. Where that is unavailable they go to a
 //! uniquely named file in the temporary directory, deleted right after loading;
 //! the open library keeps the mapping alive. The headers are validated first
-//! with the embedded loader's checks, because `dlopen` of a truncated file can
-//! fault rather than fail. Trust: `dlopen` runs the file's initializers, so this
+//! (ELF with the embedded loader's checks, Mach-O with [`crate::macho`]'s),
+//! because `dlopen` of a truncated file can fault rather than fail. On Apple
+//! silicon the library must carry a code signature, ad hoc at least (Apple's
+//! linker adds one), or the kernel ends the process when its code first runs. Trust: `dlopen` runs the file's initializers, so this
 //! format is only as safe as the file's origin.
 
 use std::fs::{File, OpenOptions};
@@ -20,7 +22,36 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use halo_hal::{Error, Result};
 use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
 
-use crate::elf;
+use crate::{arch, elf, macho};
+
+/// How a system library's bytes are packaged, which decides the checks they pass before the
+/// system loader reads them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Container {
+    /// An ELF shared object (Linux).
+    Elf,
+    /// A Mach-O dynamic library (macOS).
+    MachO,
+}
+
+impl Container {
+    /// Checks the headers of `bytes` as a library for this host's CPU.
+    fn check(self, bytes: &[u8]) -> Result<()> {
+        let host = arch::HOST.ok_or_else(|| Error::incompatible("halo has no CPU executables for this host's CPU"))?;
+        match self {
+            Container::Elf => elf::header::parse(bytes, host.machine).map(drop),
+            Container::MachO => macho::check_dylib(bytes, host.macho_cpu_type),
+        }
+    }
+
+    /// The file name ending the system loader expects.
+    fn extension(self) -> &'static str {
+        match self {
+            Container::Elf => "so",
+            Container::MachO => "dylib",
+        }
+    }
+}
 
 /// A shared object opened by the system loader; closed on drop.
 ///
@@ -53,11 +84,11 @@ impl Drop for TemporaryPath {
 }
 
 impl LoadFile {
-    fn write(bytes: &[u8]) -> Result<Self> {
+    fn write(bytes: &[u8], container: Container) -> Result<Self> {
         if let Ok(file) = memory_file(bytes) {
             return Ok(LoadFile::Memory(file));
         }
-        let path = unique_path();
+        let path = unique_path(container.extension());
         write_new(&path, bytes).map_err(|e| {
             Error::unavailable(format!(
                 "cannot write the executable to temporary file {}: {e}",
@@ -112,14 +143,14 @@ fn memory_file(bytes: &[u8]) -> std::io::Result<File> {
     Ok(file)
 }
 
-fn unique_path() -> PathBuf {
+fn unique_path(extension: &str) -> PathBuf {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
     std::env::temp_dir().join(format!(
-        "halo-executable-{}-{}-{nanos:08x}.so",
+        "halo-executable-{}-{}-{nanos:08x}.{extension}",
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::Relaxed)
     ))
@@ -131,17 +162,18 @@ fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 impl SystemLibrary {
-    /// Validates `bytes` as a host shared object and opens it with `dlopen`.
+    /// Validates `bytes` as a shared library of `container`'s kind for this host's CPU and opens
+    /// it with `dlopen`.
     ///
     /// # Errors
     /// The header errors of the embedded loader; `Unavailable` when neither an
     /// in-memory nor a temporary file can be written; `InvalidArgument` with the loader's
     /// message when `dlopen` fails.
-    pub fn load(bytes: &[u8]) -> Result<Self> {
-        elf::header::parse(bytes, elf::HOST_MACHINE)?;
-        let file = LoadFile::write(bytes)?;
-        // SAFETY: `dlopen` runs the object's initializers. The bytes are an ELF
-        // shared object for this machine (checked above); trusting its code is
+    pub fn load(bytes: &[u8], container: Container) -> Result<Self> {
+        container.check(bytes)?;
+        let file = LoadFile::write(bytes, container)?;
+        // SAFETY: `dlopen` runs the library's initializers. The bytes are a whole
+        // shared library for this machine (checked above); trusting its code is
         // the documented contract of the system-library format.
         let library = unsafe { Library::open(Some(file.path()), RTLD_NOW | RTLD_LOCAL) }
             .map_err(|e| Error::invalid_argument(format!("dlopen failed: {e}")))?;

@@ -3,7 +3,7 @@
 //! How HAL concepts map onto the CPU:
 //! - executables are IREE executable libraries, loaded by the shared `halo-cpu-executable`
 //!   crate (`embedded-elf-*` of the host's architecture by halo's own ELF loader,
-//!   `system-elf-*` through the system loader);
+//!   `system-elf-*` on Linux and `system-dylib-*` on macOS through the system loader);
 //! - a dispatch calls the library's function once per workgroup (`halo_cpu_executable::dispatch`),
 //!   the workgroups spread over threads by [`region`];
 //! - buffers are host memory from halo-hal's heap allocator, queue allocations reused through

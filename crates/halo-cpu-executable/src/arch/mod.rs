@@ -6,8 +6,9 @@
 //!   type means), compiled on every host, so that the loader's checks of either architecture's
 //!   objects run anywhere;
 //! - the parts that run on that CPU, compiled only there: the CPU data words IREE's `cpu_data`
-//!   layout defines ([`host::cpu_data`]) and the floating-point controls kernels expect
-//!   ([`host::FloatControls`]), and, where calls are guarded, the trampoline, the fault
+//!   layout defines ([`host::cpu_data`]), the floating-point controls kernels expect
+//!   ([`host::FloatControls`]), making loaded code visible to instruction fetch
+//!   ([`host::flush_instruction_cache`]), and, where calls are guarded, the trampoline, the fault
 //!   context and the thread pointer of `native_faults` (`guarded_call`).
 //!
 //! Adding an architecture is adding a module here with both halves and a line in [`HOST`].
@@ -36,10 +37,14 @@ pub(crate) struct Arch {
     pub name: &'static str,
     /// The format of static-PIE ELF libraries halo loads itself.
     pub embedded_format: &'static str,
-    /// The format of shared objects loaded through the system's loader.
-    pub system_format: &'static str,
+    /// The format of ELF shared objects loaded through the system's loader (Linux).
+    pub system_elf_format: &'static str,
+    /// The format of Mach-O dynamic libraries loaded through the system's loader (macOS).
+    pub system_dylib_format: &'static str,
     /// The ELF `e_machine` of its objects.
     pub machine: u16,
+    /// The Mach-O `cputype` of its dynamic libraries.
+    pub macho_cpu_type: u32,
     /// What a relocation type means; `None` for a type the embedded loader refuses.
     pub relocation: fn(u32) -> Option<Relocation>,
     /// The psABI name of a relocation type, for messages.
@@ -52,7 +57,7 @@ pub(crate) const ALL: [&Arch; 2] = [&x86_64::ARCH, &arm_64::ARCH];
 /// The architecture whose embedded or system format `format` is, if any.
 pub(crate) fn of_format(format: &str) -> Option<&'static Arch> {
     ALL.into_iter()
-        .find(|arch| format == arch.embedded_format || format == arch.system_format)
+        .find(|arch| [arch.embedded_format, arch.system_elf_format, arch.system_dylib_format].contains(&format))
 }
 
 /// The architecture this build runs code for; `None` where halo has no CPU executables.
@@ -87,6 +92,9 @@ pub(crate) mod host {
     pub(crate) fn cpu_data() -> [u64; 8] {
         [0; 8]
     }
+
+    /// No code is loaded for this architecture, so no cache needs maintenance.
+    pub(crate) fn flush_instruction_cache(_start: usize, _len: usize) {}
 
     /// No floating-point controls are set on this architecture.
     pub(crate) struct FloatControls;

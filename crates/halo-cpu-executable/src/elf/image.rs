@@ -2,6 +2,10 @@
 //! relocated through a safe byte slice, then protected page by page. Every
 //! `mmap`/`mprotect`/`munmap` of the loader is in this file.
 //!
+//! On Apple silicon this is also the platform's rule that a page is writable or executable,
+//! never both at once ([`protect_error`] says what the hardened runtime adds). On AArch64 the
+//! instruction cache is made coherent with the written code once its pages are executable.
+//!
 //! The two types make the order a type rule: a [`WritableImage`] hands out
 //! `&mut [u8]`; [`WritableImage::protect`] consumes it, so no slice can outlive
 //! the moment its pages become read-only or executable.
@@ -161,17 +165,35 @@ impl WritableImage {
             // `self`; `self` is consumed, so no `&mut [u8]` into it is alive.
             let rc = unsafe { libc::mprotect(addr as *mut libc::c_void, run * page, pages[start].to_prot()) };
             if rc != 0 {
-                return Err(Error::internal(format!(
-                    "mprotect of image pages {start}..{} to {:?} failed: {}",
-                    start + run,
-                    pages[start],
-                    std::io::Error::last_os_error()
-                )));
+                return Err(protect_error(start..start + run, pages[start]));
+            }
+            if pages[start].execute {
+                crate::arch::host::flush_instruction_cache(addr, run * page);
             }
             start += run;
         }
         Ok(Image { _map: self.map })
     }
+}
+
+/// Why protecting `pages` as `protection` failed. On macOS the hardened runtime refuses to make
+/// written pages executable unless the process is entitled to it
+/// (`com.apple.security.cs.allow-unsigned-executable-memory`): halo, like IREE's runtime, writes
+/// an image and then turns its code pages read-execute, which Apple silicon allows (a page is
+/// never writable and executable at once) and needs no `MAP_JIT`.
+fn protect_error(pages: std::ops::Range<usize>, protection: Protection) -> Error {
+    let os_error = std::io::Error::last_os_error();
+    let hint = if cfg!(target_os = "macos") && protection.execute {
+        "; a process signed with macOS's hardened runtime needs the \
+         com.apple.security.cs.allow-unsigned-executable-memory entitlement to run embedded-elf \
+         code (or load system-dylib executables, which dyld maps, instead)"
+    } else {
+        ""
+    };
+    Error::internal(format!(
+        "mprotect of image pages {}..{} to {protection:?} failed: {os_error}{hint}",
+        pages.start, pages.end
+    ))
 }
 
 /// A loaded image after protection: it only keeps the memory alive.

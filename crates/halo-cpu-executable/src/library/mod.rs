@@ -18,7 +18,7 @@ use halo_hal::{Error, Result, ResultExt};
 use crate::arch;
 use crate::elf::ElfModule;
 use crate::native_faults::{self, NativeFault};
-use crate::system_library::SystemLibrary;
+use crate::system_library::{Container, SystemLibrary};
 
 pub use self::abi::{DispatchStateV0 as DispatchState, WorkgroupStateV0 as WorkgroupState};
 use self::environment::Environment;
@@ -31,31 +31,49 @@ pub const EMBEDDED_ELF_FORMAT: &str = match arch::HOST {
     Some(arch) => arch.embedded_format,
     None => "embedded-elf",
 };
-/// Format of shared objects loaded through the system's loader, for the host's architecture.
+/// Format of ELF shared objects loaded through the system's loader (Linux), for the host's
+/// architecture.
 pub const SYSTEM_ELF_FORMAT: &str = match arch::HOST {
-    Some(arch) => arch.system_format,
+    Some(arch) => arch.system_elf_format,
     None => "system-elf",
 };
+/// Format of Mach-O dynamic libraries loaded through the system's loader (macOS), for the host's
+/// architecture.
+pub const SYSTEM_DYLIB_FORMAT: &str = match arch::HOST {
+    Some(arch) => arch.system_dylib_format,
+    None => "system-dylib",
+};
 
-/// The executable formats [`Library::load`] accepts on this host.
+/// The executable formats [`Library::load`] accepts on this host: the embedded ELF everywhere
+/// halo knows the CPU, and the system loader's own kind of shared library.
 pub fn supported_formats() -> &'static [&'static str] {
-    if arch::HOST.is_some() && cfg!(target_os = "linux") {
-        &[EMBEDDED_ELF_FORMAT, SYSTEM_ELF_FORMAT]
-    } else {
-        &[]
+    match arch::HOST {
+        Some(_) if cfg!(target_os = "linux") => &[EMBEDDED_ELF_FORMAT, SYSTEM_ELF_FORMAT],
+        Some(_) if cfg!(target_os = "macos") => &[EMBEDDED_ELF_FORMAT, SYSTEM_DYLIB_FORMAT],
+        _ => &[],
     }
 }
 
-/// The error for a format this host cannot load, naming the architecture it is for.
+/// The error for a format this host cannot load, naming the architecture or the system it is for.
 fn unloadable_format(format: &str) -> Error {
     let supported = supported_formats().join(", ");
     let host = arch::HOST.map_or(std::env::consts::ARCH, |arch| arch.name);
+    let wrong_system = |container: &str, system: &str| {
+        Error::incompatible(format!(
+            "executable format '{format}' is a {container} library, which only {system}'s loader \
+             opens, and this host runs {}; compile with IREE's embedded linker (the default) \
+             (supported here: {supported})",
+            std::env::consts::OS
+        ))
+    };
     match arch::of_format(format) {
         Some(other) if other.name != host => Error::incompatible(format!(
             "executable format '{format}' holds {} code and this host runs {host}; compile for \
              this CPU (supported here: {supported})",
             other.name
         )),
+        Some(arch) if format == arch.system_dylib_format => wrong_system("Mach-O", "macOS"),
+        Some(arch) if format == arch.system_elf_format => wrong_system("ELF shared", "Linux"),
         _ => Error::incompatible(format!(
             "executable format '{format}' is not loadable here; supported: {supported}"
         )),
@@ -221,9 +239,14 @@ impl Library {
                 EMBEDDED_ELF_FORMAT,
                 Loaded::Embedded(ElfModule::load(bytes, abi::LIBRARY_QUERY_SYMBOL)?),
             ),
-            SYSTEM_ELF_FORMAT if supported_formats().contains(&format) => {
-                (SYSTEM_ELF_FORMAT, Loaded::System(SystemLibrary::load(bytes)?))
-            }
+            SYSTEM_ELF_FORMAT if supported_formats().contains(&format) => (
+                SYSTEM_ELF_FORMAT,
+                Loaded::System(SystemLibrary::load(bytes, Container::Elf)?),
+            ),
+            SYSTEM_DYLIB_FORMAT if supported_formats().contains(&format) => (
+                SYSTEM_DYLIB_FORMAT,
+                Loaded::System(SystemLibrary::load(bytes, Container::MachO)?),
+            ),
             _ => return Err(unloadable_format(format)),
         };
         let (query, bounds) = match &loaded {
@@ -730,6 +753,34 @@ mod tests {
         assert_eq!(err.code(), halo_hal::StatusCode::Incompatible);
         assert!(err.message().contains("vulkan-spirv-fb"), "{err}");
         assert!(err.message().contains(EMBEDDED_ELF_FORMAT), "{err}");
+    }
+
+    /// The system loader's format of the other operating system names that system.
+    #[cfg(any(target_os = "linux", target_os = "macos"))]
+    #[test]
+    fn the_other_systems_library_format_names_that_system() {
+        let (format, container, system) = if cfg!(target_os = "linux") {
+            (SYSTEM_DYLIB_FORMAT, "Mach-O", "macOS")
+        } else {
+            (SYSTEM_ELF_FORMAT, "ELF shared", "Linux")
+        };
+        assert!(!supported_formats().contains(&format));
+        let err = Library::load(format, b"", &[]).unwrap_err();
+        assert_eq!(err.code(), halo_hal::StatusCode::Incompatible);
+        assert!(
+            err.message()
+                .contains(&format!("is a {container} library, which only {system}'s loader")),
+            "{err}"
+        );
+    }
+
+    /// A Mach-O library for this CPU gets through the format check on macOS and to the header
+    /// checks, which refuse a truncated one before `dlopen` reads it.
+    #[cfg(target_os = "macos")]
+    #[test]
+    fn a_truncated_dylib_is_refused_before_dlopen() {
+        let err = Library::load(SYSTEM_DYLIB_FORMAT, &[0xcf, 0xfa, 0xed, 0xfe, 0], &[]).unwrap_err();
+        assert!(err.message().contains("smaller than its 32-byte header"), "{err}");
     }
 
     #[test]

@@ -170,6 +170,58 @@ fn write_fpcr(value: u64) {
     unsafe { std::arch::asm!("msr fpcr, {}", in(reg) value, options(nostack, nomem, preserves_flags)) };
 }
 
+/// Makes freshly written code in `[start, start + len)` visible to instruction fetch. AArch64's
+/// instruction cache is not coherent with stores: without this a core may run stale bytes that
+/// were in its cache before the loader wrote the kernel there (IREE's loader does the same).
+#[cfg(target_os = "macos")]
+pub(crate) fn flush_instruction_cache(start: usize, len: usize) {
+    extern "C" {
+        /// libSystem's cache maintenance for code written at run time (`libkern/OSCacheControl.h`).
+        fn sys_icache_invalidate(start: *mut std::ffi::c_void, len: usize);
+    }
+    // SAFETY: the range is mapped memory of a loaded image; the call only maintains caches.
+    unsafe { sys_icache_invalidate(start as *mut std::ffi::c_void, len) };
+}
+
+/// Makes freshly written code in `[start, start + len)` visible to instruction fetch. AArch64's
+/// instruction cache is not coherent with stores: without this a core may run stale bytes that
+/// were in its cache before the loader wrote the kernel there (IREE's loader does the same).
+///
+/// The ARM architecture's sequence: clean each data-cache line to the point of unification,
+/// then invalidate each instruction-cache line, with barriers between and after. `CTR_EL0`,
+/// readable at EL0 on Linux, gives the line sizes and says when a step is unnecessary (IDC, DIC).
+#[cfg(not(target_os = "macos"))]
+pub(crate) fn flush_instruction_cache(start: usize, len: usize) {
+    let ctr: u64;
+    // SAFETY: reading CTR_EL0 has no effect besides the register read.
+    unsafe { std::arch::asm!("mrs {}, ctr_el0", out(reg) ctr, options(nostack, nomem, preserves_flags)) };
+    let end = start.saturating_add(len);
+    let lines = |log2_words: u64| {
+        let line = 4usize << log2_words;
+        (start & !(line - 1)..end).step_by(line)
+    };
+    const IDC: u64 = 1 << 28;
+    const DIC: u64 = 1 << 29;
+    if ctr & IDC == 0 {
+        for line in lines((ctr >> 16) & 0xf) {
+            // SAFETY: cleaning a cache line of mapped, readable memory changes no data.
+            unsafe { std::arch::asm!("dc cvau, {}", in(reg) line, options(nostack, preserves_flags)) };
+        }
+    }
+    // SAFETY: a barrier only orders memory accesses.
+    unsafe { std::arch::asm!("dsb ish", options(nostack, preserves_flags)) };
+    if ctr & DIC == 0 {
+        for line in lines(ctr & 0xf) {
+            // SAFETY: invalidating instruction-cache lines of mapped memory changes no data.
+            unsafe { std::arch::asm!("ic ivau, {}", in(reg) line, options(nostack, preserves_flags)) };
+        }
+        // SAFETY: as above.
+        unsafe { std::arch::asm!("dsb ish", options(nostack, preserves_flags)) };
+    }
+    // SAFETY: an instruction barrier only discards prefetched instructions.
+    unsafe { std::arch::asm!("isb", options(nostack, preserves_flags)) };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,6 +236,15 @@ mod tests {
             data[0]
         );
         assert!(data[1..].iter().all(|&w| w == 0));
+    }
+
+    #[test]
+    fn flushing_the_instruction_cache_of_any_range_returns() {
+        let bytes = vec![0u8; 3 * 4096 + 17];
+        let start = bytes.as_ptr() as usize;
+        for (offset, len) in [(0, 0), (1, 1), (13, 4096), (0, bytes.len())] {
+            flush_instruction_cache(start + offset, len);
+        }
     }
 
     #[cfg(target_os = "linux")]

@@ -16,8 +16,10 @@ pub(crate) mod host;
 pub(crate) const ARCH: Arch = Arch {
     name: "arm_64",
     embedded_format: "embedded-elf-arm_64",
-    system_format: "system-elf-arm_64",
+    system_elf_format: "system-elf-arm_64",
+    system_dylib_format: "system-dylib-arm_64",
     machine: elf::EM_AARCH64,
+    macho_cpu_type: object::macho::CPU_TYPE_ARM64,
     relocation,
     relocation_name,
 };

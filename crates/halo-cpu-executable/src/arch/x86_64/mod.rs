@@ -13,8 +13,10 @@ pub(crate) mod host;
 pub(crate) const ARCH: Arch = Arch {
     name: "x86_64",
     embedded_format: "embedded-elf-x86_64",
-    system_format: "system-elf-x86_64",
+    system_elf_format: "system-elf-x86_64",
+    system_dylib_format: "system-dylib-x86_64",
     machine: elf::EM_X86_64,
+    macho_cpu_type: object::macho::CPU_TYPE_X86_64,
     relocation,
     relocation_name,
 };
