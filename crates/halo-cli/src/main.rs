@@ -80,7 +80,7 @@ fn main() -> ExitCode {
         }
     };
     let cli = Cli::parse_from(args);
-    let registry = registry::default_registry();
+    let registry = halo_runtime::default_registry();
     let result = match cli.command {
         Command::Drivers => devices::list_drivers(&registry),
         Command::Compile(args) => compile::run(&args),

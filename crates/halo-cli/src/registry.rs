@@ -1,17 +1,5 @@
-//! The drivers linked into the `halo` binary.
-
-use halo_hal::DriverRegistry;
+//! The device the `halo` command line uses when none is named; its drivers are the runtime's
+//! ([`halo_runtime::default_registry`], the one list of drivers).
 
 /// Device used when `--device` is not given.
 pub const DEFAULT_DEVICE: &str = "local-task";
-
-/// A registry with every driver this build links.
-pub fn default_registry() -> DriverRegistry {
-    let mut registry = DriverRegistry::new();
-    halo_local::register_drivers(&mut registry);
-    halo_vulkan::register_driver(&mut registry);
-    halo_cuda::register_drivers(&mut registry);
-    halo_tenstorrent::register_driver(&mut registry);
-    halo_opencl::register_driver(&mut registry);
-    registry
-}

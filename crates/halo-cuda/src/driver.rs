@@ -2,8 +2,8 @@
 
 use crate::api::{Api, CuDevice, DeviceAttribute, Vendor};
 use crate::device::GpuDevice;
-use halo_hal::driver::{parse_spin_us, select_device, MAX_SPIN_US};
-use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, Result};
+use halo_hal::driver::select_device;
+use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, ParamReader, Result};
 use std::ffi::c_char;
 use std::sync::Arc;
 use std::time::Duration;
@@ -120,7 +120,7 @@ impl Driver for GpuDriver {
     }
 
     fn create_device(&self, path: &str, params: &DeviceParams) -> Result<Arc<dyn Device>> {
-        let options = DeviceOptions::from_params(params)?;
+        let options = DeviceOptions::from_params(self.name(), params)?;
         let devices = self.devices()?;
         let infos: Vec<DeviceInfo> = devices.iter().map(|(info, _)| info.clone()).collect();
         let name = driver_name(self.api.vendor());
@@ -181,50 +181,27 @@ impl Default for DeviceOptions {
 }
 
 impl DeviceOptions {
-    /// Reads the options from URI parameters.
+    /// Reads the options from URI parameters of the driver named `driver` (`cuda` or `hip`).
     ///
     /// # Errors
     /// `InvalidArgument` naming an unknown parameter or a value of the wrong form.
-    pub fn from_params(params: &DeviceParams) -> Result<Self> {
+    pub fn from_params(driver: &str, params: &DeviceParams) -> Result<Self> {
+        let mut params = ParamReader::new(driver, params);
         let mut options = DeviceOptions::default();
-        for (key, value) in params {
-            match key.as_str() {
-                "async_allocations" => {
-                    options.async_allocations = match value.as_str() {
-                        "true" | "1" => true,
-                        "false" | "0" => false,
-                        _ => {
-                            return Err(Error::invalid_argument(format!(
-                                "device parameter '{key}' is '{value}'; expected true or false"
-                            )))
-                        }
-                    }
-                }
-                "command_buffers" => {
-                    options.command_buffers = match value.as_str() {
-                        "stream" => Some(CommandBufferKind::Stream),
-                        "graph" => Some(CommandBufferKind::Graph),
-                        _ => {
-                            return Err(Error::invalid_argument(format!(
-                                "device parameter '{key}' is '{value}'; expected stream or graph"
-                            )))
-                        }
-                    }
-                }
-                "poll_us" => {
-                    options.poll = parse_spin_us(value).ok_or_else(|| {
-                        Error::invalid_argument(format!(
-                            "device parameter '{key}' is '{value}'; expected microseconds from 0 to {MAX_SPIN_US}"
-                        ))
-                    })?
-                }
-                _ => {
-                    return Err(Error::invalid_argument(format!(
-                        "unknown device parameter '{key}' (known: async_allocations, command_buffers, poll_us)"
-                    )))
-                }
-            }
+        if let Some(async_allocations) = params.flag("async_allocations")? {
+            options.async_allocations = async_allocations;
         }
+        let kinds = [
+            ("stream", CommandBufferKind::Stream),
+            ("graph", CommandBufferKind::Graph),
+        ];
+        if let Some(kind) = params.choice("command_buffers", &kinds)? {
+            options.command_buffers = Some(kind);
+        }
+        if let Some(poll) = params.micros("poll_us")? {
+            options.poll = poll;
+        }
+        params.finish()?;
         Ok(options)
     }
 }
@@ -245,27 +222,31 @@ mod tests {
         let params = |pairs: &[(&str, &str)]| -> DeviceParams {
             pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
         };
-        assert!(DeviceOptions::from_params(&params(&[])).unwrap().async_allocations);
-        let off = DeviceOptions::from_params(&params(&[("async_allocations", "false")])).unwrap();
+        assert!(
+            DeviceOptions::from_params("cuda", &params(&[]))
+                .unwrap()
+                .async_allocations
+        );
+        let off = DeviceOptions::from_params("cuda", &params(&[("async_allocations", "false")])).unwrap();
         assert!(!off.async_allocations);
-        let error = DeviceOptions::from_params(&params(&[("async_allocations", "maybe")])).unwrap_err();
-        assert!(error.to_string().contains("expected true or false"), "{error}");
-        let graph = DeviceOptions::from_params(&params(&[("command_buffers", "graph")])).unwrap();
+        let error = DeviceOptions::from_params("cuda", &params(&[("async_allocations", "maybe")])).unwrap_err();
+        assert!(error.to_string().contains("is not true, false, 1 or 0"), "{error}");
+        let graph = DeviceOptions::from_params("cuda", &params(&[("command_buffers", "graph")])).unwrap();
         assert_eq!(graph.command_buffers, Some(CommandBufferKind::Graph));
         assert_eq!(DeviceOptions::default().command_buffers, None, "the device chooses");
         assert!(graph.async_allocations);
-        let error = DeviceOptions::from_params(&params(&[("command_buffers", "tree")])).unwrap_err();
-        assert!(error.to_string().contains("expected stream or graph"), "{error}");
+        let error = DeviceOptions::from_params("cuda", &params(&[("command_buffers", "tree")])).unwrap_err();
+        assert!(error.to_string().contains("is not stream or graph"), "{error}");
         assert_eq!(DeviceOptions::default().poll, Duration::from_micros(200));
-        let poll = DeviceOptions::from_params(&params(&[("poll_us", "2000")])).unwrap();
+        let poll = DeviceOptions::from_params("cuda", &params(&[("poll_us", "2000")])).unwrap();
         assert_eq!(poll.poll, Duration::from_micros(2000));
         for bad in ["-1", "1000001", "soon"] {
-            let error = DeviceOptions::from_params(&params(&[("poll_us", bad)])).unwrap_err();
+            let error = DeviceOptions::from_params("cuda", &params(&[("poll_us", bad)])).unwrap_err();
             assert!(error.to_string().contains("microseconds from 0 to 1000000"), "{error}");
         }
-        let error = DeviceOptions::from_params(&params(&[("streams", "2")])).unwrap_err();
+        let error = DeviceOptions::from_params("cuda", &params(&[("streams", "2")])).unwrap_err();
         assert!(
-            error.to_string().contains("unknown device parameter 'streams'"),
+            error.to_string().contains("cuda has no device parameter 'streams'"),
             "{error}"
         );
     }

@@ -4,7 +4,7 @@ use crate::buffer::{Allocation, Buffer};
 use crate::guarded_memory::GuardedBytes;
 use crate::host_memory::{HostAllocation, HostBytes};
 use crate::memory::{BufferParams, BufferUsage, MemoryAccess, MemoryType};
-use crate::{DeviceParams, Error, Result};
+use crate::{Error, ParamReader, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -82,22 +82,16 @@ pub struct HeapAllocator {
     guard_pages: bool,
 }
 
-/// The CPU drivers' `guard_pages` device parameter, taken out of `params`: whether each buffer
-/// is mapped on its own between guard pages, so that a kernel reaching past a buffer faults (and
-/// its call ends in an error naming it) instead of writing over other memory. A debugging aid,
-/// for damaged modules and mutation campaigns: each buffer costs a mapping and 1 GiB of address
-/// space, and queue allocations are not pooled.
+/// The CPU drivers' `guard_pages` device parameter: whether each buffer is mapped on its own
+/// between guard pages, so that a kernel reaching past a buffer faults (and its call ends in an
+/// error naming it) instead of writing over other memory. A debugging aid, for damaged modules
+/// and mutation campaigns: each buffer costs a mapping and 1 GiB of address space, and queue
+/// allocations are not pooled.
 ///
 /// # Errors
-/// `InvalidArgument` for a value other than `true`, `false`, `1` or `0`.
-pub fn take_guard_pages(params: &mut DeviceParams) -> Result<bool> {
-    match params.remove("guard_pages").as_deref() {
-        None | Some("false" | "0") => Ok(false),
-        Some("true" | "1") => Ok(true),
-        Some(value) => Err(Error::invalid_argument(format!(
-            "device parameter guard_pages={value} is not true or false"
-        ))),
-    }
+/// `InvalidArgument` for a value that is not a boolean.
+pub fn read_guard_pages(params: &mut ParamReader) -> Result<bool> {
+    Ok(params.flag("guard_pages")?.unwrap_or(false))
 }
 
 #[derive(Default)]
@@ -144,7 +138,7 @@ impl HeapAllocator {
     }
 
     /// A new allocator whose every buffer is mapped on its own between guard pages (see
-    /// [`take_guard_pages`]).
+    /// [`read_guard_pages`]).
     pub fn with_guard_pages() -> Self {
         HeapAllocator {
             guard_pages: true,
@@ -236,14 +230,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn guard_pages_are_a_flag_taken_out_of_the_parameters() {
-        let mut params = DeviceParams::from([("guard_pages".to_string(), "true".to_string())]);
-        params.insert("workers".into(), "2".into());
-        assert!(take_guard_pages(&mut params).unwrap());
-        assert_eq!(params.keys().collect::<Vec<_>>(), ["workers"], "the rest stays");
-        assert!(!take_guard_pages(&mut params).unwrap(), "off unless asked");
-        params.insert("guard_pages".into(), "maybe".into());
-        let error = take_guard_pages(&mut params).unwrap_err();
+    fn guard_pages_are_a_flag_off_unless_asked() {
+        let params = |value: &str| crate::DeviceParams::from([("guard_pages".to_string(), value.to_string())]);
+        assert!(read_guard_pages(&mut ParamReader::new("local-sync", &params("true"))).unwrap());
+        let none = crate::DeviceParams::new();
+        assert!(
+            !read_guard_pages(&mut ParamReader::new("local-sync", &none)).unwrap(),
+            "off unless asked"
+        );
+        let error = read_guard_pages(&mut ParamReader::new("local-sync", &params("maybe"))).unwrap_err();
         assert!(error.to_string().contains("guard_pages=maybe"), "{error}");
     }
 

@@ -23,6 +23,7 @@ pub mod buffer_view_text;
 pub mod caller;
 pub mod command_buffer;
 pub mod device;
+pub mod device_params;
 pub mod disk_cache;
 pub mod driver;
 pub mod element_text;
@@ -51,6 +52,7 @@ pub use command_buffer::{
     CommandCategory, DispatchCommand, ResolvedRef, WorkgroupCount,
 };
 pub use device::{downcast, Device, DeviceInfo};
+pub use device_params::ParamReader;
 pub use driver::{DeviceParams, DeviceUri, Driver, DriverFactory, DriverRegistry};
 pub use element_type::{ElementType, NumericalType};
 pub use error::{Error, Result, ResultExt, StatusCode};

@@ -13,7 +13,7 @@
 use crate::allocator::Allocator;
 use crate::buffer::{Allocation, Buffer};
 use crate::memory::{BufferParams, BufferUsage, MemoryAccess, MemoryType};
-use crate::{DeviceParams, Error, Result};
+use crate::{Error, ParamReader, Result};
 use std::any::Any;
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -42,31 +42,22 @@ impl Default for TransientPoolOptions {
 }
 
 impl TransientPoolOptions {
-    /// Device URI parameters that set these options.
-    pub const PARAMETERS: [&'static str; 2] = ["transient_retain_bytes", "transient_limit_bytes"];
-
-    /// Takes the pool's parameters out of `params` (see [`Self::PARAMETERS`]), leaving the rest.
+    /// Reads the pool's device URI parameters, `transient_retain_bytes` and
+    /// `transient_limit_bytes`, from `params`.
     ///
     /// # Errors
     /// `InvalidArgument` naming the parameter whose value is not a byte count.
-    pub fn take_from(params: &mut DeviceParams) -> Result<Self> {
-        let mut options = TransientPoolOptions::default();
-        let mut take = |key: &str| -> Result<Option<u64>> {
-            let Some(value) = params.remove(key) else {
-                return Ok(None);
-            };
-            value
-                .parse::<u64>()
-                .map(Some)
-                .map_err(|_| Error::invalid_argument(format!("device parameter {key}={value} is not a byte count")))
-        };
-        if let Some(bytes) = take("transient_retain_bytes")? {
-            options.max_retained_bytes = bytes;
-        }
-        if let Some(bytes) = take("transient_limit_bytes")? {
-            options.max_total_bytes = bytes;
-        }
-        Ok(options)
+    pub fn read(params: &mut ParamReader) -> Result<Self> {
+        let defaults = TransientPoolOptions::default();
+        Ok(TransientPoolOptions {
+            max_retained_bytes: params
+                .number("transient_retain_bytes", 0..=u64::MAX)?
+                .unwrap_or(defaults.max_retained_bytes),
+            max_total_bytes: params
+                .number("transient_limit_bytes", 0..=u64::MAX)?
+                .unwrap_or(defaults.max_total_bytes),
+            ..defaults
+        })
     }
 
     /// These options, keeping no released block when `unpooled`: with guard pages, a block
@@ -425,6 +416,7 @@ unsafe impl Allocation for PooledAllocation {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::DeviceParams;
     use crate::{HeapAllocator, StatusCode};
 
     fn bounded(max_retained_bytes: u64, max_total_bytes: u64, max_idle_allocations: u64) -> TransientPool {
@@ -740,14 +732,16 @@ mod tests {
         params.insert("transient_retain_bytes".into(), "4096".into());
         params.insert("transient_limit_bytes".into(), "65536".into());
         params.insert("workers".into(), "2".into());
-        let options = TransientPoolOptions::take_from(&mut params).unwrap();
+        let mut reader = ParamReader::new("local-task", &params);
+        let options = TransientPoolOptions::read(&mut reader).unwrap();
         assert_eq!((options.max_retained_bytes, options.max_total_bytes), (4096, 65536));
-        assert_eq!(params.keys().collect::<Vec<_>>(), ["workers"]);
+        let unread = reader.finish().unwrap_err();
+        assert!(unread.message().contains("'workers'"), "the rest stays: {unread}");
         params.insert("transient_limit_bytes".into(), "lots".into());
-        let error = TransientPoolOptions::take_from(&mut params).unwrap_err();
+        let error = TransientPoolOptions::read(&mut ParamReader::new("local-task", &params)).unwrap_err();
         assert!(error.to_string().contains("transient_limit_bytes=lots"), "{error}");
         assert_eq!(
-            TransientPoolOptions::take_from(&mut DeviceParams::new()).unwrap(),
+            TransientPoolOptions::read(&mut ParamReader::new("local-task", &DeviceParams::new())).unwrap(),
             TransientPoolOptions::default()
         );
     }

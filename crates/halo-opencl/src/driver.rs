@@ -21,7 +21,7 @@ use crate::api::cl_error;
 use crate::device::OpenClDevice;
 use halo_hal::disk_cache::CacheDir;
 use halo_hal::driver::select_device;
-use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, Result};
+use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, ParamReader, Result};
 use halo_spirv_opencl::Subgroups;
 use opencl3::device::{Device as ClDevice, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_CPU, CL_DEVICE_TYPE_GPU};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -160,66 +160,24 @@ pub struct DeviceOptions {
 impl DeviceOptions {
     /// The options `params` ask for, the rest their defaults.
     pub fn parse(params: &DeviceParams) -> Result<Self> {
-        let mut options = DeviceOptions {
-            subgroup_size: DEFAULT_SUBGROUP_SIZE,
-            program_cache: crate::program_cache::cache_dir_from_env(),
-            device_local_mappable: None,
-            khr_command_buffer: true,
-            subgroups: None,
+        let mut params = ParamReader::new("opencl", params);
+        let subgroups = [("native", Subgroups::Native), ("emulated", Subgroups::Emulated)];
+        let options = DeviceOptions {
+            subgroup_size: params
+                .value("subgroup_size", "a power of two from 1 to 128", |value| {
+                    value.parse::<u32>().ok().filter(|n| n.is_power_of_two() && *n <= 128)
+                })?
+                .unwrap_or(DEFAULT_SUBGROUP_SIZE),
+            subgroups: params.choice("subgroups", &subgroups)?,
+            program_cache: params
+                .value("program_cache", "a folder or off", |v| {
+                    (!v.is_empty()).then(|| CacheDir::parse(v))
+                })?
+                .unwrap_or_else(crate::program_cache::cache_dir_from_env),
+            device_local_mappable: params.flag("device_local_mappable")?,
+            khr_command_buffer: params.flag("khr_command_buffer")?.unwrap_or(true),
         };
-        for (key, value) in params {
-            match key.as_str() {
-                "subgroup_size" => options.subgroup_size = parse_subgroup_size(value)?,
-                "program_cache" if !value.is_empty() => options.program_cache = CacheDir::parse(value),
-                "device_local_mappable" => {
-                    options.device_local_mappable = Some(value.parse().map_err(|_| {
-                        Error::invalid_argument(format!(
-                            "opencl device parameter device_local_mappable={value}: expected true or false"
-                        ))
-                    })?)
-                }
-                "khr_command_buffer" => {
-                    options.khr_command_buffer = value.parse().map_err(|_| {
-                        Error::invalid_argument(format!(
-                            "opencl device parameter khr_command_buffer={value}: expected true or false"
-                        ))
-                    })?
-                }
-                "subgroups" => {
-                    options.subgroups = Some(match value.as_str() {
-                        "native" => Subgroups::Native,
-                        "emulated" => Subgroups::Emulated,
-                        _ => {
-                            return Err(Error::invalid_argument(format!(
-                                "opencl device parameter subgroups={value}: expected native or emulated"
-                            )))
-                        }
-                    })
-                }
-                "program_cache" => {
-                    return Err(Error::invalid_argument(
-                        "opencl device parameter program_cache: expected a folder or off",
-                    ))
-                }
-                _ => {
-                    return Err(Error::invalid_argument(format!(
-                        "opencl has no device parameter '{key}' (known: subgroup_size, subgroups, program_cache, device_local_mappable, khr_command_buffer)"
-                    )))
-                }
-            }
-        }
+        params.finish()?;
         Ok(options)
     }
-}
-
-fn parse_subgroup_size(value: &str) -> Result<u32> {
-    value
-        .parse::<u32>()
-        .ok()
-        .filter(|n| n.is_power_of_two() && *n <= 128)
-        .ok_or_else(|| {
-            Error::invalid_argument(format!(
-                "opencl device parameter subgroup_size={value}: expected a power of two from 1 to 128"
-            ))
-        })
 }

@@ -3,6 +3,27 @@
 use halo_hal::{Device, DriverRegistry, Result};
 use std::sync::Arc;
 
+/// Every driver enabled in this build, the one list of them: `local-sync` and `local-task`
+/// (feature `local`), `vulkan` (feature `vulkan`, validation from `HALO_VULKAN_VALIDATION`),
+/// `cuda` and `hip` (feature `cuda`), `tenstorrent` (feature `tenstorrent`, mock mode) and
+/// `opencl` (feature `opencl`); all are default features. The `halo` command line and the
+/// server use this registry too.
+pub fn default_registry() -> DriverRegistry {
+    #[allow(unused_mut, reason = "unused when every driver feature is off")]
+    let mut registry = DriverRegistry::new();
+    #[cfg(feature = "local")]
+    halo_local::register_drivers(&mut registry);
+    #[cfg(feature = "vulkan")]
+    halo_vulkan::register_driver(&mut registry);
+    #[cfg(feature = "cuda")]
+    halo_cuda::register_drivers(&mut registry);
+    #[cfg(feature = "tenstorrent")]
+    halo_tenstorrent::register_driver(&mut registry);
+    #[cfg(feature = "opencl")]
+    halo_opencl::register_driver(&mut registry);
+    registry
+}
+
 /// The drivers available to sessions (`iree_runtime_instance_t`).
 ///
 /// Threading: shareable; devices it creates are independent of it.
@@ -17,24 +38,11 @@ impl Default for Instance {
 }
 
 impl Instance {
-    /// An instance with every driver enabled in this build: `local-sync` and `local-task` (feature
-    /// `local`), `vulkan` (feature `vulkan`, validation from `HALO_VULKAN_VALIDATION`) and `cuda` and `hip`
-    /// (feature `cuda`), `tenstorrent` (feature `tenstorrent`, mock mode) and `opencl` (feature
-    /// `opencl`); all are default features.
+    /// An instance with every driver enabled in this build ([`default_registry`]).
     pub fn new() -> Self {
-        #[allow(unused_mut, reason = "unused when every driver feature is off")]
-        let mut registry = DriverRegistry::new();
-        #[cfg(feature = "local")]
-        halo_local::register_drivers(&mut registry);
-        #[cfg(feature = "vulkan")]
-        halo_vulkan::register_driver(&mut registry);
-        #[cfg(feature = "cuda")]
-        halo_cuda::register_drivers(&mut registry);
-        #[cfg(feature = "tenstorrent")]
-        halo_tenstorrent::register_driver(&mut registry);
-        #[cfg(feature = "opencl")]
-        halo_opencl::register_driver(&mut registry);
-        Instance { registry }
+        Instance {
+            registry: default_registry(),
+        }
     }
 
     /// An instance over a caller-built registry (for out-of-tree drivers).

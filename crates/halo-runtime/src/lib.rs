@@ -39,6 +39,6 @@ pub use call::CallFuture;
 pub use function::{AbiModel, Function};
 pub use halo_hal::{BufferView, Error, HostTensor, Result, StatusCode};
 pub use halo_vm::{CancelToken, LoadMode, Value};
-pub use instance::Instance;
+pub use instance::{default_registry, Instance};
 pub use session::Session;
 pub use tensor::format_output;

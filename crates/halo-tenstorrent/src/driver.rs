@@ -12,7 +12,7 @@
 use crate::device::TenstorrentDevice;
 use crate::memory::MemoryConfig;
 use halo_hal::driver::select_device;
-use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, Result};
+use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, ParamReader, Result};
 use std::sync::Arc;
 
 /// Name under which the driver registers.
@@ -51,41 +51,25 @@ impl MockConfig {
     /// # Errors
     /// `InvalidArgument` naming the parameter and what it accepts.
     pub fn from_params(params: &DeviceParams) -> Result<Self> {
+        let mut params = ParamReader::new(DRIVER_NAME, params);
         let mut config = MockConfig::default();
-        for (key, value) in params {
-            let bad = |accepts: &str| {
-                Error::invalid_argument(format!(
-                    "tenstorrent device parameter {key}={value}: expected {accepts}"
-                ))
-            };
-            match key.as_str() {
-                "grid" => {
-                    let side = |s: &str| s.parse::<u32>().ok().filter(|n| (1..=MAX_GRID_SIDE).contains(n));
-                    let (rows, columns) = value
-                        .split_once('x')
-                        .and_then(|(r, c)| Some((side(r)?, side(c)?)))
-                        .ok_or_else(|| bad(&format!("ROWSxCOLUMNS, each 1 to {MAX_GRID_SIDE}")))?;
-                    (config.rows, config.columns) = (rows, columns);
-                }
-                "dram" => {
-                    config.dram_bytes = parse_size(value)
-                        .filter(|bytes| (1 << 20..=MAX_DRAM).contains(bytes))
-                        .ok_or_else(|| bad("a size from 1MiB to 28GiB, e.g. 512MiB"))?;
-                }
-                "threads" => {
-                    config.host_threads = value
-                        .parse::<usize>()
-                        .ok()
-                        .filter(|n| (1..=256).contains(n))
-                        .ok_or_else(|| bad("a thread count from 1 to 256"))?;
-                }
-                _ => {
-                    return Err(Error::invalid_argument(format!(
-                        "tenstorrent has no device parameter '{key}' (known: grid, dram, threads)"
-                    )))
-                }
-            }
+        let side = |s: &str| s.parse::<u32>().ok().filter(|n| (1..=MAX_GRID_SIDE).contains(n));
+        let grid = format!("ROWSxCOLUMNS, each 1 to {MAX_GRID_SIDE}");
+        if let Some(grid) = params.value("grid", &grid, |value| {
+            let (rows, columns) = value.split_once('x')?;
+            Some((side(rows)?, side(columns)?))
+        })? {
+            (config.rows, config.columns) = grid;
         }
+        if let Some(bytes) = params.value("dram", "a size from 1MiB to 28GiB, e.g. 512MiB", |value| {
+            parse_size(value).filter(|bytes| (1 << 20..=MAX_DRAM).contains(bytes))
+        })? {
+            config.dram_bytes = bytes;
+        }
+        if let Some(threads) = params.number("threads", 1..=256)? {
+            config.host_threads = threads;
+        }
+        params.finish()?;
         Ok(config)
     }
 

@@ -5,8 +5,8 @@ use crate::instance::{Instance, Validation};
 use crate::status::VkResultExt;
 use ash::vk;
 use halo_hal::disk_cache::CacheDir;
-use halo_hal::driver::{parse_spin_us, select_device, MAX_SPIN_US};
-use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, Result};
+use halo_hal::driver::select_device;
+use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, ParamReader, Result};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -192,34 +192,26 @@ impl DeviceOptions {
     /// # Errors
     /// `InvalidArgument` naming an unknown parameter or a value of the wrong form.
     pub fn from_params(params: &DeviceParams) -> Result<Self> {
+        let mut params = ParamReader::new("vulkan", params);
         let mut options = DeviceOptions::default();
-        for (key, value) in params {
-            let invalid = |expected: &str| {
-                Error::invalid_argument(format!(
-                    "vulkan device parameter '{key}' is '{value}'; expected {expected}"
-                ))
-            };
-            let flag = || match value.as_str() {
-                "true" | "1" => Ok(true),
-                "false" | "0" => Ok(false),
-                _ => Err(invalid("true or false")),
-            };
-            let micros =
-                || parse_spin_us(value).ok_or_else(|| invalid(&format!("microseconds from 0 to {MAX_SPIN_US}")));
-            match key.as_str() {
-                "device_local_mappable" => options.device_local_mappable = flag()?,
-                "robust_buffer_access" => options.robust_buffer_access = flag()?,
-                "spin_us" => options.spin = micros()?,
-                "poll_us" => options.poll = micros()?,
-                "pipeline_cache" if !value.is_empty() => options.pipeline_cache = CacheDir::parse(value),
-                "pipeline_cache" => return Err(invalid("a folder or off")),
-                _ => {
-                    return Err(Error::invalid_argument(format!(
-                        "unknown vulkan device parameter '{key}' (known: device_local_mappable, robust_buffer_access, spin_us, poll_us, pipeline_cache)"
-                    )))
-                }
-            }
+        if let Some(mappable) = params.flag("device_local_mappable")? {
+            options.device_local_mappable = mappable;
         }
+        if let Some(robust) = params.flag("robust_buffer_access")? {
+            options.robust_buffer_access = robust;
+        }
+        if let Some(spin) = params.micros("spin_us")? {
+            options.spin = spin;
+        }
+        if let Some(poll) = params.micros("poll_us")? {
+            options.poll = poll;
+        }
+        if let Some(cache) = params.value("pipeline_cache", "a folder or off", |v| {
+            (!v.is_empty()).then(|| CacheDir::parse(v))
+        })? {
+            options.pipeline_cache = cache;
+        }
+        params.finish()?;
         Ok(options)
     }
 }

@@ -51,7 +51,7 @@ fn a_bad_robust_buffer_access_value_is_refused_by_name() {
     assert!(
         error
             .to_string()
-            .contains("'robust_buffer_access' is 'sometimes'; expected true or false"),
+            .contains("vulkan device parameter robust_buffer_access=sometimes is not true, false, 1 or 0"),
         "{error}"
     );
 }

@@ -36,7 +36,7 @@ impl SyncDevice {
     }
 
     /// The same device with every buffer mapped between guard pages (see
-    /// [`halo_hal::allocator::take_guard_pages`]); for a device nothing has allocated from yet.
+    /// [`halo_hal::allocator::read_guard_pages`]); for a device nothing has allocated from yet.
     pub fn with_guard_pages(mut self) -> Self {
         self.allocator = HeapAllocator::with_guard_pages();
         self

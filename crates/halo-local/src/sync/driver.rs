@@ -1,10 +1,10 @@
 //! The `local-sync` driver: one device, the calling thread.
 
 use super::device::SyncDevice;
-use halo_hal::allocator::take_guard_pages;
+use halo_hal::allocator::read_guard_pages;
 use halo_hal::driver::select_device;
 use halo_hal::transient_pool::TransientPoolOptions;
-use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, Result};
+use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, ParamReader, Result};
 use std::sync::Arc;
 
 /// Name under which the driver registers.
@@ -35,15 +35,10 @@ impl Driver for SyncDriver {
     }
 
     fn create_device(&self, path: &str, params: &DeviceParams) -> Result<Arc<dyn Device>> {
-        let mut params = params.clone();
-        let guard_pages = take_guard_pages(&mut params)?;
-        let transient = TransientPoolOptions::take_from(&mut params)?.unpooled_if(guard_pages);
-        if let Some(key) = params.keys().next() {
-            return Err(Error::invalid_argument(format!(
-                "unknown local-sync parameter '{key}' (known: {}, guard_pages)",
-                TransientPoolOptions::PARAMETERS.join(", ")
-            )));
-        }
+        let mut params = ParamReader::new(DRIVER_NAME, params);
+        let guard_pages = read_guard_pages(&mut params)?;
+        let transient = TransientPoolOptions::read(&mut params)?.unpooled_if(guard_pages);
+        params.finish()?;
         let info = select_device(DRIVER_NAME, &Self::devices(), path)?.clone();
         let device = SyncDevice::new(info, crate::kernel_imports(), transient);
         Ok(Arc::new(if guard_pages { device.with_guard_pages() } else { device }))

@@ -4,10 +4,10 @@ use super::device::TaskDevice;
 use super::executor::{ExecutorOptions, Pinning};
 use super::submission::SchedulingOptions;
 use halo_cpu_executable::library::HostImport;
-use halo_hal::allocator::take_guard_pages;
-use halo_hal::driver::{parse_spin_us, select_device, MAX_SPIN_US};
+use halo_hal::allocator::read_guard_pages;
+use halo_hal::driver::select_device;
 use halo_hal::transient_pool::TransientPoolOptions;
-use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, Error, Result};
+use halo_hal::{Device, DeviceInfo, DeviceParams, Driver, ParamReader, Result};
 use std::sync::Arc;
 
 /// Name under which the driver registers.
@@ -30,7 +30,7 @@ pub struct TaskDeviceOptions {
     /// Bounds of the pool serving queue allocations.
     pub transient: TransientPoolOptions,
     /// Whether each buffer is mapped between guard pages (`guard_pages`; see
-    /// [`halo_hal::allocator::take_guard_pages`]).
+    /// [`halo_hal::allocator::read_guard_pages`]).
     pub guard_pages: bool,
 }
 
@@ -38,59 +38,41 @@ pub struct TaskDeviceOptions {
 /// past what the system can start would fail deep inside thread creation instead.
 pub const MAX_WORKERS: usize = 256;
 
-/// The URI parameters of the executor and scheduler (the transient pool names its own).
-const PARAMETERS: [&str; 5] = ["workers", "pin", "spin_us", "busy_spin_us", "inline_ns"];
-
 impl TaskDeviceOptions {
     /// Reads the URI parameters; unknown keys and bad values are errors naming them.
     pub fn from_params(params: &DeviceParams) -> Result<Self> {
-        let mut params = params.clone();
-        let guard_pages = take_guard_pages(&mut params)?;
+        let mut params = ParamReader::new(DRIVER_NAME, params);
+        let guard_pages = read_guard_pages(&mut params)?;
         let mut options = TaskDeviceOptions {
-            transient: TransientPoolOptions::take_from(&mut params)?.unpooled_if(guard_pages),
+            transient: TransientPoolOptions::read(&mut params)?.unpooled_if(guard_pages),
             guard_pages,
             imports: crate::kernel_imports(),
             ..TaskDeviceOptions::default()
         };
-        for (key, value) in &params {
-            let bad = |expected: &str| {
-                Error::invalid_argument(format!("local-task parameter {key}={value} is not {expected}"))
-            };
-            let bounded = |range: std::ops::RangeInclusive<u64>, expected: &str| {
-                value
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|n| range.contains(n))
-                    .ok_or_else(|| bad(expected))
-            };
-            let spin = || parse_spin_us(value).ok_or_else(|| bad(&format!("a spin from 0 to {MAX_SPIN_US} us")));
-            match key.as_str() {
-                "workers" => {
-                    options.executor.worker_count = bounded(
-                        1..=MAX_WORKERS as u64,
-                        &format!("a worker count from 1 to {MAX_WORKERS}"),
-                    )? as usize
-                }
-                "pin" => {
-                    options.executor.pinning = match value.as_str() {
-                        "1" | "true" => Pinning::Always,
-                        "0" | "false" => Pinning::Never,
-                        "auto" => Pinning::Auto,
-                        _ => return Err(bad("true, false, 1, 0 or auto")),
-                    }
-                }
-                "spin_us" => options.executor.spin = spin()?,
-                "busy_spin_us" => options.executor.spin_while_busy = spin()?,
-                "inline_ns" => options.scheduling.inline_ns = Some(bounded(0..=u64::MAX, "a number of nanoseconds")?),
-                _ => {
-                    return Err(Error::invalid_argument(format!(
-                        "unknown local-task parameter '{key}' (known: {}, {}, guard_pages)",
-                        PARAMETERS.join(", "),
-                        TransientPoolOptions::PARAMETERS.join(", ")
-                    )))
-                }
-            }
+        let executor = &mut options.executor;
+        if let Some(workers) = params.number("workers", 1..=MAX_WORKERS)? {
+            executor.worker_count = workers;
         }
+        let pinning = [
+            ("true", Pinning::Always),
+            ("1", Pinning::Always),
+            ("false", Pinning::Never),
+            ("0", Pinning::Never),
+            ("auto", Pinning::Auto),
+        ];
+        if let Some(pinning) = params.choice("pin", &pinning)? {
+            executor.pinning = pinning;
+        }
+        if let Some(spin) = params.micros("spin_us")? {
+            executor.spin = spin;
+        }
+        if let Some(spin) = params.micros("busy_spin_us")? {
+            executor.spin_while_busy = spin;
+        }
+        if let Some(inline_ns) = params.number("inline_ns", 0..=u64::MAX)? {
+            options.scheduling.inline_ns = Some(inline_ns);
+        }
+        params.finish()?;
         Ok(options)
     }
 }
@@ -155,10 +137,10 @@ mod tests {
             ("workers", "0", "from 1 to 256"),
             ("workers", "100000", "from 1 to 256"),
             ("workers", "-2", "from 1 to 256"),
-            ("pin", "yes", "true, false, 1, 0 or auto"),
+            ("pin", "yes", "true, 1, false, 0 or auto"),
             ("spin_us", "1000001", "from 0 to 1000000"),
             ("busy_spin_us", "2.5", "from 0 to 1000000"),
-            ("inline_ns", "soon", "nanoseconds"),
+            ("inline_ns", "soon", "a whole number"),
         ] {
             let error = options(key, value)
                 .err()
@@ -175,7 +157,17 @@ mod tests {
     #[test]
     fn an_unknown_parameter_is_refused_with_every_known_one() {
         let message = options("spin", "5").expect_err("spin taken").to_string();
-        for known in PARAMETERS.iter().chain(&TransientPoolOptions::PARAMETERS) {
+        let known = [
+            "guard_pages",
+            "transient_retain_bytes",
+            "transient_limit_bytes",
+            "workers",
+            "pin",
+            "spin_us",
+            "busy_spin_us",
+            "inline_ns",
+        ];
+        for known in known {
             assert!(message.contains(known), "{known} missing from: {message}");
         }
     }
