@@ -1,8 +1,10 @@
 //! The benchmark model set at test scale (fixtures/benchmark-models): halo's answers are
 //! onnxruntime's, on both CPU drivers and on the Tenstorrent mock device.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 const MODELS: [&str; 7] = [
     "resnet50",
@@ -21,10 +23,10 @@ fn fixtures() -> PathBuf {
 /// `halo run-module` on `vmfb` with `model`'s inputs, compared with `expected`'s arrays.
 fn run_against(device: &str, vmfb: &Path, model: &str, expected: &str) -> Output {
     let dir = fixtures();
-    Command::new(env!("CARGO_BIN_EXE_halo"))
+    common::halo_command()
         .arg("run-module")
         .arg(format!("--device={device}"))
-        .arg(format!("--module={}", vmfb.display()))
+        .arg(format!("--module={}", common::host_module(vmfb).display()))
         .arg(format!("--function={model}"))
         .arg(format!("--input=@{}", dir.join(format!("{model}.input.npy")).display()))
         .arg(format!(

@@ -11,7 +11,7 @@ fn repo() -> PathBuf {
 }
 
 fn halo(args: &[&str], envs: &[(&str, &Path)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_halo"))
+    common::halo_command()
         .args(args)
         .envs(envs.iter().copied())
         .output()
@@ -649,7 +649,7 @@ fn a_signal_stops_a_compile_and_leaves_no_scratch_folder_or_compiler_behind() {
     let out = dir.path().join("out");
     std::fs::create_dir(&out).unwrap();
     let model = repo().join("fixtures/models/tiny_add.mlir");
-    let child = Command::new(env!("CARGO_BIN_EXE_halo"))
+    let child = common::halo_command()
         .args([
             "compile",
             model.to_str().unwrap(),

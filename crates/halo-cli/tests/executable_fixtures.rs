@@ -4,11 +4,23 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Where this architecture's cases' flagfiles are (AArch64 builds may tile differently, so
 /// theirs are in `arm_64/`).
 const HOST_FLAGS: &str = if cfg!(target_arch = "aarch64") { "arm_64" } else { "" };
+
+/// This host's embedded ELF format.
+const EMBEDDED: &str = common::HOST_FORMATS[0];
+
+/// This host's build of executable `name` in its embedded ELF format.
+fn host_embedded(name: &str) -> PathBuf {
+    fixtures().join(format!("{name}.{EMBEDDED}.so"))
+}
+
+/// This host's flagfile of `case` (`<exe>.<case>`): the workgroup counts are its build's.
+fn host_flags(case: &str) -> PathBuf {
+    fixtures().join(HOST_FLAGS).join(format!("{case}.flags"))
+}
 
 /// CPU devices every case runs on.
 const DEVICES: &[&str] = &["local-sync", "local-task"];
@@ -73,10 +85,10 @@ fn every_fixture_matches_iree_output() {
 }
 
 fn run_error(extra: &[&str]) -> String {
-    let file = fixtures().join("multi_export.embedded-elf-x86_64.so");
+    let file = host_embedded("multi_export");
     let mut args = vec![
         "run-executable".to_string(),
-        "--executable_format=embedded-elf-x86_64".to_string(),
+        format!("--executable_format={EMBEDDED}"),
         format!("--executable_file={}", file.display()),
     ];
     args.extend(extra.iter().map(|s| s.to_string()));
@@ -118,7 +130,7 @@ fn bad_input_is_reported_not_crashed() {
 /// then a SIGSEGV or a hang).
 #[test]
 fn workgroups_past_the_kernels_grid_end_in_an_error() {
-    let flags = std::fs::read_to_string(fixtures().join("conv2d_f32.basic.flags")).unwrap();
+    let flags = std::fs::read_to_string(host_flags("conv2d_f32.basic")).unwrap();
     assert!(flags.contains("--workgroup_count=12,1,1"), "the fixture changed");
     for count in ["13,1,1", "100,1,1", "1376,1,1"] {
         let changed = std::env::temp_dir().join(format!("halo-conv-{count}-{}.flags", std::process::id()));
@@ -128,11 +140,11 @@ fn workgroups_past_the_kernels_grid_end_in_an_error() {
         )
         .unwrap();
         for device in ["local-sync", "local-task"] {
-            let file = fixtures().join("conv2d_f32.embedded-elf-x86_64.so");
+            let file = host_embedded("conv2d_f32");
             let output = halo(&[
                 "run-executable".into(),
                 format!("--device={device}"),
-                "--executable_format=embedded-elf-x86_64".into(),
+                format!("--executable_format={EMBEDDED}"),
                 format!("--executable_file={}", file.display()),
                 format!("--flagfile={}", changed.display()),
             ]);
@@ -181,13 +193,13 @@ fn vulkan_refuses_workgroup_counts_beyond_the_device_limits() {
 fn bad_executables_are_reported_not_crashed() {
     let dir = std::env::temp_dir().join(format!("halo-cli-bad-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let good = std::fs::read(fixtures().join("multi_export.embedded-elf-x86_64.so")).unwrap();
+    let good = std::fs::read(host_embedded("multi_export")).unwrap();
     let mut other_machine = good.clone();
-    other_machine[18] = 183; // e_machine = EM_AARCH64
+    other_machine[18] = if cfg!(target_arch = "aarch64") { 62 } else { 183 }; // EM_X86_64, EM_AARCH64
     let cases: [(&str, Vec<u8>, &str); 4] = [
-        ("empty.so", vec![], "embedded-elf-x86_64"),
-        ("truncated.so", good[..good.len() / 2].to_vec(), "embedded-elf-x86_64"),
-        ("aarch64.so", other_machine, "embedded-elf-x86_64"),
+        ("empty.so", vec![], EMBEDDED),
+        ("truncated.so", good[..good.len() / 2].to_vec(), EMBEDDED),
+        ("other_machine.so", other_machine, EMBEDDED),
         ("good.so", good, "vulkan-spirv-fb"),
     ];
     for (file, bytes, format) in cases {
@@ -215,12 +227,12 @@ fn bad_executables_are_reported_not_crashed() {
 
 #[test]
 fn benchmark_prints_google_benchmark_json() {
-    let file = fixtures().join("grid3d.embedded-elf-x86_64.so");
+    let file = host_embedded("grid3d");
     let output = halo(&[
         "benchmark-executable".into(),
-        "--executable_format=embedded-elf-x86_64".into(),
+        format!("--executable_format={EMBEDDED}"),
         format!("--executable_file={}", file.display()),
-        format!("--flagfile={}", fixtures().join("grid3d.basic.flags").display()),
+        format!("--flagfile={}", host_flags("grid3d.basic").display()),
         "--benchmark_min_time=256x".into(),
         "--batch_size=16".into(),
         "--benchmark_format=json".into(),
@@ -240,13 +252,13 @@ fn benchmark_prints_google_benchmark_json() {
 
 #[test]
 fn a_batch_too_large_to_record_is_refused() {
-    let file = fixtures().join("grid3d.embedded-elf-x86_64.so");
+    let file = host_embedded("grid3d");
     for batch in ["0", "4294967295"] {
         let output = halo(&[
             "benchmark-executable".into(),
-            "--executable_format=embedded-elf-x86_64".into(),
+            format!("--executable_format={EMBEDDED}"),
             format!("--executable_file={}", file.display()),
-            format!("--flagfile={}", fixtures().join("grid3d.basic.flags").display()),
+            format!("--flagfile={}", host_flags("grid3d.basic").display()),
             format!("--batch_size={batch}"),
         ]);
         let stderr = String::from_utf8_lossy(&output.stderr);
@@ -295,7 +307,7 @@ fn gpu_fixture_failures(device: &str, format: &str, envs: &[(&str, &str)]) -> Ve
         let executable = name.split('.').next().unwrap();
         let expected = std::fs::read_to_string(fixtures().join(format!("{name}.expected"))).unwrap();
         let file = fixtures().join(format!("{executable}.{format}.fb"));
-        let output = Command::new(env!("CARGO_BIN_EXE_halo"))
+        let output = common::halo_command()
             .envs(envs.iter().copied())
             .args([
                 "run-executable".to_string(),

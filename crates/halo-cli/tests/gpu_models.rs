@@ -68,7 +68,7 @@ fn check_every_case(test: &str, driver: &str, device: &str) {
 #[test]
 fn halo_cuda_library_names_the_library_to_load() {
     let devices = |library: &std::ffi::OsStr| {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_halo"))
+        let output = common::halo_command()
             .arg("devices")
             .env("HALO_CUDA_LIBRARY", library)
             .output()

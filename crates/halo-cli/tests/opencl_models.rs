@@ -113,7 +113,7 @@ fn a_binding_of_a_partial_element_does_not_crash_an_opencl_kernel() {
 fn run_on_opencl(name: &str, module: &[u8], flagfile: &str) -> std::process::Output {
     let path = std::env::temp_dir().join(format!("halo-{}-{name}.vmfb", std::process::id()));
     std::fs::write(&path, module).unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_halo"))
+    let mut child = common::halo_command()
         .current_dir(fixtures())
         .args(["run-module", "--device=opencl"])
         .arg(format!("--flagfile={flagfile}"))

@@ -3,7 +3,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/vm")
@@ -47,7 +46,7 @@ fn dump_module_lists_tables_and_disassembles() {
         text.contains("    call func[") && text.contains("    return ["),
         "{text}"
     );
-    let missing = Command::new(env!("CARGO_BIN_EXE_halo"))
+    let missing = common::halo_command()
         .args(["dump-module", "/nonexistent.vmfb"])
         .output()
         .unwrap();

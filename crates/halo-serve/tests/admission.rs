@@ -22,7 +22,17 @@ fn try_load(max_concurrency: usize, max_queue: usize, timeout: Option<Duration>)
     load_function("tiny_add", "tiny_add", max_concurrency, max_queue, timeout)
 }
 
-/// `function` of fixtures/models/`module`.vmfb on local-sync, named "adder".
+/// The model fixtures compiled for this host's CPU: `fixtures/models`, or its `arm_64/` on AArch64.
+fn host_models() -> std::path::PathBuf {
+    let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models");
+    if cfg!(target_arch = "aarch64") {
+        models.join("arm_64")
+    } else {
+        models
+    }
+}
+
+/// `function` of `module`.vmfb (this host's build) on local-sync, named "adder".
 fn load_function(
     module: &str,
     function: &str,
@@ -30,7 +40,7 @@ fn load_function(
     max_queue: usize,
     timeout: Option<Duration>,
 ) -> halo_hal::Result<Model> {
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models");
+    let fixtures = host_models();
     let config = ModelConfig {
         name: "adder".into(),
         version: "3".into(),

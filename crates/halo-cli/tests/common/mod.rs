@@ -40,6 +40,37 @@ pub fn host_builds(dir: &Path) -> (PathBuf, fn(&str, &str) -> bool) {
     (builds, host_comparison())
 }
 
+/// This architecture's build of the fixture module at `path`: `DIR/X.vmfb` becomes
+/// `DIR/arm_64/X.vmfb` on AArch64 where that build exists (the model and benchmark-model
+/// fixtures); any other path, and every path on x86-64, is unchanged.
+pub fn host_module(path: &Path) -> PathBuf {
+    let arm = match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => dir.join("arm_64").join(name),
+        _ => return path.to_path_buf(),
+    };
+    if cfg!(target_arch = "aarch64") && arm.exists() {
+        arm
+    } else {
+        path.to_path_buf()
+    }
+}
+
+/// A command-line argument with the module of `--module=PATH` (PATH relative to `dir`, or
+/// absolute) replaced by this architecture's build ([`host_module`]).
+pub fn host_module_arg(dir: &Path, arg: &str) -> String {
+    match arg.strip_prefix("--module=") {
+        Some(module) => {
+            let mapped = host_module(&dir.join(module));
+            if mapped == dir.join(module) {
+                arg.to_string()
+            } else {
+                format!("--module={}", mapped.display())
+            }
+        }
+        None => arg.to_string(),
+    }
+}
+
 /// How this architecture's printed outputs are compared with IREE's x86-64 ones: exactly on
 /// x86-64; within [`close_enough`] elsewhere, where other instructions may change the last bits
 /// and the CPU's default NaN may have another sign (AArch64's is positive, x86-64's negative).
