@@ -88,6 +88,11 @@ pub trait Device: Send + Sync + 'static {
     /// Allocates a buffer that is usable once `signal` is reached (stream-ordered allocation).
     /// Unlike [`Allocator::allocate_buffer`]'s, its bytes are undefined: a pooled block holds
     /// what its last user left.
+    ///
+    /// The default takes the memory from [`Device::allocator`] now and orders `signal` after
+    /// `wait` with [`Device::queue_barrier`], which is right for any driver; one whose memory
+    /// can itself be stream-ordered or pooled (CUDA's memory pools, the CPU drivers' transient
+    /// pool) writes its own.
     fn queue_alloca(
         &self,
         queue_affinity: QueueAffinity,
@@ -95,7 +100,11 @@ pub trait Device: Send + Sync + 'static {
         signal: &Fence,
         params: BufferParams,
         size: u64,
-    ) -> Result<Buffer>;
+    ) -> Result<Buffer> {
+        let buffer = self.allocator().allocate_buffer(params, size)?;
+        self.queue_barrier(queue_affinity, wait, signal)?;
+        Ok(buffer)
+    }
 
     /// Releases `buffer` once `wait` is reached; the memory returns when the last reference drops.
     fn queue_dealloca(

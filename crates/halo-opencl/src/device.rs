@@ -12,8 +12,8 @@ use crate::queue::SubmissionQueue;
 use crate::replay::Replays;
 use halo_hal::device::{glob_match, query_common_i64};
 use halo_hal::{
-    Allocator, AllocatorStatistics, Binding, Buffer, BufferParams, CommandBuffer, Device, DeviceInfo, Error,
-    ExecutableCache, Fence, QueueAffinity, Result, Timeout,
+    Allocator, AllocatorStatistics, Binding, CommandBuffer, Device, DeviceInfo, Error, ExecutableCache, Fence,
+    QueueAffinity, Result, Timeout,
 };
 use halo_spirv_opencl::{Options, Subgroups, NATIVE_SUBGROUP_EXTENSIONS};
 use opencl3::command_queue::CommandQueue;
@@ -221,20 +221,6 @@ impl Device for OpenClDevice {
             Box::new(move || command_buffer::execute(&shared, &command_buffer, table).map(Some)),
         );
         Ok(())
-    }
-
-    fn queue_alloca(
-        &self,
-        queue_affinity: QueueAffinity,
-        wait: &Fence,
-        signal: &Fence,
-        params: BufferParams,
-        size: u64,
-    ) -> Result<Buffer> {
-        // Memory is taken now; the barrier orders the buffer's first use after `wait`.
-        let buffer = self.allocator.allocate_buffer(params, size)?;
-        self.queue_barrier(queue_affinity, wait, signal)?;
-        Ok(buffer)
     }
 
     fn all_held_for(&self) -> Duration {

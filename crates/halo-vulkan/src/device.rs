@@ -15,8 +15,8 @@ use gpu_allocator::vulkan::{Allocation, Allocator as MemoryAllocator, AllocatorC
 use halo_hal::device::query_common_i64;
 use halo_hal::disk_cache::CacheDir;
 use halo_hal::{
-    Allocator, AllocatorStatistics, Binding, Buffer, BufferParams, CommandBuffer, Device, DeviceInfo, Error,
-    ExecutableCache, Fence, QueueAffinity, Result, Semaphore, Timeout, WaitMode,
+    Allocator, AllocatorStatistics, Binding, Buffer, CommandBuffer, Device, DeviceInfo, Error, ExecutableCache, Fence,
+    QueueAffinity, Result, Semaphore, Timeout, WaitMode,
 };
 use std::any::Any;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -530,19 +530,6 @@ impl Device for VulkanDevice {
         };
         submit(&self.shared, wait, signal, work)?;
         self.check_validation()
-    }
-
-    fn queue_alloca(
-        &self,
-        queue_affinity: QueueAffinity,
-        wait: &Fence,
-        signal: &Fence,
-        params: BufferParams,
-        size: u64,
-    ) -> Result<Buffer> {
-        let buffer = self.allocator.allocate_buffer(params, size)?;
-        self.queue_barrier(queue_affinity, wait, signal)?;
-        Ok(buffer)
     }
 
     fn queue_dealloca(
