@@ -60,4 +60,6 @@ pub use executable::{Executable, ExecutableCache, ExecutableParams, ExportInfo};
 pub use fence::Fence;
 pub use host_memory::HostBytes;
 pub use memory::{BufferParams, BufferUsage, MemoryAccess, MemoryType, QueueAffinity};
-pub use semaphore::{wait_semaphores, Semaphore, TimelineSemaphore, Timeout, Timepoint, WaitMode};
+pub use semaphore::{
+    wait_semaphores, DueTimepoints, PendingTimepoints, Semaphore, TimelineSemaphore, Timeout, Timepoint, WaitMode,
+};

@@ -85,36 +85,73 @@ struct TimelineState {
     /// The value of the latest signal, seen by waiters once its callbacks have run.
     signalled: u64,
     failure: Option<Error>,
-    timepoints: Vec<(u64, TimepointCallback)>,
+    timepoints: PendingTimepoints,
     /// Timepoints whose callbacks run once their value is published (`on_published`).
-    after_publish: Vec<(u64, TimepointCallback)>,
+    after_publish: PendingTimepoints,
     /// Threads asleep on `changed`: a signal with none skips the wake-up, a system call that
     /// costs about a microsecond even when nobody is woken.
     sleepers: usize,
 }
 
-/// Removes and returns the timepoints of `list` at or below `value`.
-fn take_reached(list: &mut Vec<(u64, TimepointCallback)>, value: u64) -> Vec<(u64, TimepointCallback)> {
-    if list.is_empty() {
-        return Vec::new();
+/// The callbacks waiting for a semaphore to reach their values: what every semaphore
+/// implementation keeps (the host timeline here, a driver's device semaphore), with one rule for
+/// which are due.
+#[derive(Default)]
+pub struct PendingTimepoints(Vec<(u64, TimepointCallback)>);
+
+impl PendingTimepoints {
+    /// Queues `callback` for when the semaphore reaches `value`.
+    pub fn add(&mut self, value: u64, callback: TimepointCallback) {
+        self.0.push((value, callback));
     }
-    let (ready, waiting) = std::mem::take(list).into_iter().partition(|(v, _)| *v <= value);
-    *list = waiting;
-    ready
+
+    /// Removes the callbacks at or below `value`, to run outside the semaphore's lock.
+    pub fn take_reached(&mut self, value: u64) -> DueTimepoints {
+        if self.0.is_empty() {
+            return DueTimepoints(Vec::new());
+        }
+        let (due, waiting) = std::mem::take(&mut self.0).into_iter().partition(|(v, _)| *v <= value);
+        self.0 = waiting;
+        DueTimepoints(due)
+    }
+
+    /// Removes every callback (the semaphore failed).
+    pub fn take_all(&mut self) -> DueTimepoints {
+        DueTimepoints(std::mem::take(&mut self.0))
+    }
+}
+
+/// Callbacks taken out of [`PendingTimepoints`], run once the semaphore's lock is released (a
+/// callback may use the semaphore).
+#[must_use = "the callbacks must be run"]
+pub struct DueTimepoints(Vec<(u64, TimepointCallback)>);
+
+impl DueTimepoints {
+    /// Adds the callbacks of `other`, to run after these.
+    pub fn extend(&mut self, other: DueTimepoints) {
+        self.0.extend(other.0);
+    }
+
+    /// Runs every callback with `outcome`.
+    pub fn run(self, outcome: &Result<()>) {
+        for (_, callback) in self.0 {
+            callback(outcome.clone());
+        }
+    }
 }
 
 impl TimelineState {
     /// Removes and returns the timepoints at or below `value` whose callbacks run before it is
     /// published.
-    fn take_reached(&mut self, value: u64) -> Vec<(u64, TimepointCallback)> {
-        take_reached(&mut self.timepoints, value)
+    fn take_reached(&mut self, value: u64) -> DueTimepoints {
+        self.timepoints.take_reached(value)
     }
 
     /// Removes and returns every timepoint at or below the published `value`: those added while
     /// the signal's first callbacks ran, then those that wait for publication.
-    fn take_published(&mut self, value: u64) -> Vec<(u64, TimepointCallback)> {
-        let mut reached = take_reached(&mut self.timepoints, value);
-        reached.extend(take_reached(&mut self.after_publish, value));
+    fn take_published(&mut self, value: u64) -> DueTimepoints {
+        let mut reached = self.timepoints.take_reached(value);
+        reached.extend(self.after_publish.take_reached(value));
         reached
     }
 }
@@ -133,8 +170,8 @@ impl TimelineSemaphore {
                 value: initial_value,
                 signalled: initial_value,
                 failure: None,
-                timepoints: Vec::new(),
-                after_publish: Vec::new(),
+                timepoints: PendingTimepoints::default(),
+                after_publish: PendingTimepoints::default(),
                 sleepers: 0,
             }),
             changed: Condvar::new(),
@@ -204,9 +241,7 @@ impl Semaphore for TimelineSemaphore {
             state.signalled = value;
             state.take_reached(value)
         };
-        for (_, callback) in ready {
-            callback(Ok(()));
-        }
+        ready.run(&Ok(()));
         let (late, sleepers) = {
             let mut state = self.lock();
             state.value = state.value.max(value);
@@ -217,9 +252,7 @@ impl Semaphore for TimelineSemaphore {
         if sleepers > 0 {
             self.changed.notify_all();
         }
-        for (_, callback) in late {
-            callback(Ok(()));
-        }
+        late.run(&Ok(()));
         Ok(())
     }
 
@@ -231,16 +264,14 @@ impl Semaphore for TimelineSemaphore {
             }
             state.failure = Some(error.clone());
             self.published.store(FAILED, Ordering::Release);
-            let mut ready = std::mem::take(&mut state.timepoints);
-            ready.append(&mut state.after_publish);
+            let mut ready = state.timepoints.take_all();
+            ready.extend(state.after_publish.take_all());
             (ready, state.sleepers)
         };
         if sleepers > 0 {
             self.changed.notify_all();
         }
-        for (_, callback) in ready {
-            callback(Err(error.clone()));
-        }
+        ready.run(&Err(error));
     }
 
     fn wait(&self, value: u64, timeout: Timeout) -> Result<()> {
@@ -302,14 +333,14 @@ impl TimelineSemaphore {
         &self,
         value: u64,
         callback: TimepointCallback,
-        list: impl FnOnce(&mut TimelineState) -> &mut Vec<(u64, TimepointCallback)>,
+        list: impl FnOnce(&mut TimelineState) -> &mut PendingTimepoints,
     ) {
         let mut state = self.lock();
         let outcome = match &state.failure {
             Some(failure) => Err(failure.clone()),
             None if state.value >= value => Ok(()),
             None => {
-                list(&mut state).push((value, callback));
+                list(&mut state).add(value, callback);
                 return;
             }
         };
@@ -401,6 +432,27 @@ fn wait_any(timepoints: &[Timepoint], timeout: Timeout) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pending_timepoints_come_due_at_their_values_and_all_at_once_on_failure() {
+        let ran = Arc::new(Mutex::new(Vec::new()));
+        let mut pending = PendingTimepoints::default();
+        for value in [3, 1, 5, 2] {
+            let ran = ran.clone();
+            pending.add(
+                value,
+                Box::new(move |outcome| ran.lock().unwrap().push((value, outcome.is_ok()))),
+            );
+        }
+        pending.take_reached(0).run(&Ok(()));
+        assert!(ran.lock().unwrap().is_empty(), "nothing is due below every value");
+        pending.take_reached(2).run(&Ok(()));
+        assert_eq!(*ran.lock().unwrap(), [(1, true), (2, true)], "in the order added");
+        pending.take_all().run(&Err(Error::aborted("failed")));
+        assert_eq!(*ran.lock().unwrap(), [(1, true), (2, true), (3, false), (5, false)]);
+        pending.take_reached(u64::MAX).run(&Ok(()));
+        assert_eq!(ran.lock().unwrap().len(), 4, "each callback runs once");
+    }
     use std::sync::atomic::AtomicBool;
 
     #[test]

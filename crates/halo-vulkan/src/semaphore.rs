@@ -15,7 +15,7 @@ use crate::device::DeviceShared;
 use crate::status::{vk_error, VkResultExt};
 use ash::vk;
 use halo_hal::semaphore::TimepointCallback;
-use halo_hal::{Error, Result, Semaphore, Timeout};
+use halo_hal::{Error, PendingTimepoints, Result, Semaphore, Timeout};
 use std::any::Any;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
@@ -39,7 +39,7 @@ struct Watch {
     /// Values that submitted batches will signal, until the waiter sees each batch complete.
     pending_signals: Vec<u64>,
     /// `on_reached` callbacks and their values.
-    callbacks: Vec<(u64, TimepointCallback)>,
+    callbacks: PendingTimepoints,
 }
 
 impl VulkanSemaphore {
@@ -111,14 +111,9 @@ impl Timeline {
 
     /// Runs (outside the lock) the callbacks for values up to `reached`.
     fn run_reached(&self, mut watch: MutexGuard<'_, Watch>, reached: u64) {
-        let (due, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut watch.callbacks)
-            .into_iter()
-            .partition(|(value, _)| *value <= reached);
-        watch.callbacks = waiting;
+        let due = watch.callbacks.take_reached(reached);
         drop(watch);
-        for (_, callback) in due {
-            callback(self.check_failure());
-        }
+        due.run(&self.check_failure());
     }
 
     /// Polls the counter for up to the device's spin time (bounded by `timeout`); whether it
@@ -199,11 +194,9 @@ impl Semaphore for VulkanSemaphore {
             return;
         }
         timeline.release_waiters(&watch);
-        let callbacks = std::mem::take(&mut watch.callbacks);
+        let callbacks = watch.callbacks.take_all();
         drop(watch);
-        for (_, callback) in callbacks {
-            callback(Err(error.clone()));
-        }
+        callbacks.run(&Err(error));
     }
 
     fn wait(&self, value: u64, timeout: Timeout) -> Result<()> {
@@ -238,7 +231,7 @@ impl Semaphore for VulkanSemaphore {
             drop(watch);
             return callback(Ok(()));
         }
-        watch.callbacks.push((value, callback));
+        watch.callbacks.add(value, callback);
     }
 
     fn as_any(&self) -> &dyn Any {
