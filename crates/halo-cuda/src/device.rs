@@ -20,6 +20,7 @@ use crate::promises::Promises;
 use crate::recycler::Recycler;
 use halo_hal::device::query_common_i64;
 use halo_hal::held::HeldSince;
+use halo_hal::submission_count::SubmissionCount;
 use halo_hal::{
     Allocator, AllocatorStatistics, Binding, Buffer, BufferParams, CommandBuffer, Device, DeviceInfo, Error,
     ExecutableCache, Fence, QueueAffinity, Result, StatusCode, Timeout,
@@ -27,7 +28,7 @@ use halo_hal::{
 use std::any::Any;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The device's limits that dispatches and executables are checked against.
@@ -87,8 +88,7 @@ pub struct DeviceShared {
     allocated: AtomicI64,
     peak: AtomicU64,
     /// Submissions accepted and not yet completed or failed, for `wait_idle`.
-    outstanding: Mutex<u64>,
-    idle: Condvar,
+    submissions: SubmissionCount,
     /// The first error that left the context unusable (a kernel that faulted): every later
     /// submission fails with it instead of reaching the driver.
     lost: OnceLock<Error>,
@@ -185,8 +185,7 @@ impl DeviceShared {
             completions: Mutex::new(sender),
             allocated: AtomicI64::new(0),
             peak: AtomicU64::new(0),
-            outstanding: Mutex::new(0),
-            idle: Condvar::new(),
+            submissions: SubmissionCount::default(),
             lost: OnceLock::new(),
             front: HeldSince::default(),
         });
@@ -222,16 +221,8 @@ impl DeviceShared {
         }
     }
 
-    fn outstanding(&self) -> MutexGuard<'_, u64> {
-        self.outstanding.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     fn finish_submission(&self) {
-        let mut outstanding = self.outstanding();
-        *outstanding -= 1;
-        if *outstanding == 0 {
-            self.idle.notify_all();
-        }
+        self.submissions.finish();
     }
 
     fn take_event(&self) -> Result<CuEvent> {
@@ -308,7 +299,7 @@ impl DeviceShared {
 
     /// Runs `work` after `wait` and signals `signal` when the device has finished it.
     pub(crate) fn submit(self: &Arc<Self>, wait: &Fence, signal: &Fence, work: Work) {
-        *self.outstanding() += 1;
+        self.submissions.add();
         let fail = |error: Error| {
             signal.fail(&error);
             self.finish_submission();
@@ -336,32 +327,7 @@ impl DeviceShared {
 
     /// Blocks until every accepted submission has completed or failed.
     fn wait_idle(&self, timeout: Timeout) -> Result<()> {
-        let mut outstanding = self.outstanding();
-        while *outstanding > 0 {
-            outstanding = match timeout {
-                Timeout::Immediate => {
-                    return Err(Error::deadline_exceeded(format!(
-                        "{} GPU submissions are still running",
-                        *outstanding
-                    )))
-                }
-                Timeout::Infinite => self.idle.wait(outstanding).unwrap_or_else(|p| p.into_inner()),
-                Timeout::Deadline(deadline) => {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return Err(Error::deadline_exceeded(format!(
-                            "{} GPU submissions are still running",
-                            *outstanding
-                        )));
-                    }
-                    self.idle
-                        .wait_timeout(outstanding, left)
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0
-                }
-            };
-        }
-        Ok(())
+        self.submissions.wait_idle(timeout, "GPU submissions")
     }
 }
 

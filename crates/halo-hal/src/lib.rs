@@ -39,6 +39,7 @@ pub mod memory;
 pub mod mlir_text;
 pub mod semaphore;
 mod small_blocks;
+pub mod submission_count;
 pub mod trace;
 pub mod transfer;
 pub mod transient_pool;

@@ -18,11 +18,12 @@
 
 use crate::api::InFlight;
 use halo_hal::held::HeldSince;
+use halo_hal::submission_count::SubmissionCount;
 use halo_hal::{Error, Fence, Result, Timeout, Timepoint};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -100,8 +101,7 @@ impl Promises {
 /// Submissions not finished yet (waiting or running).
 #[derive(Default)]
 struct Pending {
-    count: Mutex<u64>,
-    idle: Condvar,
+    count: SubmissionCount,
     /// Since when the oldest issued submission has been running: the queue runs in order, so
     /// while it runs nothing behind it starts.
     front: HeldSince,
@@ -112,21 +112,16 @@ struct Pending {
 impl Pending {
     /// Counts one submission if none is pending; whether it did.
     fn claim_idle(&self) -> bool {
-        let mut count = self.count.lock().unwrap_or_else(PoisonError::into_inner);
-        let idle = *count == 0;
-        if idle {
-            *count = 1;
-        }
-        idle
+        self.count.add_if_idle()
     }
 
     /// Whether the one pending submission is the caller's.
     fn only_this(&self) -> bool {
-        *self.count.lock().unwrap_or_else(PoisonError::into_inner) == 1
+        self.count.len() == 1
     }
 
     fn add(&self) {
-        *self.count.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        self.count.add();
     }
 
     /// Waits for `in_flight`, issued at `issued_at`, marking the queue held meanwhile: from then,
@@ -142,11 +137,7 @@ impl Pending {
     }
 
     fn done(&self) {
-        let mut count = self.count.lock().unwrap_or_else(PoisonError::into_inner);
-        *count -= 1;
-        if *count == 0 {
-            self.idle.notify_all();
-        }
+        self.count.finish();
     }
 }
 
@@ -282,32 +273,7 @@ impl SubmissionQueue {
 
     /// Waits until every submission so far has finished.
     pub(crate) fn wait_idle(&self, timeout: Timeout) -> Result<()> {
-        let mut count = self.pending.count.lock().unwrap_or_else(PoisonError::into_inner);
-        while *count > 0 {
-            let deadline = match timeout {
-                Timeout::Infinite => None,
-                Timeout::Immediate => Some(Instant::now()),
-                Timeout::Deadline(deadline) => Some(deadline),
-            };
-            count = match deadline {
-                None => self.pending.idle.wait(count).unwrap_or_else(PoisonError::into_inner),
-                Some(deadline) => {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return Err(Error::deadline_exceeded(format!(
-                            "{} OpenCL submissions still pending",
-                            *count
-                        )));
-                    }
-                    self.pending
-                        .idle
-                        .wait_timeout(count, left)
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .0
-                }
-            };
-        }
-        Ok(())
+        self.pending.count.wait_idle(timeout, "OpenCL submissions")
     }
 }
 

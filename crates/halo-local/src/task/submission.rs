@@ -8,13 +8,13 @@
 
 use super::executor::{Executor, Job};
 use crate::command_buffer::{run_region_inline, HostProgram};
+use halo_hal::submission_count::SubmissionCount;
 use halo_hal::trace::QueueTrack;
 use halo_hal::{Binding, Buffer, CommandBuffer, Error, Fence, Result, Timeout};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
-use std::time::Instant;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 /// Scheduling settings of a `local-task` device.
 #[derive(Debug, Clone, Default)]
@@ -57,8 +57,7 @@ pub struct Queue {
     pub(crate) executor: Executor,
     inline: Inline,
     track: QueueTrack,
-    in_flight: Mutex<u64>,
-    idle: Condvar,
+    in_flight: SubmissionCount,
     pending: Mutex<Vec<Weak<Submission>>>,
 }
 
@@ -106,15 +105,14 @@ impl Queue {
             inline: Inline::resolve(&options, executor.worker_count(), cores),
             executor,
             track,
-            in_flight: Mutex::new(0),
-            idle: Condvar::new(),
+            in_flight: SubmissionCount::default(),
             pending: Mutex::new(Vec::new()),
         })
     }
 
     /// Queues `work` to run after `wait`, signalling `signal` when done.
     pub fn submit(self: &Arc<Self>, wait: &Fence, signal: Fence, work: Work) {
-        *lock(&self.in_flight) += 1;
+        self.in_flight.add();
         let releases = matches!(work, Work::Release(_));
         let submission = Arc::new(Submission {
             queue: self.clone(),
@@ -139,27 +137,7 @@ impl Queue {
 
     /// Blocks until nothing is in flight.
     pub fn wait_idle(&self, timeout: Timeout) -> Result<()> {
-        let mut in_flight = lock(&self.in_flight);
-        while *in_flight > 0 {
-            in_flight = match timeout {
-                Timeout::Infinite => self.idle.wait(in_flight).unwrap_or_else(|p| p.into_inner()),
-                Timeout::Immediate => break,
-                Timeout::Deadline(deadline) => {
-                    let now = Instant::now();
-                    if now >= deadline {
-                        break;
-                    }
-                    self.idle
-                        .wait_timeout(in_flight, deadline - now)
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0
-                }
-            };
-        }
-        match *in_flight {
-            0 => Ok(()),
-            n => Err(Error::deadline_exceeded(format!("{n} submissions still in flight"))),
-        }
+        self.in_flight.wait_idle(timeout, "submissions")
     }
 
     /// Fails every submission whose waits have not been met yet (the device is going away).
@@ -322,11 +300,7 @@ impl Submission {
             }
             Err(error) => self.signal.fail(&error),
         }
-        let mut in_flight = lock(&self.queue.in_flight);
-        *in_flight -= 1;
-        if *in_flight == 0 {
-            self.queue.idle.notify_all();
-        }
+        self.queue.in_flight.finish();
     }
 }
 
