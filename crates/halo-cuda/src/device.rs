@@ -16,10 +16,10 @@ use crate::command_buffer::{issue, translate, StreamOp};
 use crate::driver::{CommandBufferKind, DeviceOptions};
 use crate::executable::GpuExecutableCache;
 use crate::graph;
-use crate::promises::Promises;
 use crate::recycler::Recycler;
 use halo_hal::device::query_common_i64;
 use halo_hal::held::HeldSince;
+use halo_hal::promised_timepoints::{Coverage, PromisedTimepoints};
 use halo_hal::submission_count::SubmissionCount;
 use halo_hal::{
     Allocator, AllocatorStatistics, Binding, Buffer, BufferParams, CommandBuffer, Device, DeviceInfo, Error,
@@ -82,7 +82,7 @@ pub struct DeviceShared {
     pub(crate) recycler: Recycler,
     /// Semaphore values that work already on the stream signals; a submission that waits for no
     /// more than these can follow it onto the stream at once.
-    promises: Promises,
+    promises: PromisedTimepoints,
     events: Mutex<Vec<CuEvent>>,
     completions: Mutex<Sender<InFlight>>,
     allocated: AtomicI64,
@@ -180,7 +180,7 @@ impl DeviceShared {
             command_buffers,
             total_memory,
             recycler: Recycler::default(),
-            promises: Promises::default(),
+            promises: PromisedTimepoints::default(),
             events: Mutex::new(Vec::new()),
             completions: Mutex::new(sender),
             allocated: AtomicI64::new(0),
@@ -257,7 +257,7 @@ impl DeviceShared {
                     return Err(error);
                 }
                 // Under the stream's lock, so whoever sees the promise issues behind this work.
-                self.promises.add(signal);
+                self.promises.promise(signal);
                 Ok(event)
             })
             .inspect_err(|error| self.note_loss(error))?;
@@ -309,8 +309,8 @@ impl DeviceShared {
         }
         match self.promises.cover(wait) {
             Err(error) => return fail(error),
-            Ok(true) => return self.issue(work, wait, signal).unwrap_or_else(fail),
-            Ok(false) => {}
+            Ok(Coverage::Reached | Coverage::Promised) => return self.issue(work, wait, signal).unwrap_or_else(fail),
+            Ok(Coverage::Neither) => {}
         }
         let (shared, wait_copy, signal) = (self.clone(), wait.clone(), signal.clone());
         // Once the waits are published, so that nobody sees this work's signal before them.

@@ -43,7 +43,6 @@ pub mod device;
 pub mod driver;
 pub mod executable;
 pub mod graph;
-mod promises;
 mod recycler;
 
 pub use api::Vendor;

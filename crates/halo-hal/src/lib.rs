@@ -37,6 +37,7 @@ pub mod held;
 pub mod host_memory;
 pub mod memory;
 pub mod mlir_text;
+pub mod promised_timepoints;
 pub mod semaphore;
 mod small_blocks;
 pub mod submission_count;

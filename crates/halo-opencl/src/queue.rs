@@ -18,8 +18,9 @@
 
 use crate::api::InFlight;
 use halo_hal::held::HeldSince;
+use halo_hal::promised_timepoints::{Coverage, PromisedTimepoints};
 use halo_hal::submission_count::SubmissionCount;
-use halo_hal::{Error, Fence, Result, Timeout, Timepoint};
+use halo_hal::{Error, Fence, Result, Timeout};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -51,51 +52,22 @@ struct Completion {
     signal: Fence,
 }
 
-/// Timepoints that submissions handed to the submission thread will signal. A submission is
-/// promised when it is handed over, under the lock, so anything that counts on the promise is
-/// handed over after it and issued after it on the in-order queue.
-struct Promises {
-    timepoints: Mutex<Vec<Timepoint>>,
-}
-
-impl Promises {
-    /// Hands `message` to the submission thread through `sender`, promising its signal.
-    fn hand_over(&self, sender: &Sender<Message>, message: Message) -> std::result::Result<(), Message> {
-        let mut timepoints = self.timepoints.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Message::Run {
+/// Hands `message` to the submission thread through `sender`, promising its signal when its
+/// waits succeeded (one whose wait failed fails its signal instead). Promised under the table's
+/// lock, so anything that counts on the promise is handed over after it and issued after it on
+/// the in-order queue.
+fn hand_over(
+    promises: &PromisedTimepoints,
+    sender: &Sender<Message>,
+    message: Message,
+) -> std::result::Result<(), Message> {
+    let promised = match &message {
+        Message::Run {
             signal, waited: Ok(()), ..
-        } = &message
-        {
-            timepoints.extend(signal.timepoints().iter().cloned());
-        }
-        sender.send(message).map_err(|unsent| unsent.0)
-    }
-
-    /// Forgets the promise of `signal`, which has been kept (or failed).
-    fn kept(&self, signal: &Fence) {
-        let mut timepoints = self.timepoints.lock().unwrap_or_else(PoisonError::into_inner);
-        timepoints.retain(|(semaphore, value)| {
-            !signal
-                .timepoints()
-                .iter()
-                .any(|(s, v)| Arc::ptr_eq(s, semaphore) && v == value)
-        });
-    }
-
-    /// Whether every timepoint of `wait` is reached or promised by a submission on the queue:
-    /// `Some(true)` when one is only promised, `None` when one is neither.
-    fn cover(&self, wait: &Fence) -> Option<bool> {
-        let timepoints = self.timepoints.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut promised = false;
-        for (semaphore, value) in wait.timepoints() {
-            match semaphore.query() {
-                Ok(now) if now >= *value => {}
-                Ok(_) if timepoints.iter().any(|(s, v)| Arc::ptr_eq(s, semaphore) && v >= value) => promised = true,
-                _ => return None,
-            }
-        }
-        Some(promised)
-    }
+        } => signal.clone(),
+        _ => Fence::new(),
+    };
+    promises.promise_with(&promised, || sender.send(message).map_err(|unsent| unsent.0))
 }
 
 /// Submissions not finished yet (waiting or running).
@@ -145,7 +117,7 @@ impl Pending {
 pub(crate) struct SubmissionQueue {
     sender: Sender<Message>,
     pending: Arc<Pending>,
-    promises: Arc<Promises>,
+    promises: Arc<PromisedTimepoints>,
     /// Submissions whose waits were met on the device, for the `opencl.queue` query.
     pub(crate) device_waits: AtomicU64,
     thread: Option<JoinHandle<()>>,
@@ -158,9 +130,7 @@ impl SubmissionQueue {
         let (sender, receiver) = channel::<Message>();
         let (completion_sender, completion_receiver) = channel::<Completion>();
         let pending = Arc::new(Pending::default());
-        let promises = Arc::new(Promises {
-            timepoints: Mutex::new(Vec::new()),
-        });
+        let promises = Arc::new(PromisedTimepoints::default());
         let spawn_error = |e| Error::resource_exhausted(format!("starting an OpenCL queue thread: {e}"));
         let (finished, kept) = (pending.clone(), promises.clone());
         let (running, finishing) = (pending.clone(), promises.clone());
@@ -233,8 +203,9 @@ impl SubmissionQueue {
             return;
         }
         self.pending.add();
-        if let Some(promised) = self.promises.cover(wait) {
-            if promised {
+        let coverage = self.promises.cover(wait).unwrap_or(Coverage::Neither);
+        if coverage != Coverage::Neither {
+            if coverage == Coverage::Promised {
                 self.device_waits.fetch_add(1, Ordering::Relaxed);
             }
             let message = Message::Run {
@@ -244,7 +215,7 @@ impl SubmissionQueue {
                 signal: signal.clone(),
                 work,
             };
-            if let Err(unsent) = self.promises.hand_over(&self.sender, message) {
+            if let Err(unsent) = hand_over(&self.promises, &self.sender, message) {
                 cancel(unsent, &self.pending);
             }
             return;
@@ -260,7 +231,7 @@ impl SubmissionQueue {
                 signal,
                 work,
             };
-            if let Err(unsent) = promises.hand_over(&sender, message) {
+            if let Err(unsent) = hand_over(&promises, &sender, message) {
                 cancel(unsent, &pending);
             }
         });
@@ -295,7 +266,7 @@ fn run_work(waited: Result<()>, work: Work) -> Result<Option<InFlight>> {
 }
 
 /// The completion thread: finishes each issued submission in turn.
-fn complete(completions: Receiver<Completion>, promises: &Promises, pending: &Pending) {
+fn complete(completions: Receiver<Completion>, promises: &PromisedTimepoints, pending: &Pending) {
     while let Ok(completion) = completions.recv() {
         finish(completion, promises, pending);
     }
@@ -309,7 +280,7 @@ fn finish(
         wait,
         signal,
     }: Completion,
-    promises: &Promises,
+    promises: &PromisedTimepoints,
     pending: &Pending,
 ) {
     let outcome = issued
@@ -323,7 +294,7 @@ fn finish(
         }
         Err(error) => signal.fail(&error),
     }
-    promises.kept(&signal);
+    promises.forget_kept();
     pending.done();
 }
 
