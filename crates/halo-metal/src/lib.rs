@@ -4,8 +4,11 @@
 //!
 //! Written so far: [`executable_def`], the `metal-msl-fb` executable format that
 //! `iree-compile --iree-hal-target-device=metal` writes (a `MTL1` FlatBuffer of MSL libraries and
-//! one compute pipeline per export), read and checked into owned values. The device, its queue
-//! and the two backends come next; until then no driver is registered.
+//! one compute pipeline per export), read and checked into owned values; and the start of the
+//! [`emulated`] backend, which compiles a library's MSL for the host and runs its threadgroups.
+//! The device, its queue and the Apple backend come next; until then no driver is registered.
 #![warn(missing_docs)]
+#![deny(clippy::undocumented_unsafe_blocks, unsafe_op_in_unsafe_fn)]
 
+pub mod emulated;
 pub mod executable_def;

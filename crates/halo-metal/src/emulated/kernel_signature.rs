@@ -1,0 +1,193 @@
+//! What a kernel of SPIRV-Cross's MSL takes, read from its source: which parameter is the
+//! argument buffer (and which member holds which HAL binding), which the push constants, and
+//! which builtin each other parameter is. The emulated device calls kernels through a wrapper
+//! written from this.
+
+use halo_hal::{Error, Result};
+
+/// A thread's position the kernel asks for, by Metal's attribute name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Builtin {
+    /// `thread_position_in_threadgroup`.
+    ThreadInThreadgroup,
+    /// `threadgroup_position_in_grid`.
+    ThreadgroupInGrid,
+    /// `thread_position_in_grid`.
+    ThreadInGrid,
+    /// `threads_per_threadgroup`.
+    ThreadsPerThreadgroup,
+    /// `threadgroups_per_grid`.
+    ThreadgroupsPerGrid,
+    /// `thread_index_in_threadgroup` (the flattened position).
+    ThreadIndexInThreadgroup,
+}
+
+impl Builtin {
+    fn from_attribute(attribute: &str) -> Option<Self> {
+        Some(match attribute {
+            "thread_position_in_threadgroup" => Builtin::ThreadInThreadgroup,
+            "threadgroup_position_in_grid" => Builtin::ThreadgroupInGrid,
+            "thread_position_in_grid" => Builtin::ThreadInGrid,
+            "threads_per_threadgroup" => Builtin::ThreadsPerThreadgroup,
+            "threadgroups_per_grid" => Builtin::ThreadgroupsPerGrid,
+            "thread_index_in_threadgroup" => Builtin::ThreadIndexInThreadgroup,
+            _ => return None,
+        })
+    }
+}
+
+/// One parameter of a kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Param {
+    /// The argument buffer: a struct (`type_name`) of one pointer member per binding.
+    ArgumentBuffer {
+        /// The struct's name.
+        type_name: String,
+        /// Its members as (name, HAL binding ordinal from `[[id(n)]]`), in declaration order.
+        members: Vec<(String, u32)>,
+    },
+    /// The push constants: a struct (`type_name`) over the 32-bit constants.
+    PushConstants {
+        /// The struct's name.
+        type_name: String,
+    },
+    /// A builtin position.
+    Builtin(Builtin),
+}
+
+/// The parameters of kernel `entry_point` in `source`, in order.
+///
+/// # Errors
+/// `InvalidArgument` when the source has no such kernel or a parameter cannot be read;
+/// `Unimplemented` naming a builtin the emulated device does not provide.
+pub fn read(source: &str, entry_point: &str) -> Result<Vec<Param>> {
+    let start = format!("kernel void {entry_point}(");
+    let at = source
+        .find(&start)
+        .ok_or_else(|| Error::invalid_argument(format!("the MSL has no kernel '{entry_point}'")))?
+        + start.len();
+    let end = closing_paren(&source[at..])
+        .ok_or_else(|| Error::invalid_argument(format!("kernel '{entry_point}': its parameter list does not end")))?;
+    split_top_level(&source[at..at + end])
+        .into_iter()
+        .filter(|p| !p.trim().is_empty())
+        .map(|param| read_param(source, entry_point, param.trim()))
+        .collect()
+}
+
+/// Where the parenthesis opened just before `text` closes.
+fn closing_paren(text: &str) -> Option<usize> {
+    let mut depth = 1usize;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `text` split at commas outside parentheses, brackets and angle brackets.
+fn split_top_level(text: &str) -> Vec<&str> {
+    let (mut parts, mut depth, mut from) = (Vec::new(), 0i32, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' | '[' | '<' => depth += 1,
+            ')' | ']' | '>' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&text[from..i]);
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[from..]);
+    parts
+}
+
+fn read_param(source: &str, entry_point: &str, param: &str) -> Result<Param> {
+    let bad = || Error::invalid_argument(format!("kernel '{entry_point}': cannot read parameter '{param}'"));
+    let (declaration, attribute) = param.split_once("[[").ok_or_else(bad)?;
+    let attribute = attribute.trim_end().strip_suffix("]]").ok_or_else(bad)?.trim();
+    if let Some(index) = attribute.strip_prefix("buffer(").and_then(|a| a.strip_suffix(')')) {
+        // `constant T& name`: the struct is T.
+        let type_name = declaration
+            .split_whitespace()
+            .find_map(|word| word.strip_suffix('&'))
+            .filter(|t| !t.is_empty())
+            .ok_or_else(bad)?
+            .to_string();
+        return Ok(match index.trim() {
+            "0" => Param::ArgumentBuffer {
+                members: argument_buffer_members(source, &type_name)?,
+                type_name,
+            },
+            _ => Param::PushConstants { type_name },
+        });
+    }
+    Builtin::from_attribute(attribute).map(Param::Builtin).ok_or_else(|| {
+        Error::unimplemented(format!(
+            "kernel '{entry_point}' takes the builtin [[{attribute}]], which the emulated Metal device does not provide yet"
+        ))
+    })
+}
+
+/// The members of struct `type_name` with their `[[id(n)]]`.
+fn argument_buffer_members(source: &str, type_name: &str) -> Result<Vec<(String, u32)>> {
+    let bad = || Error::invalid_argument(format!("the MSL's argument buffer struct '{type_name}' cannot be read"));
+    let start = format!("struct {type_name}\n{{");
+    let at = source.find(&start).ok_or_else(bad)? + start.len();
+    let body = &source[at..at + source[at..].find('}').ok_or_else(bad)?];
+    body.split(';')
+        .map(str::trim)
+        .filter(|member| !member.is_empty())
+        .map(|member| {
+            let (declaration, id) = member.split_once("[[id(").ok_or_else(bad)?;
+            let id = id.strip_suffix(")]]").and_then(|n| n.parse().ok()).ok_or_else(bad)?;
+            let name = declaration.split_whitespace().last().ok_or_else(bad)?;
+            Ok((name.to_string(), id))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SOURCE: &str = "struct _6\n{\n    uint _m0[3];\n};\n\nstruct spvDescriptorSetBuffer0\n{\n    device _11* in_ [[id(0)]];\n    device _11* out_ [[id(1)]];\n};\n\nkernel void scale(constant spvDescriptorSetBuffer0& spvDescriptorSet0 [[buffer(0)]], constant _6& _push_constant_var_ [[buffer(3)]], uint3 gl_WorkGroupID [[threadgroup_position_in_grid]], uint3 l [[thread_position_in_threadgroup]])\n{\n}\n";
+
+    #[test]
+    fn parameters_are_read_in_order() {
+        let params = read(SOURCE, "scale").unwrap();
+        assert_eq!(
+            params,
+            [
+                Param::ArgumentBuffer {
+                    type_name: "spvDescriptorSetBuffer0".into(),
+                    members: vec![("in_".into(), 0), ("out_".into(), 1)],
+                },
+                Param::PushConstants { type_name: "_6".into() },
+                Param::Builtin(Builtin::ThreadgroupInGrid),
+                Param::Builtin(Builtin::ThreadInThreadgroup),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_missing_kernel_or_an_unknown_builtin_is_named() {
+        let error = read(SOURCE, "other").unwrap_err();
+        assert!(error.message().contains("no kernel 'other'"), "{error}");
+        let simd = SOURCE.replace("thread_position_in_threadgroup", "thread_index_in_simdgroup");
+        let error = read(&simd, "scale").unwrap_err();
+        assert_eq!(error.code(), halo_hal::StatusCode::Unimplemented);
+        assert!(error.message().contains("[[thread_index_in_simdgroup]]"), "{error}");
+        let error = read("kernel void k(int x", "k").unwrap_err();
+        assert!(error.message().contains("does not end"), "{error}");
+    }
+}

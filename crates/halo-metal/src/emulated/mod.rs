@@ -1,0 +1,9 @@
+//! The emulated Metal backend's pieces, built on every host: IREE's MSL runs on host threads,
+//! compiled by clang, so the Metal driver is tested where no Apple GPU is (as the Vulkan driver
+//! is on lavapipe).
+//!
+//! Written so far: reading what each kernel takes ([`kernel_signature`]) and compiling a
+//! library's MSL into host code whose entries run one threadgroup ([`host_compiler`]).
+
+pub mod host_compiler;
+pub mod kernel_signature;

@@ -1,0 +1,152 @@
+//! IREE's Metal builds of the executable fixtures, compiled for the host by the emulated
+//! backend and run threadgroup by threadgroup, give what IREE's CPU runtime gave for the same
+//! dispatches (`fixtures/executables/*.expected`).
+
+use halo_hal::{HostTensor, StatusCode};
+use halo_metal::emulated::host_compiler::{HostCompiler, KernelEntry};
+use halo_metal::executable_def::decode;
+use std::ffi::c_void;
+use std::path::{Path, PathBuf};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/executables")
+}
+
+/// clang, or `None` after saying by name that `test` skipped.
+fn compiler_or_skip(test: &str) -> Option<HostCompiler> {
+    match HostCompiler::locate() {
+        Ok(compiler) => Some(compiler),
+        Err(error) => {
+            println!("SKIPPED {test}: {error}");
+            None
+        }
+    }
+}
+
+/// One dispatch of a flagfile.
+struct Case {
+    entry_point: usize,
+    workgroups: [u32; 3],
+    bindings: Vec<HostTensor>,
+    constants: Vec<u32>,
+}
+
+fn read_case(flags: &Path) -> Case {
+    let mut case = Case {
+        entry_point: 0,
+        workgroups: [1, 1, 1],
+        bindings: Vec::new(),
+        constants: Vec::new(),
+    };
+    for line in std::fs::read_to_string(flags).unwrap().lines() {
+        let (flag, value) = line.split_once('=').unwrap();
+        match flag {
+            "--entry_point" => case.entry_point = value.parse().unwrap(),
+            "--workgroup_count" => {
+                let counts: Vec<u32> = value.split(',').map(|n| n.parse().unwrap()).collect();
+                case.workgroups = counts.try_into().unwrap();
+            }
+            "--binding" => case.bindings.push(HostTensor::parse(value).unwrap()),
+            "--constant" => case.constants.push(value.parse::<i64>().unwrap() as u32),
+            other => panic!("{}: unknown flag {other}", flags.display()),
+        }
+    }
+    case
+}
+
+#[test]
+fn every_metal_fixture_case_gives_irees_cpu_results() {
+    let test = "every_metal_fixture_case_gives_irees_cpu_results";
+    let Some(compiler) = compiler_or_skip(test) else { return };
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(fixtures().join("metal-msl-fb"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| {
+            fixtures()
+                .join(path.file_name().unwrap())
+                .with_extension("expected")
+                .exists()
+        })
+        .collect();
+    cases.sort();
+    assert!(cases.len() >= 10, "found {} Metal cases", cases.len());
+    let mut failures = Vec::new();
+    for flags in &cases {
+        let name = flags.file_stem().unwrap().to_string_lossy().to_string();
+        let executable_name = name.split('.').next().unwrap();
+        let bytes = std::fs::read(fixtures().join(format!("{executable_name}.metal-msl-fb.fb"))).unwrap();
+        let executable = decode(&bytes).unwrap();
+        let mut case = read_case(flags);
+        let export = &executable.exports[case.entry_point];
+        let source = executable.libraries[export.library].source.as_deref().unwrap();
+        let entry = KernelEntry {
+            entry_point: &export.entry_point,
+            threadgroup_size: export.threadgroup_size,
+        };
+        let library = match compiler.compile(source, &[entry]) {
+            Ok(library) => library,
+            Err(error) => {
+                failures.push(format!("{name}: {error}"));
+                continue;
+            }
+        };
+        let pointers: Vec<*mut c_void> = case.bindings.iter_mut().map(|b| b.bytes.as_mut_ptr().cast()).collect();
+        let [gx, gy, gz] = case.workgroups;
+        for z in 0..gz {
+            for y in 0..gy {
+                for x in 0..gx {
+                    // SAFETY: each binding is the whole buffer IREE's runtime dispatched the same
+                    // kernel over, with the same workgroup count and constants.
+                    unsafe { library.run(0, &pointers, &case.constants, [x, y, z], case.workgroups) }.unwrap();
+                }
+            }
+        }
+        let expected = std::fs::read_to_string(fixtures().join(format!("{name}.expected"))).unwrap();
+        let got: Vec<String> = case.bindings.iter().map(|b| b.format(1 << 20)).collect();
+        let want: Vec<&str> = expected.lines().collect();
+        if got != want {
+            failures.push(format!("{name}:\n got {got:?}\nwant {want:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn msl_that_does_not_compile_is_an_error_carrying_clangs_message() {
+    let Some(compiler) = compiler_or_skip("msl_that_does_not_compile_is_an_error_carrying_clangs_message") else {
+        return;
+    };
+    let source = "#include <metal_stdlib>\nkernel void broken(uint3 g [[threadgroup_position_in_grid]])\n{\n    undeclared_name = 1;\n}\n";
+    let entry = KernelEntry {
+        entry_point: "broken",
+        threadgroup_size: [1, 1, 1],
+    };
+    let error = compiler.compile(source, &[entry]).unwrap_err();
+    assert_eq!(error.code(), StatusCode::InvalidArgument, "{error}");
+    assert!(error.message().contains("undeclared_name"), "{error}");
+    // Declared and never defined: refused when linked, not when first called.
+    let undefined = "#include <metal_stdlib>\nstruct Args\n{\n    device float* p [[id(0)]];\n};\n\nfloat nowhere(float x);\n\nkernel void \
+                     u(constant Args& a [[buffer(0)]])\n{\n    a.p[0] = nowhere(a.p[0]);\n}\n";
+    let error = compiler
+        .compile(
+            undefined,
+            &[KernelEntry {
+                entry_point: "u",
+                threadgroup_size: [1, 1, 1],
+            }],
+        )
+        .unwrap_err();
+    assert_eq!(error.code(), StatusCode::InvalidArgument, "{error}");
+    assert!(error.message().contains("nowhere"), "{error}");
+    let barrier = "kernel void b() { threadgroup_barrier(mem_flags::mem_threadgroup); }";
+    let error = compiler
+        .compile(
+            barrier,
+            &[KernelEntry {
+                entry_point: "b",
+                threadgroup_size: [32, 1, 1],
+            }],
+        )
+        .unwrap_err();
+    assert_eq!(error.code(), StatusCode::Unimplemented, "{error}");
+}
