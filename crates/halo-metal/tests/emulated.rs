@@ -150,3 +150,56 @@ fn msl_that_does_not_compile_is_an_error_carrying_clangs_message() {
         .unwrap_err();
     assert_eq!(error.code(), StatusCode::Unimplemented, "{error}");
 }
+
+/// Every half converts to the float `half` computes, and floats (halfway cases, subnormals,
+/// overflow, NaN) round to the half it computes.
+#[test]
+fn half_conversions_are_ieees() {
+    let Some(compiler) = compiler_or_skip("half_conversions_are_ieees") else {
+        return;
+    };
+    let source = "#include <metal_stdlib>\nstruct Args\n{\n    device half* halves [[id(0)]];\n    device float* floats \
+                  [[id(1)]];\n    device half* rounded [[id(2)]];\n};\n\nkernel void convert(constant Args& a [[buffer(0)]], \
+                  uint3 g [[threadgroup_position_in_grid]])\n{\n    float f = a.halves[g.x];\n    a.rounded[g.x] = \
+                  (half)a.floats[g.x];\n    a.floats[g.x] = f;\n}\n";
+    let entry = KernelEntry {
+        entry_point: "convert",
+        threadgroup_size: [1, 1, 1],
+    };
+    let library = compiler.compile(source, &[entry]).unwrap();
+    let mut halves: Vec<u16> = (0..=u16::MAX).collect();
+    let mut floats: Vec<f32> = (0..=u16::MAX as u32)
+        .map(|i| match i % 4 {
+            0 => f32::from_bits(i.wrapping_mul(0x9e37_79b9)),
+            1 => half::f16::from_bits(i as u16).to_f32() * (1.0 + f32::EPSILON * 4096.0),
+            2 => f32::from_bits(0x3300_0000 + i * 97),
+            _ => 65504.0 + i as f32,
+        })
+        .collect();
+    let inputs = floats.clone();
+    let mut rounded = vec![0u16; halves.len()];
+    let pointers: Vec<*mut c_void> = vec![
+        halves.as_mut_ptr().cast(),
+        floats.as_mut_ptr().cast(),
+        rounded.as_mut_ptr().cast(),
+    ];
+    for x in 0..halves.len() as u32 {
+        // SAFETY: each of the three buffers has an element at every threadgroup index.
+        unsafe { library.run(0, &pointers, &[], [x, 0, 0], [halves.len() as u32, 1, 1]) }.unwrap();
+    }
+    for (bits, got) in halves.iter().zip(&floats) {
+        let want = half::f16::from_bits(*bits).to_f32();
+        assert!(
+            got.to_bits() == want.to_bits() || (want.is_nan() && got.is_nan()),
+            "{bits:#06x}: {got} != {want}"
+        );
+    }
+    for (input, got) in inputs.iter().zip(&rounded) {
+        let want = half::f16::from_f32(*input);
+        assert!(
+            *got == want.to_bits() || (want.is_nan() && half::f16::from_bits(*got).is_nan()),
+            "{input:e}: {got:#06x} != {:#06x}",
+            want.to_bits()
+        );
+    }
+}

@@ -16,6 +16,7 @@ use halo_hal::{Error, Result};
 use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
 
 use super::kernel_signature::{self, Builtin, Param};
+use super::msl_rewrite::{self, ThreadgroupVariable};
 
 /// halo's `<metal_stdlib>`.
 const METAL_STDLIB: &str = include_str!("metal_stdlib.h");
@@ -92,11 +93,15 @@ impl HostCompiler {
                  does not do yet"
             )));
         }
-        let mut program = source.to_string();
+        let mut program = msl_rewrite::vector_literals(&msl_rewrite::float_literals(source));
+        let mut wrappers = String::new();
         for (ordinal, entry) in entries.iter().enumerate() {
-            let params = kernel_signature::read(source, entry.entry_point)?;
-            program.push_str(&wrapper(ordinal, entry, &params));
+            let params = kernel_signature::read(&program, entry.entry_point)?;
+            let (hoisted, variables) = msl_rewrite::hoist_threadgroup_variables(&program, entry.entry_point);
+            program = hoisted;
+            wrappers.push_str(&wrapper(ordinal, entry, &params, &variables));
         }
+        program.push_str(&wrappers);
         let dir = TemporaryDir::create()?;
         let write = |name: &str, text: &str| {
             std::fs::write(dir.0.join(name), text)
@@ -164,9 +169,10 @@ impl HostCompiler {
     }
 }
 
-/// The C++ of entry `ordinal`: builds the argument buffer from the binding pointers and calls
-/// the kernel once per thread of the threadgroup.
-fn wrapper(ordinal: usize, entry: &KernelEntry<'_>, params: &[Param]) -> String {
+/// The C++ of entry `ordinal`: builds the argument buffer from the binding pointers, holds the
+/// threadgroup's `threadgroup` variables, and calls the kernel once per thread of the
+/// threadgroup.
+fn wrapper(ordinal: usize, entry: &KernelEntry<'_>, params: &[Param], variables: &[ThreadgroupVariable]) -> String {
     let [sx, sy, sz] = entry.threadgroup_size;
     let mut text = format!(
         "\nextern \"C\" void halo_entry_{ordinal}(void* const* bindings, const uint* constants, const uint* group, \
@@ -188,6 +194,15 @@ fn wrapper(ordinal: usize, entry: &KernelEntry<'_>, params: &[Param]) -> String 
             Param::Builtin(builtin) => builtin_argument(*builtin, entry.threadgroup_size),
         };
         arguments.push(argument);
+    }
+    for (index, variable) in variables.iter().enumerate() {
+        let ThreadgroupVariable {
+            type_name, dimensions, ..
+        } = variable;
+        let _ = writeln!(text, "    {type_name} threadgroup_{index}{dimensions};");
+        arguments.push(format!(
+            "*(__local {type_name} (*){dimensions})(__SIZE_TYPE__)&threadgroup_{index}"
+        ));
     }
     let _ = writeln!(
         text,

@@ -9,6 +9,10 @@
 #define threadgroup __local
 #define thread __private
 
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+
+typedef __SIZE_TYPE__ size_t;
+typedef __PTRDIFF_TYPE__ ptrdiff_t;
 typedef unsigned char uchar;
 typedef unsigned short ushort;
 typedef unsigned int uint;
@@ -27,7 +31,45 @@ HALO_VECTORS(uint)
 HALO_VECTORS(long)
 HALO_VECTORS(ulong)
 HALO_VECTORS(float)
+HALO_VECTORS(half)
 #undef HALO_VECTORS
+
+// The conversions between half and float that clang calls where the CPU has no instruction for
+// them (x86-64 without F16C); defined here so a library needs no compiler runtime. IEEE 754
+// binary16, rounding to nearest even.
+extern "C" float __gnu_h2f_ieee(ushort h) {
+    uint sign = (uint)(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+    if (exponent == 0) {
+        float magnitude = (float)mantissa * 5.9604644775390625e-8f;  // 2^-24
+        return sign ? -magnitude : magnitude;
+    }
+    uint bits = exponent == 31 ? sign | 0x7f800000u | (mantissa << 13)
+                               : sign | ((exponent + 112u) << 23) | (mantissa << 13);
+    return __builtin_bit_cast(float, bits);
+}
+extern "C" ushort __gnu_f2h_ieee(float f) {
+    uint x = __builtin_bit_cast(uint, f);
+    uint sign = (x >> 16) & 0x8000u, magnitude = x & 0x7fffffffu;
+    if (magnitude >= 0x7f800000u)  // infinity, or NaN kept quiet with its top payload bits
+        return (ushort)(sign | 0x7c00u | (magnitude > 0x7f800000u ? 0x200u | ((magnitude >> 13) & 0x3ffu) : 0u));
+    if (magnitude >= 0x477ff000u)  // 65520 and above round to infinity
+        return (ushort)(sign | 0x7c00u);
+    uint result, rest, halfway;
+    if (magnitude < 0x38800000u) {  // below 2^-14: a subnormal half, or zero
+        if (magnitude < 0x33000000u) return (ushort)sign;
+        uint shift = 126u - (magnitude >> 23), mantissa = (magnitude & 0x7fffffu) | 0x800000u;
+        result = mantissa >> shift;
+        rest = mantissa & ((1u << shift) - 1u);
+        halfway = 1u << (shift - 1u);
+    } else {
+        uint rebiased = magnitude - 0x38000000u;
+        result = rebiased >> 13;
+        rest = rebiased & 0x1fffu;
+        halfway = 0x1000u;
+    }
+    if (rest > halfway || (rest == halfway && (result & 1u))) result += 1u;
+    return (ushort)(sign | result);
+}
 
 // Metal's math, elementwise on vectors. Declared here, as C++ for OpenCL's own library is left out.
 #define HALO_UNARY(name, f)                                                     \
@@ -44,7 +86,32 @@ HALO_UNARY(fabs, __builtin_fabsf)
 HALO_UNARY(floor, __builtin_floorf)
 HALO_UNARY(ceil, __builtin_ceilf)
 HALO_UNARY(tanh, __builtin_tanhf)
+HALO_UNARY(sin, __builtin_sinf)
+HALO_UNARY(cos, __builtin_cosf)
+HALO_UNARY(exp2, __builtin_exp2f)
+HALO_UNARY(log2, __builtin_log2f)
+HALO_UNARY(round, __builtin_roundf)
+HALO_UNARY(trunc, __builtin_truncf)
+HALO_UNARY(rint, __builtin_rintf)
+HALO_UNARY(erf, __builtin_erff)
+HALO_UNARY(atan, __builtin_atanf)
 #undef HALO_UNARY
+
+inline float rsqrt(float a) { return 1.0f / __builtin_sqrtf(a); }
+inline float fmod(float a, float b) { return __builtin_fmodf(a, b); }
+inline float pow(float a, float b) { return __builtin_powf(a, b); }
+inline float powr(float a, float b) { return __builtin_powf(a, b); }
+inline float atan2(float a, float b) { return __builtin_atan2f(a, b); }
+// On vectors these give OpenCL's comparison masks, which `select` and `?:` take.
+template <typename T> inline auto isnan(T a) { return a != a; }
+template <typename T> inline auto isunordered(T a, T b) { return a != a || b != b; }
+inline bool isinf(float a) { return __builtin_isinf(a); }
+// Metal's select(a, b, c): c ? b : a, elementwise on vectors.
+template <typename T, typename C> inline T select(T a, T b, C c) { return c ? b : a; }
+inline int abs(int a) { return a < 0 ? -a : a; }
+inline long abs(long a) { return a < 0 ? -a : a; }
+inline float abs(float a) { return __builtin_fabsf(a); }
+inline float copysign(float a, float b) { return __builtin_copysignf(a, b); }
 
 inline float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 template <typename V>
@@ -57,6 +124,18 @@ template <typename T>
 inline T max(T a, T b) { return a < b ? b : a; }
 template <typename T>
 inline T min(T a, T b) { return b < a ? b : a; }
+
+// Metal's `fast::` and `precise::` variants; the emulated device computes both precisely.
+namespace fast {
+using ::exp; using ::log; using ::sqrt; using ::rsqrt; using ::tanh; using ::sin; using ::cos;
+using ::exp2; using ::log2; using ::pow; using ::powr; using ::fabs; using ::max; using ::min;
+using ::atan; using ::atan2; using ::fmod;
+}
+namespace precise {
+using ::exp; using ::log; using ::sqrt; using ::rsqrt; using ::tanh; using ::sin; using ::cos;
+using ::exp2; using ::log2; using ::pow; using ::powr; using ::fabs; using ::max; using ::min;
+using ::atan; using ::atan2; using ::fmod;
+}
 
 namespace metal {
 // Metal's reinterpreting cast between types of one size.

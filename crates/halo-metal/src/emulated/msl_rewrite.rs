@@ -1,0 +1,216 @@
+//! The few textual changes that let C++ for OpenCL compile SPIRV-Cross's MSL for the host:
+//! - Metal's function-style vector construction (`float4(a, b, c, d)`, `uint2(x)`) becomes
+//!   OpenCL's vector literal (`(float4)(a, b, c, d)`), which means the same;
+//! - floating-point literals without a suffix (`0.5`) get `f`: Metal has no `double`, so its
+//!   unsuffixed literals are `float`, where C++ would compute in `double`;
+//! - a kernel's `threadgroup` variables, which C++ for OpenCL allows only in real kernels, become
+//!   reference parameters of the kernel ([`ThreadgroupVariable`]): the entry that runs the
+//!   threadgroup's threads owns their storage, so every thread of one threadgroup sees the same
+//!   variable and each threadgroup its own.
+
+/// A `threadgroup` variable moved out of a kernel's body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadgroupVariable {
+    /// Its element type.
+    pub type_name: String,
+    /// Its name.
+    pub name: String,
+    /// Its array dimensions as written (`[64]`), or empty.
+    pub dimensions: String,
+}
+
+/// The vector types Metal constructs with function syntax.
+const VECTOR_TYPES: [&str; 10] = [
+    "char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "float", "half",
+];
+
+/// `source` with vector constructions rewritten.
+pub fn vector_literals(source: &str) -> String {
+    let bytes = source.as_bytes();
+    let mut out = String::with_capacity(source.len() + source.len() / 16);
+    let mut i = 0;
+    while i < bytes.len() {
+        if let Some(len) = vector_constructor_at(source, i) {
+            out.push('(');
+            out.push_str(&source[i..i + len]);
+            out.push(')');
+            i += len;
+            continue;
+        }
+        let c = source[i..].chars().next().unwrap_or(' ');
+        out.push(c);
+        i += c.len_utf8();
+    }
+    out
+}
+
+/// `source` with every unsuffixed floating-point literal made a `float` one.
+pub fn float_literals(source: &str) -> String {
+    let bytes = source.as_bytes();
+    let mut out = String::with_capacity(source.len() + source.len() / 32);
+    let mut i = 0;
+    while i < bytes.len() {
+        let starts_number = bytes[i].is_ascii_digit()
+            && (i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_' || bytes[i - 1] == b'.'));
+        if !starts_number {
+            let c = source[i..].chars().next().unwrap_or(' ');
+            out.push(c);
+            i += c.len_utf8();
+            continue;
+        }
+        let end = number_end(bytes, i);
+        let literal = &source[i..end];
+        out.push_str(literal);
+        let floating = literal.contains(['.', 'e', 'E']) && !literal.starts_with("0x");
+        let suffixed = bytes.get(end).is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_');
+        if floating && !suffixed {
+            out.push('f');
+        }
+        i = end;
+    }
+    out
+}
+
+/// Where the decimal literal starting at `start` ends: digits, a point, digits, an exponent.
+fn number_end(bytes: &[u8], start: usize) -> usize {
+    let digits = |mut at: usize| {
+        while bytes.get(at).is_some_and(u8::is_ascii_digit) {
+            at += 1;
+        }
+        at
+    };
+    if bytes[start..].starts_with(b"0x") || bytes[start..].starts_with(b"0X") {
+        let mut at = start + 2;
+        while bytes.get(at).is_some_and(u8::is_ascii_hexdigit) {
+            at += 1;
+        }
+        return at;
+    }
+    let mut at = digits(start);
+    if bytes.get(at) == Some(&b'.') {
+        at = digits(at + 1);
+    }
+    if matches!(bytes.get(at), Some(b'e' | b'E')) {
+        let sign = usize::from(matches!(bytes.get(at + 1), Some(b'+' | b'-')));
+        if bytes.get(at + 1 + sign).is_some_and(u8::is_ascii_digit) {
+            at = digits(at + 1 + sign);
+        }
+    }
+    at
+}
+
+/// The length of a vector type name at `at` that starts a function-style construction
+/// (`float4(`), preceded by no identifier character.
+fn vector_constructor_at(source: &str, at: usize) -> Option<usize> {
+    let before = source[..at].chars().next_back();
+    if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+        return None;
+    }
+    let rest = &source[at..];
+    VECTOR_TYPES.iter().find_map(|element| {
+        let after = rest.strip_prefix(element)?;
+        let width = after.chars().next().filter(|c| matches!(c, '2' | '3' | '4'))?;
+        after[1..].starts_with('(').then_some(element.len() + width.len_utf8())
+    })
+}
+
+/// Moves the `threadgroup` declarations at the top level of kernel `entry_point`'s body into
+/// its parameter list; returns the rewritten source and the variables moved, in order.
+pub fn hoist_threadgroup_variables(source: &str, entry_point: &str) -> (String, Vec<ThreadgroupVariable>) {
+    let header = format!("kernel void {entry_point}(");
+    let Some(start) = source.find(&header) else {
+        return (source.to_string(), Vec::new());
+    };
+    let Some(body) = source[start..].find("\n{\n").map(|at| start + at + 3) else {
+        return (source.to_string(), Vec::new());
+    };
+    let mut variables = Vec::new();
+    let mut kept = String::new();
+    let mut end = body;
+    for line in source[body..].split_inclusive('\n') {
+        if line.starts_with('}') {
+            break;
+        }
+        end += line.len();
+        match parse_declaration(line) {
+            Some(variable) => variables.push(variable),
+            None => kept.push_str(line),
+        }
+    }
+    if variables.is_empty() {
+        return (source.to_string(), variables);
+    }
+    let params_end = source[start..body].rfind(')').map_or(body, |at| start + at);
+    let extra: String = variables
+        .iter()
+        .map(|v| {
+            if v.dimensions.is_empty() {
+                format!(", threadgroup {}& {}", v.type_name, v.name)
+            } else {
+                format!(", threadgroup {} (&{}){}", v.type_name, v.name, v.dimensions)
+            }
+        })
+        .collect();
+    let rewritten = format!(
+        "{}{extra}{}{kept}{}",
+        &source[..params_end],
+        &source[params_end..body],
+        &source[end..]
+    );
+    (rewritten, variables)
+}
+
+/// `    threadgroup T name[dims];` (four spaces: the kernel body's top level).
+fn parse_declaration(line: &str) -> Option<ThreadgroupVariable> {
+    let declaration = line.strip_prefix("    threadgroup ")?.trim_end().strip_suffix(';')?;
+    let (type_name, rest) = declaration.rsplit_once(' ')?;
+    let (name, dimensions) = match rest.find('[') {
+        Some(at) => (&rest[..at], &rest[at..]),
+        None => (rest, ""),
+    };
+    let valid = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_');
+    (valid(name) && !type_name.contains('=')).then(|| ThreadgroupVariable {
+        type_name: type_name.trim().to_string(),
+        name: name.to_string(),
+        dimensions: dimensions.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vector_constructions_become_opencl_literals() {
+        assert_eq!(
+            vector_literals("float4 v = float4(a, b) + uint2(x); myfloat4(y); float4 w;"),
+            "float4 v = (float4)(a, b) + (uint2)(x); myfloat4(y); float4 w;"
+        );
+        assert_eq!(
+            vector_literals("select(float4(0.0), f, isnan(float4(1.0)))"),
+            "select((float4)(0.0), f, isnan((float4)(1.0)))"
+        );
+    }
+
+    #[test]
+    fn unsuffixed_floating_literals_become_float() {
+        assert_eq!(
+            float_literals("x = 0.0 + 1.5e-38 * y2.x + 3u + 0.5f + 2.0h + 7 + 1e5 + 0x1f + _m0[1]; a.5"),
+            "x = 0.0f + 1.5e-38f * y2.x + 3u + 0.5f + 2.0h + 7 + 1e5f + 0x1f + _m0[1]; a.5"
+        );
+    }
+
+    #[test]
+    fn threadgroup_variables_become_parameters() {
+        let source = "kernel void k(uint3 t [[thread_position_in_threadgroup]])\n{\n    threadgroup _2 mem;\n    threadgroup float sums[64];\n    mem._m0[t.x] = 0.0;\n}\n\nkernel void other()\n{\n    threadgroup int z;\n}\n";
+        let (rewritten, variables) = hoist_threadgroup_variables(source, "k");
+        assert_eq!(
+            rewritten,
+            "kernel void k(uint3 t [[thread_position_in_threadgroup]], threadgroup _2& mem, threadgroup float (&sums)[64])\n{\n    mem._m0[t.x] = 0.0;\n}\n\nkernel void other()\n{\n    threadgroup int z;\n}\n"
+        );
+        assert_eq!(variables.len(), 2);
+        assert_eq!(variables[1].dimensions, "[64]");
+        let (unchanged, none) = hoist_threadgroup_variables(source, "absent");
+        assert_eq!((unchanged.as_str(), none.len()), (source, 0));
+    }
+}
