@@ -138,17 +138,6 @@ fn msl_that_does_not_compile_is_an_error_carrying_clangs_message() {
         .unwrap_err();
     assert_eq!(error.code(), StatusCode::InvalidArgument, "{error}");
     assert!(error.message().contains("nowhere"), "{error}");
-    let barrier = "kernel void b() { threadgroup_barrier(mem_flags::mem_threadgroup); }";
-    let error = compiler
-        .compile(
-            barrier,
-            &[KernelEntry {
-                entry_point: "b",
-                threadgroup_size: [32, 1, 1],
-            }],
-        )
-        .unwrap_err();
-    assert_eq!(error.code(), StatusCode::Unimplemented, "{error}");
 }
 
 /// Every half converts to the float `half` computes, and floats (halfway cases, subnormals,
@@ -201,5 +190,47 @@ fn half_conversions_are_ieees() {
             "{input:e}: {got:#06x} != {:#06x}",
             want.to_bits()
         );
+    }
+}
+
+/// A kernel whose threads meet at a barrier and combine values across a simd-group: each thread
+/// reads what another wrote before the barrier, and gets its simd-group's sum; the last
+/// simd-group is partial and one thread ends early, so neither may hold the others up.
+#[test]
+fn threads_meet_at_barriers_and_simd_groups_sum_their_values() {
+    let Some(compiler) = compiler_or_skip("threads_meet_at_barriers_and_simd_groups_sum_their_values") else {
+        return;
+    };
+    let source = "#include <metal_stdlib>\nusing namespace metal;\nstruct Args\n{\n    device float* input [[id(0)]];\n    \
+                  device float* mirrored [[id(1)]];\n    device float* sums [[id(2)]];\n};\n\nkernel void k(constant Args& a \
+                  [[buffer(0)]], uint3 t [[thread_position_in_threadgroup]], uint lane [[thread_index_in_simdgroup]])\n{\n    \
+                  threadgroup float shared[40];\n    shared[t.x] = a.input[t.x];\n    threadgroup_barrier(mem_flags::mem_threadgroup);\n    \
+                  a.mirrored[t.x] = shared[39u - t.x];\n    if (t.x == 39u) return;\n    a.sums[t.x] = simd_sum(a.input[t.x]) + \
+                  float(lane) * 0.0;\n}\n";
+    let entry = KernelEntry {
+        entry_point: "k",
+        threadgroup_size: [40, 1, 1],
+    };
+    let library = compiler.compile(source, &[entry]).unwrap();
+    let mut input: Vec<f32> = (0..40).map(|i| i as f32).collect();
+    let (mut mirrored, mut sums) = (vec![0f32; 40], vec![-1f32; 40]);
+    let pointers: Vec<*mut c_void> = vec![
+        input.as_mut_ptr().cast(),
+        mirrored.as_mut_ptr().cast(),
+        sums.as_mut_ptr().cast(),
+    ];
+    // SAFETY: the kernel touches elements 0..40 of each buffer, which all have 40.
+    unsafe { library.run(0, &pointers, &[], [0, 0, 0], [1, 1, 1]) }.unwrap();
+    let want_mirrored: Vec<f32> = (0..40).rev().map(|i| i as f32).collect();
+    assert_eq!(mirrored, want_mirrored);
+    let first: f32 = (0..32).map(|i| i as f32).sum();
+    let second: f32 = (32..39).map(|i| i as f32).sum();
+    for (i, sum) in sums.iter().enumerate() {
+        let want = match i {
+            0..32 => first,
+            32..39 => second,
+            _ => -1.0,
+        };
+        assert_eq!(*sum, want, "thread {i}");
     }
 }

@@ -2,9 +2,10 @@
 //! object by clang as C++ for OpenCL (`-x clcpp`) over halo's stand-in for `<metal_stdlib>`, with
 //! one C entry per export that runs every thread of one threadgroup.
 //!
-//! The threads of a threadgroup run one after another. That is exact for kernels that never
-//! wait for each other; kernels with threadgroup barriers or simd-group operations need their
-//! threads run in lockstep, which this compiler refuses for now (`Unimplemented`).
+//! The threads of a threadgroup run one after another, which is exact for kernels that never
+//! wait for each other. Kernels with threadgroup barriers or simd-group operations run their
+//! threads in lockstep instead, as fibers (`threadgroup_fibers.c`, linked in only then): each
+//! runs to its next barrier, and all go on once every running thread is there.
 
 use std::ffi::c_void;
 use std::fmt::Write as _;
@@ -24,8 +25,11 @@ const METAL_STDLIB: &str = include_str!("metal_stdlib.h");
 /// The environment variable naming the clang to use.
 pub const CLANG_ENV: &str = "HALO_METAL_CLANG";
 
-/// What MSL needs threads run in lockstep, which the emulated device does not do yet.
-const LOCKSTEP_OPERATIONS: [&str; 2] = ["threadgroup_barrier", "simd_"];
+/// The scheduler of lockstep threads.
+const THREADGROUP_FIBERS: &str = include_str!("threadgroup_fibers.c");
+
+/// What in MSL needs the threads of a threadgroup run in lockstep.
+const LOCKSTEP_OPERATIONS: [&str; 3] = ["threadgroup_barrier", "simdgroup_barrier", "simd_"];
 
 /// Linker flags that make an undefined symbol a link error (Apple's linker does so unasked).
 const LINK_FLAGS: &[&str] = if cfg!(target_os = "macos") {
@@ -44,8 +48,9 @@ pub struct KernelEntry<'a> {
 }
 
 /// The C signature of a compiled entry: the binding pointers (by HAL ordinal), the 32-bit push
-/// constants, the threadgroup's position in the grid and the grid's size in threadgroups.
-type EntryFn = unsafe extern "C" fn(*const *mut c_void, *const u32, *const u32, *const u32);
+/// constants, the threadgroup's position in the grid and the grid's size in threadgroups; 0, or
+/// 1 when the threads' stacks could not be allocated.
+type EntryFn = unsafe extern "C" fn(*const *mut c_void, *const u32, *const u32, *const u32) -> i32;
 
 /// A clang that compiles C++ for OpenCL for the host.
 #[derive(Debug, Clone)]
@@ -83,23 +88,21 @@ impl HostCompiler {
     /// Compiles `source` with one entry per element of `entries`, in order, and loads it.
     ///
     /// # Errors
-    /// `Unimplemented` for kernels that need their threads in lockstep or a builtin not provided;
+    /// `Unimplemented` for a builtin not provided;
     /// `InvalidArgument` carrying clang's message when the MSL does not compile; `Unavailable`
     /// when clang cannot be run or the temporary files written.
     pub fn compile(&self, source: &str, entries: &[KernelEntry<'_>]) -> Result<CompiledLibrary> {
-        if let Some(operation) = LOCKSTEP_OPERATIONS.iter().find(|op| source.contains(*op)) {
-            return Err(Error::unimplemented(format!(
-                "the MSL uses '{operation}', whose threads must run in lockstep, which the emulated Metal device \
-                 does not do yet"
-            )));
-        }
+        let lockstep = LOCKSTEP_OPERATIONS.iter().any(|op| source.contains(op));
         let mut program = msl_rewrite::vector_literals(&msl_rewrite::float_literals(source));
         let mut wrappers = String::new();
         for (ordinal, entry) in entries.iter().enumerate() {
             let params = kernel_signature::read(&program, entry.entry_point)?;
             let (hoisted, variables) = msl_rewrite::hoist_threadgroup_variables(&program, entry.entry_point);
             program = hoisted;
-            wrappers.push_str(&wrapper(ordinal, entry, &params, &variables));
+            wrappers.push_str(&wrapper(ordinal, entry, &params, &variables, lockstep));
+        }
+        if lockstep {
+            program.push_str("\nextern \"C\" int halo_run_group(__SIZE_TYPE__ context, uint count, uint entry);\n");
         }
         program.push_str(&wrappers);
         let dir = TemporaryDir::create()?;
@@ -112,8 +115,11 @@ impl HostCompiler {
             .map_err(|e| Error::unavailable(format!("cannot write to {}: {e}", dir.0.display())))?;
         write("simd/simd.h", "#pragma once\n")?;
         write("library.metal", &program)?;
+        if lockstep {
+            write("threadgroup.c", &thread_table(entries.len()))?;
+        }
         let object = dir.0.join("library.so");
-        self.run_clang(&dir.0, &object)?;
+        self.run_clang(&dir.0, &object, lockstep)?;
         // SAFETY: the object was just built from the library's MSL and halo's wrappers, which run
         // no initializers; its functions are only called through `CompiledLibrary::run`. Every
         // symbol is bound now, so a missing one fails here rather than in a call.
@@ -134,8 +140,9 @@ impl HostCompiler {
         })
     }
 
-    fn run_clang(&self, dir: &Path, object: &Path) -> Result<()> {
-        let output = Command::new(&self.clang)
+    fn run_clang(&self, dir: &Path, object: &Path, lockstep: bool) -> Result<()> {
+        let mut command = Command::new(&self.clang);
+        command
             // No implicit OpenCL library (`-cl-no-stdinc`): every name comes from halo's header,
             // and an undefined one fails the link (`-z defs`) instead of the call.
             .args([
@@ -150,7 +157,11 @@ impl HostCompiler {
             ])
             .arg("-I")
             .arg(dir)
-            .arg(dir.join("library.metal"))
+            .arg(dir.join("library.metal"));
+        if lockstep {
+            command.args(["-x", "c"]).arg(dir.join("threadgroup.c"));
+        }
+        let output = command
             .arg("-o")
             .arg(object)
             .args(LINK_FLAGS)
@@ -169,61 +180,101 @@ impl HostCompiler {
     }
 }
 
-/// The C++ of entry `ordinal`: builds the argument buffer from the binding pointers, holds the
-/// threadgroup's `threadgroup` variables, and calls the kernel once per thread of the
-/// threadgroup.
-fn wrapper(ordinal: usize, entry: &KernelEntry<'_>, params: &[Param], variables: &[ThreadgroupVariable]) -> String {
-    let [sx, sy, sz] = entry.threadgroup_size;
-    let mut text = format!(
-        "\nextern \"C\" void halo_entry_{ordinal}(void* const* bindings, const uint* constants, const uint* group, \
-         const uint* groups) {{\n"
+/// The C of the fiber scheduler and its table of thread functions, one per entry.
+fn thread_table(entries: usize) -> String {
+    let mut text = String::from(THREADGROUP_FIBERS);
+    let names: Vec<String> = (0..entries).map(|ordinal| format!("halo_thread_{ordinal}")).collect();
+    for name in &names {
+        let _ = writeln!(text, "void {name}(size_t context, unsigned index);");
+    }
+    let _ = writeln!(
+        text,
+        "void (*const halo_threads[])(size_t, unsigned) = {{ {} }};",
+        names.join(", ")
     );
+    text
+}
+
+/// The C++ of entry `ordinal`: a context holding the argument buffer built from the binding
+/// pointers and the threadgroup's `threadgroup` variables; a thread function that calls the
+/// kernel as thread `index` of the threadgroup; and the entry, which runs every thread, one
+/// after another or (`lockstep`) as fibers.
+fn wrapper(
+    ordinal: usize,
+    entry: &KernelEntry<'_>,
+    params: &[Param],
+    variables: &[ThreadgroupVariable],
+    lockstep: bool,
+) -> String {
+    let [sx, sy, sz] = entry.threadgroup_size;
+    let threads = u64::from(sx) * u64::from(sy) * u64::from(sz);
+    let mut context = format!("\nstruct halo_context_{ordinal} {{\n");
+    let mut setup = String::new();
     let mut arguments = Vec::new();
     for param in params {
         // C++ for OpenCL refuses casts between address spaces; kernels take their buffers in
         // `constant`, so the host pointers go through an integer.
         let argument = match param {
             Param::ArgumentBuffer { type_name, members } => {
-                let _ = writeln!(text, "    {type_name} args;");
+                let _ = writeln!(context, "    {type_name} args;");
                 for (member, id) in members {
-                    let _ = writeln!(text, "    args.{member} = (decltype(args.{member}))bindings[{id}];");
+                    let _ = writeln!(
+                        setup,
+                        "    c.args.{member} = (decltype(c.args.{member}))bindings[{id}];"
+                    );
                 }
-                format!("*(__constant {type_name}*)(__SIZE_TYPE__)&args")
+                format!("*(__constant {type_name}*)(__SIZE_TYPE__)&c.args")
             }
-            Param::PushConstants { type_name } => format!("*(__constant {type_name}*)(__SIZE_TYPE__)constants"),
+            Param::PushConstants { type_name } => format!("*(__constant {type_name}*)(__SIZE_TYPE__)c.constants"),
             Param::Builtin(builtin) => builtin_argument(*builtin, entry.threadgroup_size),
         };
         arguments.push(argument);
     }
-    for (index, variable) in variables.iter().enumerate() {
-        let ThreadgroupVariable {
+    for (
+        index,
+        ThreadgroupVariable {
             type_name, dimensions, ..
-        } = variable;
-        let _ = writeln!(text, "    {type_name} threadgroup_{index}{dimensions};");
+        },
+    ) in variables.iter().enumerate()
+    {
+        let _ = writeln!(context, "    {type_name} threadgroup_{index}{dimensions};");
         arguments.push(format!(
-            "*(__local {type_name} (*){dimensions})(__SIZE_TYPE__)&threadgroup_{index}"
+            "*(__local {type_name} (*){dimensions})(__SIZE_TYPE__)&c.threadgroup_{index}"
         ));
     }
-    let _ = writeln!(
-        text,
-        "    for (uint z = 0; z < {sz}u; ++z)\n    for (uint y = 0; y < {sy}u; ++y)\n    for (uint x = 0; x < {sx}u; \
-         ++x)\n        {}({});\n}}",
+    let run = if lockstep {
+        format!("    return halo_run_group((__SIZE_TYPE__)&c, {threads}u, {ordinal}u);")
+    } else {
+        format!("    for (uint i = 0; i < {threads}u; ++i) halo_thread_{ordinal}((__SIZE_TYPE__)&c, i);\n    return 0;")
+    };
+    format!(
+        "{context}    const uint* constants;\n    const uint* group;\n    const uint* groups;\n}};\n\n\
+         extern \"C\" void halo_thread_{ordinal}(__SIZE_TYPE__ context, uint index) {{\n\
+         \x20   halo_context_{ordinal}& c = *(halo_context_{ordinal}*)context;\n\
+         \x20   uint x = index % {sx}u, y = index / {sx}u % {sy}u, z = index / ({sx}u * {sy}u);\n\
+         \x20   {}({});\n}}\n\n\
+         extern \"C\" int halo_entry_{ordinal}(void* const* bindings, const uint* constants, const uint* group, \
+         const uint* groups) {{\n\
+         \x20   halo_context_{ordinal} c;\n{setup}\
+         \x20   c.constants = constants;\n    c.group = group;\n    c.groups = groups;\n{run}\n}}\n",
         entry.entry_point,
         arguments.join(", ")
-    );
-    text
+    )
 }
 
 fn builtin_argument(builtin: Builtin, [sx, sy, sz]: [u32; 3]) -> String {
     match builtin {
         Builtin::ThreadInThreadgroup => "(uint3)(x, y, z)".into(),
-        Builtin::ThreadgroupInGrid => "(uint3)(group[0], group[1], group[2])".into(),
+        Builtin::ThreadgroupInGrid => "(uint3)(c.group[0], c.group[1], c.group[2])".into(),
         Builtin::ThreadInGrid => {
-            format!("(uint3)(group[0] * {sx}u + x, group[1] * {sy}u + y, group[2] * {sz}u + z)")
+            format!("(uint3)(c.group[0] * {sx}u + x, c.group[1] * {sy}u + y, c.group[2] * {sz}u + z)")
         }
         Builtin::ThreadsPerThreadgroup => format!("(uint3)({sx}u, {sy}u, {sz}u)"),
-        Builtin::ThreadgroupsPerGrid => "(uint3)(groups[0], groups[1], groups[2])".into(),
-        Builtin::ThreadIndexInThreadgroup => format!("(uint)((z * {sy}u + y) * {sx}u + x)"),
+        Builtin::ThreadgroupsPerGrid => "(uint3)(c.groups[0], c.groups[1], c.groups[2])".into(),
+        Builtin::ThreadIndexInThreadgroup => "index".into(),
+        Builtin::ThreadIndexInSimdgroup => "(index % 32u)".into(),
+        Builtin::SimdgroupIndexInThreadgroup => "(index / 32u)".into(),
+        Builtin::ThreadsPerSimdgroup => "32u".into(),
     }
 }
 
@@ -242,7 +293,8 @@ impl CompiledLibrary {
     /// `export`.
     ///
     /// # Errors
-    /// `InvalidArgument` for an export the library was not compiled with.
+    /// `InvalidArgument` for an export the library was not compiled with; `ResourceExhausted`
+    /// when the threads of a lockstep threadgroup get no stacks.
     ///
     /// # Safety
     /// `bindings` must hold, at each HAL binding ordinal the kernel uses, a pointer to memory as
@@ -265,7 +317,12 @@ impl CompiledLibrary {
         })?;
         // SAFETY: the entry reads the binding pointers and constants the caller vouched for, and
         // the three-word positions, which live for the call.
-        unsafe { function(bindings.as_ptr(), constants.as_ptr(), group.as_ptr(), groups.as_ptr()) };
+        let status = unsafe { function(bindings.as_ptr(), constants.as_ptr(), group.as_ptr(), groups.as_ptr()) };
+        if status != 0 {
+            return Err(Error::resource_exhausted(
+                "no memory for the stacks of a threadgroup's threads on the emulated Metal device",
+            ));
+        }
         Ok(())
     }
 }

@@ -20,6 +20,12 @@ pub enum Builtin {
     ThreadgroupsPerGrid,
     /// `thread_index_in_threadgroup` (the flattened position).
     ThreadIndexInThreadgroup,
+    /// `thread_index_in_simdgroup` (the lane).
+    ThreadIndexInSimdgroup,
+    /// `simdgroup_index_in_threadgroup`.
+    SimdgroupIndexInThreadgroup,
+    /// `threads_per_simdgroup` (32, as on Apple GPUs).
+    ThreadsPerSimdgroup,
 }
 
 impl Builtin {
@@ -31,6 +37,9 @@ impl Builtin {
             "threads_per_threadgroup" => Builtin::ThreadsPerThreadgroup,
             "threadgroups_per_grid" => Builtin::ThreadgroupsPerGrid,
             "thread_index_in_threadgroup" => Builtin::ThreadIndexInThreadgroup,
+            "thread_index_in_simdgroup" => Builtin::ThreadIndexInSimdgroup,
+            "simdgroup_index_in_threadgroup" => Builtin::SimdgroupIndexInThreadgroup,
+            "threads_per_simdgroup" => Builtin::ThreadsPerSimdgroup,
             _ => return None,
         })
     }
@@ -183,10 +192,10 @@ mod tests {
     fn a_missing_kernel_or_an_unknown_builtin_is_named() {
         let error = read(SOURCE, "other").unwrap_err();
         assert!(error.message().contains("no kernel 'other'"), "{error}");
-        let simd = SOURCE.replace("thread_position_in_threadgroup", "thread_index_in_simdgroup");
-        let error = read(&simd, "scale").unwrap_err();
+        let quad = SOURCE.replace("thread_position_in_threadgroup", "thread_index_in_quadgroup");
+        let error = read(&quad, "scale").unwrap_err();
         assert_eq!(error.code(), halo_hal::StatusCode::Unimplemented);
-        assert!(error.message().contains("[[thread_index_in_simdgroup]]"), "{error}");
+        assert!(error.message().contains("[[thread_index_in_quadgroup]]"), "{error}");
         let error = read("kernel void k(int x", "k").unwrap_err();
         assert!(error.message().contains("does not end"), "{error}");
     }

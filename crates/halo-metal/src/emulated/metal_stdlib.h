@@ -138,6 +138,40 @@ using ::atan; using ::atan2; using ::fmod;
 }
 
 namespace metal {
+enum class mem_flags { mem_none = 0, mem_device = 1, mem_threadgroup = 2, mem_texture = 4 };
+}  // namespace metal
+
+// Threads run in lockstep (threadgroup_fibers.c, linked with libraries that need it): a barrier
+// returns once every thread of the threadgroup still running has reached it.
+extern "C" void halo_barrier(void);
+extern "C" uint halo_thread_index(void);
+extern "C" uint halo_thread_count(void);
+extern "C" int halo_thread_done(uint index);
+extern "C" __SIZE_TYPE__ halo_simd_slots(void);
+
+inline void threadgroup_barrier(metal::mem_flags) { halo_barrier(); }
+inline void simdgroup_barrier(metal::mem_flags) { halo_barrier(); }
+
+// Simd-groups are 32 threads of consecutive index, as on Apple GPUs. A lane leaves its value,
+// all meet, each combines the values of its simd-group's running lanes, all meet again (so no
+// slot is reused before everyone has read it).
+template <typename T, typename Combine>
+inline T halo_simd_reduce(T value, T identity, Combine combine) {
+    uint index = halo_thread_index(), first = index - index % 32u, count = halo_thread_count();
+    T* slots = (T*)halo_simd_slots();
+    slots[index] = value;
+    halo_barrier();
+    T result = identity;
+    for (uint lane = first; lane < first + 32u && lane < count; ++lane)
+        if (!halo_thread_done(lane)) result = combine(result, slots[lane]);
+    halo_barrier();
+    return result;
+}
+template <typename T> inline T simd_sum(T x) { return halo_simd_reduce(x, (T)0, [](T a, T b) { return a + b; }); }
+template <typename T> inline T simd_max(T x) { return halo_simd_reduce(x, x, [](T a, T b) { return a < b ? b : a; }); }
+template <typename T> inline T simd_min(T x) { return halo_simd_reduce(x, x, [](T a, T b) { return b < a ? b : a; }); }
+
+namespace metal {
 // Metal's reinterpreting cast between types of one size.
 template <typename T, typename U>
 inline T as_type(U value) {
