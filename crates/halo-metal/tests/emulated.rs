@@ -234,3 +234,92 @@ fn threads_meet_at_barriers_and_simd_groups_sum_their_values() {
         assert_eq!(*sum, want, "thread {i}");
     }
 }
+
+/// The `metal-msl-fb` executables stored in a module: each starts with its 64-byte header
+/// (`MTL1`, version 0, content size).
+fn embedded_executables(module: &[u8]) -> Vec<&[u8]> {
+    let mut found = Vec::new();
+    let mut at = 0;
+    while let Some(offset) = module[at..].windows(8).position(|w| w == b"MTL1\0\0\0\0") {
+        let start = at + offset;
+        let size = module
+            .get(start + 8..start + 16)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap()) as usize)
+            .unwrap_or(0);
+        let end = (start + 64).saturating_add(size).min(module.len());
+        found.push(&module[start..end]);
+        at = end.max(start + 8);
+    }
+    found
+}
+
+/// Every kernel iree-compile makes of the model fixtures for Metal (`fixtures/models/metal`)
+/// compiles for the emulated device, those with barriers and simd-group sums included.
+#[test]
+fn every_kernel_of_the_metal_model_fixtures_compiles() {
+    let Some(compiler) = compiler_or_skip("every_kernel_of_the_metal_model_fixtures_compiles") else {
+        return;
+    };
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/models/metal");
+    let mut modules: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "vmfb"))
+        .collect();
+    modules.sort();
+    assert!(modules.len() >= 25, "found {} Metal modules", modules.len());
+    let (mut kernels, mut lockstep, mut failures) = (0, 0, Vec::new());
+    for module in &modules {
+        let bytes = std::fs::read(module).unwrap();
+        let executables = embedded_executables(&bytes);
+        assert!(!executables.is_empty(), "{}: no Metal executable", module.display());
+        for executable in executables {
+            let executable = decode(executable).unwrap_or_else(|e| panic!("{}: {e}", module.display()));
+            for (ordinal, library) in executable.libraries.iter().enumerate() {
+                let entries: Vec<KernelEntry> = executable
+                    .exports
+                    .iter()
+                    .filter(|export| export.library == ordinal)
+                    .map(|export| KernelEntry {
+                        entry_point: &export.entry_point,
+                        threadgroup_size: export.threadgroup_size,
+                    })
+                    .collect();
+                let source = library.source.as_deref().unwrap();
+                kernels += entries.len();
+                lockstep += usize::from(source.contains("threadgroup_barrier"));
+                if let Err(error) = compiler.compile(source, &entries) {
+                    failures.push(format!("{}: {error}", module.display()));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(
+        kernels >= 120 && lockstep >= 1,
+        "{kernels} kernels, {lockstep} with barriers"
+    );
+}
+
+/// Metal's elementwise math and `dot` on 3-element vectors, whose elements the header counts by
+/// their components (a `float3` is as large as a `float4`).
+#[test]
+fn vector_math_works_lane_by_lane_on_three_element_vectors() {
+    let Some(compiler) = compiler_or_skip("vector_math_works_lane_by_lane_on_three_element_vectors") else {
+        return;
+    };
+    let source = "#include <metal_stdlib>\nusing namespace metal;\nstruct Args\n{\n    device float* v [[id(0)]];\n};\n\n\
+                  kernel void k(constant Args& a [[buffer(0)]])\n{\n    float3 x = float3(a.v[0], a.v[1], a.v[2]);\n    \
+                  float3 r = fma(sqrt(x), float3(2.0), float3(1.0));\n    a.v[4] = r.x;\n    a.v[5] = r.y;\n    a.v[6] = r.z;\n    \
+                  a.v[7] = dot(x, x);\n}\n";
+    let entry = KernelEntry {
+        entry_point: "k",
+        threadgroup_size: [1, 1, 1],
+    };
+    let library = compiler.compile(source, &[entry]).unwrap();
+    let mut v = [4.0f32, 9.0, 16.0, -1.0, 0.0, 0.0, 0.0, 0.0];
+    let pointers: Vec<*mut c_void> = vec![v.as_mut_ptr().cast()];
+    // SAFETY: the kernel touches elements 0..8, which `v` has.
+    unsafe { library.run(0, &pointers, &[], [0, 0, 0], [1, 1, 1]) }.unwrap();
+    assert_eq!(v, [4.0, 9.0, 16.0, -1.0, 5.0, 7.0, 9.0, 353.0]);
+}

@@ -34,6 +34,19 @@ HALO_VECTORS(float)
 HALO_VECTORS(half)
 #undef HALO_VECTORS
 
+// Metal's vector template (`vec<float, 4>` is `float4`). Vectors of bool, which C++ for OpenCL
+// lacks, are vectors of char here.
+template <typename T, uint N>
+struct halo_vector {
+    typedef T type __attribute__((ext_vector_type(N)));
+};
+template <uint N>
+struct halo_vector<bool, N> {
+    typedef char type __attribute__((ext_vector_type(N)));
+};
+template <typename T, uint N>
+using vec = typename halo_vector<T, N>::type;
+
 // The conversions between half and float that clang calls where the CPU has no instruction for
 // them (x86-64 without F16C); defined here so a library needs no compiler runtime. IEEE 754
 // binary16, rounding to nearest even.
@@ -71,12 +84,24 @@ extern "C" ushort __gnu_f2h_ieee(float f) {
     return (ushort)(sign | result);
 }
 
+// How many elements a vector type has (1 for a scalar). `sizeof` cannot tell: a 3-element
+// vector is as large as a 4-element one.
+#define HALO_HAS(c)                                                                              \
+    template <typename V> constexpr auto halo_has_##c(int) -> decltype((void)V{}.c, true) { return true; } \
+    template <typename V> constexpr bool halo_has_##c(long) { return false; }
+HALO_HAS(y)
+HALO_HAS(z)
+HALO_HAS(w)
+#undef HALO_HAS
+template <typename V>
+constexpr int halo_lanes = halo_has_w<V>(0) ? 4 : halo_has_z<V>(0) ? 3 : halo_has_y<V>(0) ? 2 : 1;
+
 // Metal's math, elementwise on vectors. Declared here, as C++ for OpenCL's own library is left out.
 #define HALO_UNARY(name, f)                                                     \
     inline float name(float a) { return f(a); }                                 \
     template <typename V> inline V name(V a) {                                  \
         V r;                                                                    \
-        for (int i = 0; i < (int)(sizeof(V) / sizeof(a[0])); ++i) r[i] = f(a[i]); \
+        for (int i = 0; i < halo_lanes<V>; ++i) r[i] = f(a[i]);                        \
         return r;                                                               \
     }
 HALO_UNARY(sqrt, __builtin_sqrtf)
@@ -117,8 +142,15 @@ inline float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 template <typename V>
 inline V fma(V a, V b, V c) {
     V r;
-    for (int i = 0; i < (int)(sizeof(V) / sizeof(a[0])); ++i) r[i] = __builtin_fmaf(a[i], b[i], c[i]);
+    for (int i = 0; i < halo_lanes<V>; ++i) r[i] = __builtin_fmaf(a[i], b[i], c[i]);
     return r;
+}
+// The dot product of two vectors.
+template <typename V>
+inline auto dot(V a, V b) {
+    auto sum = a[0] * b[0];
+    for (int i = 1; i < halo_lanes<V>; ++i) sum += a[i] * b[i];
+    return sum;
 }
 template <typename T>
 inline T max(T a, T b) { return a < b ? b : a; }
@@ -152,7 +184,8 @@ extern "C" __SIZE_TYPE__ halo_simd_slots(void);
 inline void threadgroup_barrier(metal::mem_flags) { halo_barrier(); }
 inline void simdgroup_barrier(metal::mem_flags) { halo_barrier(); }
 
-// Simd-groups are 32 threads of consecutive index, as on Apple GPUs. A lane leaves its value,
+// Simd-groups are 32 threads of consecutive index, as on Apple GPUs. Values up to 32 bytes. A
+// lane leaves its value,
 // all meet, each combines the values of its simd-group's running lanes, all meet again (so no
 // slot is reused before everyone has read it).
 template <typename T, typename Combine>
@@ -167,6 +200,23 @@ inline T halo_simd_reduce(T value, T identity, Combine combine) {
     halo_barrier();
     return result;
 }
+// A lane's value as lane `lane` of its simd-group had it (a lane past the threadgroup's end keeps
+// its own, as GPUs leave that undefined).
+template <typename T>
+inline T halo_simd_exchange(T value, uint lane) {
+    uint index = halo_thread_index(), first = index - index % 32u;
+    T* slots = (T*)halo_simd_slots();
+    slots[index] = value;
+    halo_barrier();
+    T result = first + lane < halo_thread_count() ? slots[first + lane] : value;
+    halo_barrier();
+    return result;
+}
+template <typename T> inline T simd_shuffle(T x, ushort lane) { return halo_simd_exchange(x, lane % 32u); }
+template <typename T> inline T simd_shuffle_xor(T x, ushort mask) {
+    return halo_simd_exchange(x, (halo_thread_index() % 32u ^ mask) % 32u);
+}
+template <typename T> inline T simd_broadcast(T x, ushort lane) { return halo_simd_exchange(x, lane % 32u); }
 template <typename T> inline T simd_sum(T x) { return halo_simd_reduce(x, (T)0, [](T a, T b) { return a + b; }); }
 template <typename T> inline T simd_max(T x) { return halo_simd_reduce(x, x, [](T a, T b) { return a < b ? b : a; }); }
 template <typename T> inline T simd_min(T x) { return halo_simd_reduce(x, x, [](T a, T b) { return b < a ? b : a; }); }

@@ -20,7 +20,7 @@ struct halo_group {
     ucontext_t scheduler;
     struct halo_fiber* fibers;
     char* stacks;
-    double* slots;
+    char* slots;
     unsigned count, running, entry;
     size_t context;
 };
@@ -36,7 +36,7 @@ void halo_barrier(void) {
 unsigned halo_thread_index(void) { return halo_current->running; }
 unsigned halo_thread_count(void) { return halo_current->count; }
 int halo_thread_done(unsigned index) { return halo_current->fibers[index].done; }
-// Where each thread leaves its value for a simd-group operation (8 bytes per thread).
+// Where each thread leaves its value for a simd-group operation (up to 32 bytes per thread).
 size_t halo_simd_slots(void) { return (size_t)halo_current->slots; }
 
 static void halo_fiber_main(int index) {
@@ -53,7 +53,7 @@ int halo_run_group(size_t context, unsigned count, unsigned entry) {
     group.context = context;
     group.fibers = calloc(count, sizeof *group.fibers);
     group.stacks = malloc((size_t)count * HALO_FIBER_STACK);
-    group.slots = calloc(count, sizeof *group.slots);
+    group.slots = calloc(count, 32);
     int status = 1;
     if (group.fibers && group.stacks && group.slots) {
         struct halo_group* outer = halo_current;
