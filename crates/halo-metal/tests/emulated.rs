@@ -124,6 +124,18 @@ fn msl_that_does_not_compile_is_an_error_carrying_clangs_message() {
     let error = compiler.compile(source, &[entry]).unwrap_err();
     assert_eq!(error.code(), StatusCode::InvalidArgument, "{error}");
     assert!(error.message().contains("undeclared_name"), "{error}");
+    for (entry_point, threadgroup_size, says) in [
+        ("k(); evil", [1, 1, 1], "is not an MSL identifier"),
+        ("k", [0, 1, 1], "a threadgroup holds 1 to 1024"),
+        ("k", [65536, 65536, 65536], "a threadgroup holds 1 to 1024"),
+    ] {
+        let entry = KernelEntry {
+            entry_point,
+            threadgroup_size,
+        };
+        let error = compiler.compile(source, &[entry]).unwrap_err();
+        assert!(error.message().contains(says), "{error}");
+    }
     // Declared and never defined: refused when linked, not when first called.
     let undefined = "#include <metal_stdlib>\nstruct Args\n{\n    device float* p [[id(0)]];\n};\n\nfloat nowhere(float x);\n\nkernel void \
                      u(constant Args& a [[buffer(0)]])\n{\n    a.p[0] = nowhere(a.p[0]);\n}\n";

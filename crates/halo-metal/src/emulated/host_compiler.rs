@@ -2,6 +2,9 @@
 //! object by clang as C++ for OpenCL (`-x clcpp`) over halo's stand-in for `<metal_stdlib>`, with
 //! one C entry per export that runs every thread of one threadgroup.
 //!
+//! Trust: the MSL becomes host code and runs in this process, so a program on the emulated
+//! device is only as safe as its origin (as with `system-elf-*` CPU executables).
+//!
 //! The threads of a threadgroup run one after another, which is exact for kernels that never
 //! wait for each other. Kernels with threadgroup barriers or simd-group operations run their
 //! threads in lockstep instead, as fibers (`threadgroup_fibers.c`, linked in only then): each
@@ -18,6 +21,7 @@ use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
 
 use super::kernel_signature::{self, Builtin, Param};
 use super::msl_rewrite::{self, ThreadgroupVariable};
+use crate::executable_def::MAX_THREADS_PER_THREADGROUP;
 
 /// halo's `<metal_stdlib>`.
 const METAL_STDLIB: &str = include_str!("metal_stdlib.h");
@@ -88,10 +92,12 @@ impl HostCompiler {
     /// Compiles `source` with one entry per element of `entries`, in order, and loads it.
     ///
     /// # Errors
-    /// `Unimplemented` for a builtin not provided;
-    /// `InvalidArgument` carrying clang's message when the MSL does not compile; `Unavailable`
-    /// when clang cannot be run or the temporary files written.
+    /// `Unimplemented` for a builtin not provided; `InvalidArgument` for an entry point that is
+    /// not an identifier or a threadgroup of no threads or more than
+    /// [`MAX_THREADS_PER_THREADGROUP`], and carrying clang's message when the MSL does not
+    /// compile; `Unavailable` when clang cannot be run or the temporary files written.
     pub fn compile(&self, source: &str, entries: &[KernelEntry<'_>]) -> Result<CompiledLibrary> {
+        entries.iter().try_for_each(check_entry)?;
         let lockstep = LOCKSTEP_OPERATIONS.iter().any(|op| source.contains(op));
         let mut program = msl_rewrite::vector_literals(&msl_rewrite::float_literals(source));
         let mut wrappers = String::new();
@@ -178,6 +184,30 @@ impl HostCompiler {
             output.status
         )))
     }
+}
+
+/// An entry point is a C identifier (it is written into the wrappers), and its threadgroup has 1
+/// to [`MAX_THREADS_PER_THREADGROUP`] threads.
+fn check_entry(entry: &KernelEntry<'_>) -> Result<()> {
+    let name = entry.entry_point;
+    let identifier = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !identifier {
+        return Err(Error::invalid_argument(format!(
+            "entry point '{name}' is not an MSL identifier"
+        )));
+    }
+    let threads = entry
+        .threadgroup_size
+        .iter()
+        .try_fold(1u32, |n, &side| n.checked_mul(side));
+    if !threads.is_some_and(|n| (1..=MAX_THREADS_PER_THREADGROUP).contains(&n)) {
+        return Err(Error::invalid_argument(format!(
+            "'{name}' has threadgroups of {:?} threads; a threadgroup holds 1 to {MAX_THREADS_PER_THREADGROUP}",
+            entry.threadgroup_size
+        )));
+    }
+    Ok(())
 }
 
 /// The C of the fiber scheduler and its table of thread functions, one per entry.
