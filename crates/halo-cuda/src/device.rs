@@ -221,10 +221,6 @@ impl DeviceShared {
         }
     }
 
-    fn finish_submission(&self) {
-        self.submissions.finish();
-    }
-
     fn take_event(&self) -> Result<CuEvent> {
         if let Some(event) = self.events.lock().unwrap_or_else(|p| p.into_inner()).pop() {
             return Ok(event);
@@ -302,7 +298,7 @@ impl DeviceShared {
         self.submissions.add();
         let fail = |error: Error| {
             signal.fail(&error);
-            self.finish_submission();
+            self.submissions.finish();
         };
         if let Err(error) = self.check_not_lost() {
             return fail(error);
@@ -320,7 +316,7 @@ impl DeviceShared {
                 .and_then(|()| shared.issue(work, &wait_copy, &signal));
             if let Err(error) = issued {
                 signal.fail(&error);
-                shared.finish_submission();
+                shared.submissions.finish();
             }
         });
     }
@@ -411,7 +407,7 @@ fn complete_in_order(receiver: Receiver<InFlight>) {
             Err(error) => signal.fail(&error),
         }
         shared.promises.forget_kept();
-        shared.finish_submission();
+        shared.submissions.finish();
     }
 }
 

@@ -92,10 +92,6 @@ impl Pending {
         self.count.len() == 1
     }
 
-    fn add(&self) {
-        self.count.add();
-    }
-
     /// Waits for `in_flight`, issued at `issued_at`, marking the queue held meanwhile: from then,
     /// or from when the submission before it finished if that was later.
     fn running(&self, issued_at: Instant, in_flight: InFlight) -> Result<()> {
@@ -106,10 +102,6 @@ impl Pending {
         *self.last_finished.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
         self.front.release();
         outcome
-    }
-
-    fn done(&self) {
-        self.count.finish();
     }
 }
 
@@ -202,7 +194,7 @@ impl SubmissionQueue {
             );
             return;
         }
-        self.pending.add();
+        self.pending.count.add();
         let coverage = self.promises.cover(wait).unwrap_or(Coverage::Neither);
         if coverage != Coverage::Neither {
             if coverage == Coverage::Promised {
@@ -255,7 +247,7 @@ fn cancel(message: Message, pending: &Pending) {
             "the OpenCL device was destroyed before this submission's waits were met",
         ));
     }
-    pending.done();
+    pending.count.finish();
 }
 
 /// Runs `work` once its waits ended in `waited`.
@@ -295,7 +287,7 @@ fn finish(
         Err(error) => signal.fail(&error),
     }
     promises.forget_kept();
-    pending.done();
+    pending.count.finish();
 }
 
 impl Drop for SubmissionQueue {
