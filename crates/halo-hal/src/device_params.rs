@@ -7,6 +7,7 @@ use std::ops::RangeInclusive;
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::disk_cache::CacheDir;
 use crate::driver::{parse_spin_us, MAX_SPIN_US};
 use crate::{DeviceParams, Error, Result};
 
@@ -85,6 +86,16 @@ impl<'a> ParamReader<'a> {
         self.value(key, &format!("microseconds from 0 to {MAX_SPIN_US}"), parse_spin_us)
     }
 
+    /// Where a driver keeps what it compiled between processes: a folder, or `off`.
+    ///
+    /// # Errors
+    /// As [`ParamReader::value`], for an empty value.
+    pub fn cache_dir(&mut self, key: &'static str) -> Result<Option<CacheDir>> {
+        self.value(key, "a folder or off", |value| {
+            (!value.is_empty()).then(|| CacheDir::parse(value))
+        })
+    }
+
     /// One of the words of `choices`, as the value paired with it.
     ///
     /// # Errors
@@ -143,6 +154,7 @@ mod tests {
         assert_eq!(reader.flag("absent").unwrap(), None);
         assert_eq!(reader.number("n", 1u32..=128).unwrap(), Some(16));
         assert_eq!(reader.micros("n").unwrap(), None, "each key is read once");
+        assert_eq!(reader.cache_dir("cache").unwrap(), None);
         assert_eq!(reader.choice("mode", &[("stream", 1), ("graph", 2)]).unwrap(), Some(2));
         reader.finish().unwrap();
     }
@@ -152,7 +164,7 @@ mod tests {
 
     #[test]
     fn a_bad_value_names_driver_key_value_and_what_is_accepted() {
-        let cases: [(&str, &str, Read, &str); 4] = [
+        let cases: [(&str, &str, Read, &str); 5] = [
             (
                 "f",
                 "yes",
@@ -171,6 +183,7 @@ mod tests {
                 |r| r.number("n", 1u64..=8).map(drop),
                 "n=-3 is not a whole number from 1 to 8",
             ),
+            ("c", "", |r| r.cache_dir("c").map(drop), "c= is not a folder or off"),
             (
                 "m",
                 "tree",

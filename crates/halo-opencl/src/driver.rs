@@ -170,9 +170,7 @@ impl DeviceOptions {
                 .unwrap_or(DEFAULT_SUBGROUP_SIZE),
             subgroups: params.choice("subgroups", &subgroups)?,
             program_cache: params
-                .value("program_cache", "a folder or off", |v| {
-                    (!v.is_empty()).then(|| CacheDir::parse(v))
-                })?
+                .cache_dir("program_cache")?
                 .unwrap_or_else(crate::program_cache::cache_dir_from_env),
             device_local_mappable: params.flag("device_local_mappable")?,
             khr_command_buffer: params.flag("khr_command_buffer")?.unwrap_or(true),

@@ -206,9 +206,7 @@ impl DeviceOptions {
         if let Some(poll) = params.micros("poll_us")? {
             options.poll = poll;
         }
-        if let Some(cache) = params.value("pipeline_cache", "a folder or off", |v| {
-            (!v.is_empty()).then(|| CacheDir::parse(v))
-        })? {
+        if let Some(cache) = params.cache_dir("pipeline_cache")? {
             options.pipeline_cache = cache;
         }
         params.finish()?;
