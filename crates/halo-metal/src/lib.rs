@@ -2,13 +2,32 @@
 //! with an `apple` backend over `objc2-metal` and an `emulated` one that runs IREE's MSL on host
 //! threads (`docs/architecture.md`).
 //!
-//! Written so far: [`executable_def`], the `metal-msl-fb` executable format that
-//! `iree-compile --iree-hal-target-device=metal` writes (a `MTL1` FlatBuffer of MSL libraries and
-//! one compute pipeline per export), read and checked into owned values; and the start of the
-//! [`emulated`] backend, which compiles a library's MSL for the host and runs its threadgroups.
-//! The device, its queue and the Apple backend come next; until then no driver is registered.
+//! How HAL concepts map onto Metal:
+//! - executables are IREE's `metal-msl-fb` programs ([`executable_def`]: a `MTL1` FlatBuffer of
+//!   MSL libraries and one compute pipeline per export), made into pipelines by the backend;
+//! - command buffers are halo-hal's recorded lists, encoded into one backend command buffer per
+//!   submission (`command_buffer.rs`): dispatches with the HAL bindings as the argument buffer's
+//!   `[[id(n)]]` members and the push constants beside them, fills, updates and copies as blits;
+//! - buffers come from the backend's allocator; semaphores are host timelines.
+//!
+//! Backends ([`backend::Backend`]): [`emulated`], which compiles the MSL for the host with clang
+//! and runs its threadgroups on host threads (`metal://emulated`). The Apple backend over
+//! `objc2-metal` comes next.
 #![warn(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks, unsafe_op_in_unsafe_fn)]
 
+pub mod backend;
+mod command_buffer;
+pub mod device;
+pub mod driver;
 pub mod emulated;
+pub mod executable;
 pub mod executable_def;
+
+use halo_hal::DriverRegistry;
+use std::sync::Arc;
+
+/// Registers the `metal` driver with `registry`.
+pub fn register_driver(registry: &mut DriverRegistry) {
+    registry.register(driver::DRIVER_NAME, Box::new(|| Ok(Arc::new(driver::MetalDriver))));
+}

@@ -21,6 +21,8 @@ pub fn default_registry() -> DriverRegistry {
     halo_tenstorrent::register_driver(&mut registry);
     #[cfg(feature = "opencl")]
     halo_opencl::register_driver(&mut registry);
+    #[cfg(feature = "metal")]
+    halo_metal::register_driver(&mut registry);
     registry
 }
 
