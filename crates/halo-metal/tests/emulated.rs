@@ -3,13 +3,20 @@
 //! dispatches (`fixtures/executables/*.expected`).
 
 use halo_hal::{HostTensor, StatusCode};
-use halo_metal::emulated::host_compiler::{HostCompiler, KernelEntry};
+use halo_metal::emulated::host_compiler::{BindingMemory, HostCompiler, KernelEntry};
 use halo_metal::executable_def::decode;
-use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/executables")
+}
+
+/// The memory of `values`, as a binding.
+fn memory<T>(values: &mut [T]) -> BindingMemory {
+    BindingMemory {
+        start: values.as_mut_ptr().cast(),
+        length: std::mem::size_of_val(values),
+    }
 }
 
 /// clang, or `None` after saying by name that `test` skipped.
@@ -90,7 +97,7 @@ fn every_metal_fixture_case_gives_irees_cpu_results() {
                 continue;
             }
         };
-        let pointers: Vec<*mut c_void> = case.bindings.iter_mut().map(|b| b.bytes.as_mut_ptr().cast()).collect();
+        let pointers: Vec<BindingMemory> = case.bindings.iter_mut().map(|b| memory(&mut b.bytes)).collect();
         let [gx, gy, gz] = case.workgroups;
         for z in 0..gz {
             for y in 0..gy {
@@ -109,6 +116,76 @@ fn every_metal_fixture_case_gives_irees_cpu_results() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Threadgroups past the grid the conv fixture was compiled for (6) would write past its
+/// output: each such access reads zero, writes nothing, and fails the threadgroup naming it,
+/// while the threadgroups inside the grid still give IREE's results. The output binding is the
+/// head of a larger buffer whose tail must stay untouched.
+#[test]
+fn accesses_past_a_binding_are_contained_and_named() {
+    let test = "accesses_past_a_binding_are_contained_and_named";
+    let Some(compiler) = compiler_or_skip(test) else { return };
+    let bytes = std::fs::read(fixtures().join("conv2d_f32.metal-msl-fb.fb")).unwrap();
+    let executable = decode(&bytes).unwrap();
+    let export = &executable.exports[0];
+    let entry = KernelEntry {
+        entry_point: &export.entry_point,
+        threadgroup_size: export.threadgroup_size,
+    };
+    let library = compiler
+        .compile(executable.libraries[0].source.as_deref().unwrap(), &[entry])
+        .unwrap();
+    let mut case = read_case(&fixtures().join("metal-msl-fb/conv2d_f32.basic.flags"));
+    assert_eq!(case.workgroups, [6, 1, 1], "the fixture changed");
+    let output_length = case.bindings[2].bytes.len();
+    let mut output = vec![0x5au8; output_length + 4096];
+    let mut bindings: Vec<BindingMemory> = case.bindings[..2].iter_mut().map(|b| memory(&mut b.bytes)).collect();
+    bindings.push(BindingMemory {
+        start: output.as_mut_ptr().cast(),
+        length: output_length,
+    });
+    for x in 0..40 {
+        // SAFETY: each binding is valid memory of its length.
+        let outcome = unsafe { library.run(0, &bindings, &[], [x, 0, 0], [40, 1, 1]) };
+        match outcome {
+            Ok(()) => assert!(x < 6, "threadgroup {x} ran past the output without an error"),
+            Err(error) => {
+                assert!(x >= 6, "threadgroup {x}: {error}");
+                assert_eq!(error.code(), StatusCode::OutOfRange, "{error}");
+                let expected = format!("of binding 2, which holds {output_length} bytes");
+                assert!(error.message().contains(&expected), "{error}");
+            }
+        }
+    }
+    assert!(
+        output[output_length..].iter().all(|&b| b == 0x5a),
+        "bytes past the binding were written"
+    );
+    case.bindings[2].bytes.copy_from_slice(&output[..output_length]);
+    let expected = std::fs::read_to_string(fixtures().join("conv2d_f32.basic.expected")).unwrap();
+    assert_eq!(case.bindings[2].format(1 << 20), expected.lines().nth(2).unwrap());
+}
+
+/// A kernel that reads more bindings than a dispatch gives is refused before it runs.
+#[test]
+fn too_few_bindings_are_refused() {
+    let Some(compiler) = compiler_or_skip("too_few_bindings_are_refused") else {
+        return;
+    };
+    let bytes = std::fs::read(fixtures().join("conv2d_f32.metal-msl-fb.fb")).unwrap();
+    let executable = decode(&bytes).unwrap();
+    let entry = KernelEntry {
+        entry_point: &executable.exports[0].entry_point,
+        threadgroup_size: executable.exports[0].threadgroup_size,
+    };
+    let library = compiler
+        .compile(executable.libraries[0].source.as_deref().unwrap(), &[entry])
+        .unwrap();
+    let mut one = [0f32; 4];
+    // SAFETY: the binding is valid memory of its length.
+    let error = unsafe { library.run(0, &[memory(&mut one)], &[], [0, 0, 0], [1, 1, 1]) }.unwrap_err();
+    assert!(error.message().contains("reads 3 bindings; 1 were given"), "{error}");
 }
 
 #[test]
@@ -179,11 +256,7 @@ fn half_conversions_are_ieees() {
         .collect();
     let inputs = floats.clone();
     let mut rounded = vec![0u16; halves.len()];
-    let pointers: Vec<*mut c_void> = vec![
-        halves.as_mut_ptr().cast(),
-        floats.as_mut_ptr().cast(),
-        rounded.as_mut_ptr().cast(),
-    ];
+    let pointers: Vec<BindingMemory> = vec![memory(&mut halves), memory(&mut floats), memory(&mut rounded)];
     for x in 0..halves.len() as u32 {
         // SAFETY: each of the three buffers has an element at every threadgroup index.
         unsafe { library.run(0, &pointers, &[], [x, 0, 0], [halves.len() as u32, 1, 1]) }.unwrap();
@@ -226,11 +299,7 @@ fn threads_meet_at_barriers_and_simd_groups_sum_their_values() {
     let library = compiler.compile(source, &[entry]).unwrap();
     let mut input: Vec<f32> = (0..40).map(|i| i as f32).collect();
     let (mut mirrored, mut sums) = (vec![0f32; 40], vec![-1f32; 40]);
-    let pointers: Vec<*mut c_void> = vec![
-        input.as_mut_ptr().cast(),
-        mirrored.as_mut_ptr().cast(),
-        sums.as_mut_ptr().cast(),
-    ];
+    let pointers: Vec<BindingMemory> = vec![memory(&mut input), memory(&mut mirrored), memory(&mut sums)];
     // SAFETY: the kernel touches elements 0..40 of each buffer, which all have 40.
     unsafe { library.run(0, &pointers, &[], [0, 0, 0], [1, 1, 1]) }.unwrap();
     let want_mirrored: Vec<f32> = (0..40).rev().map(|i| i as f32).collect();
@@ -330,7 +399,7 @@ fn vector_math_works_lane_by_lane_on_three_element_vectors() {
     };
     let library = compiler.compile(source, &[entry]).unwrap();
     let mut v = [4.0f32, 9.0, 16.0, -1.0, 0.0, 0.0, 0.0, 0.0];
-    let pointers: Vec<*mut c_void> = vec![v.as_mut_ptr().cast()];
+    let pointers: Vec<BindingMemory> = vec![memory(&mut v)];
     // SAFETY: the kernel touches elements 0..8, which `v` has.
     unsafe { library.run(0, &pointers, &[], [0, 0, 0], [1, 1, 1]) }.unwrap();
     assert_eq!(v, [4.0, 9.0, 16.0, -1.0, 5.0, 7.0, 9.0, 353.0]);

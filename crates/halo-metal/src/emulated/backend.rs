@@ -4,7 +4,7 @@
 //! Commands run while they are encoded, so the command buffer holds nothing to commit; Metal's
 //! ordering within a command buffer (everything before a barrier first) holds trivially.
 
-use super::host_compiler::{CompiledLibrary, HostCompiler, KernelEntry};
+use super::host_compiler::{BindingMemory, CompiledLibrary, HostCompiler, KernelEntry};
 use crate::backend::{check_grid, Backend, Dispatch, Encoder, Pipelines, Span, Threadgroups};
 use crate::executable_def::MetalExecutable;
 use halo_hal::{host_transfer, Allocator, Error, HeapAllocator, Result, ResultExt};
@@ -133,9 +133,12 @@ impl Encoder for EmulatedEncoder<'_> {
         check_grid(groups, export.threadgroup_size)?;
         let bindings = (dispatch.bindings.iter().enumerate())
             .map(|(ordinal, span)| {
-                let (pointer, _) =
+                let (pointer, length) =
                     (span.buffer.host_range(span.offset, span.length)).with_context(|| format!("binding {ordinal}"))?;
-                Ok(pointer.as_ptr().cast::<c_void>())
+                Ok(BindingMemory {
+                    start: pointer.as_ptr().cast::<c_void>(),
+                    length,
+                })
             })
             .collect::<Result<Vec<_>>>()?;
         let run = GroupRun {
@@ -149,6 +152,7 @@ impl Encoder for EmulatedEncoder<'_> {
         self.backend
             .threads
             .install(|| (0..total).into_par_iter().try_for_each(|index| run.group(index)))
+            .with_context(|| format!("running export {} on the emulated Metal device", dispatch.export))
     }
 
     fn fill(&mut self, target: Span<'_>, pattern: &[u8]) -> Result<()> {
@@ -189,7 +193,7 @@ fn read_threadgroup_count(span: Span<'_>) -> Result<[u32; 3]> {
 struct GroupRun<'a> {
     library: &'a CompiledLibrary,
     entry: usize,
-    bindings: Vec<*mut c_void>,
+    bindings: Vec<BindingMemory>,
     constants: &'a [u32],
     groups: [u32; 3],
 }
@@ -203,12 +207,9 @@ impl GroupRun<'_> {
     fn group(&self, index: u64) -> Result<()> {
         let [x, y, _] = self.groups.map(u64::from);
         let group = [index % x, index / x % y, index / (x * y)].map(|g| g as u32);
-        // SAFETY: each pointer is the start of its binding's range in host memory, alive for the
-        // dispatch, and the constants are as many as the export declares (the command buffer
-        // checked both when recorded and submitted).
-        unsafe {
-            self.library
-                .run(self.entry, &self.bindings, self.constants, group, self.groups)
-        }
+        // SAFETY: each binding is its range of host memory, alive for the dispatch (the command
+        // buffer checked the ranges when recorded and submitted).
+        let run = unsafe { (self.library).run(self.entry, &self.bindings, self.constants, group, self.groups) };
+        run.with_context(|| format!("running threadgroup {group:?}"))
     }
 }

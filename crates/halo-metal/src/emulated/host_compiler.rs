@@ -3,7 +3,11 @@
 //! one C entry per export that runs every thread of one threadgroup.
 //!
 //! Trust: the MSL becomes host code and runs in this process, so a program on the emulated
-//! device is only as safe as its origin (as with `system-elf-*` CPU executables).
+//! device is only as safe as its origin (as with `system-elf-*` CPU executables). What the
+//! dispatch decides is contained: every element of a binding's runtime array (the form
+//! SPIRV-Cross gives every IREE binding) is checked against the dispatch's bindings
+//! (`binding_checks.c`), so a grid larger than the kernel's or a binding shorter than it reads
+//! ends in an error instead of touching other memory.
 //!
 //! The threads of a threadgroup run one after another, which is exact for kernels that never
 //! wait for each other. Kernels with threadgroup barriers or simd-group operations run their
@@ -32,6 +36,9 @@ pub const CLANG_ENV: &str = "HALO_METAL_CLANG";
 /// The scheduler of lockstep threads.
 const THREADGROUP_FIBERS: &str = include_str!("threadgroup_fibers.c");
 
+/// The checks of binding accesses, linked with every library.
+const BINDING_CHECKS: &str = include_str!("binding_checks.c");
+
 /// What in MSL needs the threads of a threadgroup run in lockstep.
 const LOCKSTEP_OPERATIONS: [&str; 3] = ["threadgroup_barrier", "simdgroup_barrier", "simd_"];
 
@@ -51,10 +58,26 @@ pub struct KernelEntry<'a> {
     pub threadgroup_size: [u32; 3],
 }
 
-/// The C signature of a compiled entry: the binding pointers (by HAL ordinal), the 32-bit push
-/// constants, the threadgroup's position in the grid and the grid's size in threadgroups; 0, or
-/// 1 when the threads' stacks could not be allocated.
-type EntryFn = unsafe extern "C" fn(*const *mut c_void, *const u32, *const u32, *const u32) -> i32;
+/// The C signature of a compiled entry: the bindings (by HAL ordinal) and their count, the
+/// 32-bit push constants, the threadgroup's position in the grid, the grid's size in
+/// threadgroups, and where to put the first access outside the bindings (address and size);
+/// 0, 1 when the threads' stacks could not be allocated, 2 after an access outside the bindings.
+type EntryFn =
+    unsafe extern "C" fn(*const BindingMemory, u32, *const u32, *const u32, *const u32, *mut [usize; 2]) -> i32;
+
+/// The memory of one binding as a compiled entry takes it (`struct halo_binding`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct BindingMemory {
+    /// Its first byte.
+    pub start: *mut c_void,
+    /// Its length in bytes.
+    pub length: usize,
+}
+
+/// The most push constants a dispatch passes (IREE's limit); entries always read this many, the
+/// ones past a dispatch's own being zero.
+pub const MAX_PUSH_CONSTANTS: usize = 64;
 
 /// A clang that compiles C++ for OpenCL for the host.
 #[derive(Debug, Clone)]
@@ -99,10 +122,13 @@ impl HostCompiler {
     pub fn compile(&self, source: &str, entries: &[KernelEntry<'_>]) -> Result<CompiledLibrary> {
         entries.iter().try_for_each(check_entry)?;
         let lockstep = LOCKSTEP_OPERATIONS.iter().any(|op| source.contains(op));
-        let mut program = msl_rewrite::vector_literals(&msl_rewrite::float_literals(source));
+        let mut program =
+            msl_rewrite::checked_binding_arrays(&msl_rewrite::vector_literals(&msl_rewrite::float_literals(source)));
         let mut wrappers = String::new();
+        let mut binding_counts = Vec::with_capacity(entries.len());
         for (ordinal, entry) in entries.iter().enumerate() {
             let params = kernel_signature::read(&program, entry.entry_point)?;
+            binding_counts.push(binding_count(&params));
             let (hoisted, variables) = msl_rewrite::hoist_threadgroup_variables(&program, entry.entry_point);
             program = hoisted;
             wrappers.push_str(&wrapper(ordinal, entry, &params, &variables, lockstep));
@@ -121,6 +147,7 @@ impl HostCompiler {
             .map_err(|e| Error::unavailable(format!("cannot write to {}: {e}", dir.0.display())))?;
         write("simd/simd.h", "#pragma once\n")?;
         write("library.metal", &program)?;
+        write("binding_checks.c", BINDING_CHECKS)?;
         if lockstep {
             write("threadgroup.c", &thread_table(entries.len()))?;
         }
@@ -131,12 +158,12 @@ impl HostCompiler {
         // symbol is bound now, so a missing one fails here rather than in a call.
         let library = unsafe { Library::open(Some(&object), RTLD_NOW | RTLD_LOCAL) }
             .map_err(|e| Error::internal(format!("cannot load the compiled MSL library: {e}")))?;
-        let functions = (0..entries.len())
-            .map(|ordinal| {
+        let functions = (binding_counts.into_iter().enumerate())
+            .map(|(ordinal, bindings)| {
                 let name = format!("halo_entry_{ordinal}\0");
                 // SAFETY: `halo_entry_N` is defined by `wrapper` with exactly `EntryFn`'s signature.
                 unsafe { library.get::<EntryFn>(name.as_bytes()) }
-                    .map(|symbol| *symbol)
+                    .map(|symbol| (*symbol, bindings))
                     .map_err(|e| Error::internal(format!("compiled MSL library lacks entry {ordinal}: {e}")))
             })
             .collect::<Result<Vec<_>>>()?;
@@ -163,9 +190,11 @@ impl HostCompiler {
             ])
             .arg("-I")
             .arg(dir)
-            .arg(dir.join("library.metal"));
+            .arg(dir.join("library.metal"))
+            .args(["-x", "c"])
+            .arg(dir.join("binding_checks.c"));
         if lockstep {
-            command.args(["-x", "c"]).arg(dir.join("threadgroup.c"));
+            command.arg(dir.join("threadgroup.c"));
         }
         let output = command
             .arg("-o")
@@ -210,6 +239,17 @@ fn check_entry(entry: &KernelEntry<'_>) -> Result<()> {
     Ok(())
 }
 
+/// One past the highest binding ordinal the kernel's argument buffer names.
+fn binding_count(params: &[Param]) -> usize {
+    (params.iter())
+        .filter_map(|param| match param {
+            Param::ArgumentBuffer { members, .. } => members.iter().map(|&(_, id)| id as usize + 1).max(),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 /// The C of the fiber scheduler and its table of thread functions, one per entry.
 fn thread_table(entries: usize) -> String {
     let mut text = String::from(THREADGROUP_FIBERS);
@@ -250,7 +290,7 @@ fn wrapper(
                 for (member, id) in members {
                     let _ = writeln!(
                         setup,
-                        "    c.args.{member} = (decltype(c.args.{member}))bindings[{id}];"
+                        "    c.args.{member} = (decltype(c.args.{member}))bindings[{id}].start;"
                     );
                 }
                 format!("*(__constant {type_name}*)(__SIZE_TYPE__)&c.args")
@@ -273,9 +313,9 @@ fn wrapper(
         ));
     }
     let run = if lockstep {
-        format!("    return halo_run_group((__SIZE_TYPE__)&c, {threads}u, {ordinal}u);")
+        format!("    int status = halo_run_group((__SIZE_TYPE__)&c, {threads}u, {ordinal}u);")
     } else {
-        format!("    for (uint i = 0; i < {threads}u; ++i) halo_thread_{ordinal}((__SIZE_TYPE__)&c, i);\n    return 0;")
+        format!("    for (uint i = 0; i < {threads}u; ++i) halo_thread_{ordinal}((__SIZE_TYPE__)&c, i);\n    int status = 0;")
     };
     format!(
         "{context}    const uint* constants;\n    const uint* group;\n    const uint* groups;\n}};\n\n\
@@ -283,10 +323,12 @@ fn wrapper(
          \x20   halo_context_{ordinal}& c = *(halo_context_{ordinal}*)context;\n\
          \x20   uint x = index % {sx}u, y = index / {sx}u % {sy}u, z = index / ({sx}u * {sy}u);\n\
          \x20   {}({});\n}}\n\n\
-         extern \"C\" int halo_entry_{ordinal}(void* const* bindings, const uint* constants, const uint* group, \
-         const uint* groups) {{\n\
+         extern \"C\" int halo_entry_{ordinal}(const halo_binding* bindings, uint binding_count, const uint* constants, \
+         const uint* group, const uint* groups, __SIZE_TYPE__* stray) {{\n\
          \x20   halo_context_{ordinal} c;\n{setup}\
-         \x20   c.constants = constants;\n    c.group = group;\n    c.groups = groups;\n{run}\n}}\n",
+         \x20   c.constants = constants;\n    c.group = group;\n    c.groups = groups;\n\
+         \x20   halo_bindings_enter(bindings, binding_count);\n{run}\n\
+         \x20   int strayed = halo_bindings_leave(stray);\n    return status ? status : strayed ? 2 : 0;\n}}\n",
         entry.entry_point,
         arguments.join(", ")
     )
@@ -313,7 +355,8 @@ fn builtin_argument(builtin: Builtin, [sx, sy, sz]: [u32; 3]) -> String {
 /// Threading: entries may run on many threads at once (each threadgroup on one).
 #[derive(Debug)]
 pub struct CompiledLibrary {
-    functions: Vec<EntryFn>,
+    /// Each entry with the number of bindings it reads (one past its highest `[[id(n)]]`).
+    functions: Vec<(EntryFn, usize)>,
     // Last, so the code is unloaded after nothing can call it.
     _library: Library,
 }
@@ -322,39 +365,89 @@ impl CompiledLibrary {
     /// Runs every thread of threadgroup `group` of a grid of `groups` threadgroups of export
     /// `export`.
     ///
+    /// Accesses to the bindings' runtime arrays are contained: an element outside every binding
+    /// reads as zero and is not written, and the call ends in an error naming it.
+    ///
     /// # Errors
-    /// `InvalidArgument` for an export the library was not compiled with; `ResourceExhausted`
-    /// when the threads of a lockstep threadgroup get no stacks.
+    /// `InvalidArgument` for an export the library was not compiled with, fewer bindings than
+    /// the kernel reads or more than [`MAX_PUSH_CONSTANTS`] constants; `ResourceExhausted` when
+    /// the threads of a lockstep threadgroup get no stacks; `OutOfRange` naming the first access
+    /// outside the bindings.
     ///
     /// # Safety
-    /// `bindings` must hold, at each HAL binding ordinal the kernel uses, a pointer to memory as
-    /// large as the kernel reads and writes there, valid and not otherwise used for the call;
-    /// `constants` must hold every push constant the kernel reads. The emulated device does not
-    /// contain out-of-range accesses yet.
+    /// Each binding must be valid memory of its length, not otherwise used for the call.
     pub unsafe fn run(
         &self,
         export: usize,
-        bindings: &[*mut c_void],
+        bindings: &[BindingMemory],
         constants: &[u32],
         group: [u32; 3],
         groups: [u32; 3],
     ) -> Result<()> {
-        let function = self.functions.get(export).ok_or_else(|| {
+        let &(function, needed) = self.functions.get(export).ok_or_else(|| {
             Error::invalid_argument(format!(
                 "export {export} of a library of {} exports",
                 self.functions.len()
             ))
         })?;
-        // SAFETY: the entry reads the binding pointers and constants the caller vouched for, and
-        // the three-word positions, which live for the call.
-        let status = unsafe { function(bindings.as_ptr(), constants.as_ptr(), group.as_ptr(), groups.as_ptr()) };
-        if status != 0 {
-            return Err(Error::resource_exhausted(
-                "no memory for the stacks of a threadgroup's threads on the emulated Metal device",
-            ));
+        if bindings.len() < needed {
+            return Err(Error::invalid_argument(format!(
+                "export {export} reads {needed} bindings; {} were given",
+                bindings.len()
+            )));
         }
-        Ok(())
+        // The kernel reads its push constant struct whole, whatever the dispatch passed.
+        let mut padded = [0u32; MAX_PUSH_CONSTANTS];
+        padded
+            .get_mut(..constants.len())
+            .ok_or_else(|| {
+                Error::invalid_argument(format!(
+                    "{} push constants; a dispatch passes at most {MAX_PUSH_CONSTANTS}",
+                    constants.len()
+                ))
+            })?
+            .copy_from_slice(constants);
+        let mut stray = [0usize; 2];
+        // SAFETY: the entry reads the bindings the caller vouched for (at most `needed` of them,
+        // each access checked against all), the padded constants and the three-word positions,
+        // which live for the call, and writes `stray`.
+        let status = unsafe {
+            function(
+                bindings.as_ptr(),
+                bindings.len() as u32,
+                padded.as_ptr(),
+                group.as_ptr(),
+                groups.as_ptr(),
+                &mut stray,
+            )
+        };
+        match status {
+            0 => Ok(()),
+            2 => Err(stray_access_error(bindings, stray)),
+            _ => Err(Error::resource_exhausted(
+                "no memory for the stacks of a threadgroup's threads on the emulated Metal device",
+            )),
+        }
     }
+}
+
+/// The error for an access to `[address, address + size)` outside `bindings`, placed relative to
+/// the binding that starts nearest below it.
+fn stray_access_error(bindings: &[BindingMemory], [address, size]: [usize; 2]) -> Error {
+    let nearest = (bindings.iter().enumerate())
+        .filter(|(_, binding)| binding.start as usize <= address)
+        .max_by_key(|(_, binding)| binding.start as usize);
+    let place = match nearest {
+        Some((ordinal, binding)) => format!(
+            "at byte {} of binding {ordinal}, which holds {} bytes",
+            address - binding.start as usize,
+            binding.length
+        ),
+        None => format!("at address {address:#x}, below every binding"),
+    };
+    Error::out_of_range(format!(
+        "an access of {size} bytes {place}: outside the dispatch's bindings (read as zero, not written)"
+    ))
 }
 
 /// A fresh directory in the temporary directory, removed on drop (a loaded library stays

@@ -228,3 +228,30 @@ inline T as_type(U value) {
     return __builtin_bit_cast(T, value);
 }
 }  // namespace metal
+
+// A binding's runtime array (`T _m0[1]` in the struct a `[[id(n)]]` member points to, rewritten
+// by halo): each element is checked against the dispatch's bindings (binding_checks.c), so an
+// index past a binding reads zero and writes nowhere, and the dispatch fails naming the access.
+struct halo_binding {
+    __SIZE_TYPE__ start, length;
+};
+extern "C" void halo_bindings_enter(const halo_binding* bindings, uint count);
+extern "C" int halo_bindings_leave(__SIZE_TYPE__* stray);
+extern "C" __SIZE_TYPE__ halo_binding_element(__SIZE_TYPE__ address, __SIZE_TYPE__ size);
+template <typename T>
+struct halo_binding_array {
+    static_assert(sizeof(T) <= 256, "binding elements are at most 256 bytes on the emulated Metal device");
+    T first;
+    template <typename I>
+    __global T& operator[](I index) __global {
+        return *(__global T*)halo_binding_element(halo_element(index), sizeof(T));
+    }
+    template <typename I>
+    const __global T& operator[](I index) const __global {
+        return *(const __global T*)halo_binding_element(halo_element(index), sizeof(T));
+    }
+    template <typename I>
+    __SIZE_TYPE__ halo_element(I index) const __global {
+        return (__SIZE_TYPE__)this + (__SIZE_TYPE__)(__PTRDIFF_TYPE__)index * sizeof(T);
+    }
+};

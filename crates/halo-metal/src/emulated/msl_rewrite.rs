@@ -6,7 +6,10 @@
 //! - a kernel's `threadgroup` variables, which C++ for OpenCL allows only in real kernels, become
 //!   reference parameters of the kernel ([`ThreadgroupVariable`]): the entry that runs the
 //!   threadgroup's threads owns their storage, so every thread of one threadgroup sees the same
-//!   variable and each threadgroup its own.
+//!   variable and each threadgroup its own;
+//! - the runtime array of each struct a binding points to (`float _m0[1];`) becomes a
+//!   `halo_binding_array<float>`, whose elements are checked against the dispatch's bindings
+//!   ([`checked_binding_arrays`]).
 
 /// A `threadgroup` variable moved out of a kernel's body.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,6 +163,40 @@ pub fn hoist_threadgroup_variables(source: &str, entry_point: &str) -> (String, 
     (rewritten, variables)
 }
 
+/// `source` with the runtime arrays of the structs that argument buffers point to made checked
+/// arrays: every `T name[1];` member of a struct named by a `device T*` member with an
+/// `[[id(n)]]` attribute.
+pub fn checked_binding_arrays(source: &str) -> String {
+    let mut bound_types: Vec<&str> = source
+        .lines()
+        .filter_map(|line| {
+            line.split_once("[[id(")?
+                .0
+                .split_whitespace()
+                .find_map(|t| t.strip_suffix('*'))
+        })
+        .collect();
+    bound_types.sort_unstable();
+    bound_types.dedup();
+    let mut out = String::with_capacity(source.len() + 64 * bound_types.len());
+    let mut in_bound_struct = false;
+    for line in source.split_inclusive('\n') {
+        if let Some(name) = line.strip_prefix("struct ") {
+            in_bound_struct = bound_types.contains(&name.trim_end());
+        } else if line.starts_with("};") {
+            in_bound_struct = false;
+        }
+        match line.trim_end().strip_suffix("[1];").filter(|_| in_bound_struct) {
+            Some(member) => match member.trim_start().rsplit_once(' ') {
+                Some((element, name)) => out.push_str(&format!("    halo_binding_array<{element}> {name};\n")),
+                None => out.push_str(line),
+            },
+            None => out.push_str(line),
+        }
+    }
+    out
+}
+
 /// `    threadgroup T name[dims];` (four spaces: the kernel body's top level).
 fn parse_declaration(line: &str) -> Option<ThreadgroupVariable> {
     let declaration = line.strip_prefix("    threadgroup ")?.trim_end().strip_suffix(';')?;
@@ -197,6 +234,16 @@ mod tests {
         assert_eq!(
             float_literals("x = 0.0 + 1.5e-38 * y2.x + 3u + 0.5f + 2.0h + 7 + 1e5 + 0x1f + _m0[1]; a.5"),
             "x = 0.0f + 1.5e-38f * y2.x + 3u + 0.5f + 2.0h + 7 + 1e5f + 0x1f + _m0[1]; a.5"
+        );
+    }
+
+    #[test]
+    fn the_runtime_arrays_bindings_point_to_become_checked() {
+        let source = "struct _7\n{\n    float4 _m0[1];\n};\n\nstruct _9\n{\n    uint _m0[1];\n};\n\nstruct spvDescriptorSetBuffer0\n{\n    device _7* a [[id(0)]];\n    const device _7* b [[id(1)]];\n};\n";
+        assert_eq!(
+            checked_binding_arrays(source),
+            source.replace("    float4 _m0[1];", "    halo_binding_array<float4> _m0;"),
+            "_9 is no binding's, so it keeps its array"
         );
     }
 
