@@ -1,10 +1,13 @@
 //! The `metal` driver and its devices.
 //!
-//! `metal://emulated?threads=N`: the emulated device, on every host. Its kernels are IREE's MSL
-//! compiled by clang (`HALO_METAL_CLANG`, else `clang` on `PATH`), its threadgroups run on `N`
-//! host threads (default: one per host CPU). Without clang the device is `Unavailable`, saying
-//! what to install. Apple GPUs come with the Apple backend.
+//! - `metal://default` (macOS): the system's default GPU, through the Apple backend; first, so
+//!   `metal://` picks it on a Mac.
+//! - `metal://emulated?threads=N`: the emulated device, on every host. Its kernels are IREE's MSL
+//!   compiled by clang (`HALO_METAL_CLANG`, else `clang` on `PATH`), its threadgroups run on `N`
+//!   host threads (default: one per host CPU). Without clang the device is `Unavailable`,
+//!   saying what to install.
 
+use crate::backend::Backend;
 use crate::device::MetalDevice;
 use crate::emulated::backend::EmulatedBackend;
 use crate::emulated::host_compiler::HostCompiler;
@@ -19,18 +22,55 @@ pub const DRIVER_NAME: &str = "metal";
 /// The most host threads the emulated device takes.
 const MAX_THREADS: usize = 256;
 
+impl MetalDriver {
+    #[cfg(target_os = "macos")]
+    fn apple_backend() -> Result<Arc<dyn Backend>> {
+        Ok(Arc::new(crate::apple::AppleBackend::system_default()?))
+    }
+
+    #[cfg(not(target_os = "macos"))]
+    fn apple_backend() -> Result<Arc<dyn Backend>> {
+        Err(halo_hal::Error::unavailable("Metal GPUs are reached on macOS only"))
+    }
+}
+
 /// Creates Metal devices.
 #[derive(Default)]
 pub struct MetalDriver;
 
+/// The path of the emulated device.
+const EMULATED: &str = "emulated";
+
+/// The path of the system's default GPU (macOS).
+#[cfg(target_os = "macos")]
+const APPLE_DEFAULT: &str = "default";
+
 impl MetalDriver {
-    fn devices() -> Vec<DeviceInfo> {
-        vec![DeviceInfo {
-            id: 0,
-            path: "emulated".into(),
-            name: "emulated Metal device (MSL compiled by clang, run on host threads)".into(),
-            details: vec![("executable formats".into(), crate::executable_def::FORMAT.into())],
-        }]
+    /// The devices there are here: the system's GPU (macOS), then the emulated device where clang
+    /// is found. `Unavailable` when there is neither.
+    fn devices() -> Result<Vec<DeviceInfo>> {
+        let mut devices = Vec::new();
+        #[cfg(target_os = "macos")]
+        if let Ok(gpu) = crate::apple::AppleBackend::system_default() {
+            devices.push(DeviceInfo {
+                id: 0,
+                path: APPLE_DEFAULT.into(),
+                name: gpu.name(),
+                details: vec![("executable formats".into(), crate::executable_def::FORMAT.into())],
+            });
+        }
+        match HostCompiler::locate() {
+            Ok(_) => devices.push(DeviceInfo {
+                id: devices.len() as u64,
+                path: EMULATED.into(),
+                name: "emulated Metal device (MSL compiled by clang, run on host threads)".into(),
+                details: vec![("executable formats".into(), crate::executable_def::FORMAT.into())],
+            }),
+            // `halo devices` then says why there is none.
+            Err(error) if devices.is_empty() => return Err(error),
+            Err(_) => {}
+        }
+        Ok(devices)
     }
 }
 
@@ -40,19 +80,25 @@ impl Driver for MetalDriver {
     }
 
     fn enumerate_devices(&self) -> Result<Vec<DeviceInfo>> {
-        // The emulated device is there only where it can compile; `halo devices` then says why not.
-        HostCompiler::locate()?;
-        Ok(Self::devices())
+        Self::devices()
     }
 
     fn create_device(&self, path: &str, params: &DeviceParams) -> Result<Arc<dyn Device>> {
-        let info = select_device(DRIVER_NAME, &Self::devices(), path)?.clone();
+        let info = select_device(DRIVER_NAME, &Self::devices()?, path)?.clone();
         let mut params = ParamReader::new(DRIVER_NAME, params);
-        let threads = params.number("threads", 1..=MAX_THREADS)?;
+        let threads = if info.path == EMULATED {
+            params.number("threads", 1..=MAX_THREADS)?
+        } else {
+            None
+        };
         let transient = TransientPoolOptions::read(&mut params)?;
         params.finish()?;
-        let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
-        let backend = EmulatedBackend::new(HostCompiler::locate()?, threads)?;
-        Ok(Arc::new(MetalDevice::new(info, Arc::new(backend), transient)))
+        let backend: Arc<dyn Backend> = if info.path == EMULATED {
+            let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+            Arc::new(EmulatedBackend::new(HostCompiler::locate()?, threads)?)
+        } else {
+            Self::apple_backend()?
+        };
+        Ok(Arc::new(MetalDevice::new(info, backend, transient)))
     }
 }

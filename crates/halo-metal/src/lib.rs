@@ -10,12 +10,14 @@
 //!   `[[id(n)]]` members and the push constants beside them, fills, updates and copies as blits;
 //! - buffers come from the backend's allocator; semaphores are host timelines.
 //!
-//! Backends ([`backend::Backend`]): [`emulated`], which compiles the MSL for the host with clang
-//! and runs its threadgroups on host threads (`metal://emulated`). The Apple backend over
-//! `objc2-metal` comes next.
+//! Backends ([`backend::Backend`]): `apple` (macOS only), the system's GPU through `objc2-metal`
+//! (`metal://default`); and [`emulated`], which compiles the MSL for the host with clang and runs
+//! its threadgroups on host threads (`metal://emulated`, on every host).
 #![warn(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks, unsafe_op_in_unsafe_fn)]
 
+#[cfg(target_os = "macos")]
+pub mod apple;
 pub mod backend;
 mod command_buffer;
 pub mod device;

@@ -93,7 +93,14 @@ impl HostCompiler {
     /// `Unavailable` saying what was looked for.
     pub fn locate() -> Result<Self> {
         if let Some(clang) = std::env::var_os(CLANG_ENV).filter(|c| !c.is_empty()) {
-            return Ok(HostCompiler { clang: clang.into() });
+            let clang = PathBuf::from(clang);
+            if !clang.is_file() {
+                return Err(Error::unavailable(format!(
+                    "{CLANG_ENV} names {}, which is not a file",
+                    clang.display()
+                )));
+            }
+            return Ok(HostCompiler { clang });
         }
         let names = [
             "clang", "clang-19", "clang-18", "clang-17", "clang-16", "clang-15", "clang-14",
