@@ -1,11 +1,10 @@
 //! The `metal` driver and its devices.
 //!
-//! - `metal://default` (macOS): the system's default GPU, through the Apple backend; first, so
-//!   `metal://` picks it on a Mac.
+//! - `metal://0`, or `metal://` (macOS): the system's default GPU, through the Apple backend.
 //! - `metal://emulated?threads=N`: the emulated device, on every host. Its kernels are IREE's MSL
 //!   compiled by clang (`HALO_METAL_CLANG`, else `clang` on `PATH`), its threadgroups run on `N`
 //!   host threads (default: one per host CPU). Without clang the device is `Unavailable`,
-//!   saying what to install.
+//!   saying what to install. It is chosen only by name, never as `metal://`.
 
 use crate::backend::Backend;
 use crate::device::MetalDevice;
@@ -43,7 +42,7 @@ const EMULATED: &str = "emulated";
 
 /// The path of the system's default GPU (macOS).
 #[cfg(target_os = "macos")]
-const APPLE_DEFAULT: &str = "default";
+const APPLE_DEFAULT: &str = "0";
 
 impl MetalDriver {
     /// The devices there are here: the system's GPU (macOS), then the emulated device where clang
@@ -72,6 +71,28 @@ impl MetalDriver {
         }
         Ok(devices)
     }
+
+    /// The device `path` names among `devices`: the emulated device by its name only, a GPU by
+    /// ordinal (`metal://0`, or `metal://` for the first).
+    fn select(devices: &[DeviceInfo], path: &str) -> Result<DeviceInfo> {
+        let (emulated, gpus): (Vec<DeviceInfo>, Vec<DeviceInfo>) =
+            devices.iter().cloned().partition(|device| device.path == EMULATED);
+        if path == EMULATED {
+            return match emulated.into_iter().next() {
+                Some(device) => Ok(device),
+                None => Err(HostCompiler::locate()
+                    .err()
+                    .unwrap_or_else(|| halo_hal::Error::unavailable("the emulated Metal device is not available"))),
+            };
+        }
+        if gpus.is_empty() {
+            return Err(halo_hal::Error::not_found(format!(
+                "no Metal GPU here for 'metal://{path}' (Metal GPUs are reached on macOS); the emulated device is \
+                 chosen only by name: metal://{EMULATED}"
+            )));
+        }
+        select_device(DRIVER_NAME, &gpus, path).cloned()
+    }
 }
 
 impl Driver for MetalDriver {
@@ -84,7 +105,7 @@ impl Driver for MetalDriver {
     }
 
     fn create_device(&self, path: &str, params: &DeviceParams) -> Result<Arc<dyn Device>> {
-        let info = select_device(DRIVER_NAME, &Self::devices()?, path)?.clone();
+        let info = Self::select(&Self::devices()?, path)?;
         let mut params = ParamReader::new(DRIVER_NAME, params);
         let threads = if info.path == EMULATED {
             params.number("threads", 1..=MAX_THREADS)?

@@ -11,7 +11,7 @@
 //! - buffers come from the backend's allocator; semaphores are host timelines.
 //!
 //! Backends ([`backend::Backend`]): `apple` (macOS only), the system's GPU through `objc2-metal`
-//! (`metal://default`); and [`emulated`], which compiles the MSL for the host with clang and runs
+//! (`metal://0`); and [`emulated`], which compiles the MSL for the host with clang and runs
 //! its threadgroups on host threads (`metal://emulated`, on every host).
 #![warn(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks, unsafe_op_in_unsafe_fn)]

@@ -3,6 +3,8 @@
 //! dispatches (`fixtures/executables/*.expected`).
 
 use halo_hal::{HostTensor, StatusCode};
+use halo_metal::backend::Backend;
+use halo_metal::emulated::backend::EmulatedBackend;
 use halo_metal::emulated::host_compiler::{BindingMemory, HostCompiler, KernelEntry};
 use halo_metal::executable_def::decode;
 use std::path::{Path, PathBuf};
@@ -403,4 +405,65 @@ fn vector_math_works_lane_by_lane_on_three_element_vectors() {
     // SAFETY: the kernel touches elements 0..8, which `v` has.
     unsafe { library.run(0, &pointers, &[], [0, 0, 0], [1, 1, 1]) }.unwrap();
     assert_eq!(v, [4.0, 9.0, 16.0, -1.0, 5.0, 7.0, 9.0, 353.0]);
+}
+
+/// The argument buffer's members reach the bindings their `[[id(n)]]` names, whatever order they
+/// are declared in and with ordinals left out; the push constants arrive in their struct at
+/// `[[buffer(3)]]`, where IREE puts them; each threadgroup's threads get their positions from the
+/// export's threadgroup size.
+#[test]
+fn bindings_constants_and_positions_arrive_where_the_msl_declares_them() {
+    let test = "bindings_constants_and_positions_arrive_where_the_msl_declares_them";
+    let Some(compiler) = compiler_or_skip(test) else { return };
+    let source = "#include <metal_stdlib>\nusing namespace metal;\n\nstruct _c\n{\n    uint _m0[2];\n};\n\n\
+                  struct _b\n{\n    uint _m0[1];\n};\n\nstruct spvDescriptorSetBuffer0\n{\n    device _b* out_ [[id(2)]];\n    \
+                  device _b* in_ [[id(0)]];\n};\n\nkernel void k(constant spvDescriptorSetBuffer0& set [[buffer(0)]], \
+                  constant _c& pc [[buffer(3)]], uint3 g [[thread_position_in_grid]], uint3 n [[threadgroups_per_grid]])\n{\n    \
+                  uint i = g.y * (n.x * 4u) + g.x;\n    (*set.out_)._m0[i] = (*set.in_)._m0[i] * pc._m0[0] + pc._m0[1] + g.z * 1000u;\n}\n";
+    let entry = KernelEntry {
+        entry_point: "k",
+        threadgroup_size: [4, 2, 1],
+    };
+    let library = compiler.compile(source, &[entry]).unwrap();
+    let mut input: Vec<u32> = (0..16).collect();
+    let mut unused = [0xdead_beefu32];
+    let mut output = vec![0u32; 16];
+    let bindings = [memory(&mut input), memory(&mut unused), memory(&mut output)];
+    for x in 0..2 {
+        // SAFETY: the grid is 8x2 threads, one element of each 16-element binding apiece.
+        unsafe { library.run(0, &bindings, &[3, 5], [x, 0, 0], [2, 1, 1]) }.unwrap();
+    }
+    let want: Vec<u32> = (0..16).map(|i| i * 3 + 5).collect();
+    assert_eq!(output, want);
+    assert_eq!(unused, [0xdead_beef], "binding 1 is no member's");
+}
+
+/// A threadgroup of more threads than Metal allows, an entry point the MSL lacks, and a library
+/// with only a metallib are refused by name.
+#[test]
+fn impossible_kernels_are_refused_by_name() {
+    let Some(compiler) = compiler_or_skip("impossible_kernels_are_refused_by_name") else {
+        return;
+    };
+    let bytes = std::fs::read(fixtures().join("multi_export.metal-msl-fb.fb")).unwrap();
+    let mut executable = decode(&bytes).unwrap();
+    let source = executable.libraries[0].source.clone().unwrap();
+    let too_wide = KernelEntry {
+        entry_point: &executable.exports[0].entry_point,
+        threadgroup_size: [64, 32, 1],
+    };
+    let error = compiler.compile(&source, &[too_wide]).unwrap_err();
+    assert!(error.message().contains("threadgroup holds 1 to 1024"), "{error}");
+    let missing = KernelEntry {
+        entry_point: "not_there",
+        threadgroup_size: [1, 1, 1],
+    };
+    let error = compiler.compile(&source, &[missing]).unwrap_err();
+    assert!(error.message().contains("no kernel 'not_there'"), "{error}");
+    executable.libraries[0].source = None;
+    executable.libraries[0].metallib = Some(vec![0x4d, 0x54, 0x4c, 0x42]);
+    let backend = EmulatedBackend::new(compiler, 1).unwrap();
+    let error = backend.make_pipelines(&executable).err().unwrap();
+    assert_eq!(error.code(), StatusCode::Unimplemented, "{error}");
+    assert!(error.message().contains("holds only a precompiled metallib"), "{error}");
 }
