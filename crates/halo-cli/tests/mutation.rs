@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 const MUTANTS: usize = 300;
 /// Mutants of the Vulkan fixtures (each run compiles pipelines, so they are slower).
 const VULKAN_MUTANTS: usize = 400;
+/// Mutants of the Metal fixtures (each run that gets far compiles MSL with clang).
+const METAL_MUTANTS: usize = 150;
 /// How long one run may take before it counts as not finishing.
 const PATIENCE: Duration = Duration::from_secs(10);
 
@@ -60,6 +62,23 @@ fn cases() -> Vec<PathBuf> {
 
 /// Byte ranges of the ELF files embedded in a module: from each `\x7fELF` to the end of its
 /// section header table.
+/// Byte ranges of the MSL source texts in a Metal module (each to its terminating NUL).
+fn msl_ranges(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
+    const START: &[u8] = b"#include <metal_stdlib>";
+    let mut ranges = Vec::new();
+    let mut from = 0;
+    while let Some(at) = bytes[from..].windows(START.len()).position(|w| w == START) {
+        let start = from + at;
+        let end = bytes[start..]
+            .iter()
+            .position(|&b| b == 0)
+            .map_or(bytes.len(), |n| start + n);
+        ranges.push(start..end);
+        from = end;
+    }
+    ranges
+}
+
 fn elf_ranges(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
     let word = |at: usize, len: usize| -> Option<u64> {
         let field = bytes.get(at..at + len)?;
@@ -157,9 +176,13 @@ struct Campaign {
 }
 
 /// Runs `count` mutants of the modules that `module_of` gives each case, on `driver`, with
-/// embedded kernel libraries left alone.
+/// embedded kernel libraries and MSL sources left alone.
 fn campaign(cases: &[PathBuf], module_of: impl Fn(&Path) -> PathBuf, driver: &str, count: usize) -> Campaign {
-    let dir = std::env::temp_dir().join(format!("halo-mutants-{driver}-{}", std::process::id()));
+    let label: String = driver
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let dir = std::env::temp_dir().join(format!("halo-mutants-{label}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut found = Campaign {
         crashes: Vec::new(),
@@ -169,7 +192,7 @@ fn campaign(cases: &[PathBuf], module_of: impl Fn(&Path) -> PathBuf, driver: &st
     for mutant in 0..count {
         let flags = &cases[rng.below(cases.len())];
         let mut bytes = std::fs::read(module_of(flags)).unwrap();
-        let kernels = elf_ranges(&bytes);
+        let kernels: Vec<_> = elf_ranges(&bytes).into_iter().chain(msl_ranges(&bytes)).collect();
         let changes = 1 + rng.below(4);
         for _ in 0..changes {
             let at = rng.below(bytes.len());
@@ -224,6 +247,26 @@ fn mutated_vulkan_modules_never_crash_the_command_line() {
         .collect();
     assert!(cases.len() > 100, "found {} cases", cases.len());
     let found = campaign(&cases, vulkan_module, "vulkan", VULKAN_MUTANTS);
+    assert!(found.crashes.is_empty(), "{}", found.crashes.join("\n---\n"));
+}
+
+/// The Metal builds of the model fixtures (`fixtures/models/metal`) on the emulated device, their
+/// MSL left alone: it becomes host code, trusted as a system library's code is.
+#[test]
+fn mutated_metal_modules_never_crash_the_command_line() {
+    let test = "mutated_metal_modules_never_crash_the_command_line";
+    if !common::device_present("metal") {
+        println!("SKIPPED {test}: no Metal device (the emulated one needs clang)");
+        return;
+    }
+    let models = fixtures().join("models");
+    let metal_module = |flags: &Path| common::case_module(&models.join("metal"), flags);
+    let cases: Vec<PathBuf> = cases()
+        .into_iter()
+        .filter(|flags| flags.parent() == Some(models.as_path()) && metal_module(flags).exists())
+        .collect();
+    assert!(cases.len() > 90, "found {} cases", cases.len());
+    let found = campaign(&cases, metal_module, "metal://emulated", METAL_MUTANTS);
     assert!(found.crashes.is_empty(), "{}", found.crashes.join("\n---\n"));
 }
 
