@@ -96,7 +96,7 @@ impl Target {
                     .map(|capability| (capability, format!("device '{uri}' (CUDA device '{cuda_uri}')"))),
                 None => return ChipChoice::Unchanged,
             },
-            TargetKind::Cpu | TargetKind::Hip => return ChipChoice::Unchanged,
+            TargetKind::Cpu | TargetKind::Hip | TargetKind::Metal => return ChipChoice::Unchanged,
         };
         let ((major, minor), device) = match found {
             Ok(found) => found,

@@ -13,6 +13,8 @@ pub enum TargetKind {
     Cuda,
     /// `hip`: AMD code objects (HSACO).
     Hip,
+    /// `metal`: MSL source (`metal-msl-fb`), or a metallib where Apple's tools are installed.
+    Metal,
 }
 
 /// A CPU architecture programs are compiled for, by IREE's name for it (the suffix of its
@@ -105,10 +107,11 @@ impl Target {
             "vulkan" => TargetKind::Vulkan,
             "cuda" => TargetKind::Cuda,
             "hip" => TargetKind::Hip,
+            "metal" => TargetKind::Metal,
             _ => {
                 return Err(Error::invalid_argument(format!(
                     "halo compile has no target for device '{uri}'; \
-                     known drivers: local-task, local-sync, vulkan, cuda, hip"
+                     known drivers: local-task, local-sync, vulkan, cuda, hip, metal"
                 )))
             }
         };
@@ -118,6 +121,14 @@ impl Target {
             if !well_formed {
                 return Err(Error::invalid_argument(format!(
                     "target chip '{chip}' for device '{uri}' is not a chip name (e.g. host, x86-64-v2, sm_80, gfx942)"
+                )));
+            }
+        }
+        if let (TargetKind::Metal, Some(chip)) = (kind, chip) {
+            if !METAL_PLATFORMS.contains(&chip) {
+                return Err(Error::invalid_argument(format!(
+                    "target chip '{chip}' for device '{uri}' is not a Metal platform ({})",
+                    METAL_PLATFORMS.join(", ")
                 )));
             }
         }
@@ -197,6 +208,7 @@ impl Target {
             TargetKind::Vulkan => ("vulkan", "--iree-vulkan-target"),
             TargetKind::Cuda => ("cuda", "--iree-cuda-target"),
             TargetKind::Hip => ("hip", "--iree-rocm-target"),
+            TargetKind::Metal => ("metal", "--iree-metal-target-platform"),
         };
         let mut flags = vec![format!("--iree-hal-target-device={device}")];
         if self.kind == TargetKind::Cpu {
@@ -209,8 +221,25 @@ impl Target {
         } else if let Some(chip) = chip {
             flags.push(format!("{chip_flag}={chip}"));
         }
+        if self.kind == TargetKind::Metal && !metallib_tools_present() {
+            // Without Apple's tools iree-compile cannot make a metallib; the MSL source runs on
+            // the device (compiled when loaded) and on the emulated device alike.
+            flags.push("--iree-metal-compile-to-metallib=false".into());
+        }
         flags
     }
+}
+
+/// The Apple platforms `iree-compile` builds Metal programs for (`--target-chip` for `metal`).
+const METAL_PLATFORMS: [&str; 3] = ["macos", "ios", "ios-simulator"];
+
+/// Whether Apple's Metal compiler is installed, so that iree-compile can embed a metallib.
+fn metallib_tools_present() -> bool {
+    cfg!(target_os = "macos")
+        && std::process::Command::new("xcrun")
+            .args(["-sdk", "macosx", "--find", "metal"])
+            .output()
+            .is_ok_and(|output| output.status.success())
 }
 
 #[cfg(test)]
@@ -311,9 +340,27 @@ mod tests {
     }
 
     #[test]
+    fn metal_compiles_msl_source_where_apples_tools_are_missing() {
+        let metal = Target::for_device("metal://emulated", None).unwrap();
+        let flags = metal.flags();
+        assert_eq!(flags[0], "--iree-hal-target-device=metal");
+        let source_only = flags.contains(&"--iree-metal-compile-to-metallib=false".to_string());
+        assert_eq!(source_only, !metallib_tools_present(), "{flags:?}");
+        let ios = Target::for_device("metal", Some("ios")).unwrap();
+        assert!(ios.flags().contains(&"--iree-metal-target-platform=ios".to_string()));
+        let error = Target::for_device("metal", Some("m3")).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("not a Metal platform (macos, ios, ios-simulator)"),
+            "{error}"
+        );
+    }
+
+    #[test]
     fn unknown_devices_and_bad_chips_are_refused_by_name() {
-        let error = Target::for_device("metal://0", None).unwrap_err();
-        assert!(error.to_string().contains("'metal://0'"), "{error}");
+        let error = Target::for_device("webgpu://0", None).unwrap_err();
+        assert!(error.to_string().contains("'webgpu://0'"), "{error}");
         let error = Target::for_device("local-task", Some("host --iree-foo")).unwrap_err();
         assert!(error.to_string().contains("not a chip name"), "{error}");
         let error = Target::for_device("hip", None).unwrap_err();

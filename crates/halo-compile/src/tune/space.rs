@@ -84,7 +84,7 @@ pub fn variants(target: &Target) -> Vec<Variant> {
             ("o3", vec![O3]),
             ("o3-aggressive-fusion", vec![O3, AGGRESSIVE_FUSION]),
         ],
-        TargetKind::Cuda | TargetKind::Hip => vec![
+        TargetKind::Cuda | TargetKind::Hip | TargetKind::Metal => vec![
             ("iree-default", vec![]),
             ("o3", vec![O3]),
             ("o3-aggressive-fusion", vec![O3, AGGRESSIVE_FUSION]),
@@ -112,7 +112,7 @@ pub fn variants(target: &Target) -> Vec<Variant> {
             ],
         ),
         TargetKind::Vulkan => (vec![O3], &[("o3-keep-convolutions", GraphRewrite::None)]),
-        TargetKind::Cuda | TargetKind::Hip => (Vec::new(), &[]),
+        TargetKind::Cuda | TargetKind::Hip | TargetKind::Metal => (Vec::new(), &[]),
     };
     for &(name, graph_rewrite) in others {
         space.push(Variant {

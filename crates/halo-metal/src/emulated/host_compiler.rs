@@ -10,9 +10,13 @@
 //! ends in an error instead of touching other memory.
 //!
 //! The threads of a threadgroup run one after another, which is exact for kernels that never
-//! wait for each other. Kernels with threadgroup barriers or simd-group operations run their
-//! threads in lockstep instead, as fibers (`threadgroup_fibers.c`, linked in only then): each
-//! runs to its next barrier, and all go on once every running thread is there.
+//! wait for each other. Kernels with threadgroup barriers or simd-group operations, and kernels
+//! whose statements touch bindings one after another (where a GPU's lockstep simd-groups order
+//! what one thread writes before another reads it; `msl_rewrite::simd_lockstep_points`), run
+//! their threads in lockstep instead, as fibers (`threadgroup_fibers.c`, linked in only then):
+//! each runs to its next barrier, and all go on once every running thread is there. The
+//! lockstep points of the second kind hold the whole threadgroup, not only its simd-group: an
+//! order a GPU may also take, so a kernel right on a GPU is right here.
 
 use std::ffi::c_void;
 use std::fmt::Write as _;
@@ -128,7 +132,8 @@ impl HostCompiler {
     /// compile; `Unavailable` when clang cannot be run or the temporary files written.
     pub fn compile(&self, source: &str, entries: &[KernelEntry<'_>]) -> Result<CompiledLibrary> {
         entries.iter().try_for_each(check_entry)?;
-        let lockstep = LOCKSTEP_OPERATIONS.iter().any(|op| source.contains(op));
+        let explicit_lockstep = LOCKSTEP_OPERATIONS.iter().any(|op| source.contains(op));
+        let mut lockstep = explicit_lockstep;
         let mut program =
             msl_rewrite::checked_binding_arrays(&msl_rewrite::vector_literals(&msl_rewrite::float_literals(source)));
         let mut wrappers = String::new();
@@ -137,8 +142,12 @@ impl HostCompiler {
             let params = kernel_signature::read(&program, entry.entry_point)?;
             binding_counts.push(binding_count(&params));
             let (hoisted, variables) = msl_rewrite::hoist_threadgroup_variables(&program, entry.entry_point);
-            program = hoisted;
-            wrappers.push_str(&wrapper(ordinal, entry, &params, &variables, lockstep));
+            let (stepped, implicit_lockstep) =
+                msl_rewrite::simd_lockstep_points(&hoisted, entry.entry_point, &variables);
+            program = stepped;
+            let entry_lockstep = explicit_lockstep || implicit_lockstep;
+            lockstep |= entry_lockstep;
+            wrappers.push_str(&wrapper(ordinal, entry, &params, &variables, entry_lockstep));
         }
         if lockstep {
             program.push_str("\nextern \"C\" int halo_run_group(__SIZE_TYPE__ context, uint count, uint entry);\n");

@@ -7,6 +7,11 @@
 //!   reference parameters of the kernel ([`ThreadgroupVariable`]): the entry that runs the
 //!   threadgroup's threads owns their storage, so every thread of one threadgroup sees the same
 //!   variable and each threadgroup its own;
+//! - in a kernel's body, a barrier after each top-level statement that touches a binding and
+//!   is followed by more ([`simd_lockstep_points`]): a GPU runs a simd-group's threads in
+//!   lockstep, and IREE's kernels rely on it when a threadgroup is one simd-group (a
+//!   convolution zeroes its outputs in one loop and accumulates into them, from other threads,
+//!   in the next, with no barrier between);
 //! - the runtime array of each struct a binding points to (`float _m0[1];`) becomes a
 //!   `halo_binding_array<float>`, whose elements are checked against the dispatch's bindings
 //!   ([`checked_binding_arrays`]).
@@ -197,6 +202,71 @@ pub fn checked_binding_arrays(source: &str) -> String {
     out
 }
 
+/// Kernel `entry_point` in `source` with `halo_barrier();` after each top-level statement of its
+/// body that touches memory threads share (a binding, through `spvDescriptorSet`, or one of the
+/// `threadgroup` variables `shared`) and is not the body's last; and whether any was added (the
+/// kernel then runs its threads in lockstep).
+pub fn simd_lockstep_points(source: &str, entry_point: &str, shared: &[ThreadgroupVariable]) -> (String, bool) {
+    let header = format!("kernel void {entry_point}(");
+    let Some(body) = source
+        .find(&header)
+        .and_then(|start| source[start..].find("\n{\n").map(|at| start + at + 3))
+    else {
+        return (source.to_string(), false);
+    };
+    let bytes = source.as_bytes();
+    let (mut braces, mut parens) = (0i32, 0i32);
+    let mut statement_start = body;
+    let mut points = Vec::new();
+    let mut end = bytes.len();
+    for at in body..bytes.len() {
+        let statement_end = match bytes[at] {
+            b'(' => {
+                parens += 1;
+                false
+            }
+            b')' => {
+                parens -= 1;
+                false
+            }
+            b'{' => {
+                braces += 1;
+                false
+            }
+            b'}' if braces == 0 => {
+                end = at;
+                break;
+            }
+            b'}' => {
+                braces -= 1;
+                let next = source[at + 1..].trim_start();
+                braces == 0 && !next.starts_with("else") && !next.starts_with("while")
+            }
+            b';' => braces == 0 && parens == 0,
+            _ => false,
+        };
+        if statement_end {
+            let statement = &source[statement_start..=at];
+            if statement.contains("spvDescriptorSet") || shared.iter().any(|v| statement.contains(v.name.as_str())) {
+                points.push(at + 1);
+            }
+            statement_start = at + 1;
+        }
+    }
+    // A barrier after the last statement orders nothing.
+    let last_statement = source[..end].trim_end().len();
+    points.retain(|&point| point < last_statement);
+    let mut out = String::with_capacity(source.len() + 24 * points.len());
+    let mut copied = 0;
+    for &point in &points {
+        out.push_str(&source[copied..point]);
+        out.push_str("\n    halo_barrier();");
+        copied = point;
+    }
+    out.push_str(&source[copied..]);
+    (out, !points.is_empty())
+}
+
 /// `    threadgroup T name[dims];` (four spaces: the kernel body's top level).
 fn parse_declaration(line: &str) -> Option<ThreadgroupVariable> {
     let declaration = line.strip_prefix("    threadgroup ")?.trim_end().strip_suffix(';')?;
@@ -234,6 +304,31 @@ mod tests {
         assert_eq!(
             float_literals("x = 0.0 + 1.5e-38 * y2.x + 3u + 0.5f + 2.0h + 7 + 1e5 + 0x1f + _m0[1]; a.5"),
             "x = 0.0f + 1.5e-38f * y2.x + 3u + 0.5f + 2.0h + 7 + 1e5f + 0x1f + _m0[1]; a.5"
+        );
+    }
+
+    #[test]
+    fn statements_touching_bindings_are_followed_by_a_lockstep_point() {
+        let source = "kernel void k(constant A& spvDescriptorSet0 [[buffer(0)]])\n{\n    uint i = 3u;\n    for (;;)\n    {\n        \
+                      if (i < 2u)\n        {\n            (*spvDescriptorSet0.x)._m0[i] = 0.0;\n        }\n        else\n        \
+                      {\n            break;\n        }\n    }\n    if (i > 1u)\n    {\n        i = 2u;\n    }\n    else\n    {\n    \
+                      }\n    (*spvDescriptorSet0.x)._m0[i] += 1.0;\n}\n";
+        let (rewritten, added) = simd_lockstep_points(source, "k", &[]);
+        assert!(added);
+        assert_eq!(rewritten.matches("halo_barrier();").count(), 1, "{rewritten}");
+        assert!(
+            rewritten.contains("    }\n    halo_barrier();\n    if (i > 1u)"),
+            "{rewritten}"
+        );
+        let elementwise = "kernel void e(constant A& spvDescriptorSet0 [[buffer(0)]])\n{\n    uint i = 3u;\n    \
+                           (*spvDescriptorSet0.x)._m0[i] = 1.0;\n}\n";
+        assert_eq!(
+            simd_lockstep_points(elementwise, "e", &[]),
+            (elementwise.to_string(), false)
+        );
+        assert_eq!(
+            simd_lockstep_points(elementwise, "absent", &[]),
+            (elementwise.to_string(), false)
         );
     }
 
