@@ -501,6 +501,44 @@ fn a_model_compiled_for_vulkan_gives_onnxruntimes_answers() {
     assert_recorded_answers("shufflenet_v2", &vmfb, "vulkan");
 }
 
+/// `halo compile --device=metal` keeps IREE's convolutions (no graph rewrite): run with a GPU's
+/// lockstep simd-groups, as the emulated device runs them, they give onnxruntime's answers.
+/// SqueezeNet's kernels have threadgroups whose z they ignore and ShuffleNet's zero outputs in
+/// one loop that other threads accumulate into in the next; both broke an emulation that ran
+/// threads one after another.
+#[test]
+fn models_compiled_for_metal_give_onnxruntimes_answers_on_the_emulated_device() {
+    let test = "models_compiled_for_metal_give_onnxruntimes_answers_on_the_emulated_device";
+    let Some(compiler) = real_compiler(test) else { return };
+    if !common::device_present("metal") {
+        println!("skipped: {test}: no Metal device (the emulated one needs clang)");
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let fixtures = repo().join("fixtures/benchmark-models");
+    for model in ["squeezenet", "shufflenet_v2"] {
+        let vmfb = out.path().join(format!("{model}.vmfb"));
+        let onnx = fixtures.join(format!("{model}.onnx"));
+        let output = halo(
+            &[
+                "compile",
+                onnx.to_str().unwrap(),
+                "--device=metal://emulated",
+                "-o",
+                vmfb.to_str().unwrap(),
+            ],
+            &[("HALO_IREE_COMPILE", &compiler)],
+        );
+        let compiled = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        assert!(
+            compiled.contains("--iree-hal-target-device=metal") && !compiled.contains("graph rewrite"),
+            "{compiled}"
+        );
+        assert_recorded_answers(model, &vmfb, "metal://emulated");
+    }
+}
+
 /// Runs benchmark model `model`, compiled to `vmfb`, on `device` with its recorded input and
 /// asserts onnxruntime's recorded answers.
 fn assert_recorded_answers(model: &str, vmfb: &Path, device: &str) {

@@ -467,3 +467,29 @@ fn impossible_kernels_are_refused_by_name() {
     assert_eq!(error.code(), StatusCode::Unimplemented, "{error}");
     assert!(error.message().contains("holds only a precompiled metallib"), "{error}");
 }
+
+/// Threads that differ only in a dimension the kernel never reads do the same work: on a GPU
+/// they run in lockstep and their identical read-modify-writes land once, so the emulated
+/// device runs one of them (IREE gave a convolution threadgroups of 16x1x2 whose z it ignores).
+#[test]
+fn threads_a_kernel_cannot_tell_apart_accumulate_once() {
+    let Some(compiler) = compiler_or_skip("threads_a_kernel_cannot_tell_apart_accumulate_once") else {
+        return;
+    };
+    let source = "#include <metal_stdlib>\nusing namespace metal;\n\nstruct _b\n{\n    float _m0[1];\n};\n\n\
+                  struct spvDescriptorSetBuffer0\n{\n    device _b* in_ [[id(0)]];\n    device _b* out_ [[id(1)]];\n};\n\n\
+                  kernel void k(constant spvDescriptorSetBuffer0& s [[buffer(0)]], uint3 l [[thread_position_in_threadgroup]])\n{\n    \
+                  (*s.out_)._m0[l.x] = 0.0;\n    for (uint i = 0u; i < 4u; i++)\n    {\n        \
+                  (*s.out_)._m0[l.x] += (*s.in_)._m0[i] * float(l.x + 1u);\n    }\n}\n";
+    let entry = KernelEntry {
+        entry_point: "k",
+        threadgroup_size: [4, 1, 2],
+    };
+    let library = compiler.compile(source, &[entry]).unwrap();
+    let mut input = [1.0f32, 2.0, 3.0, 4.0];
+    let mut output = [0f32; 4];
+    let bindings = [memory(&mut input), memory(&mut output)];
+    // SAFETY: each thread touches elements 0..4 of the two 4-element bindings.
+    unsafe { library.run(0, &bindings, &[], [0, 0, 0], [1, 1, 1]) }.unwrap();
+    assert_eq!(output, [10.0, 20.0, 30.0, 40.0]);
+}

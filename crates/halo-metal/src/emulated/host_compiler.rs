@@ -34,6 +34,10 @@ use crate::executable_def::MAX_THREADS_PER_THREADGROUP;
 /// halo's `<metal_stdlib>`.
 const METAL_STDLIB: &str = include_str!("metal_stdlib.h");
 
+/// The environment variable that keeps each library's generated C++ and C (for seeing what the
+/// emulated device compiled); its folder is printed.
+pub const KEEP_SOURCES_ENV: &str = "HALO_METAL_KEEP_SOURCES";
+
 /// The environment variable naming the clang to use.
 pub const CLANG_ENV: &str = "HALO_METAL_CLANG";
 
@@ -134,8 +138,8 @@ impl HostCompiler {
         entries.iter().try_for_each(check_entry)?;
         let explicit_lockstep = LOCKSTEP_OPERATIONS.iter().any(|op| source.contains(op));
         let mut lockstep = explicit_lockstep;
-        let mut program =
-            msl_rewrite::checked_binding_arrays(&msl_rewrite::vector_literals(&msl_rewrite::float_literals(source)));
+        let literals = msl_rewrite::vector_literals(&msl_rewrite::float_literals(source));
+        let mut program = msl_rewrite::checked_binding_arrays(&msl_rewrite::bool_vector_declarations(&literals));
         let mut wrappers = String::new();
         let mut binding_counts = Vec::with_capacity(entries.len());
         for (ordinal, entry) in entries.iter().enumerate() {
@@ -147,7 +151,9 @@ impl HostCompiler {
             program = stepped;
             let entry_lockstep = explicit_lockstep || implicit_lockstep;
             lockstep |= entry_lockstep;
-            wrappers.push_str(&wrapper(ordinal, entry, &params, &variables, entry_lockstep));
+            let used = kernel_signature::used_thread_dimensions(&program, entry.entry_point);
+            let run_size = [0, 1, 2].map(|d| if used[d] { entry.threadgroup_size[d] } else { 1 });
+            wrappers.push_str(&wrapper(ordinal, entry, &params, &variables, entry_lockstep, run_size));
         }
         if lockstep {
             program.push_str("\nextern \"C\" int halo_run_group(__SIZE_TYPE__ context, uint count, uint entry);\n");
@@ -283,16 +289,18 @@ fn thread_table(entries: usize) -> String {
 
 /// The C++ of entry `ordinal`: a context holding the argument buffer built from the binding
 /// pointers and the threadgroup's `threadgroup` variables; a thread function that calls the
-/// kernel as thread `index` of the threadgroup; and the entry, which runs every thread, one
-/// after another or (`lockstep`) as fibers.
+/// kernel as thread `index` of the threadgroup; and the entry, which runs the threads of
+/// `run_size` (the threadgroup, less the dimensions the kernel does not tell threads apart by),
+/// one after another or (`lockstep`) as fibers.
 fn wrapper(
     ordinal: usize,
     entry: &KernelEntry<'_>,
     params: &[Param],
     variables: &[ThreadgroupVariable],
     lockstep: bool,
+    run_size: [u32; 3],
 ) -> String {
-    let [sx, sy, sz] = entry.threadgroup_size;
+    let [sx, sy, sz] = run_size;
     let threads = u64::from(sx) * u64::from(sy) * u64::from(sz);
     let mut context = format!("\nstruct halo_context_{ordinal} {{\n");
     let mut setup = String::new();
@@ -486,6 +494,11 @@ impl TemporaryDir {
 
 impl Drop for TemporaryDir {
     fn drop(&mut self) {
+        if std::env::var_os(KEEP_SOURCES_ENV).is_some() {
+            tracing::info!(dir = %self.0.display(), "kept the emulated Metal device's generated sources");
+            eprintln!("halo: kept the emulated Metal device's sources in {}", self.0.display());
+            return;
+        }
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }

@@ -84,6 +84,62 @@ pub fn read(source: &str, entry_point: &str) -> Result<Vec<Param>> {
         .collect()
 }
 
+/// Which of x, y and z kernel `entry_point` tells its threads apart by: a dimension none of its
+/// positions (`thread_position_in_threadgroup`, `thread_position_in_grid`) is read in, and no
+/// flattened index or simd-group builtin, makes threads that differ only there do the same work.
+/// On a GPU such duplicates run in lockstep and their identical writes land as one; the emulated
+/// device runs one of them. All three when the kernel cannot be read.
+pub fn used_thread_dimensions(source: &str, entry_point: &str) -> [bool; 3] {
+    const ALL: [bool; 3] = [true; 3];
+    let start = format!("kernel void {entry_point}(");
+    let Some(at) = source.find(&start).map(|at| at + start.len()) else {
+        return ALL;
+    };
+    let Some(end) = closing_paren(&source[at..]) else {
+        return ALL;
+    };
+    let body_start = at + end;
+    let body = source[body_start..]
+        .find("\n}\n")
+        .map_or(&source[body_start..], |close| &source[body_start..body_start + close]);
+    let mut used = [false; 3];
+    for param in split_top_level(&source[at..at + end]) {
+        let Some((declaration, attribute)) = param.split_once("[[") else {
+            continue;
+        };
+        let attribute = attribute.trim().trim_end_matches("]]").trim();
+        match attribute {
+            "thread_position_in_threadgroup" | "thread_position_in_grid" => {
+                let Some(name) = declaration.split_whitespace().last() else {
+                    return ALL;
+                };
+                for (dimension, component) in ["x", "y", "z"].iter().enumerate() {
+                    used[dimension] |= body.contains(&format!("{name}.{component}"));
+                }
+                // The position used whole, or through a swizzle of several components.
+                let identifier = |c: char| c.is_alphanumeric() || c == '_';
+                let whole = body.match_indices(name).any(|(i, _)| {
+                    let after = &body[i + name.len()..];
+                    let word = !body[..i].ends_with(identifier) && !after.starts_with(identifier);
+                    let component = after.strip_prefix('.').and_then(|a| a.chars().next());
+                    let next = after.strip_prefix('.').and_then(|a| a.chars().nth(1));
+                    word && !matches!((component, next), (Some('x' | 'y' | 'z'), Some(c)) if !identifier(c))
+                });
+                if whole {
+                    return ALL;
+                }
+            }
+            "threadgroup_position_in_grid" | "threads_per_threadgroup" | "threadgroups_per_grid" => {}
+            buffer if buffer.starts_with("buffer(") => {}
+            _ => return ALL,
+        }
+    }
+    if source.contains("simd_") {
+        return ALL;
+    }
+    used
+}
+
 /// Where the parenthesis opened just before `text` closes.
 fn closing_paren(text: &str) -> Option<usize> {
     let mut depth = 1usize;
@@ -186,6 +242,24 @@ mod tests {
                 Param::Builtin(Builtin::ThreadInThreadgroup),
             ]
         );
+    }
+
+    #[test]
+    fn dimensions_no_position_is_read_in_are_found() {
+        let source = "kernel void k(constant A& s [[buffer(0)]], uint3 l [[thread_position_in_threadgroup]], uint3 g \
+                      [[threadgroup_position_in_grid]])\n{\n    s.x[l.x + g.y] = 0;\n}\n";
+        assert_eq!(used_thread_dimensions(source, "k"), [true, false, false]);
+        let grid = source
+            .replace("thread_position_in_threadgroup", "thread_position_in_grid")
+            .replace("l.x", "l.z");
+        assert_eq!(used_thread_dimensions(&grid, "k"), [false, false, true]);
+        let whole = source.replace("l.x", "f(l)");
+        assert_eq!(used_thread_dimensions(&whole, "k"), [true; 3]);
+        let swizzled = source.replace("l.x", "l.xy.x");
+        assert_eq!(used_thread_dimensions(&swizzled, "k"), [true; 3]);
+        let flattened = source.replace("thread_position_in_threadgroup", "thread_index_in_threadgroup");
+        assert_eq!(used_thread_dimensions(&flattened, "k"), [true; 3]);
+        assert_eq!(used_thread_dimensions(source, "absent"), [true; 3]);
     }
 
     #[test]

@@ -46,6 +46,11 @@ struct halo_vector<bool, N> {
 };
 template <typename T, uint N>
 using vec = typename halo_vector<T, N>::type;
+// `boolN` declared without a value: the lane masks comparisons of 32-bit vectors give, which
+// `select` and `?:` take (halo rewrites `boolN x = a < b;` to `auto`, which keeps any width).
+typedef int bool2 __attribute__((ext_vector_type(2)));
+typedef int bool3 __attribute__((ext_vector_type(3)));
+typedef int bool4 __attribute__((ext_vector_type(4)));
 
 // The conversions between half and float that clang calls where the CPU has no instruction for
 // them (x86-64 without F16C); defined here so a library needs no compiler runtime. IEEE 754

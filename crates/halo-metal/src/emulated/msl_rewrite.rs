@@ -52,6 +52,32 @@ pub fn vector_literals(source: &str) -> String {
     out
 }
 
+/// `source` with each boolean vector declared with a value (`bool4 x = a < b;`) declared `auto`:
+/// a comparison of vectors gives lane masks as wide as their elements, which no one type of
+/// C++ for OpenCL holds for every element width.
+pub fn bool_vector_declarations(source: &str) -> String {
+    let mut out = String::with_capacity(source.len());
+    for line in source.split_inclusive('\n') {
+        let indent = line.len() - line.trim_start().len();
+        let rest = &line[indent..];
+        let declared = ["bool2 ", "bool3 ", "bool4 "].iter().find_map(|t| rest.strip_prefix(t));
+        match declared.filter(|d| d.split_once(" = ").is_some_and(|(name, _)| is_identifier(name))) {
+            Some(declaration) => {
+                out.push_str(&line[..indent]);
+                out.push_str("auto ");
+                out.push_str(declaration);
+            }
+            None => out.push_str(line),
+        }
+    }
+    out
+}
+
+fn is_identifier(text: &str) -> bool {
+    text.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// `source` with every unsuffixed floating-point literal made a `float` one.
 pub fn float_literals(source: &str) -> String {
     let bytes = source.as_bytes();
@@ -296,6 +322,14 @@ mod tests {
         assert_eq!(
             vector_literals("select(float4(0.0), f, isnan(float4(1.0)))"),
             "select((float4)(0.0), f, isnan((float4)(1.0)))"
+        );
+    }
+
+    #[test]
+    fn boolean_vectors_declared_with_a_value_become_auto() {
+        assert_eq!(
+            bool_vector_declarations("    bool4 _1 = a < b;\n    bool2 _2;\n    bool4 x = f(bool4(y));\n"),
+            "    auto _1 = a < b;\n    bool2 _2;\n    auto x = f(bool4(y));\n"
         );
     }
 
