@@ -19,10 +19,25 @@ fn metal_modules() -> PathBuf {
 #[test]
 fn every_metal_model_fixture_runs_on_the_emulated_metal_device() {
     let test = "every_metal_model_fixture_runs_on_the_emulated_metal_device";
-    if !common::device_present("metal") {
-        println!("SKIPPED {test}: no Metal device (the emulated one needs clang)");
+    if !common::device_listed("metal://emulated") {
+        println!("SKIPPED {test}: no emulated Metal device (it needs clang)");
         return;
     }
+    check_every_case("metal://emulated");
+}
+
+/// The same on the system's GPU (a Mac), against the same CPU outputs.
+#[test]
+fn every_metal_model_fixture_runs_on_the_metal_gpu() {
+    let test = "every_metal_model_fixture_runs_on_the_metal_gpu";
+    if !common::device_listed("metal://0") {
+        println!("SKIPPED {test}: no Metal GPU (on a Mac only)");
+        return;
+    }
+    check_every_case("metal://0");
+}
+
+fn check_every_case(device: &str) {
     let cases: Vec<PathBuf> = common::cases(&fixtures())
         .into_iter()
         .filter(|flags| common::case_module(&metal_modules(), flags).exists())
@@ -35,7 +50,7 @@ fn every_metal_model_fixture_runs_on_the_emulated_metal_device() {
                 &fixtures(),
                 &metal_modules(),
                 flags,
-                &["--device=metal://emulated"],
+                &[&format!("--device={device}")],
                 &[],
                 common::close_enough,
             )
@@ -43,7 +58,7 @@ fn every_metal_model_fixture_runs_on_the_emulated_metal_device() {
         .collect();
     assert!(
         failures.is_empty(),
-        "{} of {} cases failed on metal://emulated:\n{}",
+        "{} of {} cases failed on {device}:\n{}",
         failures.len(),
         cases.len(),
         failures.join("\n---\n")

@@ -85,13 +85,16 @@ impl MetalDriver {
                     .unwrap_or_else(|| halo_hal::Error::unavailable("the emulated Metal device is not available"))),
             };
         }
-        if gpus.is_empty() {
-            return Err(halo_hal::Error::not_found(format!(
-                "no Metal GPU here for 'metal://{path}' (Metal GPUs are reached on macOS); the emulated device is \
-                 chosen only by name: metal://{EMULATED}"
+        if path.is_empty() && gpus.is_empty() {
+            return Err(halo_hal::Error::unavailable(format!(
+                "no Metal GPU here (Metal GPUs are reached on macOS); the emulated device is chosen only by name: \
+                 metal://{EMULATED}"
             )));
         }
-        select_device(DRIVER_NAME, &gpus, path).cloned()
+        // Every device is listed when none matches; the emulated one is still picked by name only.
+        select_device(DRIVER_NAME, &gpus, path)
+            .cloned()
+            .map_err(|_| select_device(DRIVER_NAME, devices, &format!("{path}\0")).unwrap_err())
     }
 }
 

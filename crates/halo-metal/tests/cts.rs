@@ -1,5 +1,6 @@
-//! The conformance suite on the emulated Metal device, running IREE's Metal builds of the
-//! fixture kernels. Without clang every case says it skipped.
+//! The conformance suite on the emulated Metal device and on the system's Metal GPU, running
+//! IREE's Metal builds of the fixture kernels. Without clang the emulated cases, and off a Mac
+//! the GPU's, say that they skipped.
 
 use halo_cts::{cts_suite, Isolation, Manifest};
 use halo_hal::{Device, DriverRegistry, Result};
@@ -22,3 +23,15 @@ static METAL_EMULATED: Manifest = Manifest {
 };
 
 cts_suite!(metal_emulated, METAL_EMULATED, super::create_device);
+
+static METAL_GPU: Manifest = Manifest {
+    driver: "metal",
+    device_uri: "metal://",
+    executable_format: "metal-msl-fb",
+    tags: &[],
+    unsupported: &[],
+    expected_failures: &[],
+    isolation: Isolation::Shared,
+};
+
+cts_suite!(metal_gpu, METAL_GPU, super::create_device);

@@ -31,14 +31,18 @@ fn bad_parameters_and_paths_are_named() {
     let error = registry.create_device("metal://emulated?colour=blue").err().unwrap();
     assert!(error.message().contains("no device parameter 'colour'"), "{error}");
     if cfg!(not(target_os = "macos")) {
-        // Without a GPU, neither a plain `metal` nor an ordinal picks the emulated device.
-        for uri in ["metal", "metal://0", "metal://elsewhere"] {
+        // Without a GPU a plain `metal` does not pick the emulated device, and neither does an
+        // ordinal, which names GPUs only.
+        let error = registry.create_device("metal").err().unwrap();
+        assert_eq!(error.code(), StatusCode::Unavailable, "{error}");
+        assert!(
+            error.message().contains("chosen only by name: metal://emulated"),
+            "{error}"
+        );
+        for uri in ["metal://0", "metal://elsewhere"] {
             let error = registry.create_device(uri).err().unwrap();
             assert_eq!(error.code(), StatusCode::NotFound, "{uri}: {error}");
-            assert!(
-                error.message().contains("chosen only by name: metal://emulated"),
-                "{error}"
-            );
+            assert!(error.message().contains("available: metal://emulated"), "{error}");
         }
     }
     let device = registry.create_device("metal://emulated?threads=3").unwrap();

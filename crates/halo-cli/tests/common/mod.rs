@@ -169,6 +169,17 @@ pub fn device_present(driver: &str) -> bool {
     String::from_utf8_lossy(&output.stdout).contains(&format!("{driver}://"))
 }
 
+/// Whether `halo devices` lists the device `uri` (`metal://emulated`) here.
+pub fn device_listed(uri: &str) -> bool {
+    let output = Command::new(env!("CARGO_BIN_EXE_halo"))
+        .arg("devices")
+        .output()
+        .expect("running halo devices");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .any(|line| line.split('\t').next() == Some(uri))
+}
+
 /// Every number in `got` within 1e-5 (relative) or 1e-7 (absolute) of the one in `want` (NaNs
 /// match NaNs), the rest of the text equal.
 pub fn close_enough(got: &str, want: &str) -> bool {
