@@ -3,8 +3,11 @@
 //! - `metal://0`, or `metal://` (macOS): the system's default GPU, through the Apple backend.
 //! - `metal://emulated?threads=N`: the emulated device, on every host. Its kernels are IREE's MSL
 //!   compiled by clang (`HALO_METAL_CLANG`, else `clang` on `PATH`), its threadgroups run on `N`
-//!   host threads (default: one per host CPU). Without clang the device is `Unavailable`,
-//!   saying what to install. It is chosen only by name, never as `metal://`.
+//!   host threads (default: one per host CPU). `program_cache=FOLDER|off` is where compiled
+//!   libraries are kept between processes (default `HALO_METAL_PROGRAM_CACHE`, else
+//!   `~/.cache/halo/metal-emulated`), so a program's second load compiles nothing. Without clang
+//!   the device is `Unavailable`, saying what to install. It is chosen only by name, never as
+//!   `metal://`.
 
 use crate::backend::Backend;
 use crate::device::MetalDevice;
@@ -110,18 +113,26 @@ impl Driver for MetalDriver {
     fn create_device(&self, path: &str, params: &DeviceParams) -> Result<Arc<dyn Device>> {
         let info = Self::select(&Self::devices()?, path)?;
         let mut params = ParamReader::new(DRIVER_NAME, params);
-        let threads = if info.path == EMULATED {
-            params.number("threads", 1..=MAX_THREADS)?
+        let emulated = if info.path == EMULATED {
+            Some((
+                params.number("threads", 1..=MAX_THREADS)?,
+                params.cache_dir("program_cache")?,
+            ))
         } else {
             None
         };
         let transient = TransientPoolOptions::read(&mut params)?;
         params.finish()?;
-        let backend: Arc<dyn Backend> = if info.path == EMULATED {
-            let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
-            Arc::new(EmulatedBackend::new(HostCompiler::locate()?, threads)?)
-        } else {
-            Self::apple_backend()?
+        let backend: Arc<dyn Backend> = match emulated {
+            Some((threads, cache)) => {
+                let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+                let cache = cache.unwrap_or_else(crate::emulated::host_compiler::cache_dir_from_env);
+                Arc::new(EmulatedBackend::new(
+                    HostCompiler::locate()?.with_cache(&cache),
+                    threads,
+                )?)
+            }
+            None => Self::apple_backend()?,
         };
         Ok(Arc::new(MetalDevice::new(info, backend, transient)))
     }

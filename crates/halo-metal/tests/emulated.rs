@@ -493,3 +493,52 @@ fn threads_a_kernel_cannot_tell_apart_accumulate_once() {
     unsafe { library.run(0, &bindings, &[], [0, 0, 0], [1, 1, 1]) }.unwrap();
     assert_eq!(output, [10.0, 20.0, 30.0, 40.0]);
 }
+
+/// A library compiled with a cache is loaded from it the second time (no clang), and a damaged
+/// entry is refused, rebuilt and still runs.
+#[test]
+fn compiled_libraries_come_back_from_the_cache() {
+    let Some(compiler) = compiler_or_skip("compiled_libraries_come_back_from_the_cache") else {
+        return;
+    };
+    let folder = std::env::temp_dir().join(format!("halo-metal-cache-test-{}", std::process::id()));
+    let compiler = compiler.with_cache(&halo_hal::disk_cache::CacheDir::At(folder.clone()));
+    let source = "#include <metal_stdlib>\nusing namespace metal;\n\nstruct _b\n{\n    float _m0[1];\n};\n\n\
+                  struct spvDescriptorSetBuffer0\n{\n    device _b* in_ [[id(0)]];\n    device _b* out_ [[id(1)]];\n};\n\n\
+                  kernel void k(constant spvDescriptorSetBuffer0& s [[buffer(0)]], uint3 l [[thread_position_in_threadgroup]])\n{\n    \
+                  (*s.out_)._m0[l.x] = -(*s.in_)._m0[l.x];\n}\n";
+    let entries = [KernelEntry {
+        entry_point: "k",
+        threadgroup_size: [4, 1, 1],
+    }];
+    let run_negate = |library: &halo_metal::emulated::host_compiler::CompiledLibrary| {
+        let mut values = [1.0f32, -2.0, 3.0, -4.0];
+        let mut out = [0f32; 4];
+        let bindings = [memory(&mut values), memory(&mut out)];
+        // SAFETY: the kernel reads and writes the four elements of each binding.
+        unsafe { library.run(0, &bindings, &[], [0, 0, 0], [1, 1, 1]) }.unwrap();
+        out
+    };
+    let counters = |c: &HostCompiler| {
+        let counters = &c.cache().unwrap().counters;
+        ["hits", "misses", "rejected"].map(|key| counters.get(key).unwrap())
+    };
+    let first = run_negate(&compiler.compile(source, &entries).unwrap());
+    assert_eq!(first, [-1.0, 2.0, -3.0, 4.0]);
+    assert_eq!(counters(&compiler), [0, 1, 0]);
+    assert_eq!(run_negate(&compiler.compile(source, &entries).unwrap()), first);
+    assert_eq!(counters(&compiler), [1, 1, 0]);
+    let entry = std::fs::read_dir(compiler.cache().unwrap().dir())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut damaged = std::fs::read(&entry).unwrap();
+    let last = damaged.len() - 1;
+    damaged[last] ^= 0xff;
+    std::fs::write(&entry, damaged).unwrap();
+    assert_eq!(run_negate(&compiler.compile(source, &entries).unwrap()), first);
+    assert_eq!(counters(&compiler), [1, 2, 1]);
+    std::fs::remove_dir_all(&folder).unwrap();
+}

@@ -23,7 +23,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
+use halo_hal::disk_cache::{digest_hex, CacheDir, DiskCache};
 use halo_hal::{Error, Result};
 use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
 
@@ -87,10 +89,24 @@ pub struct BindingMemory {
 /// ones past a dispatch's own being zero.
 pub const MAX_PUSH_CONSTANTS: usize = 64;
 
-/// A clang that compiles C++ for OpenCL for the host.
-#[derive(Debug, Clone)]
+/// A clang that compiles C++ for OpenCL for the host, and where it keeps what it compiled.
+#[derive(Clone)]
 pub struct HostCompiler {
     clang: PathBuf,
+    /// Compiled libraries between processes (`with_cache`).
+    disk: Option<Arc<DiskCache>>,
+}
+
+/// The first bytes of every entry of the compiled-library cache.
+const CACHE_MAGIC: [u8; 8] = *b"HALOMTLE";
+
+/// The environment variable naming the emulated device's cache folder, or `off`.
+pub const CACHE_DIR_ENV: &str = "HALO_METAL_PROGRAM_CACHE";
+
+/// The cache folder from `HALO_METAL_PROGRAM_CACHE`, else the user's
+/// (`$XDG_CACHE_HOME/halo/metal-emulated`, or `~/.cache/...`), else off.
+pub fn cache_dir_from_env() -> CacheDir {
+    CacheDir::from_env(CACHE_DIR_ENV, "metal-emulated")
 }
 
 impl HostCompiler {
@@ -108,7 +124,7 @@ impl HostCompiler {
                     clang.display()
                 )));
             }
-            return Ok(HostCompiler { clang });
+            return Ok(HostCompiler { clang, disk: None });
         }
         let names = [
             "clang", "clang-19", "clang-18", "clang-17", "clang-16", "clang-15", "clang-14",
@@ -118,13 +134,40 @@ impl HostCompiler {
             .iter()
             .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
             .find(|candidate| candidate.is_file())
-            .map(|clang| HostCompiler { clang })
+            .map(|clang| HostCompiler { clang, disk: None })
             .ok_or_else(|| {
                 Error::unavailable(format!(
                     "the emulated Metal device compiles MSL with clang, and none was found (set {CLANG_ENV}, or \
                      install clang: Debian's package `clang`)"
                 ))
             })
+    }
+
+    /// The same compiler, keeping each library it compiles under `dir` (in a folder of this
+    /// clang's version, so another compiler never sees the entries), and loading it from there
+    /// when the same code comes again: a load then costs no compile.
+    pub fn with_cache(mut self, dir: &CacheDir) -> Self {
+        self.disk = match dir {
+            CacheDir::Off => None,
+            CacheDir::At(root) => {
+                let version = Command::new(&self.clang)
+                    .arg("--version")
+                    .output()
+                    .map(|o| o.stdout)
+                    .unwrap_or_default();
+                let folder = digest_hex(&[self.clang.as_os_str().as_encoded_bytes(), &version]);
+                Some(Arc::new(DiskCache::new(
+                    root.join(format!("clang-{}", &folder[..16])),
+                    CACHE_MAGIC,
+                )))
+            }
+        };
+        self
+    }
+
+    /// The cache of compiled libraries, when there is one.
+    pub fn cache(&self) -> Option<&DiskCache> {
+        self.disk.as_deref()
     }
 
     /// Compiles `source` with one entry per element of `entries`, in order, and loads it.
@@ -170,16 +213,23 @@ impl HostCompiler {
         write("simd/simd.h", "#pragma once\n")?;
         write("library.metal", &program)?;
         write("binding_checks.c", BINDING_CHECKS)?;
+        let fibers = if lockstep {
+            thread_table(entries.len())
+        } else {
+            String::new()
+        };
         if lockstep {
-            write("threadgroup.c", &thread_table(entries.len()))?;
+            write("threadgroup.c", &fibers)?;
         }
         let object = dir.0.join("library.so");
-        self.run_clang(&dir.0, &object, lockstep)?;
-        // SAFETY: the object was just built from the library's MSL and halo's wrappers, which run
-        // no initializers; its functions are only called through `CompiledLibrary::run`. Every
-        // symbol is bound now, so a missing one fails here rather than in a call.
-        let library = unsafe { Library::open(Some(&object), RTLD_NOW | RTLD_LOCAL) }
-            .map_err(|e| Error::internal(format!("cannot load the compiled MSL library: {e}")))?;
+        let key = digest_hex(&[
+            program.as_bytes(),
+            METAL_STDLIB.as_bytes(),
+            BINDING_CHECKS.as_bytes(),
+            fibers.as_bytes(),
+            LINK_FLAGS.join(" ").as_bytes(),
+        ]);
+        let library = self.load_or_compile(&dir.0, &object, lockstep, &key)?;
         let functions = (binding_counts.into_iter().enumerate())
             .map(|(ordinal, bindings)| {
                 let name = format!("halo_entry_{ordinal}\0");
@@ -193,6 +243,30 @@ impl HostCompiler {
             functions,
             _library: library,
         })
+    }
+
+    /// The library built from the sources in `dir` (entry `key` of the cache): the cache's copy
+    /// when it has one that loads, else clang's, which becomes the entry.
+    fn load_or_compile(&self, dir: &Path, object: &Path, lockstep: bool, key: &str) -> Result<Library> {
+        if let Some(disk) = &self.disk {
+            if let Some(bytes) = disk.load(key) {
+                let loaded = std::fs::write(object, bytes)
+                    .map_err(|e| e.to_string())
+                    .and_then(|()| open_object(object).map_err(|e| e.to_string()));
+                match loaded {
+                    Ok(library) => return Ok(library),
+                    Err(why) => disk.refuse(key, &format!("it does not load ({why})")),
+                }
+            }
+        }
+        self.run_clang(dir, object, lockstep)?;
+        if let Some(disk) = &self.disk {
+            match std::fs::read(object) {
+                Ok(bytes) => disk.store(key, &bytes),
+                Err(e) => disk.nothing_to_store(key, &e.to_string()),
+            }
+        }
+        open_object(object)
     }
 
     fn run_clang(&self, dir: &Path, object: &Path, lockstep: bool) -> Result<()> {
@@ -235,6 +309,16 @@ impl HostCompiler {
             output.status
         )))
     }
+}
+
+/// Loads a compiled library with every symbol bound now, so a missing one fails here rather
+/// than in a call.
+fn open_object(object: &Path) -> Result<Library> {
+    // SAFETY: the object was built from a library's MSL and halo's wrappers (by clang now, or
+    // earlier into the cache, whose entries are checked against their digest), which run no
+    // initializers; its functions are only called through `CompiledLibrary::run`.
+    unsafe { Library::open(Some(object), RTLD_NOW | RTLD_LOCAL) }
+        .map_err(|e| Error::internal(format!("cannot load the compiled MSL library: {e}")))
 }
 
 /// An entry point is a C identifier (it is written into the wrappers), and its threadgroup has 1
