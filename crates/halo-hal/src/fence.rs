@@ -117,6 +117,21 @@ impl Fence {
         }
     }
 
+    /// A synchronous queue's operation: waits for `wait` (giving up once the call the calling
+    /// thread runs is cancelled, [`crate::caller`]), runs `work`, then signals `signal`. A failure
+    /// of either fails `signal` instead of returning, so callers meet it at their next wait, as
+    /// on asynchronous drivers.
+    pub fn run_between(wait: &Fence, signal: &Fence, work: impl FnOnce() -> Result<()>) -> Result<()> {
+        let waited = wait.wait_unless(Timeout::Infinite, crate::caller::has_given_up);
+        match waited.and_then(|()| work()) {
+            Ok(()) => signal.signal(),
+            Err(error) => {
+                signal.fail(&error);
+                Ok(())
+            }
+        }
+    }
+
     /// Runs `callback` once every timepoint is reached, or with the first failure.
     pub fn on_reached(&self, callback: impl FnOnce(Result<()>) + Send + 'static) {
         self.on_all(Semaphore::on_reached, callback);

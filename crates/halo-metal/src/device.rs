@@ -38,20 +38,6 @@ impl MetalDevice {
             track: QueueTrack::new(DRIVER_NAME),
         }
     }
-
-    /// Waits for `wait`, runs `work`, then signals `signal`; a failure of either fails `signal`
-    /// (reported at the caller's next wait, as on every driver). The wait gives up once the call
-    /// this thread runs is cancelled ([`halo_hal::caller`]).
-    fn run_ordered(&self, wait: &Fence, signal: &Fence, work: impl FnOnce() -> Result<()>) -> Result<()> {
-        let waited = wait.wait_unless(Timeout::Infinite, halo_hal::caller::has_given_up);
-        match waited.and_then(|()| work()) {
-            Ok(()) => signal.signal(),
-            Err(error) => {
-                signal.fail(&error);
-                Ok(())
-            }
-        }
-    }
 }
 
 impl Device for MetalDevice {
@@ -96,7 +82,7 @@ impl Device for MetalDevice {
         if let Some(command_buffer) = command_buffer {
             command_buffer.validate_submission(binding_table)?;
         }
-        self.run_ordered(wait, signal, || match command_buffer {
+        Fence::run_between(wait, signal, || match command_buffer {
             Some(command_buffer) => {
                 let _queue = self.track.execute(command_buffer);
                 crate::command_buffer::execute(&self.backend, command_buffer.commands()?, binding_table)
@@ -114,7 +100,7 @@ impl Device for MetalDevice {
         size: u64,
     ) -> Result<Buffer> {
         let buffer = self.transient.allocate(self.backend.allocator(), params, size)?;
-        self.run_ordered(wait, signal, || Ok(()))?;
+        Fence::run_between(wait, signal, || Ok(()))?;
         Ok(buffer)
     }
 

@@ -41,23 +41,6 @@ impl SyncDevice {
         self.allocator = HeapAllocator::with_guard_pages();
         self
     }
-
-    /// Waits for `wait`, runs `work`, then signals `signal`; a failure of either fails `signal`.
-    ///
-    /// Failures are reported through the signal fence (as on asynchronous drivers) so callers
-    /// handle them in one place: at their next wait. The wait gives up once the call this thread
-    /// runs is cancelled ([`halo_hal::caller`]): a damaged program may wait on a fence nothing
-    /// will signal.
-    fn run_ordered(&self, wait: &Fence, signal: &Fence, work: impl FnOnce() -> Result<()>) -> Result<()> {
-        let waited = wait.wait_unless(Timeout::Infinite, halo_hal::caller::has_given_up);
-        match waited.and_then(|()| work()) {
-            Ok(()) => signal.signal(),
-            Err(error) => {
-                signal.fail(&error);
-                Ok(())
-            }
-        }
-    }
 }
 
 impl Device for SyncDevice {
@@ -99,7 +82,7 @@ impl Device for SyncDevice {
         if let Some(command_buffer) = command_buffer {
             command_buffer.validate_submission(binding_table)?;
         }
-        self.run_ordered(wait, signal, || match command_buffer {
+        Fence::run_between(wait, signal, || match command_buffer {
             Some(command_buffer) => {
                 let _queue = self.track.execute(command_buffer);
                 execute_inline(command_buffer, binding_table)
@@ -121,7 +104,7 @@ impl Device for SyncDevice {
         pattern: &[u8],
     ) -> Result<()> {
         let length = check_direct_fill(target, offset, length, pattern)?;
-        self.run_ordered(wait, signal, || host_transfer::fill(target, offset, length, pattern))
+        Fence::run_between(wait, signal, || host_transfer::fill(target, offset, length, pattern))
     }
 
     fn queue_copy(
@@ -136,7 +119,7 @@ impl Device for SyncDevice {
         length: u64,
     ) -> Result<()> {
         let length = check_direct_copy(source, source_offset, target, target_offset, length)?;
-        self.run_ordered(wait, signal, || {
+        Fence::run_between(wait, signal, || {
             host_transfer::copy(source, source_offset, target, target_offset, length)
         })
     }
@@ -150,7 +133,7 @@ impl Device for SyncDevice {
         size: u64,
     ) -> Result<Buffer> {
         let buffer = self.transient.allocate(&self.allocator, params, size)?;
-        self.run_ordered(wait, signal, || Ok(()))?;
+        Fence::run_between(wait, signal, || Ok(()))?;
         Ok(buffer)
     }
 
