@@ -48,12 +48,6 @@ impl Backend for EmulatedBackend {
         let mut libraries = Vec::with_capacity(executable.libraries.len());
         let mut exports = vec![None; executable.exports.len()];
         for (index, library) in executable.libraries.iter().enumerate() {
-            let source = library.source.as_deref().ok_or_else(|| {
-                Error::unimplemented(format!(
-                    "library {index} holds only a precompiled metallib; the emulated Metal device runs MSL source \
-                     (compile without --iree-metal-compile-to-metallib)"
-                ))
-            })?;
             let ordinals: Vec<usize> = (executable.exports.iter().enumerate())
                 .filter(|(_, export)| export.library == index)
                 .map(|(ordinal, _)| ordinal)
@@ -61,6 +55,12 @@ impl Backend for EmulatedBackend {
             if ordinals.is_empty() {
                 continue;
             }
+            let source = library.source.as_deref().ok_or_else(|| {
+                Error::unimplemented(format!(
+                    "library {index} holds only a precompiled metallib; the emulated Metal device runs MSL source \
+                     (compile without --iree-metal-compile-to-metallib)"
+                ))
+            })?;
             let entries: Vec<KernelEntry<'_>> = (ordinals.iter())
                 .map(|&ordinal| KernelEntry {
                     entry_point: &executable.exports[ordinal].entry_point,
@@ -78,8 +78,11 @@ impl Backend for EmulatedBackend {
             }
             libraries.push(compiled);
         }
-        // `decode` checked that every export names a library, so each has its entry now.
-        let exports = exports.into_iter().flatten().collect::<Vec<_>>();
+        let exports = (exports.into_iter().enumerate())
+            .map(|(ordinal, entry)| {
+                entry.ok_or_else(|| Error::invalid_argument(format!("export {ordinal} names no library that is there")))
+            })
+            .collect::<Result<Vec<_>>>()?;
         Ok(Arc::new(EmulatedPipelines { libraries, exports }))
     }
 
