@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import halo
-from conftest import MODELS
+from conftest import MODELS, cpu_module
 
 
 def aligned(array: np.ndarray, alignment: int = 64) -> np.ndarray:
@@ -38,14 +38,14 @@ def test_a_missing_module_file_names_the_path(tmp_path):
 
 
 def test_load_names_what_it_takes_when_given_something_else():
-    for wrong in [b"\x00" * 100, 7, [MODELS / "tiny_add.vmfb", 7]]:
+    for wrong in [b"\x00" * 100, 7, [cpu_module("tiny_add.vmfb"), 7]]:
         with pytest.raises(TypeError) as raised:
             halo.load(wrong)
         assert "a module file's path or a list of paths" in str(raised.value)
 
 
 def test_a_corrupt_module_raises_instead_of_crashing(tmp_path):
-    data = bytearray((MODELS / "mlp.vmfb").read_bytes())
+    data = bytearray((cpu_module("mlp.vmfb")).read_bytes())
     for cut in (16, 300, len(data) // 2):
         path = tmp_path / f"cut{cut}.vmfb"
         path.write_bytes(bytes(data[:cut]))
@@ -58,7 +58,7 @@ def test_a_corrupt_module_raises_instead_of_crashing(tmp_path):
 
 
 def test_functions_are_listed_and_found_by_attribute_and_name():
-    module = halo.load(MODELS / "mlp.vmfb", device="local-sync")
+    module = halo.load(cpu_module("mlp.vmfb"), device="local-sync")
     assert "mlp" in module.functions
     assert module.mlp.name == "mlp"
     assert module["mlp"].declaration.startswith("sync func @mlp(")
@@ -70,7 +70,7 @@ def test_functions_are_listed_and_found_by_attribute_and_name():
 
 
 def test_wrong_inputs_raise_invalid_argument_naming_the_function():
-    module = halo.load(MODELS / "tiny_add.vmfb")
+    module = halo.load(cpu_module("tiny_add.vmfb"))
     function = module[module.functions[0]]
     with pytest.raises(halo.InvalidArgumentError) as raised:
         function()
@@ -83,7 +83,7 @@ def test_wrong_inputs_raise_invalid_argument_naming_the_function():
 
 
 def test_an_input_numpy_cannot_copy_raises_numpys_memory_error_with_the_context():
-    module = halo.load(MODELS / "tiny_add.vmfb")
+    module = halo.load(cpu_module("tiny_add.vmfb"))
     function = module[module.functions[0]]
     # Exabytes viewed through zero strides: NumPy refuses the contiguous copy with its
     # MemoryError subclass, which cannot be made from a message alone.
@@ -101,7 +101,7 @@ def test_an_input_numpy_cannot_copy_raises_numpys_memory_error_with_the_context(
 
 
 def test_results_go_back_in_without_leaving_the_device():
-    module = halo.load(MODELS / "tiny_add.vmfb")
+    module = halo.load(cpu_module("tiny_add.vmfb"))
     function = module[module.functions[0]]
     x = np.arange(4, dtype=np.float32)
     once = function(x, x)
@@ -149,7 +149,7 @@ def test_unaligned_or_strided_arrays_are_copied_once():
 
 
 def test_results_are_read_without_a_copy_on_the_cpu():
-    module = halo.load(MODELS / "tiny_add.vmfb")
+    module = halo.load(cpu_module("tiny_add.vmfb"))
     x = np.arange(4, dtype=np.float32)
     result = module[module.functions[0]](x, x)
     first, second = result.numpy(), np.asarray(result)
@@ -192,7 +192,7 @@ def test_torch_tensors_go_both_ways_without_a_copy():
     torch = pytest.importorskip(
         "torch", reason="test_torch_tensors_go_both_ways_without_a_copy: PyTorch is not installed"
     )
-    module = halo.load(MODELS / "tiny_add.vmfb", device="local-task")
+    module = halo.load(cpu_module("tiny_add.vmfb"), device="local-task")
     x = torch.from_numpy(aligned(np.arange(4, dtype=np.float32)))
     device = halo.Device("local-task")
     put = device.put(x)
@@ -207,7 +207,7 @@ def test_jax_arrays_go_in_and_results_come_back_as_jax_arrays():
     jnp = pytest.importorskip(
         "jax.numpy", reason="test_jax_arrays_go_in_and_results_come_back_as_jax_arrays: JAX is not installed"
     )
-    module = halo.load(MODELS / "tiny_add.vmfb", device="local-task")
+    module = halo.load(cpu_module("tiny_add.vmfb"), device="local-task")
     x = jnp.arange(4, dtype=jnp.float32)
     result = module.tiny_add(x, x)
     back = jnp.from_dlpack(result)
@@ -249,7 +249,7 @@ def test_every_error_class_is_a_distinct_subclass_of_error():
 
 
 def test_benchmark_reports_per_call_times():
-    module = halo.load(MODELS / "tiny_add.vmfb")
+    module = halo.load(cpu_module("tiny_add.vmfb"))
     x = np.ones(4, np.float32)
     result = halo.benchmark(module.tiny_add, x, x, repetitions=20)
     assert result.repetitions == 20

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import halo
-from conftest import MODELS
+from conftest import MODELS, PORTABLE_CHIP
 
 
 def compiler_or_skip():
@@ -21,7 +21,7 @@ def compiler_or_skip():
 def test_compile_mlir_then_call(tmp_path):
     compiler_or_skip()
     output = tmp_path / "tiny_add.vmfb"
-    module = halo.compile_mlir(MODELS / "tiny_add.mlir", "local-sync", target_chip="x86-64-v2", output=output)
+    module = halo.compile_mlir(MODELS / "tiny_add.mlir", "local-sync", target_chip=PORTABLE_CHIP, output=output)
     assert output.is_file()
     x = np.arange(4, dtype=np.float32)
     np.testing.assert_array_equal(module.tiny_add(x, x).numpy(), 2 * x)
@@ -29,7 +29,7 @@ def test_compile_mlir_then_call(tmp_path):
 
 def test_compile_onnx_into_scratch_space_matches_the_recorded_output():
     compiler_or_skip()
-    module = halo.compile_onnx(MODELS / "onnx_mlp.onnx", target_chip="x86-64-v2")
+    module = halo.compile_onnx(MODELS / "onnx_mlp.onnx", target_chip=PORTABLE_CHIP)
     flags = (MODELS / "onnx_mlp.basic.flags").read_text().splitlines()
     inputs = [np.load(MODELS / line.split("@", 1)[1]) for line in flags if line.startswith("--input=@")]
     results = module.onnx_mlp(*inputs)
@@ -93,7 +93,7 @@ def test_tune_keeps_a_variant_with_the_recorded_answers_and_caches_it(tmp_path):
     flags = (MODELS / "onnx_mlp.basic.flags").read_text().splitlines()
     inputs = [np.load(MODELS / line.split("@", 1)[1]) for line in flags if line.startswith("--input=@")]
     output, cache = tmp_path / "mlp.vmfb", tmp_path / "cache"
-    report = halo.tune(MODELS / "onnx_mlp.onnx", output, "local-sync", inputs=inputs, target_chip="x86-64-v2",
+    report = halo.tune(MODELS / "onnx_mlp.onnx", output, "local-sync", inputs=inputs, target_chip=PORTABLE_CHIP,
                        min_time=0.05, cache=cache)
     assert not report["cache_hit"]
     assert report["inputs"].endswith("inputs.npy")
@@ -108,7 +108,7 @@ def test_tune_keeps_a_variant_with_the_recorded_answers_and_caches_it(tmp_path):
         np.testing.assert_allclose(result.numpy(), want, rtol=1e-4, atol=1e-6)
 
     again = halo.tune(MODELS / "onnx_mlp.onnx", tmp_path / "again.vmfb", "local-sync", inputs=inputs,
-                      target_chip="x86-64-v2", min_time=0.05, cache=cache)
+                      target_chip=PORTABLE_CHIP, min_time=0.05, cache=cache)
     assert again["cache_hit"] and again["chosen"] == report["chosen"]
     assert (tmp_path / "again.vmfb").read_bytes() == output.read_bytes()
 
@@ -118,7 +118,7 @@ def test_compile_onnx_with_tune_inputs_loads_the_tuned_program(tmp_path, monkeyp
     flags = (MODELS / "onnx_mlp.basic.flags").read_text().splitlines()
     inputs = [np.load(MODELS / line.split("@", 1)[1]) for line in flags if line.startswith("--input=@")]
     monkeypatch.setenv("HALO_TUNE_CACHE", str(tmp_path / "cache"))
-    module = halo.compile_onnx(MODELS / "onnx_mlp.onnx", "local-sync", target_chip="x86-64-v2", tune_inputs=inputs)
+    module = halo.compile_onnx(MODELS / "onnx_mlp.onnx", "local-sync", target_chip=PORTABLE_CHIP, tune_inputs=inputs)
     assert len(module.onnx_mlp(*inputs)) == 2
 
 
@@ -135,7 +135,7 @@ def test_compile_reports_the_graph_rewrite_and_refuses_unknown_ones(tmp_path):
     assert "fuse-everything" in str(raised.value) and "depthwise-as-shifts" in str(raised.value)
     compiler_or_skip()
     # The MLP has no depthwise convolution: the CPU sets' rewrite finds nothing to change.
-    summary = halo.compile(MODELS / "onnx_mlp.onnx", tmp_path / "mlp.vmfb", target_chip="x86-64-v2",
+    summary = halo.compile(MODELS / "onnx_mlp.onnx", tmp_path / "mlp.vmfb", target_chip=PORTABLE_CHIP,
                            flag_set="fast")
     assert (summary["graph_rewrite"], summary["rewritten_nodes"]) == ("none", 0)
     assert (tmp_path / "mlp.vmfb").is_file()
@@ -150,7 +150,7 @@ def test_compile_rewrites_a_cnns_3x3_convolutions_and_keeps_onnxruntimes_answers
         halo.compile(benchmark_models / "squeezenet.onnx", tmp_path / "x.vmfb", graph_rewrite="all-of-them")
     compiler_or_skip()
     output = tmp_path / "squeezenet.vmfb"
-    summary = halo.compile(benchmark_models / "squeezenet.onnx", output, target_chip="x86-64-v2")
+    summary = halo.compile(benchmark_models / "squeezenet.onnx", output, target_chip=PORTABLE_CHIP)
     assert (summary["graph_rewrite"], summary["rewritten_nodes"]) == ("convolutions-as-shifts", 29)
     result = halo.load(output, "local-sync").squeezenet(np.load(benchmark_models / "squeezenet.input.npy"))
     expected = np.load(benchmark_models / "squeezenet.expected.npy")

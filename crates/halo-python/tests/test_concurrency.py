@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 import halo
-from conftest import CPU_DEVICES, MODELS
+from conftest import CPU_DEVICES, MODELS, cpu_module
 
 
 @pytest.mark.parametrize("device", CPU_DEVICES)
 def test_threads_calling_one_module_all_get_their_own_results(device):
-    module = halo.load(MODELS / "tiny_add.vmfb", device=device)
+    module = halo.load(cpu_module("tiny_add.vmfb"), device=device)
     failures = []
 
     def work(seed):
@@ -34,7 +34,7 @@ def test_threads_calling_one_module_all_get_their_own_results(device):
 def test_python_runs_on_other_threads_while_a_call_computes(device):
     # One long call: 16M elements through `x * 2 + 1`. Were the GIL held during it, the
     # counting thread could not run a single iteration until the call had returned.
-    module = halo.load(MODELS / "dynamic_shapes.vmfb", device=device)
+    module = halo.load(cpu_module("dynamic_shapes.vmfb"), device=device)
     x = np.ones(1 << 24, np.float32)
     module.scale_1d(x[:16])
     started, done = threading.Event(), threading.Event()
@@ -58,8 +58,8 @@ def test_python_runs_on_other_threads_while_a_call_computes(device):
 
 
 def test_asyncio_calls_run_concurrently_and_return_results():
-    sync = halo.load(MODELS / "tiny_add.vmfb", device="local-task")
-    fenced = halo.load(MODELS / "async_external.vmfb", device="local-task")
+    sync = halo.load(cpu_module("tiny_add.vmfb"), device="local-task")
+    fenced = halo.load(cpu_module("async_external.vmfb"), device="local-task")
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
     b = np.ones((4, 2), np.float32)
 
@@ -75,7 +75,7 @@ def test_asyncio_calls_run_concurrently_and_return_results():
 
 
 def test_asyncio_errors_arrive_as_halo_exceptions():
-    module = halo.load(MODELS / "tiny_add.vmfb")
+    module = halo.load(cpu_module("tiny_add.vmfb"))
 
     async def main():
         await module.tiny_add.call_async(np.ones(4, np.float32))
@@ -86,6 +86,6 @@ def test_asyncio_errors_arrive_as_halo_exceptions():
 
 
 def test_call_async_outside_an_event_loop_is_refused_before_the_call_starts():
-    module = halo.load(MODELS / "tiny_add.vmfb")
+    module = halo.load(cpu_module("tiny_add.vmfb"))
     with pytest.raises(RuntimeError):
         module.tiny_add.call_async(np.ones(4, np.float32), np.ones(4, np.float32))

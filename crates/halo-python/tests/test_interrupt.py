@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from conftest import CPU_DEVICES, MODELS
+from conftest import CPU_DEVICES, MODELS, cpu_module
 
 # Halving until the sum drops below 5 never ends when an element is infinite.
 SCRIPT = textwrap.dedent(
@@ -45,7 +45,7 @@ ASYNC_SCRIPT = textwrap.dedent(
 )
 
 
-def run_and_interrupt(device, script=SCRIPT, module=MODELS / "control_flow.vmfb"):
+def run_and_interrupt(device, script=SCRIPT, module=cpu_module("control_flow.vmfb")):
     process = subprocess.Popen(
         [sys.executable, "-c", script, str(module), device],
         stdout=subprocess.PIPE,
@@ -81,7 +81,7 @@ IGNORING = "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
 def test_an_ignored_sigint_leaves_the_call_running():
     with pytest.raises(subprocess.TimeoutExpired):
         process = subprocess.Popen(
-            [sys.executable, "-c", IGNORING + SCRIPT, str(MODELS / "control_flow.vmfb"), "local-sync"],
+            [sys.executable, "-c", IGNORING + SCRIPT, str(cpu_module("control_flow.vmfb")), "local-sync"],
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -140,6 +140,6 @@ def test_after_ctrl_c_in_a_kernel_that_does_not_return_the_program_exits():
     # The call gives up on the kernel; the interpreter's exit then drops the device, which must
     # not wait for ever on the workers still inside the kernel. (On local-sync the kernel runs on
     # the calling thread itself, where nothing can stop it.)
-    code, out, err = run_and_interrupt("local-task", KERNEL_SCRIPT, MODELS / "kernel_loop.vmfb")
+    code, out, err = run_and_interrupt("local-task", KERNEL_SCRIPT, cpu_module("kernel_loop.vmfb"))
     assert code == 0, err
     assert out.splitlines() == ["interrupted"], err

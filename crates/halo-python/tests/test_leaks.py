@@ -7,7 +7,7 @@ import sys
 import numpy as np
 
 import halo
-from conftest import MODELS
+from conftest import MODELS, cpu_module
 
 
 def rss_bytes() -> int:
@@ -16,7 +16,7 @@ def rss_bytes() -> int:
 
 
 def test_ten_thousand_calls_leak_nothing():
-    module = halo.load(MODELS / "tiny_add.vmfb", device="local-task")
+    module = halo.load(cpu_module("tiny_add.vmfb"), device="local-task")
     function = module.tiny_add
     x = np.arange(4, dtype=np.float32)
     for _ in range(1000):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import halo
-from conftest import MODELS
+from conftest import MODELS, cpu_module
 
 
 def spans(events):
@@ -34,7 +34,7 @@ def spans(events):
 
 def traced_cnn_call(directory, device):
     """The events of a trace of one call of the CNN fixture on `device`."""
-    module = halo.load(MODELS / "cnn.vmfb", device=device)
+    module = halo.load(cpu_module("cnn.vmfb"), device=device)
     image = np.load(MODELS / "cnn.basic.0.npy")
     with halo.trace(directory / "trace.json") as path:
         module.cnn(image)
@@ -71,7 +71,7 @@ def test_the_device_queue_has_a_track_with_each_execution(tmp_path, device):
 
 
 def test_nothing_is_traced_outside_the_block_and_traces_can_follow_each_other(tmp_path):
-    module = halo.load(MODELS / "tiny_add.vmfb")
+    module = halo.load(cpu_module("tiny_add.vmfb"))
     x = np.ones(4, np.float32)
     with halo.trace(tmp_path / "first.json"):
         module.tiny_add(x, x)

@@ -2,6 +2,7 @@
 
 import os
 import pathlib
+import platform
 import re
 import subprocess
 import tempfile
@@ -12,6 +13,13 @@ import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[4]
 MODELS = REPO / "fixtures" / "models"
+# On AArch64 the served programs are the fixtures' AArch64 builds (fixtures/models/arm_64).
+ARM64 = platform.machine().lower() in ("aarch64", "arm64")
+
+
+def host_module(module: str) -> str:
+    """This machine's build of the model fixture `module`, relative to fixtures/models."""
+    return f"arm_64/{module}" if ARM64 and (MODELS / "arm_64" / module).exists() else module
 
 
 def halo_binary() -> pathlib.Path:
@@ -57,7 +65,7 @@ def serve():
     started = []
 
     def start(module: str, function: str, *extra: str) -> Served:
-        return start_with(f"--module={module}", f"--function={function}", *extra)
+        return start_with(f"--module={host_module(module)}", f"--function={function}", *extra)
 
     def start_with(*args: str) -> Served:
         served = Served(*args)
@@ -81,7 +89,7 @@ def run_module(module: str, function: str, inputs: list, results: int) -> list:
             flags.append(f"--input=@{path}")
         outputs = [scratch / f"output{index}.npy" for index in range(results)]
         subprocess.run(
-            [halo_binary(), "run-module", f"--module={module}", f"--function={function}", *flags]
+            [halo_binary(), "run-module", f"--module={host_module(module)}", f"--function={function}", *flags]
             + [f"--output=@{path}" for path in outputs],
             cwd=MODELS,
             check=True,

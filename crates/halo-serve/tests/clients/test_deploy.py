@@ -5,7 +5,7 @@ import urllib.request
 
 import yaml
 
-from conftest import MODELS, REPO
+from conftest import MODELS, REPO, host_module
 
 DEPLOY = REPO / "deploy" / "kserve"
 
@@ -20,7 +20,7 @@ def test_the_runtimes_arguments_serve_and_its_probes_answer(serve, tmp_path):
     args = container["args"]
     assert args[0] == "serve"
     (tmp_path / "cnn").mkdir()
-    (tmp_path / "cnn" / "config.toml").write_text(f'function = "cnn"\nmodules = ["{MODELS / "cnn.vmfb"}"]\n')
+    (tmp_path / "cnn" / "config.toml").write_text(f'function = "cnn"\nmodules = ["{MODELS / host_module("cnn.vmfb")}"]\n')
     # The same flags, with the repository in a temporary folder and free ports for the test.
     flags = [a.replace("/mnt/models", str(tmp_path)) for a in args[1:] if not a.startswith(("--http-port", "--grpc-port"))]
     served = serve.with_args(*flags)

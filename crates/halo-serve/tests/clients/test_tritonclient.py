@@ -6,7 +6,7 @@ import pytest
 import tritonclient.http as triton_http
 from tritonclient.utils import InferenceServerException
 
-from conftest import MODELS, run_module, texts, top_classes
+from conftest import MODELS, host_module, run_module, texts, top_classes
 
 
 def test_health_and_metadata(serve):
@@ -126,7 +126,7 @@ def test_the_model_repository_api(serve, tmp_path):
     for name in ["adder", "spare"]:
         (tmp_path / name).mkdir()
         (tmp_path / name / "config.toml").write_text(
-            f'function = "tiny_add"\nmodules = ["{MODELS / "tiny_add.vmfb"}"]\noutput_names = ["sum"]\n'
+            f'function = "tiny_add"\nmodules = ["{MODELS / host_module("tiny_add.vmfb")}"]\noutput_names = ["sum"]\n'
         )
     served = serve.with_args(f"--model-repository={tmp_path}")
     client = triton_http.InferenceServerClient(url=served.http)

@@ -13,7 +13,7 @@ from tritonclient.grpc import service_pb2
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from tritonclient.utils import InferenceServerException
 
-from conftest import MODELS, run_module, texts, top_classes
+from conftest import MODELS, host_module, run_module, texts, top_classes
 
 
 def test_health_and_metadata(serve):
@@ -236,7 +236,7 @@ def test_the_model_repository_api_over_grpc(serve, tmp_path):
     for name in ["adder", "spare"]:
         (tmp_path / name).mkdir()
         (tmp_path / name / "config.toml").write_text(
-            f'function = "tiny_add"\nmodules = ["{MODELS / "tiny_add.vmfb"}"]\n'
+            f'function = "tiny_add"\nmodules = ["{MODELS / host_module("tiny_add.vmfb")}"]\n'
         )
     served = serve.with_args(f"--model-repository={tmp_path}")
     client = triton_grpc.InferenceServerClient(url=served.grpc)
