@@ -1,5 +1,7 @@
-//! Buffers on an Apple GPU: `MTLBuffer`s in shared storage, which on Apple silicon's unified
-//! memory the GPU reads at full speed and the host maps in place.
+//! Buffers on an Apple GPU, in the storage mode IREE's Metal HAL picks for each memory type:
+//! private storage for device-local memory the host need not see (the host reaches it through
+//! the queue's staging copies, `halo_hal::transfer`), shared storage for everything else, which
+//! on Apple silicon's unified memory the GPU reads at full speed and the host maps in place.
 
 use super::ThreadSafe;
 use halo_hal::allocator::import_by_copy;
@@ -14,13 +16,34 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// What every buffer is: device-local and host-visible, coherent (shared storage).
-const MEMORY_TYPE: MemoryType = MemoryType::DEVICE_LOCAL.union(MemoryType::HOST_LOCAL);
+/// Shared storage: device-local and host-visible, coherent.
+const SHARED: MemoryType = MemoryType::DEVICE_LOCAL.union(MemoryType::HOST_LOCAL);
+
+/// Private storage: the device's alone.
+const PRIVATE: MemoryType = MemoryType::DEVICE_LOCAL;
+
+/// The storage mode for a request, and the memory type it gives: private for device-local
+/// memory the host need not see nor map (as IREE's Metal HAL chooses), else shared (unified
+/// memory lets a buffer asked to be mapped be shared at no cost on the device's side).
+fn storage_for(params: &BufferParams) -> (MTLResourceOptions, MemoryType) {
+    let device_only = params.memory_type.contains(MemoryType::DEVICE_LOCAL)
+        && !params.memory_type.intersects(MemoryType::HOST_VISIBLE);
+    let mapped = params
+        .usage
+        .intersects(BufferUsage::MAPPING_SCOPED | BufferUsage::MAPPING_PERSISTENT)
+        && !params.usage.contains(BufferUsage::MAPPING_OPTIONAL);
+    if device_only && !mapped {
+        (MTLResourceOptions::StorageModePrivate, PRIVATE)
+    } else {
+        (MTLResourceOptions::StorageModeShared, SHARED)
+    }
+}
 
 /// One `MTLBuffer`.
 pub struct MetalAllocation {
     buffer: ThreadSafe<ProtocolObject<dyn MTLBuffer>>,
     size: u64,
+    memory_type: MemoryType,
     statistics: Arc<Counters>,
 }
 
@@ -31,17 +54,18 @@ impl MetalAllocation {
     }
 }
 
-// SAFETY: `contents` is the buffer's shared-storage memory, `size` bytes (or more: empty
-// buffers get one byte), valid while the buffer lives, which this allocation keeps alive.
+// SAFETY: `contents` of a shared-storage buffer is its memory, `size` bytes (or more: empty
+// buffers get one byte), valid while the buffer lives, which this allocation keeps alive;
+// private-storage buffers have no host address.
 unsafe impl Allocation for MetalAllocation {
     fn size(&self) -> u64 {
         self.size
     }
     fn memory_type(&self) -> MemoryType {
-        MEMORY_TYPE
+        self.memory_type
     }
     fn host_ptr(&self) -> Option<NonNull<u8>> {
-        Some(self.buffer.0.contents().cast())
+        (self.memory_type == SHARED).then(|| self.buffer.0.contents().cast())
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -77,20 +101,28 @@ impl AppleAllocator {
 
 impl Allocator for AppleAllocator {
     fn memory_heaps(&self) -> Vec<MemoryHeap> {
-        vec![MemoryHeap {
-            memory_type: MEMORY_TYPE,
-            allowed_usage: BufferUsage::all(),
+        let heap = |memory_type, allowed_usage| MemoryHeap {
+            memory_type,
+            allowed_usage,
             max_allocation_size: self.device.0.maxBufferLength() as u64,
             min_alignment: 16,
-        }]
+        };
+        vec![
+            heap(
+                PRIVATE,
+                BufferUsage::all() - BufferUsage::MAPPING_SCOPED - BufferUsage::MAPPING_PERSISTENT,
+            ),
+            heap(SHARED, BufferUsage::all()),
+        ]
     }
 
     fn allocate_buffer(&self, params: BufferParams, size: u64) -> Result<Buffer> {
         let params = params.canonicalize();
         let length = usize::try_from(size.max(1))
             .map_err(|_| Error::resource_exhausted(format!("a Metal buffer of {size} bytes does not fit this host")))?;
+        let (storage, memory_type) = storage_for(&params);
         let buffer = (self.device.0)
-            .newBufferWithLength_options(length, MTLResourceOptions::StorageModeShared)
+            .newBufferWithLength_options(length, storage)
             .ok_or_else(|| {
                 Error::resource_exhausted(format!(
                     "the Metal device gave no buffer of {size} bytes (at most {} in one buffer)",
@@ -102,13 +134,15 @@ impl Allocator for AppleAllocator {
         let allocation = MetalAllocation {
             buffer: ThreadSafe(buffer),
             size,
+            memory_type,
             statistics: self.statistics.clone(),
         };
-        Ok(Buffer::new(
-            Arc::new(allocation),
-            params.usage | BufferUsage::MAPPING,
-            params.access,
-        ))
+        let usage = if memory_type == SHARED {
+            params.usage | BufferUsage::MAPPING
+        } else {
+            params.usage - BufferUsage::MAPPING_SCOPED - BufferUsage::MAPPING_PERSISTENT
+        };
+        Ok(Buffer::new(Arc::new(allocation), usage, params.access))
     }
 
     fn import_host(&self, params: BufferParams, bytes: Box<dyn HostBytes>) -> Result<Buffer> {

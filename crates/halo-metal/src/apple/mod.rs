@@ -1,7 +1,8 @@
 //! The Apple backend: a GPU reached through `objc2-metal`, as IREE's Metal HAL drives it.
 //!
-//! - memory: `MTLBuffer`s in shared storage ([`memory`]): Apple silicon's memory is unified, so
-//!   every buffer is both device-local and mapped, with no staging;
+//! - memory ([`memory`]): `MTLBuffer`s in private storage for device-local memory the host need
+//!   not map (reached through the queue's staging copies), in shared storage otherwise, which
+//!   Apple silicon's unified memory maps in place;
 //! - pipelines: each library built by `newLibraryWithSource` at its MSL version (or loaded from
 //!   its metallib), one `MTLComputePipelineState` per export, and the function kept for the
 //!   argument encoder of its `[[buffer(0)]]`;
