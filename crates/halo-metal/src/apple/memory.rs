@@ -84,7 +84,7 @@ struct Counters {
     peak: AtomicU64,
 }
 
-/// Allocates shared-storage buffers on one device.
+/// Allocates private- and shared-storage buffers on one device.
 pub struct AppleAllocator {
     device: ThreadSafe<ProtocolObject<dyn MTLDevice>>,
     statistics: Arc<Counters>,
