@@ -24,18 +24,6 @@ pub const DRIVER_NAME: &str = "metal";
 /// The most host threads the emulated device takes.
 const MAX_THREADS: usize = 256;
 
-impl MetalDriver {
-    #[cfg(target_os = "macos")]
-    fn apple_backend() -> Result<Arc<dyn Backend>> {
-        Ok(Arc::new(crate::apple::AppleBackend::system_default()?))
-    }
-
-    #[cfg(not(target_os = "macos"))]
-    fn apple_backend() -> Result<Arc<dyn Backend>> {
-        Err(halo_hal::Error::unavailable("Metal GPUs are reached on macOS only"))
-    }
-}
-
 /// Creates Metal devices.
 #[derive(Default)]
 pub struct MetalDriver;
@@ -53,11 +41,11 @@ impl MetalDriver {
     fn devices() -> Result<Vec<DeviceInfo>> {
         let mut devices = Vec::new();
         #[cfg(target_os = "macos")]
-        if let Ok(gpu) = crate::apple::AppleBackend::system_default() {
+        if let Some(name) = crate::apple::AppleBackend::system_default_name() {
             devices.push(DeviceInfo {
                 id: 0,
                 path: APPLE_DEFAULT.into(),
-                name: gpu.name(),
+                name,
                 details: vec![("executable formats".into(), crate::executable_def::FORMAT.into())],
             });
         }
@@ -94,10 +82,24 @@ impl MetalDriver {
                  metal://{EMULATED}"
             )));
         }
-        // Every device is listed when none matches; the emulated one is still picked by name only.
-        select_device(DRIVER_NAME, &gpus, path)
-            .cloned()
-            .map_err(|_| select_device(DRIVER_NAME, devices, &format!("{path}\0")).unwrap_err())
+        select_device(DRIVER_NAME, &gpus, path).cloned().map_err(|_| {
+            // Every device is listed, though the emulated one is picked by its name only.
+            let known: Vec<String> = devices.iter().map(|d| format!("{DRIVER_NAME}://{}", d.path)).collect();
+            halo_hal::Error::not_found(format!(
+                "driver '{DRIVER_NAME}' has no device '{path}'; available: {}",
+                known.join(", ")
+            ))
+        })
+    }
+
+    #[cfg(target_os = "macos")]
+    fn apple_backend() -> Result<Arc<dyn Backend>> {
+        Ok(Arc::new(crate::apple::AppleBackend::system_default()?))
+    }
+
+    #[cfg(not(target_os = "macos"))]
+    fn apple_backend() -> Result<Arc<dyn Backend>> {
+        Err(halo_hal::Error::unavailable("Metal GPUs are reached on macOS only"))
     }
 }
 

@@ -101,6 +101,11 @@ impl AppleBackend {
         })
     }
 
+    /// The name of the system's default GPU, or `None` without one (cheaper than a backend).
+    pub fn system_default_name() -> Option<String> {
+        MTLCreateSystemDefaultDevice().map(|device| device.name().to_string())
+    }
+
     /// The GPU's name, as Metal gives it.
     pub fn name(&self) -> String {
         self.device.0.name().to_string()
