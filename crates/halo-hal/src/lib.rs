@@ -41,6 +41,7 @@ pub mod promised_timepoints;
 pub mod semaphore;
 mod small_blocks;
 pub mod submission_count;
+pub mod submission_queue;
 pub mod trace;
 pub mod transfer;
 pub mod transient_pool;

@@ -85,11 +85,21 @@ pub trait Encoder {
     fn copy(&mut self, source: Span<'_>, target: Span<'_>) -> Result<()>;
     /// Orders what was encoded before ahead of what comes after.
     fn barrier(&mut self) -> Result<()>;
-    /// Commits the command buffer and waits until all of it has run.
+    /// Commits the command buffer: it runs after every one committed before it
+    /// (`MTLCommandQueue` order).
+    ///
+    /// # Errors
+    /// A failure to hand it to the device.
+    fn commit(self: Box<Self>) -> Result<Box<dyn Committed>>;
+}
+
+/// A committed command buffer, holding what its commands use until they have run.
+pub trait Committed: Send {
+    /// Waits until all of it has run.
     ///
     /// # Errors
     /// The first failure of any command, naming it.
-    fn commit_and_wait(self: Box<Self>) -> Result<()>;
+    fn wait(self: Box<Self>) -> Result<()>;
 }
 
 /// The most threadgroups one dispatch runs: Metal counts them in 32 bits.

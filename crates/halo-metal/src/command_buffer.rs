@@ -1,20 +1,24 @@
-//! Running a recorded command list (halo-hal's `CommandBuffer`, validated at record and submit)
-//! as one Metal command buffer: each command resolved against the submission's binding table and
-//! encoded, the list's barriers kept as barriers.
+//! Committing a recorded command list (halo-hal's `CommandBuffer`, validated at record and
+//! submit) as one Metal command buffer: each command resolved against the submission's binding
+//! table and encoded, the list's barriers kept as barriers.
 
-use crate::backend::{Backend, Dispatch, Encoder, Span, Threadgroups};
+use crate::backend::{Backend, Committed, Dispatch, Encoder, Span, Threadgroups};
 use crate::executable::PreparedExecutable;
 use halo_hal::{downcast, Binding, BufferRef, Command, DispatchCommand, Result, ResultExt, WorkgroupCount};
 use std::sync::Arc;
 
-/// Encodes `commands`, with `table` for their slots, into one command buffer of `backend`,
-/// commits it and waits for it.
-pub(crate) fn execute(backend: &Arc<dyn Backend>, commands: &[Command], table: &[Binding<'_>]) -> Result<()> {
+/// Encodes `commands`, with `table` for their slots, into one command buffer of `backend` and
+/// commits it.
+pub(crate) fn commit(
+    backend: &Arc<dyn Backend>,
+    commands: &[Command],
+    table: &[Binding<'_>],
+) -> Result<Box<dyn Committed>> {
     let mut encoder = backend.command_buffer()?;
     for (index, command) in commands.iter().enumerate() {
         encode(backend, &mut *encoder, command, table).with_context(|| format!("running command {index}"))?;
     }
-    encoder.commit_and_wait()
+    encoder.commit()
 }
 
 fn encode(

@@ -1,13 +1,18 @@
 //! The Metal device: its backend's memory and pipelines, halo-hal's command lists encoded into
 //! one backend command buffer per submission.
 //!
-//! The queue is in order and runs each submission inside the call once its waits are met, as
-//! `local-sync` does: a Metal command buffer is committed and waited for before the signal.
+//! The queue is halo-hal's [`SubmissionQueue`], as OpenCL's: Metal's command queue runs
+//! command buffers in the order they are committed, so a submission that waits only on values
+//! promised by work already committed is committed at once, and one waiting on anything else
+//! (another device's semaphore, a host signal) is committed from the host timeline's callback.
+//! Semaphores stay host timelines, shared by every driver, so a Metal submission can wait on a
+//! CPU device's work and the reverse.
 
-use crate::backend::Backend;
+use crate::backend::{Backend, Committed};
 use crate::driver::DRIVER_NAME;
 use crate::executable::MetalExecutableCache;
 use halo_hal::device::query_common_i64;
+use halo_hal::submission_queue::{InFlight, SubmissionQueue};
 use halo_hal::trace::QueueTrack;
 use halo_hal::transient_pool::{TransientPool, TransientPoolOptions};
 use halo_hal::{
@@ -16,6 +21,7 @@ use halo_hal::{
 };
 use std::any::Any;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A Metal device over one backend.
 pub struct MetalDevice {
@@ -24,19 +30,38 @@ pub struct MetalDevice {
     executables: Arc<MetalExecutableCache>,
     transient: TransientPool,
     track: QueueTrack,
+    queue: SubmissionQueue<Running>,
 }
 
 impl MetalDevice {
     /// A device named by `info` over `backend`, serving queue allocations from a pool bounded by
     /// `transient`.
-    pub fn new(info: DeviceInfo, backend: Arc<dyn Backend>, transient: TransientPoolOptions) -> Self {
-        MetalDevice {
+    ///
+    /// # Errors
+    /// `ResourceExhausted` when the queue's threads cannot start.
+    pub fn new(info: DeviceInfo, backend: Arc<dyn Backend>, transient: TransientPoolOptions) -> Result<Self> {
+        Ok(MetalDevice {
             info,
             executables: Arc::new(MetalExecutableCache::new(backend.clone())),
             backend,
             transient: TransientPool::new(transient),
             track: QueueTrack::new(DRIVER_NAME),
-        }
+            queue: SubmissionQueue::start("Metal")?,
+        })
+    }
+}
+
+/// A submission's command buffer on the device, with the command list and bindings it uses.
+struct Running {
+    committed: Box<dyn Committed>,
+    _uses: (Arc<CommandBuffer>, Vec<Binding<'static>>),
+    /// The trace's span of its execution, ended once it has run.
+    _span: tracing::Span,
+}
+
+impl InFlight for Running {
+    fn wait(self) -> Result<()> {
+        self.committed.wait()
     }
 }
 
@@ -79,16 +104,27 @@ impl Device for MetalDevice {
         binding_table: &[Binding],
     ) -> Result<()> {
         let _span = tracing::info_span!("queue.execute", wait = ?wait, signal = ?signal).entered();
-        if let Some(command_buffer) = command_buffer {
-            command_buffer.validate_submission(binding_table)?;
-        }
-        Fence::run_between(wait, signal, || match command_buffer {
-            Some(command_buffer) => {
-                let _queue = self.track.execute(command_buffer);
-                crate::command_buffer::execute(&self.backend, command_buffer.commands()?, binding_table)
-            }
-            None => Ok(()),
-        })
+        let Some(command_buffer) = command_buffer else {
+            self.queue.submit(wait, signal, Box::new(|| Ok(None)));
+            return Ok(());
+        };
+        command_buffer.validate_submission(binding_table)?;
+        let (backend, track, command_buffer) = (self.backend.clone(), self.track.clone(), command_buffer.clone());
+        let table: Vec<Binding<'static>> = binding_table.iter().map(Binding::to_static).collect();
+        self.queue.submit(
+            wait,
+            signal,
+            Box::new(move || {
+                let span = track.execute(&command_buffer);
+                let committed = crate::command_buffer::commit(&backend, command_buffer.commands()?, &table)?;
+                Ok(Some(Running {
+                    committed,
+                    _uses: (command_buffer, table),
+                    _span: span,
+                }))
+            }),
+        );
+        Ok(())
     }
 
     fn queue_alloca(
@@ -100,12 +136,15 @@ impl Device for MetalDevice {
         size: u64,
     ) -> Result<Buffer> {
         let buffer = self.transient.allocate(self.backend.allocator(), params, size)?;
-        Fence::run_between(wait, signal, || Ok(()))?;
+        self.queue.submit(wait, signal, Box::new(|| Ok(None)));
         Ok(buffer)
     }
 
-    fn wait_idle(&self, _timeout: Timeout) -> Result<()> {
-        // Every operation finished before its queue call returned.
-        Ok(())
+    fn all_held_for(&self) -> Duration {
+        self.queue.held_for()
+    }
+
+    fn wait_idle(&self, timeout: Timeout) -> Result<()> {
+        self.queue.wait_idle(timeout)
     }
 }

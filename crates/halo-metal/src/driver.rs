@@ -136,6 +136,6 @@ impl Driver for MetalDriver {
             }
             None => Self::apple_backend()?,
         };
-        Ok(Arc::new(MetalDevice::new(info, backend, transient)))
+        Ok(Arc::new(MetalDevice::new(info, backend, transient)?))
     }
 }

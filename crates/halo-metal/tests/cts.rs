@@ -2,7 +2,7 @@
 //! IREE's Metal builds of the fixture kernels. Without clang the emulated cases, and off a Mac
 //! the GPU's, say that they skipped.
 
-use halo_cts::{cts_suite, Isolation, Manifest};
+use halo_cts::{cts_suite, Isolation, Manifest, Tag};
 use halo_hal::{Device, DriverRegistry, Result};
 use std::sync::Arc;
 
@@ -16,7 +16,7 @@ static METAL_EMULATED: Manifest = Manifest {
     driver: "metal",
     device_uri: "metal://emulated",
     executable_format: "metal-msl-fb",
-    tags: &[],
+    tags: &[Tag::AsyncQueue],
     unsupported: &[],
     expected_failures: &[],
     isolation: Isolation::Shared,
@@ -28,7 +28,7 @@ static METAL_GPU: Manifest = Manifest {
     driver: "metal",
     device_uri: "metal://",
     executable_format: "metal-msl-fb",
-    tags: &[],
+    tags: &[Tag::AsyncQueue],
     unsupported: &[],
     expected_failures: &[],
     isolation: Isolation::Shared,

@@ -324,9 +324,8 @@ pub(crate) struct InFlight {
     _keep: (Vec<Box<[u8]>>, Box<dyn Any + Send>),
 }
 
-impl InFlight {
-    /// Waits for the commands; an error if one of them failed.
-    pub(crate) fn wait(mut self) -> Result<()> {
+impl halo_hal::submission_queue::InFlight for InFlight {
+    fn wait(mut self) -> Result<()> {
         let Some(marker) = self.marker.take() else {
             return Ok(());
         };

@@ -3,14 +3,15 @@
 
 use crate::allocator::OpenClAllocator;
 use crate::api::cl_error;
+use crate::api::InFlight;
 use crate::command_buffer;
 use crate::driver::{DeviceOptions, DRIVER_NAME};
 use crate::executable::OpenClExecutableCache;
 use crate::khr_command_buffer::KhrCommandBuffers;
 use crate::program_cache::ProgramCache;
-use crate::queue::SubmissionQueue;
 use crate::replay::Replays;
 use halo_hal::device::{glob_match, query_common_i64};
+use halo_hal::submission_queue::SubmissionQueue;
 use halo_hal::{
     Allocator, AllocatorStatistics, Binding, CommandBuffer, Device, DeviceInfo, Error, ExecutableCache, Fence,
     QueueAffinity, Result, Timeout,
@@ -86,7 +87,7 @@ pub struct OpenClDevice {
     info: DeviceInfo,
     shared: Arc<DeviceShared>,
     allocator: OpenClAllocator,
-    queue: SubmissionQueue,
+    queue: SubmissionQueue<InFlight>,
 }
 
 impl OpenClDevice {
@@ -149,7 +150,7 @@ impl OpenClDevice {
             info,
             allocator: OpenClAllocator::new(shared.clone()),
             shared,
-            queue: SubmissionQueue::start()?,
+            queue: SubmissionQueue::start("OpenCL")?,
         })
     }
 }
@@ -175,7 +176,7 @@ impl Device for OpenClDevice {
             return Ok(1);
         }
         if category == "opencl.queue" && key == "device_waits" {
-            return Ok(self.queue.device_waits.load(std::sync::atomic::Ordering::Relaxed) as i64);
+            return Ok(self.queue.device_waits() as i64);
         }
         if category == "opencl.command_buffers" {
             let replays = self.shared.replays.as_ref();

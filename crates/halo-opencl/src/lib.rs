@@ -46,7 +46,6 @@ pub mod driver;
 pub mod executable;
 mod khr_command_buffer;
 pub mod program_cache;
-mod queue;
 mod replay;
 
 pub use device::OpenClDevice;

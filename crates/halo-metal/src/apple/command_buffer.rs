@@ -4,7 +4,7 @@
 
 use super::memory::MetalAllocation;
 use super::{describe, AppleBackend, ApplePipelines, PUSH_CONSTANT_BUFFER_INDEX};
-use crate::backend::{check_grid, Dispatch, Encoder, Span, Threadgroups};
+use crate::backend::{check_grid, Committed, Dispatch, Encoder, Span, Threadgroups};
 use halo_hal::{downcast, Error, Result};
 use objc2::rc::Retained;
 use objc2::runtime::ProtocolObject;
@@ -255,9 +255,29 @@ impl Encoder for AppleEncoder<'_> {
         Ok(())
     }
 
-    fn commit_and_wait(mut self: Box<Self>) -> Result<()> {
+    fn commit(mut self: Box<Self>) -> Result<Box<dyn Committed>> {
         self.end_open();
         self.command_buffer.commit();
+        Ok(Box::new(CommittedBuffer {
+            command_buffer: self.command_buffer.clone(),
+            _kept: std::mem::take(&mut self.kept),
+        }))
+    }
+}
+
+/// A committed `MTLCommandBuffer`, with the argument buffers and staged bytes it reads.
+struct CommittedBuffer {
+    command_buffer: Retained<ProtocolObject<dyn MTLCommandBuffer>>,
+    _kept: Vec<Retained<ProtocolObject<dyn MTLBuffer>>>,
+}
+
+// SAFETY: once committed, a command buffer is only waited for and asked its status and error,
+// which Metal allows from any thread (its completion handlers run on Metal's own threads); the
+// kept buffers are thread-safe Metal objects.
+unsafe impl Send for CommittedBuffer {}
+
+impl Committed for CommittedBuffer {
+    fn wait(self: Box<Self>) -> Result<()> {
         self.command_buffer.waitUntilCompleted();
         if self.command_buffer.status() == MTLCommandBufferStatus::Error {
             let reason = self
