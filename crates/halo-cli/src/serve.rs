@@ -79,6 +79,13 @@ pub struct ServeArgs {
     /// models that keep state between calls, nor ones with dynamic input shapes.
     #[arg(long)]
     pub warmup: bool,
+    /// Batch concurrent requests of each model into one call of up to this many rows along the
+    /// leading batch dimension (inputs joined, outputs split back); 0 never batches. Nothing
+    /// waits for company: a call takes what is waiting when a computing thread frees. The
+    /// model's inputs and outputs must all lead with a dynamic dimension (a repository's
+    /// `max_batch_size` setting overrides it).
+    #[arg(long, default_value_t = 0)]
+    pub max_batch_size: u64,
 }
 
 /// The variable that sets which log lines `halo serve` writes to stderr, in `tracing`'s filter
@@ -105,6 +112,7 @@ pub fn run(registry: DriverRegistry, args: &ServeArgs) -> Result<()> {
         max_queue: args.max_queue,
         timeout: (args.request_timeout_ms > 0).then(|| Duration::from_millis(args.request_timeout_ms)),
         warmup: args.warmup,
+        max_batch_size: args.max_batch_size,
     };
     let (models, repository) = match &args.model_repository {
         Some(root) => (Vec::new(), Some(ModelRepository::open(root, defaults)?)),
@@ -184,6 +192,7 @@ fn module_model(args: &ServeArgs, defaults: Defaults) -> Result<ModelConfig> {
         output_types: args.output_types.clone(),
         output_labels: args.output_labels.iter().cloned().collect(),
         warmup: defaults.warmup,
+        max_batch_size: defaults.max_batch_size,
     })
 }
 

@@ -1062,6 +1062,109 @@ fn a_repository_setting_for_warm_up_overrides_the_flag() {
     std::fs::remove_dir_all(root).ok();
 }
 
+/// The benchmark set's test-scale MLP (`tensor<?x16xf32>` to `tensor<?x10xf32>`), this
+/// architecture's build.
+fn batchable_mlp() -> PathBuf {
+    common::host_module(&models().join("../benchmark-models/mlp.vmfb"))
+}
+
+/// An inference request for the MLP of `rows` rows, different for each `seed`.
+fn mlp_request(rows: usize, seed: usize) -> Value {
+    let data: Vec<f32> = (0..rows * 16)
+        .map(|i| ((i * 5 + seed * 3) % 17) as f32 / 8.0 - 1.0)
+        .collect();
+    json!({"inputs": [{"name": "input", "shape": [rows, 16], "datatype": "FP32", "data": data}]})
+}
+
+#[test]
+fn a_batching_server_answers_concurrent_clients_as_a_call_each_would() {
+    let served = Served::start_with(&[
+        format!("--module={}", batchable_mlp().display()),
+        "--function=mlp".into(),
+        "--max-concurrency=1".into(),
+        "--max-batch-size=4".into(),
+    ]);
+    let (_, config) = served.get("/v2/models/mlp/config");
+    assert_eq!(config["max_batch_size"], 4, "{config}");
+    assert!(config["dynamic_batching"].is_object(), "{config}");
+    let requests: Vec<(usize, usize)> = (0..24).map(|seed| (1 + seed % 3, seed)).collect();
+    let alone: Vec<Value> = (requests.iter())
+        .map(|&(rows, seed)| {
+            let (status, answer) = served.post("/v2/models/mlp/infer", &mlp_request(rows, seed).to_string());
+            assert_eq!(status, 200, "{answer}");
+            answer["outputs"][0].clone()
+        })
+        .collect();
+    let served = Arc::new(served);
+    let clients: Vec<_> = (0..6)
+        .map(|client| {
+            let (served, requests) = (served.clone(), requests.clone());
+            std::thread::spawn(move || {
+                (requests.iter().skip(client).step_by(6))
+                    .map(|&(rows, seed)| {
+                        let (status, answer) =
+                            served.post("/v2/models/mlp/infer", &mlp_request(rows, seed).to_string());
+                        assert_eq!(status, 200, "{answer}");
+                        (seed, answer["outputs"][0].clone())
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    for (seed, output) in clients.into_iter().flat_map(|c| c.join().expect("a client")) {
+        assert_eq!(output["shape"], alone[seed]["shape"], "request {seed}");
+        let (got, want) = (json_f32(&output["data"]), json_f32(&alone[seed]["data"]));
+        let close = got
+            .iter()
+            .zip(&want)
+            .all(|(g, w)| (g - w).abs() <= 1e-5 * w.abs().max(1.0));
+        assert!(close && got.len() == want.len(), "request {seed}: {got:?} != {want:?}");
+    }
+    let (_, statistics) = served.get("/v2/models/mlp/stats");
+    let model = &statistics["model_stats"][0];
+    let rows: u64 = requests.iter().map(|&(rows, _)| rows as u64).sum::<u64>() * 2;
+    assert_eq!(model["inference_count"], rows, "{statistics}");
+    let batches = model["batch_stats"].as_array().expect("batch statistics");
+    let batched_rows: u64 = (batches.iter())
+        .map(|b| b["batch_size"].as_u64().unwrap() * b["compute_infer"]["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(batched_rows, rows, "every row was computed once: {statistics}");
+    assert!(
+        batches
+            .iter()
+            .all(|b| (1..=4).contains(&b["batch_size"].as_u64().unwrap())),
+        "{statistics}"
+    );
+
+    let (status, answer) = served.post("/v2/models/mlp/infer", &mlp_request(5, 0).to_string());
+    assert_eq!(status, 400, "{answer}");
+    assert!(
+        answer["error"].as_str().unwrap().contains("at most 4 (max_batch_size)"),
+        "{answer}"
+    );
+}
+
+#[test]
+fn a_repository_sets_max_batch_size_and_a_model_that_cannot_batch_stops_the_server() {
+    let config = |module: &Path, function: &str| {
+        format!(
+            "function = \"{function}\"\nmodules = [{:?}]\nmax_batch_size = 2\n",
+            module.display().to_string()
+        )
+    };
+    let root = repository("batching", &[("mlp", config(&batchable_mlp(), "mlp"))]);
+    let served = Served::start_with(&[format!("--model-repository={}", root.display())]);
+    let (_, configuration) = served.get("/v2/models/mlp/config");
+    assert_eq!(configuration["max_batch_size"], 2, "{configuration}");
+    drop(served);
+    std::fs::remove_dir_all(root).ok();
+    let stderr = refused_at_start(&["--module=tiny_add.vmfb", "--function=tiny_add", "--max-batch-size=2"]);
+    assert!(
+        stderr.contains("input 'input0' has shape [4]") && stderr.contains("model 'tiny_add'"),
+        "{stderr}"
+    );
+}
+
 /// A model repository in a fresh temporary folder: `(folder name, config.toml)` per model.
 /// An ONNX model in a repository folder with an empty `config.toml` is compiled at load (with
 /// `halo compile`'s defaults) into the compile cache, serves its only function as `run-module`

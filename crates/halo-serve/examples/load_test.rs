@@ -502,6 +502,7 @@ fn direct_model(args: &Args) -> Arc<Model> {
         output_types: vec![],
         output_labels: Default::default(),
         warmup: false,
+        max_batch_size: 0,
     };
     move_to(args.server_core());
     let model = Model::load(&halo_runtime::Instance::new(), config).expect("the model loads");

@@ -152,6 +152,10 @@ impl GrpcInferenceService for Inference {
                 name: config.name,
                 platform: config.platform.into(),
                 max_batch_size: config.max_batch_size,
+                dynamic_batching: config.dynamic_batching.map(|batching| ModelDynamicBatching {
+                    preferred_batch_size: batching.preferred_batch_size,
+                    max_queue_delay_microseconds: batching.max_queue_delay_microseconds,
+                }),
                 input: (config.input.into_iter())
                     .map(|t| ModelInput {
                         data_type: number(t.datatype),
@@ -343,6 +347,14 @@ fn statistics(model: &Model) -> ModelStatistics {
             cache_hit: duration(stats.cache_hit),
             cache_miss: duration(stats.cache_miss),
         }),
+        batch_stats: (entry.batch_stats.into_iter())
+            .map(|batch| InferBatchStatistics {
+                batch_size: batch.batch_size,
+                compute_input: duration(batch.compute_input),
+                compute_infer: duration(batch.compute_infer),
+                compute_output: duration(batch.compute_output),
+            })
+            .collect(),
     }
 }
 

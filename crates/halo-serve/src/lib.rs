@@ -8,6 +8,7 @@
 //! up to `max_queue` more waiting; beyond that a request is refused with `503`.
 
 pub mod batch_scheduling;
+pub mod batcher;
 pub mod body_pause;
 pub mod classification;
 pub mod compute;

@@ -62,6 +62,11 @@ fn latency_histogram() -> Histogram {
     Histogram::new(exponential_buckets(50e-6, 2.0, 22))
 }
 
+// Rows per call, 1 to 1024 in powers of two.
+fn batch_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(1.0, 2.0, 11))
+}
+
 /// The metrics of one server, and the registry that encodes them.
 pub struct Metrics {
     registry: Registry,
@@ -69,6 +74,7 @@ pub struct Metrics {
     request_seconds: Histograms<RouteLabels>,
     queue_seconds: Histograms<ModelLabels>,
     compute_seconds: Histograms<ModelLabels>,
+    batch_rows: Histograms<ModelLabels>,
     in_flight: Family<ModelLabels, Gauge>,
     device_memory: Family<DeviceLabels, Gauge>,
     device_held: Family<DeviceLabels, Gauge<f64, AtomicU64>>,
@@ -92,6 +98,7 @@ impl Metrics {
         let request_seconds = Histograms::<RouteLabels>::new_with_constructor(latency_histogram as fn() -> _);
         let queue_seconds = Histograms::<ModelLabels>::new_with_constructor(latency_histogram as fn() -> _);
         let compute_seconds = Histograms::<ModelLabels>::new_with_constructor(latency_histogram as fn() -> _);
+        let batch_rows = Histograms::<ModelLabels>::new_with_constructor(batch_histogram as fn() -> _);
         let in_flight = Family::<ModelLabels, Gauge>::default();
         let device_memory = Family::<DeviceLabels, Gauge>::default();
         let device_held = Family::<DeviceLabels, Gauge<f64, AtomicU64>>::default();
@@ -119,6 +126,12 @@ impl Metrics {
             compute_seconds.clone(),
         );
         registry.register(
+            "inference_batch_rows",
+            "Rows along the batch dimension of each call of a batching model (max_batch_size > 0): \
+             requests batched together count their rows",
+            batch_rows.clone(),
+        );
+        registry.register(
             "inference_requests_in_flight",
             "Inference requests received and not yet answered",
             in_flight.clone(),
@@ -142,6 +155,7 @@ impl Metrics {
             request_seconds,
             queue_seconds,
             compute_seconds,
+            batch_rows,
             in_flight,
             device_memory,
             device_held,
@@ -195,6 +209,12 @@ impl Metrics {
         self.compute_seconds
             .get_or_create(&labels)
             .observe(computed.as_secs_f64());
+    }
+
+    /// Records the rows of a call of a batching `model`.
+    pub fn observe_batch(&self, model: &str, rows: u64) {
+        let labels = ModelLabels { model: model.into() };
+        self.batch_rows.get_or_create(&labels).observe(rows as f64);
     }
 
     /// The metrics in the OpenMetrics text format, device memory and held times read from

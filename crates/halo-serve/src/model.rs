@@ -1,6 +1,7 @@
 //! A served model: one function of a loaded module, its inputs and outputs as the protocol
 //! describes them, and the admission limits that bound its concurrent work.
 
+use crate::batcher::{BatchKey, BatchQueue};
 use crate::classification::{read_labels, ClassLabels};
 use crate::compute::ComputeThreads;
 use crate::datatype::datatype_of;
@@ -76,6 +77,9 @@ pub struct ModelConfig {
     /// Whether one call with zero inputs runs at load, before the model is ready, so the first
     /// request does not pay for the work a first call does (pools, page faults, caches).
     pub warmup: bool,
+    /// Most rows along the leading batch dimension one call takes from concurrent requests
+    /// ([`crate::batcher`]); 0: every request is its own call.
+    pub max_batch_size: u64,
 }
 
 /// Most requests of one model that may run at once: each holds a computing thread.
@@ -83,6 +87,9 @@ pub const MAX_CONCURRENCY: usize = 4096;
 
 /// Most requests of one model that may wait for a turn, so a queue's memory stays bounded.
 pub const MAX_QUEUE: usize = 1 << 20;
+
+/// Most rows a batched call may take.
+pub const MAX_BATCH_SIZE: u64 = 1 << 20;
 
 /// How long a model's device (or each of its computing threads) may stay held by the same work
 /// before the model is [stalled](Model::stalled), for a model without a timeout (one with a
@@ -105,6 +112,12 @@ impl ModelConfig {
             return Err(Error::invalid_argument(format!(
                 "max_queue {} is over {MAX_QUEUE}",
                 self.max_queue
+            )));
+        }
+        if self.max_batch_size > MAX_BATCH_SIZE {
+            return Err(Error::invalid_argument(format!(
+                "max_batch_size {} is over {MAX_BATCH_SIZE}",
+                self.max_batch_size
             )));
         }
         Ok(())
@@ -232,6 +245,8 @@ pub struct Model {
     /// it returns, or until it is cancelled once its request is answered without it (at its
     /// deadline, or when its client goes).
     compute: ComputeThreads,
+    /// Requests waiting to be batched, for a model with a `max_batch_size`.
+    batches: Option<Arc<BatchQueue>>,
     statistics: ModelStatistics,
 }
 
@@ -302,7 +317,14 @@ impl Model {
     /// `InvalidArgument` naming an input whose shape is not static; `ResourceExhausted` when the
     /// zeros do not fit in memory; the call's own error.
     fn warm_up(&self, cancel: &CancelToken) -> Result<()> {
-        let inputs = self.inputs.iter().map(zeros).collect::<Result<Vec<_>>>()?;
+        let batch_of_one = |spec: &TensorSpec| {
+            let mut spec = spec.clone();
+            if self.batches.is_some() {
+                spec.shape[0] = 1;
+            }
+            zeros(&spec)
+        };
+        let inputs = self.inputs.iter().map(batch_of_one).collect::<Result<Vec<_>>>()?;
         self.infer_cancellable(inputs, cancel).map(drop)
     }
 
@@ -350,8 +372,12 @@ impl Model {
             "output",
         )?;
         check_against_function(&function, &inputs, &outputs)?;
+        if config.max_batch_size > 0 {
+            check_batchable(config.max_batch_size, &inputs, &outputs)?;
+        }
         let labels = output_labels(&config.output_labels, &outputs)?;
         Ok(Model {
+            batches: (config.max_batch_size > 0).then(Arc::default),
             compute: ComputeThreads::new("halo-compute", config.max_concurrency),
             config,
             session,
@@ -455,6 +481,11 @@ impl Model {
         &self.compute
     }
 
+    /// How many requests wait to be batched (0 for a model that does not batch).
+    pub fn waiting_for_batch(&self) -> usize {
+        self.batches.as_ref().map_or(0, |batches| batches.len())
+    }
+
     /// Runs a request: admits it and calls the function on one of the model's computing
     /// threads, so the server's threads keep answering while models compute. Both the time it
     /// waited for a thread and the time it computed go to `metrics`. A request still waiting
@@ -501,6 +532,9 @@ impl Model {
         metrics: &Metrics,
         deadline: Option<Instant>,
     ) -> Result<Vec<OutputTensor>> {
+        if let Some(batches) = &self.batches {
+            return self.batched_run(batches, admission, inputs, metrics, deadline).await;
+        }
         let model = self.clone();
         let cancel = CancelToken::new();
         let _cancel_unless_answered = CancelOnDrop(cancel.clone());
@@ -512,7 +546,11 @@ impl Model {
             let waited = queued.elapsed();
             let computing = Instant::now();
             let outputs = model.infer_cancellable(inputs, &cancel);
-            (waited, computing.elapsed(), outputs)
+            let computed = computing.elapsed();
+            if outputs.is_ok() {
+                model.statistics.executed(1, computed);
+            }
+            (waited, computed, outputs)
         })?;
         let finished = match deadline {
             None => ticket.result().await,
@@ -536,9 +574,80 @@ impl Model {
         metrics.observe_compute(&self.config.name, computed);
         if outputs.is_ok() {
             // As Triton's, the stage times are those of successful requests.
-            self.statistics.succeeded_in(waited, computed);
+            self.statistics.succeeded_in(waited, computed, 1);
         }
         outputs
+    }
+
+    /// Runs a request of a batching model: queued with its inputs, and a turn on a computing
+    /// thread that calls the function for it and every request waiting that can join it
+    /// ([`crate::batcher`]), unless another request's turn took it first.
+    async fn batched_run(
+        self: &Arc<Self>,
+        batches: &Arc<BatchQueue>,
+        admission: Admission,
+        inputs: Vec<InputTensor>,
+        metrics: &Metrics,
+        deadline: Option<Instant>,
+    ) -> Result<Vec<OutputTensor>> {
+        let inputs = self.checked_inputs(inputs)?;
+        let (key, rows) = BatchKey::of(&inputs)?;
+        if rows > self.config.max_batch_size {
+            return Err(Error::invalid_argument(format!(
+                "the request has {rows} rows along the batch dimension; model '{}' takes at most {} (max_batch_size)",
+                self.config.name, self.config.max_batch_size
+            )));
+        }
+        let (place, answer) = batches.push(key, rows, inputs, Box::new(admission));
+        let model = self.clone();
+        // Withdrawn when this request is answered, if it has not started: another turn did the work.
+        let _turn = self.compute.submit(move || model.run_batch())?;
+        let answer = match deadline {
+            None => answer.await,
+            Some(deadline) => match tokio::time::timeout_at(deadline.into(), answer).await {
+                Ok(answer) => answer,
+                Err(_) => {
+                    let stage = if place.in_call() {
+                        "computing"
+                    } else {
+                        "waiting for a turn"
+                    };
+                    return Err(Error::deadline_exceeded(format!(
+                        "the request to model '{}' ran out of time while {stage}",
+                        self.config.name
+                    )));
+                }
+            },
+        };
+        let answer = answer
+            .map_err(|_| Error::internal("the batched call ended without an answer: it panicked"))
+            .with_context(|| format!("running model '{}'", self.config.name))?;
+        metrics.observe_queue(&self.config.name, answer.waited);
+        metrics.observe_compute(&self.config.name, answer.computed);
+        if answer.first {
+            metrics.observe_batch(&self.config.name, answer.batch_rows);
+        }
+        if answer.outputs.is_ok() {
+            self.statistics.succeeded_in(answer.waited, answer.computed, rows);
+        }
+        answer.outputs
+    }
+
+    /// A computing thread's turn of a batching model: one call for the oldest waiting request
+    /// and those that can join it; nothing when other turns took them all.
+    fn run_batch(&self) {
+        let Some(batches) = &self.batches else { return };
+        let mut batch = batches.take(self.config.max_batch_size);
+        if batch.is_empty() {
+            return;
+        }
+        let started = Instant::now();
+        let outputs = batch.inputs().and_then(|inputs| self.call(inputs, &batch.cancel));
+        let computed = started.elapsed();
+        if outputs.is_ok() {
+            self.statistics.executed(batch.rows(), computed);
+        }
+        batch.answer(outputs, started, computed);
     }
 
     /// Its inference statistics since it was loaded.
@@ -582,7 +691,15 @@ impl Model {
     /// # Errors
     /// As [`Model::infer`]'s, and `Cancelled`.
     pub fn infer_cancellable(&self, inputs: Vec<InputTensor>, cancel: &CancelToken) -> Result<Vec<OutputTensor>> {
-        let values = self.input_values(inputs)?;
+        let inputs = self.checked_inputs(inputs)?;
+        self.call(inputs, cancel)
+    }
+
+    /// Calls the function with `inputs`, checked against its inputs and in their order.
+    fn call(&self, inputs: Vec<InputTensor>, cancel: &CancelToken) -> Result<Vec<OutputTensor>> {
+        let values = (self.inputs.iter().zip(inputs))
+            .map(|(spec, input)| self.input_value(spec, input))
+            .collect::<Result<Vec<_>>>()?;
         let results = self.session.call_cancellable(&self.function, &values, cancel)?;
         results
             .iter()
@@ -605,7 +722,12 @@ impl Model {
         })
     }
 
-    fn input_values(&self, mut inputs: Vec<InputTensor>) -> Result<Vec<Value>> {
+    /// `inputs` in the function's order, each checked against its spec.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a missing, unknown or repeated input, a wrong datatype, shape or
+    /// byte count.
+    fn checked_inputs(&self, mut inputs: Vec<InputTensor>) -> Result<Vec<InputTensor>> {
         for input in &inputs {
             self.input_spec(&input.name)?;
         }
@@ -622,29 +744,14 @@ impl Model {
                 if inputs.iter().any(|i| i.name == spec.name) {
                     return Err(Error::invalid_argument(format!("input '{}' is given twice", spec.name)));
                 }
-                self.input_value(spec, input)
+                check_input(spec, &input)?;
+                Ok(input)
             })
             .collect()
     }
 
+    /// The value the function takes for `input`, checked against `spec`.
     fn input_value(&self, spec: &TensorSpec, input: InputTensor) -> Result<Value> {
-        if input.datatype != spec.datatype {
-            return Err(Error::invalid_argument(format!(
-                "input '{}' is {}; the model takes {}",
-                spec.name, input.datatype, spec.datatype
-            )));
-        }
-        spec.check_shape(&input.shape)?;
-        let expected = element_count(&input.shape).saturating_mul(spec.element_type.byte_size() as u64);
-        if input.bytes.len() as u64 != expected {
-            return Err(Error::invalid_argument(format!(
-                "input '{}' of shape {:?} needs {expected} bytes of {} but has {}",
-                spec.name,
-                input.shape,
-                spec.datatype,
-                input.bytes.len()
-            )));
-        }
         if spec.scalar {
             return scalar_value(spec, &input.bytes);
         }
@@ -744,6 +851,46 @@ fn check_against_function(function: &Function, inputs: &[TensorSpec], outputs: &
             function.name(),
             outputs.len()
         )));
+    }
+    Ok(())
+}
+
+/// Checks a request's `input` against `spec`: its datatype, shape and byte count.
+fn check_input(spec: &TensorSpec, input: &InputTensor) -> Result<()> {
+    if input.datatype != spec.datatype {
+        return Err(Error::invalid_argument(format!(
+            "input '{}' is {}; the model takes {}",
+            spec.name, input.datatype, spec.datatype
+        )));
+    }
+    spec.check_shape(&input.shape)?;
+    let expected = element_count(&input.shape).saturating_mul(spec.element_type.byte_size() as u64);
+    if input.bytes.len() as u64 != expected {
+        return Err(Error::invalid_argument(format!(
+            "input '{}' of shape {:?} needs {expected} bytes of {} but has {}",
+            spec.name,
+            input.shape,
+            spec.datatype,
+            input.bytes.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Checks that a model with `max_batch_size` can batch: each input and output a tensor whose
+/// leading dimension is dynamic, the batch dimension requests are joined along.
+fn check_batchable(max_batch_size: u64, inputs: &[TensorSpec], outputs: &[TensorSpec]) -> Result<()> {
+    let tensors = (inputs.iter().map(|spec| ("input", spec))).chain(outputs.iter().map(|spec| ("output", spec)));
+    for (what, spec) in tensors {
+        if spec.scalar || spec.shape.first() != Some(&-1) {
+            return Err(Error::invalid_argument(format!(
+                "max_batch_size {max_batch_size} needs every input and output to lead with a dynamic batch \
+                 dimension; {what} '{}' has shape {:?}{}",
+                spec.name,
+                spec.shape,
+                if spec.scalar { " (a scalar)" } else { "" }
+            )));
+        }
     }
     Ok(())
 }

@@ -12,7 +12,6 @@ use crate::statistics::Counted;
 use halo_hal::buffer_view_text::checked_element_count;
 use halo_hal::{ElementType, Error, Result};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// `GET /v2`.
 #[derive(Debug, Serialize)]
@@ -741,8 +740,8 @@ pub struct ConfigTensor {
 }
 
 /// `GET /v2/models/{name}/config`: the model's configuration as Triton's model configuration
-/// extension describes one. halo does not batch requests, so `max_batch_size` is 0 and the
-/// dimensions are the function's own.
+/// extension describes one. The dimensions are the function's own, the batch dimension (`-1`)
+/// included where the model batches.
 #[derive(Debug, Serialize)]
 pub struct ModelConfiguration {
     /// The model's name.
@@ -751,8 +750,11 @@ pub struct ModelConfiguration {
     pub platform: &'static str,
     /// The backend that serves it.
     pub backend: &'static str,
-    /// 0: requests are not batched together.
+    /// Most rows a call takes from concurrent requests; 0: requests are not batched together.
     pub max_batch_size: i32,
+    /// Present when requests are batched (Triton's dynamic batcher settings).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dynamic_batching: Option<DynamicBatching>,
     /// Its inputs.
     pub input: Vec<ConfigTensor>,
     /// Its outputs.
@@ -780,11 +782,24 @@ impl ModelConfiguration {
             name: model.config().name.clone(),
             platform: PLATFORM,
             backend: "halo",
-            max_batch_size: 0,
+            max_batch_size: i32::try_from(model.config().max_batch_size).unwrap_or(i32::MAX),
+            dynamic_batching: (model.config().max_batch_size > 0).then_some(DynamicBatching {
+                preferred_batch_size: Vec::new(),
+                max_queue_delay_microseconds: 0,
+            }),
             input: tensors(model.inputs()),
             output: tensors(model.outputs()),
         }
     }
+}
+
+/// Triton's `ModelDynamicBatching`: how requests are batched.
+#[derive(Debug, Serialize)]
+pub struct DynamicBatching {
+    /// Batch sizes a call prefers; empty: any.
+    pub preferred_batch_size: Vec<i32>,
+    /// How long a call waits for a fuller batch; 0: it takes what is waiting.
+    pub max_queue_delay_microseconds: u64,
 }
 
 /// The platform name halo's models report.
@@ -805,8 +820,8 @@ pub struct ModelStatisticsEntry {
     pub execution_count: u64,
     /// Counts and cumulative nanoseconds by stage.
     pub inference_stats: InferenceStats,
-    /// Per batch size; empty, since halo does not batch.
-    pub batch_stats: Vec<Value>,
+    /// Successful calls per batch size (1 for every call of a model that does not batch).
+    pub batch_stats: Vec<BatchStatisticsEntry>,
 }
 
 /// Triton's `InferStatistics`: counts and cumulative nanoseconds by stage.
@@ -830,6 +845,19 @@ pub struct InferenceStats {
     pub cache_miss: Counted,
 }
 
+/// Triton's `InferBatchStatistics`: calls of one batch size.
+#[derive(Debug, Serialize)]
+pub struct BatchStatisticsEntry {
+    /// Rows per call.
+    pub batch_size: u64,
+    /// Preparing inputs: part of `compute_infer` in halo.
+    pub compute_input: Counted,
+    /// The calls and their time.
+    pub compute_infer: Counted,
+    /// Reading outputs: part of `compute_infer` in halo.
+    pub compute_output: Counted,
+}
+
 impl ModelStatisticsEntry {
     /// The statistics of `model` now.
     pub fn of(model: &Model) -> Self {
@@ -850,7 +878,14 @@ impl ModelStatisticsEntry {
                 cache_hit: Counted::default(),
                 cache_miss: Counted::default(),
             },
-            batch_stats: Vec::new(),
+            batch_stats: (now.batch_stats.iter())
+                .map(|batch| BatchStatisticsEntry {
+                    batch_size: batch.batch_size,
+                    compute_input: Counted::default(),
+                    compute_infer: batch.compute_infer,
+                    compute_output: Counted::default(),
+                })
+                .collect(),
         }
     }
 }

@@ -17,6 +17,7 @@
 //! output_types = ["tensor<1x3xf32>", "tensor<1x3xf32>"]
 //! output_labels = { probabilities = "classes.txt" }  # one class name per line
 //! warmup = true                     # one call with zero inputs before the model is ready
+//! max_batch_size = 8                # batch concurrent requests, up to 8 rows a call; 0: never
 //! ```
 //!
 //! Settings a file leaves out come from the server's defaults (its command-line flags).
@@ -55,6 +56,7 @@ struct ConfigFile {
     #[serde(default)]
     output_labels: BTreeMap<String, PathBuf>,
     warmup: Option<bool>,
+    max_batch_size: Option<u64>,
 }
 
 /// The settings of models whose configuration leaves them out.
@@ -70,6 +72,8 @@ pub struct Defaults {
     pub timeout: Option<Duration>,
     /// Whether models warm up at load.
     pub warmup: bool,
+    /// Most rows a batched call takes; 0: no batching.
+    pub max_batch_size: u64,
 }
 
 /// A folder of model folders.
@@ -172,6 +176,7 @@ impl ModelRepository {
                 .map(|(output, labels)| (output, folder.join(labels)))
                 .collect(),
             warmup: file.warmup.unwrap_or(defaults.warmup),
+            max_batch_size: file.max_batch_size.unwrap_or(defaults.max_batch_size),
         })
     }
 }

@@ -1,9 +1,12 @@
 //! Per-model inference statistics, as Triton's statistics extension reports them
 //! (`GET /v2/models/{name}/stats`, gRPC `ModelStatistics`): counts and cumulative nanoseconds of
-//! successful and failed requests, of waiting for a turn and of computing.
+//! successful and failed requests, of waiting for a turn and of computing, and of the calls
+//! made per batch size.
 
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A count and the total time of what it counts.
@@ -35,6 +38,10 @@ pub struct ModelStatistics {
     fail: DurationCounter,
     queue: DurationCounter,
     compute_infer: DurationCounter,
+    /// Rows of successful requests.
+    inferences: AtomicU64,
+    /// Successful calls by their rows: count and total time.
+    batches: Mutex<BTreeMap<u64, Counted>>,
     last_inference_ms: AtomicU64,
 }
 
@@ -47,16 +54,24 @@ pub struct Counted {
     pub ns: u64,
 }
 
-/// The statistics of one model at one moment (Triton's `InferStatistics` and the counts around
-/// it). Requests run one at a time through the function (no batching), so an inference is an
-/// execution and the input and output copies are part of `compute_infer`.
+/// Calls of one batch size (Triton's `InferBatchStatistics`).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct BatchStatistics {
+    /// Rows along the batch dimension (1 for a model that does not batch).
+    pub batch_size: u64,
+    /// Its successful calls and their time.
+    pub compute_infer: Counted,
+}
+
+/// The statistics of one model at one moment (Triton's `InferStatistics` and the counts around
+/// it). The input and output copies are part of `compute_infer`.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
 pub struct StatisticsSnapshot {
     /// Milliseconds since the Unix epoch when the last request finished; 0 for none yet.
     pub last_inference: u64,
-    /// Successful requests.
+    /// Rows of successful requests (a request with a batch of 4 counts 4), as Triton counts.
     pub inference_count: u64,
-    /// Calls of the function that succeeded.
+    /// Calls of the function that succeeded: fewer than the requests when they were batched.
     pub execution_count: u64,
     /// Successful requests, from admission to the answer.
     pub success: Counted,
@@ -66,13 +81,27 @@ pub struct StatisticsSnapshot {
     pub queue: Counted,
     /// Time successful requests computed.
     pub compute_infer: Counted,
+    /// Successful calls by batch size, smallest first.
+    pub batch_stats: Vec<BatchStatistics>,
 }
 
 impl ModelStatistics {
-    /// Records the stages of a successful request: its wait for a turn and its computation.
-    pub fn succeeded_in(&self, waited: Duration, computed: Duration) {
+    /// Records the stages of a successful request of `rows` inferences: its wait for a turn and
+    /// its computation.
+    pub fn succeeded_in(&self, waited: Duration, computed: Duration, rows: u64) {
         self.queue.add(waited);
         self.compute_infer.add(computed);
+        self.inferences.fetch_add(rows, Ordering::Relaxed);
+    }
+
+    /// Records a successful call of `batch_size` rows that took `computed`.
+    pub fn executed(&self, batch_size: u64, computed: Duration) {
+        let mut batches = self.batches.lock().unwrap_or_else(PoisonError::into_inner);
+        let counted = batches.entry(batch_size).or_default();
+        counted.count += 1;
+        counted.ns = counted
+            .ns
+            .saturating_add(u64::try_from(computed.as_nanos()).unwrap_or(u64::MAX));
     }
 
     /// Records a request's end, successful or not, `elapsed` after it was admitted.
@@ -89,12 +118,18 @@ impl ModelStatistics {
 
     /// The statistics now.
     pub fn snapshot(&self) -> StatisticsSnapshot {
-        let success = self.success.read();
+        let batch_stats: Vec<BatchStatistics> = (self.batches.lock().unwrap_or_else(PoisonError::into_inner).iter())
+            .map(|(&batch_size, &compute_infer)| BatchStatistics {
+                batch_size,
+                compute_infer,
+            })
+            .collect();
         StatisticsSnapshot {
             last_inference: self.last_inference_ms.load(Ordering::Relaxed),
-            inference_count: success.count,
-            execution_count: success.count,
-            success,
+            inference_count: self.inferences.load(Ordering::Relaxed),
+            execution_count: batch_stats.iter().map(|b| b.compute_infer.count).sum(),
+            batch_stats,
+            success: self.success.read(),
             fail: self.fail.read(),
             queue: self.queue.read(),
             compute_infer: self.compute_infer.read(),
@@ -110,7 +145,8 @@ mod tests {
     fn requests_are_counted_by_outcome_with_their_times() {
         let statistics = ModelStatistics::default();
         assert_eq!(statistics.snapshot(), StatisticsSnapshot::default());
-        statistics.succeeded_in(Duration::from_micros(5), Duration::from_micros(20));
+        statistics.succeeded_in(Duration::from_micros(5), Duration::from_micros(20), 1);
+        statistics.executed(1, Duration::from_micros(20));
         statistics.finished(true, Duration::from_micros(30));
         statistics.finished(false, Duration::from_micros(7));
         let snapshot = statistics.snapshot();
@@ -119,10 +155,38 @@ mod tests {
         assert_eq!(snapshot.queue, Counted { count: 1, ns: 5_000 });
         assert_eq!(snapshot.compute_infer, Counted { count: 1, ns: 20_000 });
         assert_eq!((snapshot.inference_count, snapshot.execution_count), (1, 1));
+        assert_eq!(snapshot.batch_stats.len(), 1);
         assert!(
             snapshot.last_inference > 1_600_000_000_000,
             "{}",
             snapshot.last_inference
+        );
+    }
+
+    #[test]
+    fn batched_calls_count_once_each_and_requests_count_their_rows() {
+        let statistics = ModelStatistics::default();
+        // Three requests of 1, 1 and 2 rows in one call of 4 rows, then one alone.
+        for rows in [1, 1, 2] {
+            statistics.succeeded_in(Duration::from_micros(1), Duration::from_micros(40), rows);
+        }
+        statistics.executed(4, Duration::from_micros(40));
+        statistics.succeeded_in(Duration::ZERO, Duration::from_micros(15), 1);
+        statistics.executed(1, Duration::from_micros(15));
+        let snapshot = statistics.snapshot();
+        assert_eq!((snapshot.inference_count, snapshot.execution_count), (5, 2));
+        assert_eq!(
+            snapshot.batch_stats,
+            [
+                BatchStatistics {
+                    batch_size: 1,
+                    compute_infer: Counted { count: 1, ns: 15_000 }
+                },
+                BatchStatistics {
+                    batch_size: 4,
+                    compute_infer: Counted { count: 1, ns: 40_000 }
+                }
+            ]
         );
     }
 }

@@ -56,6 +56,7 @@ fn load_function(
         output_types: vec![],
         output_labels: Default::default(),
         warmup: false,
+        max_batch_size: 0,
     };
     Model::load(&halo_runtime::Instance::new(), config)
 }
