@@ -14,6 +14,10 @@
 //! `--max-concurrency` requests: for large models, many calls at once on few cores cost more CPU
 //! each (their working sets evict one another), which flatters the server.
 //!
+//! `--max-batch-size N` starts a second server that batches requests (`halo serve
+//! --max-batch-size`) and runs every path on it too, in the same rounds, reporting its
+//! throughput against the server without batching, and one client's latency on both.
+//!
 //! `--server-core N --client-core M` keep the serving side (the server process, or the direct
 //! calls with their callers) on core N and the load generator on core M, so that on a small
 //! machine the clients' work is not taken from the server's.
@@ -47,6 +51,8 @@ struct Args {
     cores: Option<Cores>,
     /// The protocol paths compared with the direct calls, from [`PATHS`].
     paths: Vec<String>,
+    /// Rows a batching server's calls take, for a second server that batches.
+    max_batch_size: Option<u64>,
 }
 
 /// Every protocol path, by the name `--paths` takes: HTTP/JSON, HTTP with binary tensors, gRPC.
@@ -93,6 +99,7 @@ fn parse_args() -> Args {
         rounds: 5,
         cores: None,
         paths: PATHS.map(String::from).to_vec(),
+        max_batch_size: None,
     };
     let (mut server_core, mut client_core) = (None, None);
     let mut words = std::env::args().skip(1);
@@ -109,6 +116,7 @@ fn parse_args() -> Args {
                 args.direct_concurrency = Some(value.parse().expect("--direct-concurrency is a number"))
             }
             "--device" => args.device = value,
+            "--max-batch-size" => args.max_batch_size = Some(value.parse().expect("--max-batch-size is a number")),
             "--rounds" => args.rounds = value.parse::<usize>().expect("--rounds is a number").max(1),
             "--server-core" => server_core = Some(value.parse().expect("--server-core is a core number")),
             "--client-core" => client_core = Some(value.parse().expect("--client-core is a core number")),
@@ -150,14 +158,17 @@ struct Phase {
 }
 
 impl Phase {
-    fn row(&self) -> String {
+    /// The `p` quantile of the successful requests' latencies, in milliseconds.
+    fn percentile(&self, p: f64) -> f64 {
         let mut sorted = self.latencies.clone();
         sorted.sort();
-        let percentile = |p: f64| {
-            sorted
-                .get(((sorted.len() as f64 * p) as usize).min(sorted.len().saturating_sub(1)))
-                .map_or(0.0, |d| d.as_secs_f64() * 1e3)
-        };
+        sorted
+            .get(((sorted.len() as f64 * p) as usize).min(sorted.len().saturating_sub(1)))
+            .map_or(0.0, |d| d.as_secs_f64() * 1e3)
+    }
+
+    fn row(&self) -> String {
+        let percentile = |p: f64| self.percentile(p);
         format!(
             "| {} | {} | {} | {} | {:.0} | {:.3} | {:.3} | {:.3} | {} |",
             self.name,
@@ -503,6 +514,7 @@ fn direct_model(args: &Args) -> Arc<Model> {
         output_labels: Default::default(),
         warmup: false,
         max_batch_size: 0,
+        max_queue_delay: Duration::ZERO,
     };
     move_to(args.server_core());
     let model = Model::load(&halo_runtime::Instance::new(), config).expect("the model loads");
@@ -536,6 +548,46 @@ fn direct_phase(args: &Args, model: &Model, tensor: &InputTensor, requests: usiz
     phase
 }
 
+/// What the protocol paths send: the request in each encoding.
+struct Bodies<'a> {
+    json: &'a [u8],
+    binary: &'a [u8],
+    /// The JSON part's length in `binary`.
+    binary_json_length: usize,
+    spec: &'a InputSpec,
+    input: &'a HostTensor,
+}
+
+/// One round of `path` on `server`, its name ending in `suffix`.
+fn path_phase(path: &str, suffix: &str, server: &Server, clients: usize, requests: usize, bodies: &Bodies) -> Phase {
+    match path {
+        "json" => http_phase(
+            &format!("HTTP, JSON{suffix}"),
+            server,
+            clients,
+            requests,
+            bodies.json,
+            None,
+        ),
+        "binary" => http_phase(
+            &format!("HTTP, binary tensors{suffix}"),
+            server,
+            clients,
+            requests,
+            bodies.binary,
+            Some(bodies.binary_json_length),
+        ),
+        _ => grpc_phase(
+            &format!("gRPC{suffix}"),
+            server,
+            clients,
+            requests,
+            bodies.spec,
+            bodies.input,
+        ),
+    }
+}
+
 fn main() {
     let args = parse_args();
     move_to(args.client_core());
@@ -543,6 +595,10 @@ fn main() {
     let concurrency = format!("--max-concurrency={}", args.max_concurrency);
     let queue = format!("--max-queue={}", args.clients);
     let server = Server::start(&args, &[&concurrency, &queue]);
+    let batching = (args.max_batch_size).map(|rows| {
+        let server = Server::start(&args, &[&concurrency, &queue, &format!("--max-batch-size={rows}")]);
+        (rows, server)
+    });
     let spec = server.input_spec();
     let (binary, length) = binary_body(&spec, &input);
     let json = json_body(&spec, &input);
@@ -558,28 +614,42 @@ fn main() {
     // that a machine whose speed drifts over minutes slows both sides of a ratio alike.
     let per_round = (requests / args.rounds).max(1);
     let own = std::process::id();
-    let pid = server.child.id();
+    let bodies = Bodies {
+        json: &json,
+        binary: &binary,
+        binary_json_length: length,
+        spec: &spec,
+        input: &input,
+    };
+    // Each server, by the suffix its phases' names get.
+    let mut servers = vec![("", &server)];
+    let batched_name = batching
+        .as_ref()
+        .map(|(rows, _)| format!(", batched (max {rows} rows)"));
+    if let (Some((_, batched)), Some(name)) = (&batching, &batched_name) {
+        servers.push((name.as_str(), batched));
+    }
     let mut totals: Vec<Phase> = Vec::new();
-    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); args.paths.len()];
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); args.paths.len() * servers.len()];
+    let mut batch_gains: Vec<Vec<f64>> = vec![Vec::new(); args.paths.len()];
     for _ in 0..args.rounds {
         let direct = Phase::measuring_cpu(own, || direct_phase(&args, &model, &tensor, per_round));
         let mut round = vec![direct];
         for path in &args.paths {
-            round.push(Phase::measuring_cpu(pid, || match path.as_str() {
-                "json" => http_phase("HTTP, JSON", &server, clients, per_round, &json, None),
-                "binary" => http_phase(
-                    "HTTP, binary tensors",
-                    &server,
-                    clients,
-                    per_round,
-                    &binary,
-                    Some(length),
-                ),
-                _ => grpc_phase("gRPC", &server, clients, per_round, &spec, &input),
-            }));
+            for (suffix, server) in &servers {
+                let pid = server.child.id();
+                round.push(Phase::measuring_cpu(pid, || {
+                    path_phase(path, suffix, server, clients, per_round, &bodies)
+                }));
+            }
         }
-        for (path, phase) in round[1..].iter().enumerate() {
-            ratios[path].push(phase.throughput() / round[0].throughput());
+        for (index, phase) in round[1..].iter().enumerate() {
+            ratios[index].push(phase.throughput() / round[0].throughput());
+        }
+        if servers.len() == 2 {
+            for (path, pair) in round[1..].chunks(2).enumerate() {
+                batch_gains[path].push(pair[1].throughput() / pair[0].throughput());
+            }
         }
         if totals.is_empty() {
             totals = round;
@@ -589,14 +659,23 @@ fn main() {
             }
         }
     }
-    let single = [
-        Phase::measuring_cpu(pid, || {
-            http_phase("HTTP, binary, 1 client", &server, 1, requests, &binary, Some(length))
-        }),
-        Phase::measuring_cpu(pid, || {
-            grpc_phase("gRPC, 1 client", &server, 1, requests, &spec, &input)
-        }),
-    ];
+    let mut single = Vec::new();
+    for (suffix, server) in &servers {
+        let pid = server.child.id();
+        single.push(Phase::measuring_cpu(pid, || {
+            http_phase(
+                &format!("HTTP, binary, 1 client{suffix}"),
+                server,
+                1,
+                requests,
+                &binary,
+                Some(length),
+            )
+        }));
+        single.push(Phase::measuring_cpu(pid, || {
+            grpc_phase(&format!("gRPC, 1 client{suffix}"), server, 1, requests, &spec, &input)
+        }));
+    }
     let placement = match args.cores {
         Some(cores) => format!(
             "; serving side on core {}, clients on core {}",
@@ -629,6 +708,27 @@ fn main() {
             phase.cpu_per_request() / totals[0].cpu_per_request()
         );
     }
+    if let Some(name) = &batched_name {
+        for (path, gains) in args.paths.iter().zip(batch_gains) {
+            let shown: Vec<String> = gains.iter().map(|r| format!("{r:.2}")).collect();
+            println!(
+                "{path}{name}: {:.2}x the throughput without batching (median of rounds: {})",
+                median(gains),
+                shown.join(", ")
+            );
+        }
+        // One client's phases: the server without batching's, then the batching one's.
+        let (plain, batched) = single.split_at(single.len() / 2);
+        for (plain, batched) in plain.iter().zip(batched) {
+            println!(
+                "{}: p50 {:.2}x, p99 {:.2}x the latency without batching",
+                batched.name,
+                batched.percentile(0.5) / plain.percentile(0.5),
+                batched.percentile(0.99) / plain.percentile(0.99)
+            );
+        }
+    }
+    drop(batching);
     drop(server);
 
     // Overload: one request computes, four wait, and many more arrive.

@@ -1,8 +1,10 @@
 //! Batching a model's concurrent requests into one call, as IREE's roadmap describes cellular
-//! batching: nothing waits for company; when a computing thread frees, every request already
-//! waiting that can join (same datatypes and shapes but for the leading batch dimension, up to
-//! `max_batch_size` rows) goes into its call, inputs concatenated along the batch dimension and
-//! outputs split back.
+//! batching: by default nothing waits for company; when a computing thread frees, every request
+//! already waiting that can join (same datatypes and shapes but for the leading batch dimension,
+//! up to `max_batch_size` rows) goes into its call, inputs concatenated along the batch
+//! dimension and outputs split back. With a queue delay (Triton's
+//! `max_queue_delay_microseconds`) a free thread waits up to that long after the oldest request
+//! arrived for enough company to fill the call.
 //!
 //! Each request queues its inputs here and a turn on the model's computing threads; the turn
 //! takes the oldest waiting request with those that can join it, so a request answered by
@@ -14,7 +16,7 @@ use halo_hal::{Error, Result};
 use halo_runtime::CancelToken;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
@@ -100,6 +102,8 @@ struct Waiting {
 #[derive(Default)]
 pub struct BatchQueue {
     waiting: Mutex<VecDeque<Waiting>>,
+    /// Signalled when a request arrives, for a turn waiting for company.
+    arrived: Condvar,
 }
 
 /// A request's hold on its place: dropped (answered, or gone at its deadline or with its
@@ -165,6 +169,7 @@ impl BatchQueue {
             reply,
             _holds: holds,
         });
+        self.arrived.notify_all();
         (
             Place {
                 queue: self.clone(),
@@ -185,13 +190,17 @@ impl BatchQueue {
     }
 
     /// Takes the oldest waiting request and, after it, every one with its key while the rows
-    /// stay within `max_rows`; empty when none waits.
-    pub fn take(&self, max_rows: u64) -> Batch {
+    /// stay within `max_rows`; empty when none waits. With a `delay`, first waits until the
+    /// requests with the oldest one's key fill `max_rows` or it has waited `delay`.
+    pub fn take(&self, max_rows: u64, delay: Duration) -> Batch {
         let watch = Arc::new(CallWatch {
             members: AtomicUsize::new(0),
             cancel: CancelToken::new(),
         });
         let mut waiting = self.lock();
+        if !delay.is_zero() {
+            waiting = self.wait_for_company(waiting, max_rows, delay);
+        }
         let mut members: Vec<Waiting> = Vec::new();
         let mut rows = 0u64;
         let mut index = 0;
@@ -213,6 +222,30 @@ impl BatchQueue {
         Batch {
             members,
             cancel: watch.cancel.clone(),
+        }
+    }
+}
+
+impl BatchQueue {
+    /// Waits, with the queue's lock, until the requests with the oldest one's key fill
+    /// `max_rows` or the oldest has waited `delay`, whichever comes first.
+    fn wait_for_company<'a>(
+        &self,
+        mut waiting: MutexGuard<'a, VecDeque<Waiting>>,
+        max_rows: u64,
+        delay: Duration,
+    ) -> MutexGuard<'a, VecDeque<Waiting>> {
+        loop {
+            let Some(oldest) = waiting.front() else { return waiting };
+            let rows: u64 = (waiting.iter().filter(|w| w.key == oldest.key)).map(|w| w.rows).sum();
+            let now = Instant::now();
+            let due = oldest.queued.checked_add(delay).unwrap_or(now);
+            if rows >= max_rows || now >= due {
+                return waiting;
+            }
+            waiting = (self.arrived.wait_timeout(waiting, due - now))
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
         }
     }
 }
@@ -370,7 +403,7 @@ mod tests {
         let (_a, answer_a) = push(&queue, vec![input("x", &[1, 3], 10)]);
         let (_b, answer_b) = push(&queue, vec![input("x", &[2, 4], 50)]);
         let (_c, answer_c) = push(&queue, vec![input("x", &[2, 3], 100)]);
-        let mut batch = queue.take(8);
+        let mut batch = queue.take(8, Duration::ZERO);
         assert_eq!((batch.len(), batch.rows()), (2, 3), "a and c share a key; b waits");
         let inputs = batch.inputs().unwrap();
         assert_eq!(inputs[0].shape, [3, 3]);
@@ -386,13 +419,13 @@ mod tests {
         assert_eq!(c_outputs[0].shape, [2, 1]);
         assert_eq!(c_outputs[0].bytes, [100, 100, 100, 100, 112, 112, 112, 112]);
 
-        let mut alone = queue.take(8);
+        let mut alone = queue.take(8, Duration::ZERO);
         assert_eq!(alone.len(), 1);
         let inputs = alone.inputs().unwrap();
         assert_eq!(inputs[0].shape, [2, 4], "a request alone is passed as it came");
         alone.answer(Ok(echo_outputs(&inputs)), Instant::now(), Duration::ZERO);
         assert_eq!(answer_b.blocking_recv().unwrap().outputs.unwrap()[0].shape, [2, 1]);
-        assert!(queue.take(8).is_empty());
+        assert!(queue.take(8, Duration::ZERO).is_empty());
     }
 
     #[test]
@@ -402,8 +435,12 @@ mod tests {
             .iter()
             .map(|&rows| push(&queue, vec![input("x", &[rows, 2], 0)]))
             .collect();
-        assert_eq!(queue.take(5).rows(), 5, "3 + 2; the next 2 would pass 5");
-        let next = queue.take(5);
+        assert_eq!(
+            queue.take(5, Duration::ZERO).rows(),
+            5,
+            "3 + 2; the next 2 would pass 5"
+        );
+        let next = queue.take(5, Duration::ZERO);
         assert_eq!((next.len(), next.rows()), (2, 3));
         drop(places);
     }
@@ -418,7 +455,7 @@ mod tests {
         assert_eq!(Arc::strong_count(&holds), 2);
         drop(place);
         assert_eq!(Arc::strong_count(&holds), 1, "its admission went with it");
-        assert!(queue.take(8).is_empty());
+        assert!(queue.take(8, Duration::ZERO).is_empty());
     }
 
     #[test]
@@ -426,7 +463,7 @@ mod tests {
         let queue = Arc::new(BatchQueue::default());
         let (a, _answer_a) = push(&queue, vec![input("x", &[1, 2], 0)]);
         let (b, _answer_b) = push(&queue, vec![input("x", &[1, 2], 0)]);
-        let batch = queue.take(8);
+        let batch = queue.take(8, Duration::ZERO);
         assert!(a.in_call() && b.in_call());
         drop(a);
         assert!(!batch.cancel.is_cancelled(), "b still waits for the call");
@@ -439,7 +476,7 @@ mod tests {
         let queue = Arc::new(BatchQueue::default());
         let (_a, answer_a) = push(&queue, vec![input("x", &[1, 2], 0)]);
         let (_b, answer_b) = push(&queue, vec![input("x", &[1, 2], 0)]);
-        let batch = queue.take(8);
+        let batch = queue.take(8, Duration::ZERO);
         batch.answer(Err(Error::data_loss("kernel faulted")), Instant::now(), Duration::ZERO);
         for answer in [answer_a, answer_b] {
             let error = answer.blocking_recv().unwrap().outputs.unwrap_err();
@@ -452,7 +489,7 @@ mod tests {
         let queue = Arc::new(BatchQueue::default());
         let (_a, answer_a) = push(&queue, vec![input("x", &[1, 2], 0)]);
         let (_b, _answer_b) = push(&queue, vec![input("x", &[1, 2], 0)]);
-        let mut batch = queue.take(8);
+        let mut batch = queue.take(8, Duration::ZERO);
         let mut outputs = echo_outputs(&batch.inputs().unwrap());
         outputs[0].shape = vec![1, 2];
         batch.answer(Ok(outputs), Instant::now(), Duration::ZERO);
@@ -479,6 +516,38 @@ mod tests {
             BatchKey::of(&[input("a", &[2, 3], 0), input("b", &[2, 6], 0)])
                 .unwrap()
                 .0
+        );
+    }
+
+    #[test]
+    fn with_a_delay_a_turn_waits_for_company_until_the_call_is_full_or_the_oldest_is_due() {
+        let queue = Arc::new(BatchQueue::default());
+        let (_a, _answer_a) = push(&queue, vec![input("x", &[1, 2], 0)]);
+        let arriving = {
+            let queue = queue.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                push(&queue, vec![input("x", &[2, 2], 0)])
+            })
+        };
+        let started = Instant::now();
+        let batch = queue.take(3, Duration::from_secs(20));
+        assert_eq!(batch.rows(), 3, "the company that arrived filled the call");
+        assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+        let _b = arriving.join().unwrap();
+
+        let (_c, _answer_c) = push(&queue, vec![input("x", &[1, 2], 0)]);
+        let started = Instant::now();
+        let batch = queue.take(3, Duration::from_millis(30));
+        assert_eq!(batch.rows(), 1, "no company came");
+        assert!(
+            started.elapsed() >= Duration::from_millis(25),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            queue.take(3, Duration::from_secs(20)).is_empty(),
+            "nothing waits: no wait"
         );
     }
 }

@@ -80,6 +80,9 @@ pub struct ModelConfig {
     /// Most rows along the leading batch dimension one call takes from concurrent requests
     /// ([`crate::batcher`]); 0: every request is its own call.
     pub max_batch_size: u64,
+    /// How long a free computing thread of a batching model waits for requests to fill its
+    /// call, from when the oldest arrived; zero: it takes what is waiting.
+    pub max_queue_delay: Duration,
 }
 
 /// Most requests of one model that may run at once: each holds a computing thread.
@@ -90,6 +93,9 @@ pub const MAX_QUEUE: usize = 1 << 20;
 
 /// Most rows a batched call may take.
 pub const MAX_BATCH_SIZE: u64 = 1 << 20;
+
+/// Longest queue delay a batching model may set.
+pub const MAX_QUEUE_DELAY: Duration = Duration::from_secs(10);
 
 /// How long a model's device (or each of its computing threads) may stay held by the same work
 /// before the model is [stalled](Model::stalled), for a model without a timeout (one with a
@@ -118,6 +124,19 @@ impl ModelConfig {
             return Err(Error::invalid_argument(format!(
                 "max_batch_size {} is over {MAX_BATCH_SIZE}",
                 self.max_batch_size
+            )));
+        }
+        if self.max_queue_delay > MAX_QUEUE_DELAY {
+            return Err(Error::invalid_argument(format!(
+                "max_queue_delay_us {} is over {}",
+                self.max_queue_delay.as_micros(),
+                MAX_QUEUE_DELAY.as_micros()
+            )));
+        }
+        if !self.max_queue_delay.is_zero() && self.max_batch_size == 0 {
+            return Err(Error::invalid_argument(format!(
+                "max_queue_delay_us {} needs max_batch_size: a model that does not batch has no company to wait for",
+                self.max_queue_delay.as_micros()
             )));
         }
         Ok(())
@@ -637,7 +656,7 @@ impl Model {
     /// and those that can join it; nothing when other turns took them all.
     fn run_batch(&self) {
         let Some(batches) = &self.batches else { return };
-        let mut batch = batches.take(self.config.max_batch_size);
+        let mut batch = batches.take(self.config.max_batch_size, self.config.max_queue_delay);
         if batch.is_empty() {
             return;
         }

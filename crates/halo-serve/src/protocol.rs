@@ -785,7 +785,8 @@ impl ModelConfiguration {
             max_batch_size: i32::try_from(model.config().max_batch_size).unwrap_or(i32::MAX),
             dynamic_batching: (model.config().max_batch_size > 0).then_some(DynamicBatching {
                 preferred_batch_size: Vec::new(),
-                max_queue_delay_microseconds: 0,
+                max_queue_delay_microseconds: u64::try_from(model.config().max_queue_delay.as_micros())
+                    .unwrap_or(u64::MAX),
             }),
             input: tensors(model.inputs()),
             output: tensors(model.outputs()),

@@ -18,6 +18,7 @@
 //! output_labels = { probabilities = "classes.txt" }  # one class name per line
 //! warmup = true                     # one call with zero inputs before the model is ready
 //! max_batch_size = 8                # batch concurrent requests, up to 8 rows a call; 0: never
+//! max_queue_delay_us = 0            # how long a free thread waits to fill its call; 0: not at all
 //! ```
 //!
 //! Settings a file leaves out come from the server's defaults (its command-line flags).
@@ -57,6 +58,7 @@ struct ConfigFile {
     output_labels: BTreeMap<String, PathBuf>,
     warmup: Option<bool>,
     max_batch_size: Option<u64>,
+    max_queue_delay_us: Option<u64>,
 }
 
 /// The settings of models whose configuration leaves them out.
@@ -74,6 +76,8 @@ pub struct Defaults {
     pub warmup: bool,
     /// Most rows a batched call takes; 0: no batching.
     pub max_batch_size: u64,
+    /// How long a free thread of a batching model waits to fill its call.
+    pub max_queue_delay: Duration,
 }
 
 /// A folder of model folders.
@@ -177,6 +181,7 @@ impl ModelRepository {
                 .collect(),
             warmup: file.warmup.unwrap_or(defaults.warmup),
             max_batch_size: file.max_batch_size.unwrap_or(defaults.max_batch_size),
+            max_queue_delay: (file.max_queue_delay_us.map(Duration::from_micros)).unwrap_or(defaults.max_queue_delay),
         })
     }
 }

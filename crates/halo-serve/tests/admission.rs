@@ -57,6 +57,7 @@ fn load_function(
         output_labels: Default::default(),
         warmup: false,
         max_batch_size: 0,
+        max_queue_delay: Duration::ZERO,
     };
     Model::load(&halo_runtime::Instance::new(), config)
 }

@@ -44,11 +44,15 @@ fn config(module: PathBuf, function: &str, max_batch_size: u64) -> ModelConfig {
         // A batching model warms up with one row; the others here have dynamic shapes.
         warmup: max_batch_size > 0,
         max_batch_size,
+        max_queue_delay: Duration::ZERO,
     }
 }
 
 fn mlp(max_batch_size: u64) -> Arc<Model> {
-    let config = config(mlp_module(), "mlp", max_batch_size);
+    mlp_with(config(mlp_module(), "mlp", max_batch_size))
+}
+
+fn mlp_with(config: ModelConfig) -> Arc<Model> {
     Arc::new(Model::load(&halo_runtime::Instance::new(), config).expect("the MLP loads"))
 }
 
@@ -194,6 +198,56 @@ fn a_request_out_of_time_while_waiting_is_answered_and_left_out_of_the_call() {
     drop(holder);
     let sizes: Vec<u64> = model.statistics().batch_stats.iter().map(|b| b.batch_size).collect();
     assert_eq!(sizes, [2], "the call had the patient request's rows only");
+}
+
+#[test]
+fn with_a_queue_delay_a_free_thread_waits_for_company_until_the_call_is_full() {
+    let model = mlp_with(ModelConfig {
+        max_queue_delay: Duration::from_secs(8),
+        ..config(mlp_module(), "mlp", 3)
+    });
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let metrics = Arc::new(Metrics::new());
+    let started = Instant::now();
+    let first = {
+        let (model, metrics) = (model.clone(), metrics.clone());
+        runtime.spawn(async move { model.run(request(1, 1), &metrics, None).await })
+    };
+    wait_until("the first request waits", || model.waiting_for_batch() == 1);
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(model.waiting_for_batch(), 1, "the free thread waits for company");
+    let second = runtime
+        .block_on(model.run(request(2, 2), &metrics, None))
+        .expect("answered");
+    assert_eq!(second[0].shape, [2, 10]);
+    runtime.block_on(first).expect("joined").expect("answered");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "the full call did not wait out the delay"
+    );
+    let sizes: Vec<u64> = model.statistics().batch_stats.iter().map(|b| b.batch_size).collect();
+    assert_eq!(sizes, [3]);
+    let reported = serde_json::to_value(ModelConfiguration::of(&model)).unwrap();
+    assert_eq!(
+        reported["dynamic_batching"]["max_queue_delay_microseconds"], 8_000_000,
+        "{reported}"
+    );
+
+    let error = Model::load(
+        &halo_runtime::Instance::new(),
+        ModelConfig {
+            max_queue_delay: Duration::from_millis(1),
+            ..config(mlp_module(), "mlp", 0)
+        },
+    )
+    .err()
+    .expect("a delay without batching is refused");
+    assert!(
+        error
+            .to_string()
+            .contains("max_queue_delay_us 1000 needs max_batch_size"),
+        "{error}"
+    );
 }
 
 #[test]
