@@ -48,6 +48,13 @@ pub struct CompileArgs {
     /// load). CPU devices only.
     #[arg(long, conflicts_with = "tune")]
     pub kernels: bool,
+    /// Add a function per batch size (`--batch-sizes=1,2,4,8`: `@f_b1` ... `@f_b8`) beside an
+    /// ONNX model's function, whose inputs and outputs must lead with a symbolic batch
+    /// dimension: each compiles with its shapes known, which IREE makes faster code of than of
+    /// the dynamic one, and `halo serve --max-batch-size` calls them, padding a batch up to the
+    /// next size.
+    #[arg(long = "batch-sizes", value_delimiter = ',', conflicts_with = "tune")]
+    pub batch_sizes: Vec<u64>,
     /// The `iree-compile` to use; without it `HALO_IREE_COMPILE`, then `PATH`.
     #[arg(long = "iree-compile", visible_alias = "iree_compile")]
     pub iree_compile: Option<PathBuf>,
@@ -133,6 +140,8 @@ pub fn run(args: &CompileArgs) -> Result<()> {
     if args.tune {
         return run_tune(args, target);
     }
+    // Before the compiler is looked for: a wrong size is the user's first thing to fix.
+    let batch_sizes = halo_compile::batch_sizes_for(&args.model, &args.batch_sizes)?;
     let toolchain = Toolchain::locate(args.iree_compile.as_deref())?;
     let request = CompileRequest {
         model: args.model.clone(),
@@ -146,6 +155,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         } else {
             KernelUse::Portable
         },
+        batch_sizes: batch_sizes.clone(),
         stop: None,
     };
     let report = compile(&toolchain, &request)?;
@@ -179,6 +189,13 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         outln!(
             "halo's kernels ({}) where they apply: this program runs only on halo's CPU drivers",
             KERNEL_IMPORTS.join(", ")
+        )?;
+    }
+    if !batch_sizes.is_empty() {
+        let sizes: Vec<String> = batch_sizes.iter().map(|size| format!("_b{size}")).collect();
+        outln!(
+            "functions for fixed batch sizes: each public function's name with {}",
+            sizes.join(", ")
         )?;
     }
     outln!("flags: {}", report.flags.join(" "))

@@ -309,7 +309,31 @@ fn bad_settings_end_in_errors_that_name_them() {
     } else {
         "--target-arch=arm_64"
     };
-    let cases: [(&[&str], &str); 9] = [
+    let mlir = repo().join("fixtures/models/tiny_add.mlir");
+    let mlir = mlir.to_str().unwrap();
+    let cases: [(&[&str], &str); 11] = [
+        (
+            &[
+                "compile",
+                model,
+                "-o",
+                out,
+                "--iree-compile=/bin/true",
+                "--batch-sizes=4,0",
+            ],
+            "batch size 0 is not from 1 to 65536",
+        ),
+        (
+            &[
+                "compile",
+                mlir,
+                "-o",
+                out,
+                "--iree-compile=/bin/true",
+                "--batch-sizes=4",
+            ],
+            "--batch-sizes is for ONNX models",
+        ),
         (
             &["compile", model, "-o", out, "--iree-compile=/nonexistent/iree-compile"],
             "given by --iree-compile",
@@ -460,6 +484,74 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
     }
     let stderr = String::from_utf8_lossy(&compile("vulkan").stderr).into_owned();
     assert!(stderr.contains("--kernels needs a CPU device"), "{stderr}");
+}
+
+#[test]
+fn batch_sizes_add_a_function_per_size_giving_the_models_answers_and_a_fixed_batch_is_refused() {
+    let Some(compiler) =
+        real_compiler("batch_sizes_add_a_function_per_size_giving_the_models_answers_and_a_fixed_batch_is_refused")
+    else {
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let fixtures = repo().join("fixtures/benchmark-models");
+    let vmfb = out.path().join("mlp.vmfb");
+    let compile = |model: &str, output: &Path| {
+        let model = fixtures.join(model);
+        halo(
+            &[
+                "compile",
+                model.to_str().unwrap(),
+                "-o",
+                output.to_str().unwrap(),
+                "--batch-sizes=3,1",
+            ],
+            &[("HALO_IREE_COMPILE", &compiler)],
+        )
+    };
+    let output = compile("mlp.onnx", &vmfb);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("functions for fixed batch sizes: each public function's name with _b1, _b3"),
+        "{stdout}"
+    );
+    let dump = String::from_utf8_lossy(&halo(&["dump-module", vmfb.to_str().unwrap()], &[]).stdout).into_owned();
+    assert!(
+        dump.contains("sync func @mlp_b3(%input: tensor<3x16xf32>) -> (%add_14: tensor<3x10xf32>)"),
+        "{dump}"
+    );
+    // The batch-1 function gives onnxruntime's recorded answer; batch 3 the model's own.
+    let module = format!("--module={}", vmfb.display());
+    let input = format!("--input=@{}", fixtures.join("mlp.input.npy").display());
+    let expected = format!("--expected_output=@{}", fixtures.join("mlp.expected.npy").display());
+    let run = halo(&["run-module", &module, "--function=mlp_b1", &input, &expected], &[]);
+    assert!(String::from_utf8_lossy(&run.stdout).contains("[SUCCESS]"), "{run:?}");
+    let rows = "--input=3x16xf32=0.25";
+    let answer = |function: &str| {
+        let run = halo(&["run-module", &module, &format!("--function={function}"), rows], &[]);
+        assert!(run.status.success(), "{run:?}");
+        String::from_utf8_lossy(&run.stdout).replace(function, "f")
+    };
+    assert!(
+        common::close_enough(&answer("mlp_b3"), &answer("mlp")),
+        "{}\n{}",
+        answer("mlp_b3"),
+        answer("mlp")
+    );
+
+    let refused = compile("squeezenet.onnx", &out.path().join("squeezenet.vmfb"));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("to lead with a dynamic batch dimension")
+            && stderr.contains("input 0 is !torch.vtensor<[1,3,64,64],f32>"),
+        "{stderr}"
+    );
 }
 
 /// IREE's SPIR-V for ShuffleNet's depthwise convolutions gives wrong answers (on lavapipe as on

@@ -1,5 +1,6 @@
 //! Running the importer and the compiler, and trying flag sets until one is accepted.
 
+use crate::batch_functions::{add_batch_functions, batch_sizes_for};
 use crate::declaration::{declare_functions, GraphNames};
 use crate::flag_set::FlagSet;
 use crate::graph_rewrite::{self, GraphRewrite};
@@ -34,6 +35,9 @@ pub struct CompileRequest {
     pub graph_rewrite: Option<GraphRewrite>,
     /// Whether the program may call halo's own kernels.
     pub kernels: KernelUse,
+    /// Fixed batch sizes to add a function for beside an ONNX model's function, whose inputs
+    /// and outputs must lead with a dynamic batch dimension (`@f_b4` for 4); empty for none.
+    pub batch_sizes: Vec<u64>,
     /// Stops this compile once set, as [`crate::stop_flag`] stops every compile: the running tool
     /// is killed and the compile ends `Cancelled`.
     pub stop: Option<Arc<AtomicBool>>,
@@ -86,8 +90,10 @@ pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<Compil
     let model = &request.model;
     // Before the import, which can take a while.
     request.kernels.check(&request.target)?;
+    let batch_sizes = batch_sizes_for(model, &request.batch_sizes)?;
     // One import per graph rewrite the candidates ask for, made when the first of them is tried.
     let mut imports = Imports::stopped_by(request.stop.clone());
+    imports.batch_sizes = batch_sizes;
     let started = Instant::now();
     let mut rejected = Vec::new();
     let kind = GraphKind::of_file(model, ModelFormat::of_file(model)?);
@@ -158,19 +164,26 @@ pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<Compil
 pub(crate) struct Imports {
     made: Vec<(GraphRewrite, PreparedModel)>,
     stop: Option<Arc<AtomicBool>>,
+    /// Fixed batch sizes whose functions each import gets.
+    pub batch_sizes: Vec<u64>,
 }
 
 impl Imports {
     /// No imports yet; the tools they and their compiles run are stopped by `stop` too (besides
     /// the process's stop flag).
     pub fn stopped_by(stop: Option<Arc<AtomicBool>>) -> Self {
-        Imports { made: Vec::new(), stop }
+        Imports {
+            made: Vec::new(),
+            stop,
+            batch_sizes: Vec::new(),
+        }
     }
 
     /// Imports `model` with `rewrite` beside `output`, unless that was done already.
     pub fn ensure(&mut self, toolchain: &Toolchain, model: &Path, output: &Path, rewrite: GraphRewrite) -> Result<()> {
         if !self.made.iter().any(|(done, _)| *done == rewrite) {
-            let prepared = PreparedModel::new(toolchain, model, output, rewrite, self.stop.clone())?;
+            let mut prepared = PreparedModel::new(toolchain, model, output, rewrite, self.stop.clone())?;
+            prepared.add_batch_functions(&self.batch_sizes)?;
             self.made.push((rewrite, prepared));
         }
         Ok(())
@@ -252,6 +265,24 @@ impl PreparedModel {
             prepared.import_time = Some(started.elapsed());
         }
         Ok(prepared)
+    }
+
+    /// Adds a function per batch size in `sizes` to the import ([`crate::batch_functions`]).
+    fn add_batch_functions(&mut self, sizes: &[u64]) -> Result<()> {
+        if sizes.is_empty() {
+            return Ok(());
+        }
+        let unreadable = |error: std::io::Error| {
+            Error::internal(format!(
+                "cannot add batch functions to the import of model '{}' ('{}'): {error}",
+                self.model.display(),
+                self.input.display()
+            ))
+        };
+        let imported = std::fs::read_to_string(&self.input).map_err(unreadable)?;
+        let sized = add_batch_functions(&imported, sizes)
+            .map_err(|error| error.context(format!("model '{}'", self.model.display())))?;
+        std::fs::write(&self.input, sized).map_err(unreadable)
     }
 
     /// The ONNX file to import: a rewritten copy in the scratch folder when `rewrite` changes

@@ -68,7 +68,7 @@ pub(crate) fn declare_functions(mlir: &str, names: &GraphNames) -> String {
 }
 
 /// The text after `func.func @` on a public function's line.
-fn public_function(line: &str) -> Option<&str> {
+pub(crate) fn public_function(line: &str) -> Option<&str> {
     line.trim_start().strip_prefix("func.func @")
 }
 
@@ -110,7 +110,7 @@ fn declared(line: &str, signature: &str, names: &GraphNames) -> Option<String> {
 }
 
 /// The result types after `->` (one bare type or a parenthesized list) and the text after them.
-fn results_of(text: &str) -> Option<(Vec<&str>, &str)> {
+pub(crate) fn results_of(text: &str) -> Option<(Vec<&str>, &str)> {
     if text.starts_with('(') {
         let (list, rest) = parenthesized(text)?;
         return Some((top_level_items(list), rest));

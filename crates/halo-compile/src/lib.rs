@@ -16,6 +16,8 @@
 //! - [`GraphRewrite`] names a change made to an ONNX graph before import where IREE compiles an
 //!   operator to slow code (depthwise convolutions), or on Vulkan to wrong code; the CPU and
 //!   Vulkan flag sets other than `iree-default` apply it.
+//! - `--batch-sizes` ([`CompileRequest::batch_sizes`]) adds a function per fixed batch size
+//!   beside an ONNX model's dynamic one ([`batch_function_name`]), for batched serving.
 //! - [`KernelUse`] says whether the program may call halo's own CPU kernels where they apply
 //!   (a transform spec given to `iree-compile`), which makes it run only on halo.
 //! - [`compile`] runs the tools, writes the output atomically (a failed compile leaves an
@@ -32,6 +34,7 @@
 
 #![warn(missing_docs)]
 
+mod batch_functions;
 mod compile;
 mod declaration;
 mod device_chip;
@@ -45,6 +48,7 @@ mod target;
 mod toolchain;
 pub mod tune;
 
+pub use batch_functions::{batch_function_name, batch_sizes_for, MAX_BATCH_SIZE};
 pub use compile::{compile, CompileReport, CompileRequest, RejectedCandidate};
 pub use device_chip::ChipChoice;
 pub use flag_set::FlagSet;

@@ -76,6 +76,7 @@ fn request(model: PathBuf, output: PathBuf, flag_set: FlagSet) -> CompileRequest
         extra_flags: vec!["--iree-extra".into()],
         graph_rewrite: None,
         kernels: KernelUse::Portable,
+        batch_sizes: Vec::new(),
         stop: None,
     }
 }

@@ -39,6 +39,7 @@ pub fn compile<'py>(
         extra_flags,
         graph_rewrite: graph_rewrite.map(GraphRewrite::from_name).transpose().py()?,
         kernels: KernelUse::Portable,
+        batch_sizes: Vec::new(),
         stop: None,
     };
     let report = py

@@ -326,6 +326,48 @@ impl Batch {
     }
 }
 
+/// Pads each of `inputs`, of `rows` rows, with zero rows up to `size`.
+///
+/// # Errors
+/// `ResourceExhausted` when the padding does not fit in memory.
+pub fn pad_rows(inputs: &mut [InputTensor], rows: u64, size: u64) -> Result<()> {
+    if size == rows {
+        return Ok(());
+    }
+    for input in inputs {
+        let row_bytes = input.bytes.len() as u64 / rows.max(1);
+        let padding = usize::try_from(row_bytes * (size - rows)).unwrap_or(usize::MAX);
+        input.bytes.try_reserve_exact(padding).map_err(|_| {
+            Error::resource_exhausted(format!(
+                "no memory to pad input '{}' from {rows} to {size} rows",
+                input.name
+            ))
+        })?;
+        input.bytes.resize(input.bytes.len() + padding, 0);
+        input.shape[0] = size;
+    }
+    Ok(())
+}
+
+/// Cuts each of `outputs`, of `size` rows, back to its first `rows`: padding is never returned.
+///
+/// # Errors
+/// `Internal` naming an output that does not lead with `size` rows.
+pub fn cut_rows(outputs: &mut [OutputTensor], rows: u64, size: u64) -> Result<()> {
+    for output in outputs {
+        if output.shape.first() != Some(&size) {
+            return Err(Error::internal(format!(
+                "output '{}' of shape {:?} does not lead with the call's {size} batch rows",
+                output.name, output.shape
+            )));
+        }
+        let row_bytes = output.bytes.len() as u64 / size;
+        output.bytes.truncate((row_bytes * rows) as usize);
+        output.shape[0] = rows;
+    }
+    Ok(())
+}
+
 /// Each request's rows of every output.
 fn split(outputs: Vec<OutputTensor>, members: &[Waiting]) -> Result<Vec<Vec<OutputTensor>>> {
     if members.len() == 1 {
@@ -548,6 +590,27 @@ mod tests {
         assert!(
             queue.take(3, Duration::from_secs(20)).is_empty(),
             "nothing waits: no wait"
+        );
+    }
+
+    #[test]
+    fn padding_adds_zero_rows_and_cutting_returns_only_the_real_ones() {
+        let mut inputs = vec![input("x", &[2, 3], 1)];
+        let original = inputs[0].bytes.clone();
+        pad_rows(&mut inputs, 2, 4).unwrap();
+        assert_eq!(inputs[0].shape, [4, 3]);
+        assert_eq!(inputs[0].bytes[..24], original[..]);
+        assert!(inputs[0].bytes[24..].iter().all(|&b| b == 0) && inputs[0].bytes.len() == 48);
+        let mut outputs = echo_outputs(&inputs);
+        cut_rows(&mut outputs, 2, 4).unwrap();
+        assert_eq!(
+            (outputs[0].shape.as_slice(), outputs[0].bytes.len()),
+            (&[2u64, 1][..], 8)
+        );
+        let error = cut_rows(&mut outputs, 2, 4).unwrap_err();
+        assert!(
+            error.to_string().contains("does not lead with the call's 4 batch rows"),
+            "{error}"
         );
     }
 }

@@ -266,6 +266,9 @@ pub struct Model {
     compute: ComputeThreads,
     /// Requests waiting to be batched, for a model with a `max_batch_size`.
     batches: Option<Arc<BatchQueue>>,
+    /// The function for each fixed batch size, smallest first (`halo compile --batch-sizes`):
+    /// a batching model's calls go to the smallest that holds their rows, padded up to it.
+    sized_functions: Vec<(u64, Function)>,
     statistics: ModelStatistics,
 }
 
@@ -364,7 +367,7 @@ impl Model {
         }
         let function = match &config.function {
             Some(name) => session.function(name)?,
-            None => session.function(&only_function(public_functions)?)?,
+            None => session.function(&only_function(public_functions.clone())?)?,
         };
         let specs = |declared: Vec<(String, String)>, prefix: &str| {
             declared
@@ -391,11 +394,15 @@ impl Model {
             "output",
         )?;
         check_against_function(&function, &inputs, &outputs)?;
+        let mut sized_functions = Vec::new();
         if config.max_batch_size > 0 {
             check_batchable(config.max_batch_size, &inputs, &outputs)?;
+            sized_functions = batch_functions(&session, &public_functions, &function, (&inputs, &outputs))?;
+            check_batch_sizes(config.max_batch_size, &sized_functions)?;
         }
         let labels = output_labels(&config.output_labels, &outputs)?;
         Ok(Model {
+            sized_functions,
             batches: (config.max_batch_size > 0).then(Arc::default),
             compute: ComputeThreads::new("halo-compute", config.max_concurrency),
             config,
@@ -661,7 +668,10 @@ impl Model {
             return;
         }
         let started = Instant::now();
-        let outputs = batch.inputs().and_then(|inputs| self.call(inputs, &batch.cancel));
+        let rows = batch.rows();
+        let outputs = batch
+            .inputs()
+            .and_then(|inputs| self.call_rows(inputs, rows, &batch.cancel));
         let computed = started.elapsed();
         if outputs.is_ok() {
             self.statistics.executed(batch.rows(), computed);
@@ -716,10 +726,37 @@ impl Model {
 
     /// Calls the function with `inputs`, checked against its inputs and in their order.
     fn call(&self, inputs: Vec<InputTensor>, cancel: &CancelToken) -> Result<Vec<OutputTensor>> {
+        self.call_function(&self.function, inputs, cancel)
+    }
+
+    /// Calls the function for a batch of `rows` rows: the fixed-size function that holds them,
+    /// its inputs padded with zero rows and its outputs cut back to `rows`, where the module has
+    /// one; else the function itself.
+    fn call_rows(&self, mut inputs: Vec<InputTensor>, rows: u64, cancel: &CancelToken) -> Result<Vec<OutputTensor>> {
+        let Some((size, function)) = self.sized_functions.iter().find(|(size, _)| *size >= rows) else {
+            return self.call(inputs, cancel);
+        };
+        crate::batcher::pad_rows(&mut inputs, rows, *size)?;
+        let mut outputs = self.call_function(function, inputs, cancel)?;
+        crate::batcher::cut_rows(&mut outputs, rows, *size)?;
+        Ok(outputs)
+    }
+
+    /// The fixed batch sizes the model's calls use; empty when it has none.
+    pub fn batch_sizes(&self) -> Vec<u64> {
+        self.sized_functions.iter().map(|(size, _)| *size).collect()
+    }
+
+    fn call_function(
+        &self,
+        function: &Function,
+        inputs: Vec<InputTensor>,
+        cancel: &CancelToken,
+    ) -> Result<Vec<OutputTensor>> {
         let values = (self.inputs.iter().zip(inputs))
             .map(|(spec, input)| self.input_value(spec, input))
             .collect::<Result<Vec<_>>>()?;
-        let results = self.session.call_cancellable(&self.function, &values, cancel)?;
+        let results = self.session.call_cancellable(function, &values, cancel)?;
         results
             .iter()
             .enumerate()
@@ -824,7 +861,14 @@ fn typed(declared: Vec<(String, String)>, types: &[String]) -> Vec<(String, Stri
 
 /// The one public function of a model's last module, for a configuration that names none.
 fn only_function(public_functions: Vec<String>) -> Result<String> {
-    match <[String; 1]>::try_from(public_functions) {
+    // Functions for fixed batch sizes (`f_b4` beside `f`) are the function's, not others.
+    let sized = |name: &String| {
+        (name.rsplit_once("_b")).is_some_and(|(base, size)| {
+            size.parse::<u64>().is_ok() && public_functions.iter().any(|other| other == base)
+        })
+    };
+    let functions: Vec<String> = public_functions.iter().filter(|name| !sized(name)).cloned().collect();
+    match <[String; 1]>::try_from(functions) {
         Ok([only]) => Ok(only),
         Err(several) => Err(Error::invalid_argument(format!(
             "no function is named and the last module exports {} ({}); name the one requests call \
@@ -912,6 +956,64 @@ fn check_batchable(max_batch_size: u64, inputs: &[TensorSpec], outputs: &[Tensor
         }
     }
     Ok(())
+}
+
+/// The module's functions for fixed batch sizes of `function` (`<name>_b<size>`, as `halo
+/// compile --batch-sizes` names them), smallest first, each checked to take and return the
+/// `specs` (inputs, outputs) with its size as the leading dimension.
+///
+/// # Errors
+/// `InvalidArgument` naming a function whose tensors are not those.
+fn batch_functions(
+    session: &Session,
+    public_functions: &[String],
+    function: &Function,
+    (inputs, outputs): (&[TensorSpec], &[TensorSpec]),
+) -> Result<Vec<(u64, Function)>> {
+    let prefix = format!("{}_b", function.name());
+    let mut sized = Vec::new();
+    for name in public_functions {
+        let Some(size) = name.strip_prefix(&prefix).and_then(|size| size.parse::<u64>().ok()) else {
+            continue;
+        };
+        if size == 0 || name != &halo_compile::batch_function_name(function.name(), size) {
+            continue;
+        }
+        let candidate = session.function(name)?;
+        let fits = |declared: Vec<(String, String)>, specs: &[TensorSpec]| {
+            declared.len() == specs.len()
+                && declared.iter().zip(specs).all(|((name, ty), spec)| {
+                    TensorSpec::declared(name, ty).is_ok_and(|sized| {
+                        sized.element_type == spec.element_type
+                            && sized.shape.first() == Some(&(size as i64))
+                            && sized.shape[1..] == spec.shape[1..]
+                    })
+                })
+        };
+        if !fits(candidate.declared_inputs(), inputs) || !fits(candidate.declared_outputs(), outputs) {
+            return Err(Error::invalid_argument(format!(
+                "function '{name}' does not take and return the tensors of '{}' with {size} rows: \
+                 it cannot serve its batches of {size}",
+                function.name()
+            )));
+        }
+        sized.push((size, candidate));
+    }
+    sized.sort_by_key(|(size, _)| *size);
+    Ok(sized)
+}
+
+/// Checks that a model with fixed-size functions has one for every batch `max_batch_size`
+/// allows.
+fn check_batch_sizes(max_batch_size: u64, sized: &[(u64, Function)]) -> Result<()> {
+    match sized.last() {
+        Some((largest, _)) if *largest < max_batch_size => Err(Error::invalid_argument(format!(
+            "max_batch_size {max_batch_size} is more than the largest fixed batch size the module has \
+             functions for ({:?}); set it to at most {largest}",
+            sized.iter().map(|(size, _)| size).collect::<Vec<_>>()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// An input of `spec`'s static shape, every element zero.

@@ -80,6 +80,7 @@ fn compile_cached(source: &Path, device: &str, stop: &CancelToken) -> Result<Pat
             extra_flags: Vec::new(),
             graph_rewrite: None,
             kernels: KernelUse::Portable,
+            batch_sizes: Vec::new(),
             stop: Some(stop.flag()),
         },
     )?;

@@ -784,7 +784,9 @@ impl ModelConfiguration {
             backend: "halo",
             max_batch_size: i32::try_from(model.config().max_batch_size).unwrap_or(i32::MAX),
             dynamic_batching: (model.config().max_batch_size > 0).then_some(DynamicBatching {
-                preferred_batch_size: Vec::new(),
+                preferred_batch_size: (model.batch_sizes().iter())
+                    .map(|&size| i32::try_from(size).unwrap_or(i32::MAX))
+                    .collect(),
                 max_queue_delay_microseconds: u64::try_from(model.config().max_queue_delay.as_micros())
                     .unwrap_or(u64::MAX),
             }),

@@ -250,6 +250,72 @@ fn with_a_queue_delay_a_free_thread_waits_for_company_until_the_call_is_full() {
     );
 }
 
+/// The MLP with functions for batches of 1, 2 and 4 beside its own (`halo compile
+/// --batch-sizes=1,2,4`), built for this host's CPU.
+fn mlp_batch_sizes_module() -> PathBuf {
+    let models = fixtures().join("benchmark-models");
+    match cfg!(target_arch = "aarch64") {
+        true => models.join("arm_64/mlp_batch_sizes.vmfb"),
+        false => models.join("mlp_batch_sizes.vmfb"),
+    }
+}
+
+#[test]
+fn fixed_size_functions_take_batches_padded_up_to_their_size_and_give_back_only_the_real_rows() {
+    // No function named: the module's one function, its fixed-size forms aside.
+    let model = mlp_with(ModelConfig {
+        function: None,
+        ..config(mlp_batch_sizes_module(), "mlp", 4)
+    });
+    assert_eq!(model.batch_sizes(), [1, 2, 4]);
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let metrics = Arc::new(Metrics::new());
+    let alone: Vec<Vec<f32>> = [(1, 1), (2, 2)]
+        .iter()
+        .map(|&(rows, seed)| floats(&model.infer(request(rows, seed)).expect("a call of its own")[0]))
+        .collect();
+    let (release, holder) = occupy_the_computing_thread(&model);
+    let answers: Vec<_> = [(1, 1), (2, 2)]
+        .iter()
+        .map(|&(rows, seed)| {
+            let (model, metrics) = (model.clone(), metrics.clone());
+            runtime.spawn(async move { model.run(request(rows, seed), &metrics, None).await })
+        })
+        .collect();
+    wait_until("both requests wait", || model.waiting_for_batch() == 2);
+    release.send(()).expect("the holder listens");
+    for ((answer, expected), rows) in answers.into_iter().zip(&alone).zip([1u64, 2]) {
+        let outputs = runtime.block_on(answer).expect("joined").expect("answered");
+        assert_eq!(outputs[0].shape, [rows, 10], "the padding row is not returned");
+        let got = floats(&outputs[0]);
+        for (g, e) in got.iter().zip(expected) {
+            assert!((g - e).abs() <= 1e-5 * e.abs().max(1.0), "{got:?} != {expected:?}");
+        }
+    }
+    drop(holder);
+    let sizes: Vec<u64> = model.statistics().batch_stats.iter().map(|b| b.batch_size).collect();
+    assert_eq!(sizes, [3], "one call of three rows (run as four)");
+    let reported = serde_json::to_value(ModelConfiguration::of(&model)).unwrap();
+    assert_eq!(
+        reported["dynamic_batching"]["preferred_batch_size"],
+        serde_json::json!([1, 2, 4]),
+        "{reported}"
+    );
+
+    let error = Model::load(
+        &halo_runtime::Instance::new(),
+        config(mlp_batch_sizes_module(), "mlp", 8),
+    )
+    .err()
+    .expect("more rows than any function takes");
+    assert!(
+        error.to_string().contains(
+            "max_batch_size 8 is more than the largest fixed batch size the module has functions for ([1, 2, 4])"
+        ),
+        "{error}"
+    );
+}
+
 #[test]
 fn the_configuration_says_the_model_batches_and_one_that_does_not_says_so_too() {
     let batching = serde_json::to_value(ModelConfiguration::of(&mlp(8))).unwrap();
