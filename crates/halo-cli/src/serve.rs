@@ -92,6 +92,12 @@ pub struct ServeArgs {
     /// 0 takes what is waiting at once.
     #[arg(long, default_value_t = 0)]
     pub max_queue_delay_us: u64,
+    /// Writes a timeline of the server's work to this file as Chrome trace-event JSON (for
+    /// `ui.perfetto.dev`), completed when the server stops: each request (`serve.request`, numbered
+    /// per model), each call of a model's function (`serve.call`, with the numbers of the requests it
+    /// answers: several when they were batched) and the runtime's spans within.
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
 }
 
 /// The variable that sets which log lines `halo serve` writes to stderr, in `tracing`'s filter
@@ -106,12 +112,30 @@ pub const DEFAULT_LOG: &str = "warn,halo_serve=info";
 pub fn run(registry: DriverRegistry, args: &ServeArgs) -> Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_from_env(LOG_VARIABLE)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG));
-    // A subscriber set earlier (by an embedding program) stays.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let trace = match &args.trace {
+        Some(path) => {
+            halo_runtime::trace::install_with_log(filter, ansi)?;
+            Some(halo_runtime::trace::Trace::start(path)?)
+        }
+        None => {
+            // A subscriber set earlier (by an embedding program) stays.
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(filter)
+                .with_writer(std::io::stderr)
+                .with_ansi(ansi)
+                .try_init();
+            None
+        }
+    };
+    let served = serve(registry, args);
+    // Dropped on an error too, which completes what the file holds.
+    trace.map_or(Ok(()), halo_runtime::trace::Trace::finish)?;
+    served
+}
+
+/// Loads the models and serves them until Ctrl-C or `SIGTERM`.
+fn serve(registry: DriverRegistry, args: &ServeArgs) -> Result<()> {
     let defaults = Defaults {
         devices: args.devices.clone(),
         max_concurrency: args.max_concurrency,

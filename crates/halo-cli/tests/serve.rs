@@ -1145,6 +1145,55 @@ fn a_batching_server_answers_concurrent_clients_as_a_call_each_would() {
 }
 
 #[test]
+fn the_trace_shows_which_requests_each_call_answered() {
+    let trace = std::env::temp_dir().join(format!("halo-serve-trace-{}.json", std::process::id()));
+    let mut served = Served::start_with(&[
+        format!("--module={}", batchable_mlp().display()),
+        "--function=mlp".into(),
+        "--max-concurrency=1".into(),
+        "--max-batch-size=4".into(),
+        format!("--trace={}", trace.display()),
+    ]);
+    let served_ref = &served;
+    std::thread::scope(|scope| {
+        for seed in 0..6 {
+            scope.spawn(move || {
+                let (status, answer) = served_ref.post("/v2/models/mlp/infer", &mlp_request(1, seed).to_string());
+                assert_eq!(status, 200, "{answer}");
+            });
+        }
+    });
+    served.terminate();
+    let status = served.exit_within(Duration::from_secs(20));
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "{}", served.log.lock().unwrap());
+    let text = std::fs::read_to_string(&trace).expect("the trace was written");
+    std::fs::remove_file(&trace).ok();
+    let events: Vec<Value> = serde_json::from_str(&text).expect("the trace is JSON");
+    let began = |name: &str| {
+        (events.iter())
+            .filter(|e| e["name"] == name && e["ph"] == "B")
+            .map(|e| e["args"].clone())
+            .collect::<Vec<_>>()
+    };
+    let mut requests: Vec<u64> = (began("serve.request").iter())
+        .map(|args| args["request"].as_str().unwrap().parse().unwrap())
+        .collect();
+    requests.sort_unstable();
+    requests.dedup();
+    assert_eq!(requests, (0..6).collect::<Vec<_>>(), "{text}");
+    let mut answered: Vec<u64> = Vec::new();
+    for args in began("serve.call") {
+        let numbers: Vec<u64> = (args["requests"].as_str().unwrap().split(','))
+            .map(|n| n.parse().unwrap())
+            .collect();
+        assert_eq!(args["rows"].as_str().unwrap(), numbers.len().to_string(), "{args}");
+        answered.extend(numbers);
+    }
+    answered.sort_unstable();
+    assert_eq!(answered, requests, "each request in exactly one call");
+}
+
+#[test]
 fn a_repository_sets_max_batch_size_and_a_model_that_cannot_batch_stops_the_server() {
     let config = |module: &Path, function: &str| {
         format!(

@@ -40,11 +40,12 @@ pub(crate) fn checked_batch_sizes(sizes: &[u64]) -> Result<Vec<u64>> {
     Ok(sorted)
 }
 
-/// The batch sizes to add functions for to `model`, sorted ([`checked_batch_sizes`]), checked
-/// before anything is imported: only an ONNX model's import gets them.
+/// The batch sizes to add functions for to `model`, sorted without repeats, checked before
+/// anything is imported: each from 1 to [`MAX_BATCH_SIZE`], and only for an ONNX model, whose
+/// import gets them.
 ///
 /// # Errors
-/// As [`checked_batch_sizes`]; `InvalidArgument` naming a model that is not ONNX.
+/// `InvalidArgument` naming a size out of range or a model that is not ONNX.
 pub fn batch_sizes_for(model: &Path, sizes: &[u64]) -> Result<Vec<u64>> {
     let sizes = checked_batch_sizes(sizes)?;
     if !sizes.is_empty() && ModelFormat::of_file(model)? != ModelFormat::Onnx {

@@ -89,6 +89,8 @@ struct Member {
 /// A request waiting for a call.
 struct Waiting {
     member: Arc<Member>,
+    /// The request's number in the trace.
+    number: u64,
     key: BatchKey,
     rows: u64,
     inputs: Vec<InputTensor>,
@@ -149,19 +151,20 @@ impl BatchQueue {
         self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Queues a request of `rows` rows with `inputs` (in the model's order) and `key`; the answer
-    /// comes through the receiver. `holds` is kept until the request leaves the queue.
+    /// Queues request `number` of `rows` rows with `inputs` (in the model's order) and `key`; the
+    /// answer comes through the receiver. `holds` is kept until the request leaves the queue.
     pub fn push(
         self: &Arc<Self>,
         key: BatchKey,
         rows: u64,
-        inputs: Vec<InputTensor>,
+        (inputs, number): (Vec<InputTensor>, u64),
         holds: Box<dyn Send>,
     ) -> (Place, oneshot::Receiver<Answer>) {
         let member = Arc::new(Member { call: OnceLock::new() });
         let (reply, answer) = oneshot::channel();
         self.lock().push_back(Waiting {
             member: member.clone(),
+            number,
             key,
             rows,
             inputs,
@@ -259,6 +262,12 @@ impl Batch {
     /// Its requests' rows together.
     pub fn rows(&self) -> u64 {
         self.members.iter().map(|m| m.rows).sum()
+    }
+
+    /// The numbers of the requests it serves, in order, as the trace shows them (`3,4,7`).
+    pub fn request_numbers(&self) -> String {
+        let numbers: Vec<String> = self.members.iter().map(|m| m.number.to_string()).collect();
+        numbers.join(",")
     }
 
     /// How many requests it serves.
@@ -419,7 +428,8 @@ mod tests {
 
     fn push(queue: &Arc<BatchQueue>, inputs: Vec<InputTensor>) -> (Place, oneshot::Receiver<Answer>) {
         let (key, rows) = BatchKey::of(&inputs).unwrap();
-        queue.push(key, rows, inputs, Box::new(()))
+        let number = queue.len() as u64;
+        queue.push(key, rows, (inputs, number), Box::new(()))
     }
 
     /// Output rows as the model would give them: each input row's first byte, four times.
@@ -447,6 +457,7 @@ mod tests {
         let (_c, answer_c) = push(&queue, vec![input("x", &[2, 3], 100)]);
         let mut batch = queue.take(8, Duration::ZERO);
         assert_eq!((batch.len(), batch.rows()), (2, 3), "a and c share a key; b waits");
+        assert_eq!(batch.request_numbers(), "0,2");
         let inputs = batch.inputs().unwrap();
         assert_eq!(inputs[0].shape, [3, 3]);
         assert_eq!(inputs[0].bytes[..12], input("x", &[1, 3], 10).bytes[..]);
@@ -492,7 +503,7 @@ mod tests {
         let queue = Arc::new(BatchQueue::default());
         let holds = Arc::new(());
         let (key, rows) = BatchKey::of(&[input("x", &[1, 2], 0)]).unwrap();
-        let (place, _answer) = queue.push(key, rows, vec![input("x", &[1, 2], 0)], Box::new(holds.clone()));
+        let (place, _answer) = queue.push(key, rows, (vec![input("x", &[1, 2], 0)], 0), Box::new(holds.clone()));
         assert!(!place.in_call());
         assert_eq!(Arc::strong_count(&holds), 2);
         drop(place);

@@ -14,9 +14,10 @@ use halo_runtime::{CancelToken, Function, Instance, Session, Value};
 use halo_vm::module::{BytecodeModule, LoadMode};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tracing::Instrument;
 
 /// The models a server answers for, by name.
 pub type Models = BTreeMap<String, Arc<Model>>;
@@ -264,6 +265,8 @@ pub struct Model {
     /// it returns, or until it is cancelled once its request is answered without it (at its
     /// deadline, or when its client goes).
     compute: ComputeThreads,
+    /// Requests run so far: each one's number in the trace.
+    requests_run: AtomicU64,
     /// Requests waiting to be batched, for a model with a `max_batch_size`.
     batches: Option<Arc<BatchQueue>>,
     /// The function for each fixed batch size, smallest first (`halo compile --batch-sizes`):
@@ -412,6 +415,7 @@ impl Model {
             outputs,
             labels,
             admitted: Arc::new(AtomicUsize::new(0)),
+            requests_run: AtomicU64::new(0),
             statistics: ModelStatistics::default(),
         })
     }
@@ -546,7 +550,11 @@ impl Model {
         deadline: Option<Instant>,
     ) -> Result<Vec<OutputTensor>> {
         let started = Instant::now();
-        let outputs = self.admitted_run(admission, inputs, metrics, deadline).await;
+        let number = self.requests_run.fetch_add(1, Ordering::Relaxed);
+        let span = tracing::info_span!("serve.request", model = %self.config.name, request = number);
+        let outputs = (self.admitted_run(admission, inputs, metrics, deadline, number))
+            .instrument(span)
+            .await;
         self.statistics.finished(outputs.is_ok(), started.elapsed());
         outputs
     }
@@ -557,9 +565,12 @@ impl Model {
         inputs: Vec<InputTensor>,
         metrics: &Metrics,
         deadline: Option<Instant>,
+        number: u64,
     ) -> Result<Vec<OutputTensor>> {
         if let Some(batches) = &self.batches {
-            return self.batched_run(batches, admission, inputs, metrics, deadline).await;
+            return self
+                .batched_run(batches, (admission, number), inputs, metrics, deadline)
+                .await;
         }
         let model = self.clone();
         let cancel = CancelToken::new();
@@ -571,7 +582,8 @@ impl Model {
             let _admission = admission;
             let waited = queued.elapsed();
             let computing = Instant::now();
-            let outputs = model.infer_cancellable(inputs, &cancel);
+            let call = tracing::info_span!("serve.call", model = %model.config.name, requests = %number);
+            let outputs = call.in_scope(|| model.infer_cancellable(inputs, &cancel));
             let computed = computing.elapsed();
             if outputs.is_ok() {
                 model.statistics.executed(1, computed);
@@ -611,7 +623,7 @@ impl Model {
     async fn batched_run(
         self: &Arc<Self>,
         batches: &Arc<BatchQueue>,
-        admission: Admission,
+        (admission, number): (Admission, u64),
         inputs: Vec<InputTensor>,
         metrics: &Metrics,
         deadline: Option<Instant>,
@@ -624,7 +636,7 @@ impl Model {
                 self.config.name, self.config.max_batch_size
             )));
         }
-        let (place, answer) = batches.push(key, rows, inputs, Box::new(admission));
+        let (place, answer) = batches.push(key, rows, (inputs, number), Box::new(admission));
         let model = self.clone();
         // Withdrawn when this request is answered, if it has not started: another turn did the work.
         let _turn = self.compute.submit(move || model.run_batch())?;
@@ -669,9 +681,9 @@ impl Model {
         }
         let started = Instant::now();
         let rows = batch.rows();
-        let outputs = batch
-            .inputs()
-            .and_then(|inputs| self.call_rows(inputs, rows, &batch.cancel));
+        let requests = batch.request_numbers();
+        let call = tracing::info_span!("serve.call", model = %self.config.name, rows, requests = %requests);
+        let outputs = call.in_scope(|| (batch.inputs()).and_then(|inputs| self.call_rows(inputs, rows, &batch.cancel)));
         let computed = started.elapsed();
         if outputs.is_ok() {
             self.statistics.executed(batch.rows(), computed);

@@ -9,6 +9,9 @@
 //! listens, so each span costs one check of a global level; a trace installs a process-wide
 //! subscriber the first time, and later traces reuse it.
 //!
+//! A process that also logs through `tracing` (`halo serve`) installs the subscriber with its
+//! log beside it ([`install_with_log`]) before tracing, since a process has one subscriber.
+//!
 //! One Chrome layer serves every trace of the process, each trace a new file of its writer
 //! (`FlushGuard::start_new`): tracing-chrome keeps each thread's track id and channel in
 //! thread-locals for the life of the thread, so a second layer would count track ids from 0
@@ -28,9 +31,12 @@ use tracing::span;
 use tracing::{Event, Subscriber};
 use tracing_chrome::{ChromeLayer, ChromeLayerBuilder, FlushGuard};
 use tracing_subscriber::layer::{Context, Layered, SubscriberExt};
-use tracing_subscriber::{reload, Layer, Registry};
+use tracing_subscriber::{reload, EnvFilter, Layer, Registry};
 
 type Slot = Option<Layered<QueueTracks, SharedChrome, Registry>>;
+
+/// A log beside the trace's slot ([`install_with_log`]).
+type Log = Box<dyn Layer<Layered<reload::Layer<Slot, Registry>, Registry>> + Send + Sync>;
 
 /// The process's one Chrome layer, shared into the subscriber's slot while a trace runs.
 #[derive(Clone)]
@@ -77,11 +83,19 @@ struct Installed {
 }
 
 fn installed() -> Result<&'static Installed> {
+    install(None).map(|(installed, _)| installed)
+}
+
+/// The process's trace subscriber, installed now with `log` beside it if it is not yet; and
+/// whether `log` went in.
+fn install(log: Option<Log>) -> Result<(&'static Installed, bool)> {
     static INSTALLED: OnceLock<std::result::Result<Installed, String>> = OnceLock::new();
-    INSTALLED
+    let mut logging = false;
+    let installed = INSTALLED
         .get_or_init(|| {
             let (layer, handle) = reload::Layer::new(None);
-            tracing::subscriber::set_global_default(Registry::default().with(layer))
+            logging = log.is_some();
+            tracing::subscriber::set_global_default(Registry::default().with(layer).with(log))
                 .map_err(|_| "another tracing subscriber is already installed in this process".to_string())?;
             Ok(Installed {
                 handle,
@@ -90,7 +104,28 @@ fn installed() -> Result<&'static Installed> {
             })
         })
         .as_ref()
-        .map_err(|why| Error::failed_precondition(why.clone()))
+        .map_err(|why| Error::failed_precondition(why.clone()))?;
+    Ok((installed, logging))
+}
+
+/// Installs the process's subscriber with a log to stderr beside the trace's (lines `filter`
+/// lets through, with colours when `ansi`), for a process that logs and traces: traces started
+/// later record every span whatever the filter lets the log show.
+///
+/// # Errors
+/// `FailedPrecondition` when the process has a subscriber already (its own, or the trace's
+/// installed without a log by an earlier trace).
+pub fn install_with_log(filter: EnvFilter, ansi: bool) -> Result<()> {
+    let log = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi)
+        .with_filter(filter);
+    match install(Some(Box::new(log)))? {
+        (_, true) => Ok(()),
+        (_, false) => Err(Error::failed_precondition(
+            "the trace subscriber was installed without a log before the log could be added",
+        )),
+    }
 }
 
 /// A trace file that says when the writer thread has let go of it (the file is then complete).
