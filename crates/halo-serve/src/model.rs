@@ -594,17 +594,7 @@ impl Model {
             None => ticket.result().await,
             Some(deadline) => match tokio::time::timeout_at(deadline.into(), ticket.result()).await {
                 Ok(finished) => finished,
-                Err(_) => {
-                    let stage = if ticket.withdraw() {
-                        "waiting for a turn"
-                    } else {
-                        "computing"
-                    };
-                    return Err(Error::deadline_exceeded(format!(
-                        "the request to model '{}' ran out of time while {stage}",
-                        self.config.name
-                    )));
-                }
+                Err(_) => return Err(self.out_of_time(ticket.withdraw())),
             },
         };
         let (waited, computed, outputs) = finished.with_context(|| format!("running model '{}'", self.config.name))?;
@@ -630,9 +620,9 @@ impl Model {
     ) -> Result<Vec<OutputTensor>> {
         let inputs = self.checked_inputs(inputs)?;
         let (key, rows) = BatchKey::of(&inputs)?;
-        if rows > self.config.max_batch_size {
+        if rows == 0 || rows > self.config.max_batch_size {
             return Err(Error::invalid_argument(format!(
-                "the request has {rows} rows along the batch dimension; model '{}' takes at most {} (max_batch_size)",
+                "the request has {rows} rows along the batch dimension; model '{}' takes 1 to at most {} (max_batch_size)",
                 self.config.name, self.config.max_batch_size
             )));
         }
@@ -644,17 +634,7 @@ impl Model {
             None => answer.await,
             Some(deadline) => match tokio::time::timeout_at(deadline.into(), answer).await {
                 Ok(answer) => answer,
-                Err(_) => {
-                    let stage = if place.in_call() {
-                        "computing"
-                    } else {
-                        "waiting for a turn"
-                    };
-                    return Err(Error::deadline_exceeded(format!(
-                        "the request to model '{}' ran out of time while {stage}",
-                        self.config.name
-                    )));
-                }
+                Err(_) => return Err(self.out_of_time(!place.in_call())),
             },
         };
         let answer = answer
@@ -669,6 +649,16 @@ impl Model {
             self.statistics.succeeded_in(answer.waited, answer.computed, rows);
         }
         answer.outputs
+    }
+
+    /// The answer to a request whose deadline passed while it was `waiting` for a turn, or else
+    /// computing.
+    fn out_of_time(&self, waiting: bool) -> Error {
+        let stage = if waiting { "waiting for a turn" } else { "computing" };
+        Error::deadline_exceeded(format!(
+            "the request to model '{}' ran out of time while {stage}",
+            self.config.name
+        ))
     }
 
     /// A computing thread's turn of a batching model: one call for the oldest waiting request
@@ -759,6 +749,7 @@ impl Model {
         self.sized_functions.iter().map(|(size, _)| *size).collect()
     }
 
+    /// Calls `function` with `inputs`, checked against the model's inputs and in their order.
     fn call_function(
         &self,
         function: &Function,
@@ -818,7 +809,7 @@ impl Model {
             .collect()
     }
 
-    /// The value the function takes for `input`, checked against `spec`.
+    /// The value the function takes for `input`, already checked against `spec`.
     fn input_value(&self, spec: &TensorSpec, input: InputTensor) -> Result<Value> {
         if spec.scalar {
             return scalar_value(spec, &input.bytes);

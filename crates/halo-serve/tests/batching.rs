@@ -174,6 +174,13 @@ fn a_call_takes_at_most_max_batch_size_rows_and_the_rest_wait_for_the_next() {
         .expect_err("five rows are more than the model takes");
     assert_eq!(error.code(), StatusCode::InvalidArgument);
     assert!(error.to_string().contains("at most 4 (max_batch_size)"), "{error}");
+    let error = runtime
+        .block_on(model.run(request(0, 0), &metrics, None))
+        .expect_err("a request without rows");
+    assert!(
+        error.to_string().contains("has 0 rows along the batch dimension"),
+        "{error}"
+    );
 }
 
 #[test]
