@@ -1,7 +1,7 @@
 //! CPU executables: a loaded executable library wrapped as a HAL executable, and its cache.
 
 use crate::library::{self, HostImport, Library};
-use halo_hal::executable::{check_export_ordinal, unknown_format_error};
+use halo_hal::executable::check_export_ordinal;
 use halo_hal::{Executable, ExecutableCache, ExecutableParams, ExportInfo, Result};
 use std::any::Any;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -116,9 +116,7 @@ impl ExecutableCache for LocalExecutableCache {
     }
 
     fn prepare_executable(&self, params: &ExecutableParams<'_>) -> Result<Arc<dyn Executable>> {
-        if !self.can_prepare_format(params.format) {
-            return Err(unknown_format_error(params.format, &self.supported_formats()));
-        }
+        self.check_format(params.format)?;
         Ok(Arc::new(LocalExecutable::load(params, &self.imports)?))
     }
 }

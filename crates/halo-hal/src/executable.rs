@@ -82,14 +82,21 @@ pub trait ExecutableCache: Send + Sync {
     /// `NotFound` for an unknown format (listing the known ones); `InvalidArgument` or
     /// `Incompatible` for malformed data.
     fn prepare_executable(&self, params: &ExecutableParams<'_>) -> Result<Arc<dyn Executable>>;
-}
 
-/// The error for a format this cache cannot prepare, listing the ones it can.
-pub fn unknown_format_error(format: &str, supported: &[String]) -> Error {
-    Error::not_found(format!(
-        "no loader for executable format '{format}'; this device supports: {}",
-        supported.join(", ")
-    ))
+    /// Refuses a format this cache cannot prepare, listing the ones it can: the first check of
+    /// every [`ExecutableCache::prepare_executable`].
+    ///
+    /// # Errors
+    /// `NotFound` naming `format` and the supported formats.
+    fn check_format(&self, format: &str) -> Result<()> {
+        if self.can_prepare_format(format) {
+            return Ok(());
+        }
+        Err(Error::not_found(format!(
+            "no loader for executable format '{format}'; this device supports: {}",
+            self.supported_formats().join(", ")
+        )))
+    }
 }
 
 /// Bytes before the FlatBuffer in IREE's GPU executable formats (`VKE1`, `CDA1`, `HIP1`).

@@ -68,12 +68,7 @@ impl ExecutableCache for MetalExecutableCache {
     }
 
     fn prepare_executable(&self, params: &ExecutableParams<'_>) -> Result<Arc<dyn Executable>> {
-        if !self.can_prepare_format(params.format) {
-            return Err(halo_hal::executable::unknown_format_error(
-                params.format,
-                &self.supported_formats(),
-            ));
-        }
+        self.check_format(params.format)?;
         if !params.constants.is_empty() {
             // IREE's Metal target bakes specialization into the MSL; values here would be lost.
             return Err(Error::invalid_argument(format!(

@@ -213,12 +213,7 @@ impl ExecutableCache for OpenClExecutableCache {
     }
 
     fn prepare_executable(&self, params: &ExecutableParams<'_>) -> Result<Arc<dyn Executable>> {
-        if !self.can_prepare_format(params.format) {
-            return Err(halo_hal::executable::unknown_format_error(
-                params.format,
-                &self.supported_formats(),
-            ));
-        }
+        self.check_format(params.format)?;
         Ok(Arc::new(OpenClExecutable::load(
             self.shared.clone(),
             params.data,

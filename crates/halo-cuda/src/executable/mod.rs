@@ -308,12 +308,7 @@ impl ExecutableCache for GpuExecutableCache {
     }
 
     fn prepare_executable(&self, params: &ExecutableParams<'_>) -> Result<Arc<dyn Executable>> {
-        if !self.can_prepare_format(params.format) {
-            return Err(halo_hal::executable::unknown_format_error(
-                params.format,
-                &self.supported_formats(),
-            ));
-        }
+        self.check_format(params.format)?;
         let spec = ExecutableSpec::parse(params.data, self.shared.api.vendor())?;
         Ok(Arc::new(GpuExecutable::load(self.shared.clone(), spec)?))
     }
