@@ -19,7 +19,7 @@
 use crate::held::HeldSince;
 use crate::promised_timepoints::{Coverage, PromisedTimepoints};
 use crate::submission_count::SubmissionCount;
-use crate::{Error, Fence, Result, Timeout};
+use crate::{Binding, CommandBuffer, Error, Fence, Result, Timeout};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -253,6 +253,32 @@ impl<F: InFlight> SubmissionQueue<F> {
                 cancel(unsent, &pending, device);
             }
         });
+    }
+
+    /// A device's `queue_execute` on this queue: checks `command_buffer` against
+    /// `binding_table` now, then has `issue` issue it with an owned copy of the table once
+    /// `wait` is reached; without a command buffer the submission only orders `signal` after
+    /// `wait`.
+    ///
+    /// # Errors
+    /// The submission's validation errors (nothing is queued then).
+    pub fn execute(
+        &self,
+        wait: &Fence,
+        signal: &Fence,
+        command_buffer: Option<&Arc<CommandBuffer>>,
+        binding_table: &[Binding],
+        issue: impl FnOnce(Arc<CommandBuffer>, Vec<Binding<'static>>) -> Result<F> + Send + 'static,
+    ) -> Result<()> {
+        let Some(command_buffer) = command_buffer else {
+            self.submit(wait, signal, Box::new(|| Ok(None)));
+            return Ok(());
+        };
+        command_buffer.validate_submission(binding_table)?;
+        let command_buffer = command_buffer.clone();
+        let table: Vec<Binding<'static>> = binding_table.iter().map(Binding::to_static).collect();
+        self.submit(wait, signal, Box::new(move || issue(command_buffer, table).map(Some)));
+        Ok(())
     }
 
     /// How long the oldest issued submission has been running; zero while none runs.

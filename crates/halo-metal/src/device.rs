@@ -104,27 +104,22 @@ impl Device for MetalDevice {
         binding_table: &[Binding],
     ) -> Result<()> {
         let _span = tracing::info_span!("queue.execute", wait = ?wait, signal = ?signal).entered();
-        let Some(command_buffer) = command_buffer else {
-            self.queue.submit(wait, signal, Box::new(|| Ok(None)));
-            return Ok(());
-        };
-        command_buffer.validate_submission(binding_table)?;
-        let (backend, track, command_buffer) = (self.backend.clone(), self.track.clone(), command_buffer.clone());
-        let table: Vec<Binding<'static>> = binding_table.iter().map(Binding::to_static).collect();
-        self.queue.submit(
+        let (backend, track) = (self.backend.clone(), self.track.clone());
+        self.queue.execute(
             wait,
             signal,
-            Box::new(move || {
+            command_buffer,
+            binding_table,
+            move |command_buffer, table| {
                 let span = track.execute(&command_buffer);
                 let committed = crate::command_buffer::commit(&backend, command_buffer.commands()?, &table)?;
-                Ok(Some(Running {
+                Ok(Running {
                     committed,
                     _uses: (command_buffer, table),
                     _span: span,
-                }))
-            }),
-        );
-        Ok(())
+                })
+            },
+        )
     }
 
     fn queue_alloca(

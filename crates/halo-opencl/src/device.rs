@@ -209,19 +209,14 @@ impl Device for OpenClDevice {
         command_buffer: Option<&Arc<CommandBuffer>>,
         binding_table: &[Binding],
     ) -> Result<()> {
-        let Some(command_buffer) = command_buffer else {
-            self.queue.submit(wait, signal, Box::new(|| Ok(None)));
-            return Ok(());
-        };
-        command_buffer.validate_submission(binding_table)?;
-        let (command_buffer, shared) = (command_buffer.clone(), self.shared.clone());
-        let table: Vec<Binding<'static>> = binding_table.iter().map(Binding::to_static).collect();
-        self.queue.submit(
+        let shared = self.shared.clone();
+        self.queue.execute(
             wait,
             signal,
-            Box::new(move || command_buffer::execute(&shared, &command_buffer, table).map(Some)),
-        );
-        Ok(())
+            command_buffer,
+            binding_table,
+            move |command_buffer, table| command_buffer::execute(&shared, &command_buffer, table),
+        )
     }
 
     fn all_held_for(&self) -> Duration {
