@@ -496,19 +496,7 @@ fn batch_sizes_add_a_function_per_size_giving_the_models_answers_and_a_fixed_bat
     let out = tempfile::tempdir().unwrap();
     let fixtures = repo().join("fixtures/benchmark-models");
     let vmfb = out.path().join("mlp.vmfb");
-    let compile = |model: &str, output: &Path| {
-        let model = fixtures.join(model);
-        halo(
-            &[
-                "compile",
-                model.to_str().unwrap(),
-                "-o",
-                output.to_str().unwrap(),
-                "--batch-sizes=3,1",
-            ],
-            &[("HALO_IREE_COMPILE", &compiler)],
-        )
-    };
+    let compile = |model: &str, output: &Path| compile_fixture(&compiler, model, output, "--batch-sizes=3,1");
     let output = compile("mlp.onnx", &vmfb);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
@@ -563,19 +551,8 @@ fn a_model_compiled_for_vulkan_gives_onnxruntimes_answers() {
         return;
     };
     let out = tempfile::tempdir().unwrap();
-    let fixtures = repo().join("fixtures/benchmark-models");
     let vmfb = out.path().join("shufflenet_v2.vmfb");
-    let onnx = fixtures.join("shufflenet_v2.onnx");
-    let output = halo(
-        &[
-            "compile",
-            onnx.to_str().unwrap(),
-            "--device=vulkan",
-            "-o",
-            vmfb.to_str().unwrap(),
-        ],
-        &[("HALO_IREE_COMPILE", &compiler)],
-    );
+    let output = compile_fixture(&compiler, "shufflenet_v2.onnx", &vmfb, "--device=vulkan");
     let compiled = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
@@ -607,20 +584,9 @@ fn models_compiled_for_metal_give_onnxruntimes_answers_on_the_emulated_device() 
         return;
     }
     let out = tempfile::tempdir().unwrap();
-    let fixtures = repo().join("fixtures/benchmark-models");
     for model in ["squeezenet", "shufflenet_v2"] {
         let vmfb = out.path().join(format!("{model}.vmfb"));
-        let onnx = fixtures.join(format!("{model}.onnx"));
-        let output = halo(
-            &[
-                "compile",
-                onnx.to_str().unwrap(),
-                "--device=metal://emulated",
-                "-o",
-                vmfb.to_str().unwrap(),
-            ],
-            &[("HALO_IREE_COMPILE", &compiler)],
-        );
+        let output = compile_fixture(&compiler, &format!("{model}.onnx"), &vmfb, "--device=metal://emulated");
         let compiled = String::from_utf8_lossy(&output.stdout);
         assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
         assert!(
@@ -633,6 +599,16 @@ fn models_compiled_for_metal_give_onnxruntimes_answers_on_the_emulated_device() 
 
 /// Runs benchmark model `model`, compiled to `vmfb`, on `device` with its recorded input and
 /// asserts onnxruntime's recorded answers.
+/// `halo compile` of the benchmark-model fixture `model` (`mlp.onnx`) into `vmfb` with `compiler`
+/// and one more flag.
+fn compile_fixture(compiler: &Path, model: &str, vmfb: &Path, flag: &str) -> Output {
+    let model = repo().join("fixtures/benchmark-models").join(model);
+    halo(
+        &["compile", model.to_str().unwrap(), "-o", vmfb.to_str().unwrap(), flag],
+        &[("HALO_IREE_COMPILE", compiler)],
+    )
+}
+
 fn assert_recorded_answers(model: &str, vmfb: &Path, device: &str) {
     let fixtures = repo().join("fixtures/benchmark-models");
     let input = format!("--input=@{}", fixtures.join(format!("{model}.input.npy")).display());
