@@ -3,8 +3,9 @@
 //! A [`Job`] is a parallel-for over tiles (workgroups, transfer chunks), dealt out in one
 //! contiguous share per worker. A worker claims from the front of its own share, then steals from
 //! the back of the others', so idle workers take whatever is left of any posted job while each
-//! keeps to the same part of consecutive dispatches (and of the data they pass on). The thread
-//! that finishes a job's last tile runs its completion (which usually posts the next job), so
+//! keeps to the same part of consecutive dispatches (and of the data they pass on). Claims start
+//! at one tile and grow while tiles are cheap, so that costly tiles are shared out one by one.
+//! The thread that finishes a job's last tile runs its completion (which usually posts the next job), so
 //! there is no coordinator thread. Idle workers spin, watching for new jobs, before they sleep:
 //! waking a sleeping thread costs tens of microseconds on these machines, a spinning one about
 //! one. They spin longer while a posted job is unfinished, since its completion usually posts the
@@ -128,17 +129,22 @@ impl Share {
         front >= back
     }
 
-    /// Takes the unit at `end`; `None` once the share is empty.
-    fn claim(&self, end: End) -> Option<u32> {
+    /// Takes up to `limit` units at `end`, and never more than a `parts`-th of what is left
+    /// (rounded up; `parts` is the number of workers, at least 2): workgroups of one dispatch can
+    /// differ in cost a thousandfold (a grouped convolution where the first few do all the work),
+    /// and a claim that took much of a share could hold every costly one while the other workers
+    /// wait. `None` once the share is empty.
+    fn claim(&self, end: End, limit: u32, parts: u32) -> Option<Range<u32>> {
         let mut ends = self.ends.load(Ordering::Relaxed);
         loop {
             let (front, back) = unpack(ends);
             if front >= back {
                 return None;
             }
+            let count = limit.clamp(1, (back - front).div_ceil(parts.max(2)));
             let (claimed, next) = match end {
-                End::Front => (front, pack(front + 1, back)),
-                End::Back => (back - 1, pack(front, back - 1)),
+                End::Front => (front..front + count, pack(front + count, back)),
+                End::Back => (back - count..back, pack(front, back - count)),
             };
             match self
                 .ends
@@ -166,12 +172,68 @@ fn unpack(ends: u64) -> (u32, u32) {
     ((ends >> 32) as u32, ends as u32)
 }
 
-/// A parallel job: `tile_count` tiles of `work` in claim units of `chunk` tiles, dealt out in
-/// equal contiguous shares, one per worker.
+/// A claim that ran for less than this doubles the next claim's size: past it, the cost of a
+/// claim (a compare-and-swap and a clock reading, some 30 ns) is under a thousandth.
+const CLAIM_GROW_BELOW: Duration = Duration::from_micros(20);
+
+/// A claim that ran for longer than this halves the next claim's size, so costly tiles are taken
+/// few at a time and the last of them are shared out.
+const CLAIM_SHRINK_ABOVE: Duration = Duration::from_micros(100);
+
+/// How many units one worker claims at a time within one job: one at first, then doubling while
+/// claims run quickly and halving when one runs slowly, so that cheap tiles go in runs and costly
+/// ones one by one. Back to one whenever the worker moves to another share, whose tiles may cost
+/// differently (the cheap back of one share can border the costly front of the next). What this
+/// cannot foresee is a run of costly tiles straight after cheap ones inside one share: the claim
+/// that reaches it can take up to `largest` of them.
+struct ClaimPace {
+    share: usize,
+    units: u32,
+    largest: u32,
+}
+
+impl ClaimPace {
+    fn new(share: usize, largest: u32) -> Self {
+        ClaimPace {
+            share,
+            units: 1,
+            largest: largest.max(1),
+        }
+    }
+
+    fn limit_for(&self, share: usize) -> u32 {
+        if share == self.share {
+            self.units
+        } else {
+            1
+        }
+    }
+
+    fn claimed_from(&mut self, share: usize) {
+        if share != self.share {
+            self.share = share;
+            self.units = 1;
+        }
+    }
+
+    fn ran_for(&mut self, elapsed: Duration) {
+        if elapsed < CLAIM_GROW_BELOW {
+            self.units = self.units.saturating_mul(2).min(self.largest);
+        } else if elapsed > CLAIM_SHRINK_ABOVE {
+            self.units = (self.units / 2).max(1);
+        }
+    }
+}
+
+/// A parallel job: `tile_count` tiles of `work`, dealt out in equal contiguous shares, one per
+/// worker, and claimed in runs that adapt to how long the tiles take ([`ClaimPace`]).
 pub struct Job {
     work: Mutex<WorkSlot>,
     tile_count: u64,
-    chunk: u64,
+    /// Tiles per claim unit: 1, unless the count of tiles does not fit 32 bits.
+    grain: u64,
+    /// The most units one claim takes.
+    largest_claim: u32,
     shares: Box<[Share]>,
     remaining: AtomicU64,
     failed: AtomicBool,
@@ -181,17 +243,17 @@ pub struct Job {
 
 impl Job {
     /// A job over `tile_count` tiles, split among `workers` workers, that calls `completion` when
-    /// done; `chunk` tiles are claimed at a time (at least 1, more where the count of claim units
-    /// would not fit 32 bits).
+    /// done; one claim takes at most `largest_claim` tiles (at least 1, more where the count of
+    /// tiles would not fit 32 bits).
     pub fn new(
         work: Box<dyn TileWork>,
         tile_count: u64,
-        chunk: u64,
+        largest_claim: u64,
         workers: usize,
         completion: Completion,
     ) -> Arc<Self> {
-        let chunk = chunk.max(1).max(tile_count.div_ceil(u64::from(u32::MAX)));
-        let units = tile_count.div_ceil(chunk);
+        let grain = tile_count.div_ceil(u64::from(u32::MAX)).max(1);
+        let units = tile_count.div_ceil(grain);
         let workers = workers.max(1) as u64;
         let shares = (0..workers)
             .map(|i| Share::new((units * i / workers) as u32, (units * (i + 1) / workers) as u32))
@@ -202,7 +264,8 @@ impl Job {
                 holders: 0,
             }),
             tile_count,
-            chunk,
+            grain,
+            largest_claim: u32::try_from(largest_claim.div_ceil(grain)).unwrap_or(u32::MAX),
             shares,
             remaining: AtomicU64::new(tile_count),
             failed: AtomicBool::new(false),
@@ -215,20 +278,31 @@ impl Job {
         self.shares.iter().all(Share::is_empty)
     }
 
-    /// The next claim unit for worker `worker`: the front of its own share, else the back of the
-    /// next share along that has any left.
-    fn claim(&self, worker: usize) -> Option<u32> {
-        let count = self.shares.len();
-        let own = worker % count;
-        self.shares[own]
-            .claim(End::Front)
-            .or_else(|| (1..count).find_map(|step| self.shares[(own + step) % count].claim(End::Back)))
+    fn pace_for(&self, worker: usize) -> ClaimPace {
+        ClaimPace::new(worker % self.shares.len(), self.largest_claim)
     }
 
-    /// Claims and runs chunks until none are left; true when this call completed the job. A failed
-    /// chunk stops later chunks from running (they still count as finished) and its error becomes
+    /// The next tiles for worker `worker`: from the front of its own share, else from the back of
+    /// the next share along that has any left.
+    fn claim(&self, worker: usize, pace: &mut ClaimPace) -> Option<Range<u64>> {
+        let count = self.shares.len();
+        let own = worker % count;
+        let (share, units) = (0..count).find_map(|step| {
+            let share = (own + step) % count;
+            let end = if step == 0 { End::Front } else { End::Back };
+            self.shares[share]
+                .claim(end, pace.limit_for(share), count as u32)
+                .map(|units| (share, units))
+        })?;
+        pace.claimed_from(share);
+        let start = u64::from(units.start) * self.grain;
+        Some(start..(u64::from(units.end) * self.grain).min(self.tile_count))
+    }
+
+    /// Claims and runs tiles until none are left; true when this call completed the job. A failed
+    /// claim stops later claims from running (they still count as finished) and its error becomes
     /// the job's outcome.
-    fn run_chunks(&self, context: &mut WorkerContext, watch: &JobWatch) -> bool {
+    fn run_claims(&self, context: &mut WorkerContext, watch: &JobWatch) -> bool {
         let work = {
             let mut slot = lock(&self.work);
             let Some(work) = slot.work.clone() else {
@@ -237,24 +311,26 @@ impl Job {
             slot.holders += 1;
             work
         };
-        // The worker's busy time: one clock reading per job it takes part in, not per dispatch
-        // (a reading costs about as much as a tiny dispatch).
         let started = Instant::now();
         let worker = context.processor_id as usize;
         watch.enter(worker, started);
-        while let Some(unit) = self.claim(worker) {
-            let start = u64::from(unit) * self.chunk;
-            let end = (start + self.chunk).min(self.tile_count);
+        let mut pace = self.pace_for(worker);
+        let mut claim_started = started;
+        while let Some(tiles) = self.claim(worker, &mut pace) {
+            let count = tiles.end - tiles.start;
             if !self.failed.load(Ordering::Relaxed) {
-                if let Err(error) = run_catching_panics(&*work, start..end, context) {
+                if let Err(error) = run_catching_panics(&*work, tiles, context) {
                     self.failed.store(true, Ordering::Relaxed);
                     lock(&self.error).get_or_insert(error);
                 }
             }
-            self.remaining.fetch_sub(end - start, Ordering::AcqRel);
+            self.remaining.fetch_sub(count, Ordering::AcqRel);
+            let now = Instant::now();
+            pace.ran_for(now - claim_started);
+            claim_started = now;
         }
         watch.leave(worker);
-        context.add_busy_ns(started.elapsed().as_nanos() as u64);
+        context.add_busy_ns(claim_started.duration_since(started).as_nanos() as u64);
         drop(work);
         let done = {
             let mut slot = lock(&self.work);
@@ -542,7 +618,7 @@ fn worker_loop(shared: &Shared, processor_id: u32, max_concurrency: u8) {
     let mut contention = ContentionWatch::for_current_thread();
     loop {
         if let Some(job) = shared.next_job() {
-            if job.run_chunks(&mut context, &shared.watch) {
+            if job.run_claims(&mut context, &shared.watch) {
                 shared.unfinished.fetch_sub(1, Ordering::AcqRel);
             }
             shared.busy_ns.fetch_add(context.take_busy_ns(), Ordering::Relaxed);
@@ -603,13 +679,13 @@ mod tests {
         }
     }
 
-    fn run(executor: &Executor, tiles: usize, chunk: u64) -> (Arc<Vec<AtomicUsize>>, Result<()>) {
+    fn run(executor: &Executor, tiles: usize, largest_claim: u64) -> (Arc<Vec<AtomicUsize>>, Result<()>) {
         let counts: Arc<Vec<AtomicUsize>> = Arc::new((0..tiles).map(|_| AtomicUsize::new(0)).collect());
         let (tx, rx) = mpsc::channel();
         let job = Job::new(
             Box::new(Count(counts.clone())),
             tiles as u64,
-            chunk,
+            largest_claim,
             executor.worker_count(),
             Box::new(move |r| tx.send(r).unwrap()),
         );
@@ -625,30 +701,37 @@ mod tests {
             ..Default::default()
         })
         .unwrap();
-        for (tiles, chunk) in [(1, 1), (10, 3), (10_000, 1), (10_000, 64), (0, 1)] {
+        for (tiles, largest_claim) in [(1, 1), (10, 3), (10_000, 1), (10_000, 64), (0, 1)] {
             if tiles == 0 {
                 continue;
             }
-            let (counts, outcome) = run(&executor, tiles, chunk);
+            let (counts, outcome) = run(&executor, tiles, largest_claim);
             outcome.unwrap();
             assert!(
                 counts.iter().all(|c| c.load(Ordering::Relaxed) == 1),
-                "{tiles} tiles, chunk {chunk}"
+                "{tiles} tiles, claims of at most {largest_claim}"
             );
         }
     }
 
-    fn claims(job: &Job, worker: usize) -> Vec<u32> {
-        std::iter::from_fn(|| job.claim(worker)).collect()
+    /// Every tile worker `worker` claims, one claim after another, as if each ran in no time.
+    fn claims(job: &Job, worker: usize) -> Vec<u64> {
+        let mut pace = job.pace_for(worker);
+        std::iter::from_fn(|| job.claim(worker, &mut pace)).flatten().collect()
     }
 
     #[test]
     fn a_worker_takes_its_own_share_first_then_steals_from_the_backs_of_the_others() {
         let job = Job::new(Box::new(Panics), 10, 1, 3, Box::new(|_| ()));
-        assert_eq!(job.claim(0), Some(0), "worker 0 starts at the front of share [0, 3)");
+        let mut pace = job.pace_for(0);
+        assert_eq!(
+            job.claim(0, &mut pace),
+            Some(0..1),
+            "worker 0 starts at the front of share [0, 3)"
+        );
         assert_eq!(claims(&job, 1), [3, 4, 5, 9, 8, 7, 6, 2, 1]);
         assert!(job.exhausted());
-        assert_eq!(job.claim(2), None);
+        assert_eq!(job.claim(2, &mut job.pace_for(2)), None);
     }
 
     #[test]
@@ -661,15 +744,101 @@ mod tests {
     }
 
     #[test]
-    fn a_tile_count_past_32_bits_is_claimed_in_larger_chunks() {
+    fn a_tile_count_past_32_bits_is_claimed_in_larger_units() {
         let tiles = 1u64 << 40;
         let job = Job::new(Box::new(Panics), tiles, 1, 2, Box::new(|_| ()));
-        assert_eq!(job.chunk, tiles.div_ceil(u64::from(u32::MAX)));
-        let first_of_second_share = u64::from(job.claim(1).expect("worker 1 has a share")) * job.chunk;
+        assert_eq!(job.grain, tiles.div_ceil(u64::from(u32::MAX)));
+        let first = job.claim(1, &mut job.pace_for(1)).expect("worker 1 has a share");
+        assert_eq!(first.end - first.start, job.grain);
         assert!(
-            first_of_second_share.abs_diff(tiles / 2) <= job.chunk,
-            "worker 1 starts half way, not at tile {first_of_second_share}"
+            first.start.abs_diff(tiles / 2) <= job.grain,
+            "worker 1 starts half way, not at tile {}",
+            first.start
         );
+    }
+
+    #[test]
+    fn a_claim_takes_at_most_a_workers_part_of_what_is_left() {
+        let share = Share::new(0, 10);
+        let taken: Vec<_> = std::iter::from_fn(|| share.claim(End::Front, 100, 2)).collect();
+        assert_eq!(taken, [0..5, 5..8, 8..9, 9..10]);
+        let share = Share::new(0, 10);
+        assert_eq!(share.claim(End::Back, 100, 4), Some(7..10));
+        assert_eq!(share.claim(End::Back, 2, 1), Some(5..7), "one worker still takes half");
+        assert_eq!(
+            share.claim(End::Back, 0, 2),
+            Some(4..5),
+            "a claim takes at least one unit"
+        );
+    }
+
+    #[test]
+    fn claims_grow_while_quick_shrink_when_slow_and_restart_on_another_share() {
+        let mut pace = ClaimPace::new(0, 8);
+        assert_eq!(pace.limit_for(0), 1);
+        for expected in [2, 4, 8, 8] {
+            pace.ran_for(Duration::from_micros(1));
+            assert_eq!(pace.limit_for(0), expected);
+        }
+        pace.ran_for(Duration::from_millis(1));
+        assert_eq!(pace.limit_for(0), 4);
+        pace.ran_for(CLAIM_GROW_BELOW);
+        assert_eq!(pace.limit_for(0), 4, "a claim between the bounds keeps its size");
+        assert_eq!(pace.limit_for(1), 1, "a thief starts with one unit");
+        pace.claimed_from(1);
+        pace.ran_for(Duration::from_micros(1));
+        assert_eq!((pace.limit_for(1), pace.limit_for(0)), (2, 1));
+    }
+
+    /// Runs a job's claims on `workers` simulated workers, each claim taking the sum of its tiles'
+    /// `cost`, and returns the time the last worker finished.
+    fn simulated_makespan(tiles: u64, workers: usize, cost: impl Fn(u64) -> Duration) -> Duration {
+        let largest_claim = tiles.div_ceil(workers as u64 * 16);
+        let job = Job::new(Box::new(Panics), tiles, largest_claim, workers, Box::new(|_| ()));
+        let mut paces: Vec<_> = (0..workers).map(|w| job.pace_for(w)).collect();
+        let mut clocks = vec![Duration::ZERO; workers];
+        let mut idle = vec![false; workers];
+        while let Some(worker) = (0..workers).filter(|&w| !idle[w]).min_by_key(|&w| clocks[w]) {
+            match job.claim(worker, &mut paces[worker]) {
+                Some(claimed) => {
+                    let took: Duration = claimed.map(&cost).sum();
+                    clocks[worker] += took;
+                    paces[worker].ran_for(took);
+                }
+                None => idle[worker] = true,
+            }
+        }
+        clocks.into_iter().max().unwrap_or_default()
+    }
+
+    #[test]
+    fn costly_tiles_are_shared_out_wherever_they_sit_in_the_grid() {
+        let costly = Duration::from_millis(2);
+        let cheap = Duration::from_nanos(300);
+        // Where IREE 3.13's grids put their costly workgroups: a grouped convolution dispatched
+        // as 512 workgroups of which only the first 16 compute anything, costly ones spread
+        // evenly, all alike, and (the worst case for the half-of-what-is-left rule) a run at the
+        // back of a worker's share, where its owner and the thieves meet.
+        type IsCostly = fn(u64) -> bool;
+        let patterns: [(&str, IsCostly); 4] = [
+            ("the first 16", |tile| tile < 16),
+            ("every 32nd", |tile| tile % 32 == 0),
+            ("all", |_| true),
+            ("the last 16 of a share", |tile| (240..256).contains(&tile)),
+        ];
+        for (name, is_costly) in patterns {
+            for workers in [2, 4, 8] {
+                let cost = |tile| if is_costly(tile) { costly } else { cheap };
+                let total: Duration = (0..512).map(cost).sum();
+                let makespan = simulated_makespan(512, workers, cost);
+                let bound = total / workers as u32 + costly * 2;
+                assert!(
+                    makespan <= bound,
+                    "costly tiles {name} on {workers} workers: the last finished after {makespan:?}, \
+                     past {bound:?} (an even split plus two costly tiles)"
+                );
+            }
+        }
     }
 
     #[test]

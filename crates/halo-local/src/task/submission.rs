@@ -265,14 +265,14 @@ impl Submission {
                 index += 1;
                 continue;
             }
-            // Small claims keep workers busy to the end even when one is slowed down; a claim is
-            // one compare-and-swap, cheap next to even a few workgroups.
-            let chunk = tiles.div_ceil(self.queue.executor.worker_count() as u64 * 16);
+            // Claims of cheap tiles grow up to this, so that even when one worker is slowed down
+            // the others find tiles left to the end; the size adapts to the tiles' cost below it.
+            let largest_claim = tiles.div_ceil(self.queue.executor.worker_count() as u64 * 16);
             let this = self.clone();
             let job = Job::new(
                 Box::new(region),
                 tiles,
-                chunk,
+                largest_claim,
                 self.queue.executor.worker_count(),
                 Box::new(move |outcome| {
                     in_ready_scope(|| match outcome {
