@@ -6,8 +6,10 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-const MODELS: [&str; 7] = [
+const MODELS: [&str; 9] = [
     "resnet50",
+    "resnext50",
+    "efficientnet_b0",
     "mobilenet_v2",
     "squeezenet",
     "shufflenet_v2",
