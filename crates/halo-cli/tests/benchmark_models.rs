@@ -6,10 +6,13 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-const MODELS: [&str; 9] = [
+const MODELS: [&str; 12] = [
     "resnet50",
     "resnext50",
     "efficientnet_b0",
+    "mobilenet_v3",
+    "inception",
+    "vit",
     "mobilenet_v2",
     "squeezenet",
     "shufflenet_v2",

@@ -1,7 +1,8 @@
 //! Changes made to an ONNX graph before it is imported, where IREE 3.13 compiles an operator to
 //! much slower code than an equivalent form of it.
 //!
-//! Depthwise convolutions (one 3×3 filter per channel, as MobileNet and ShuffleNet have): IREE
+//! Depthwise convolutions (one 3×3 or 5×5 filter per channel, as MobileNet, ShuffleNet and
+//! EfficientNet have): IREE
 //! turns ONNX's NCHW depthwise `Conv` into code that runs at scalar speed (iree-org/iree#10635),
 //! with or without im2col or a channels-last layout. The same sum written as shifted slices of
 //! the padded input, each scaled per channel, becomes elementwise dispatches that IREE fuses and
@@ -9,7 +10,10 @@
 //! operator, `fast-o3` flags) that took 32×112×112 from 7.2 to 0.55 ms, 192×28×28 from 2.3 to
 //! 0.61 ms and 576×14×14 from 1.4 to 0.61 ms; the full MobileNet-v2 went from 23.5 to 17.5 ms per
 //! call. A stride-2 convolution takes every other row in its windows and subsamples the columns of
-//! the sum (see [`MAX_STRIDE`]): windows strided within a row would not vectorize.
+//! the sum (see [`MAX_STRIDE`]): windows strided within a row would not vectorize. With
+//! EfficientNet-B0's 5×5 ones rewritten too (25 taps in four chains), it took 13.4 ms per call
+//! instead of 17.9 (3 alternating runs, 2-core EPYC; the graph then compiles with `fast`, since
+//! iree-compile refuses `O3` for it over a stack limit, which measured no faster anyway).
 //!
 //! Narrowing convolutions (a 3×3 filter over at least twice as many input channels as it has
 //! outputs, as each of DenseNet's layers has): with im2col, IREE copies the input nine times
@@ -52,7 +56,7 @@ use std::collections::{HashMap, HashSet};
 pub enum GraphRewrite {
     /// The graph as given.
     None,
-    /// Depthwise convolutions with filters up to 3×3 and strides up to 2 become sums of
+    /// Depthwise convolutions with filters up to 5×5 and strides up to 2 become sums of
     /// per-channel-scaled shifted slices of their padded input (subsampled when strided).
     DepthwiseAsShifts,
     /// What [`GraphRewrite::DepthwiseAsShifts`] does, and unit-stride convolutions of one group
@@ -162,6 +166,10 @@ fn has_external_data(model: &ModelProto) -> bool {
 /// more operands than IREE fuses into one dispatch (it splits above 16).
 const MAX_KERNEL_SIDE: i64 = 3;
 
+/// The largest filter side of a rewritten depthwise convolution: EfficientNet's 5×5 ones, whose
+/// 25 taps are summed in chains of at most [`MAX_FUSED_DEPTHWISE_TAPS`].
+const MAX_DEPTHWISE_KERNEL_SIDE: i64 = 5;
+
 /// The largest stride of a rewritten depthwise convolution. A stride-2 convolution takes every
 /// other row in its windows, which keeps each row contiguous, and is computed for every column
 /// and then subsampled: twice the arithmetic, but vectorized. Computed at stride 1 in both
@@ -178,7 +186,8 @@ const MAX_STRIDE: i64 = 2;
 /// a 3×3 filter's nine taps in one chain it fused six, and computed the other three as products
 /// of their own, each written to memory and read back. Summed as two chains of five and four
 /// taps, each chain is one dispatch and only the first one's sum is written: MobileNet-v2 took
-/// 0.87× the time per call (10 alternating runs of 40 calls, 2-core Xeon).
+/// 0.87× the time per call (10 alternating runs of 40 calls, 2-core Xeon). A 5×5 filter's 25
+/// taps go in four chains (7, 7, 7, 4).
 const MAX_FUSED_DEPTHWISE_TAPS: usize = 7;
 
 /// A convolution is narrowing when it has at most 1/`MAX_NARROWING` as many output channels as
@@ -251,7 +260,10 @@ impl<'a> Convolution<'a> {
             return None;
         };
         // Dimensions come from the file: bounded before any arithmetic on them.
-        if ![height, width].iter().all(|side| (1..=MAX_KERNEL_SIDE).contains(side)) {
+        if ![height, width]
+            .iter()
+            .all(|side| (1..=MAX_DEPTHWISE_KERNEL_SIDE).contains(side))
+        {
             return None;
         }
         let ints = |name: &str| ints_of(node, name);
@@ -259,6 +271,8 @@ impl<'a> Convolution<'a> {
         let kind = if outputs > 1 && inputs_per_group == 1 && group == outputs {
             ConvolutionKind::Depthwise
         } else if rewrite != GraphRewrite::ConvolutionsAsShifts
+            || height > MAX_KERNEL_SIDE
+            || width > MAX_KERNEL_SIDE
             || group < 1
             || inputs_per_group < 1
             || height * width == 1
@@ -571,10 +585,14 @@ fn shifted_sum(conv: &Convolution, out: &mut NodeWriter) {
     }
     let sum = match conv.kind {
         ConvolutionKind::Depthwise if terms.len() > MAX_FUSED_DEPTHWISE_TAPS => {
-            let (first, second) = terms.split_at(terms.len().div_ceil(2));
-            let first = added(first, out);
-            let second = added(second, out);
-            out.node("Add", &[&first, &second], "halves.sum")
+            let chains = terms.len().div_ceil(MAX_FUSED_DEPTHWISE_TAPS);
+            let chain_sums: Vec<String> = terms
+                .chunks(terms.len().div_ceil(chains))
+                .map(|chain| added(chain, out))
+                .collect();
+            let mut sums = chain_sums.iter();
+            let first = sums.next().cloned().unwrap_or_default();
+            sums.fold(first, |sum, chain| out.node("Add", &[&sum, chain], "chains.sum"))
         }
         _ => added(&terms, out),
     };
@@ -1139,12 +1157,45 @@ mod tests {
         let sum = |tap: &str| format!("c.halo_depthwise.{tap}.sum");
         let product = |tap: &str| format!("c.halo_depthwise.{tap}.product");
         assert_eq!(
-            input_of("c.halo_depthwise.halves.sum"),
+            input_of("c.halo_depthwise.chains.sum"),
             ("Add".to_string(), vec![sum("tap1_1"), sum("tap2_2")])
         );
         assert_eq!(input_of(&sum("tap0_1")).1, [product("tap0_0"), product("tap0_1")]);
         assert_eq!(input_of(&sum("tap2_0")).1, [product("tap1_2"), product("tap2_0")]);
         assert!(!graph.node.iter().any(|n| n.output[0] == sum("tap1_2")));
+    }
+
+    #[test]
+    fn a_5x5_depthwise_conv_sums_its_25_taps_in_four_chains_of_at_most_seven() {
+        let attributes = vec![
+            int("group", 4),
+            ints("pads", &[2, 2, 2, 2]),
+            ints("kernel_shape", &[5, 5]),
+        ];
+        let original = model(
+            vec![conv(&["x", "w", "b"], "y", attributes)],
+            vec![weight("w", &[4, 1, 5, 5]), weight("b", &[4])],
+            17,
+        );
+        let (out, count) = rewritten(&original).unwrap();
+        assert_eq!(count, 1);
+        let graph = out.graph.as_ref().unwrap();
+        assert_defined_before_use(graph, &["x", "w", "b"]);
+        assert_eq!(op_counts(&out, ["Conv", "Pad", "Mul"]), [0, 1, 25]);
+        // Chains of 7, 7, 7 and 4 taps (6 + 6 + 6 + 3 adds), three adds joining them, one for
+        // the bias.
+        assert_eq!(op_counts(&out, ["Add"]), [25]);
+        let chain_ends: Vec<_> = graph
+            .node
+            .iter()
+            .filter(|n| n.output[0].starts_with("y.halo_depthwise.chains.sum"))
+            .map(|n| n.input[1].as_str())
+            .collect();
+        let sum = |tap: &str| format!("y.halo_depthwise.{tap}.sum");
+        // Taps 0-6 end at (1, 1), 7-13 at (2, 3), 14-20 at (4, 0), 21-24 at (4, 4).
+        assert_eq!(chain_ends, [sum("tap2_3"), sum("tap4_0"), sum("tap4_4")]);
+        assert_eq!(constant(graph, "y.halo_depthwise.tap0_0.ends"), [-4, -4]);
+        assert_eq!(constant(graph, "y.halo_depthwise.pads"), [0, 0, 2, 2, 0, 0, 2, 2]);
     }
 
     fn narrowing_attributes() -> Vec<AttributeProto> {
@@ -1614,7 +1665,7 @@ mod tests {
             .find(|n| n.output[0] == "y.halo_depthwise.subsampled")
             .unwrap();
         assert_eq!(subsample.op_type(), "Slice");
-        assert_eq!(subsample.input[0], "y.halo_depthwise.halves.sum");
+        assert_eq!(subsample.input[0], "y.halo_depthwise.chains.sum");
         assert_eq!(constant(graph, &subsample.input[3]), [3], "columns only");
         assert_eq!(constant(graph, &subsample.input[4]), [2]);
         assert_defined_before_use(graph, &["x", "w", "b"]);
@@ -1889,10 +1940,10 @@ mod tests {
             ("stride 3", with(ints("strides", &[3, 3]))),
             ("dilated", with(ints("dilations", &[2, 2]))),
             (
-                "5x5",
+                "7x7",
                 model(
                     vec![conv(&["x", "w"], "y", vec![int("group", 4)])],
-                    vec![weight("w", &[4, 1, 5, 5])],
+                    vec![weight("w", &[4, 1, 7, 7])],
                     17,
                 ),
             ),
