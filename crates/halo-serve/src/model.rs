@@ -397,12 +397,14 @@ impl Model {
             "output",
         )?;
         check_against_function(&function, &inputs, &outputs)?;
-        let mut sized_functions = Vec::new();
-        if config.max_batch_size > 0 {
+        let sized_functions = if config.max_batch_size > 0 {
             check_batchable(config.max_batch_size, &inputs, &outputs)?;
-            sized_functions = batch_functions(&session, &public_functions, &function, (&inputs, &outputs))?;
-            check_batch_sizes(config.max_batch_size, &sized_functions)?;
-        }
+            let sized = batch_functions(&session, &public_functions, &function, (&inputs, &outputs))?;
+            check_batch_sizes(config.max_batch_size, &sized)?;
+            sized
+        } else {
+            unbatched_sizes(&session, &public_functions, &function, (&inputs, &outputs))
+        };
         let labels = output_labels(&config.output_labels, &outputs)?;
         Ok(Model {
             sized_functions,
@@ -726,9 +728,14 @@ impl Model {
         self.call(inputs, cancel)
     }
 
-    /// Calls the function with `inputs`, checked against its inputs and in their order.
+    /// Calls the function with `inputs`, checked against its inputs and in their order: through
+    /// a fixed-size function ([`Model::call_rows`]) when the module has them and every input has
+    /// the same number of rows, since IREE's code for known shapes is faster.
     fn call(&self, inputs: Vec<InputTensor>, cancel: &CancelToken) -> Result<Vec<OutputTensor>> {
-        self.call_function(&self.function, inputs, cancel)
+        match common_rows(&inputs).filter(|_| !self.sized_functions.is_empty()) {
+            Some(rows) => self.call_rows(inputs, rows, cancel),
+            None => self.call_function(&self.function, inputs, cancel),
+        }
     }
 
     /// Calls the function for a batch of `rows` rows: the fixed-size function that holds them,
@@ -736,7 +743,7 @@ impl Model {
     /// one; else the function itself.
     fn call_rows(&self, mut inputs: Vec<InputTensor>, rows: u64, cancel: &CancelToken) -> Result<Vec<OutputTensor>> {
         let Some((size, function)) = self.sized_functions.iter().find(|(size, _)| *size >= rows) else {
-            return self.call(inputs, cancel);
+            return self.call_function(&self.function, inputs, cancel);
         };
         crate::batcher::pad_rows(&mut inputs, rows, *size)?;
         let mut outputs = self.call_function(function, inputs, cancel)?;
@@ -1004,6 +1011,35 @@ fn batch_functions(
     }
     sized.sort_by_key(|(size, _)| *size);
     Ok(sized)
+}
+
+/// The fixed batch sizes a model that does not batch calls with requests of that many rows (or
+/// fewer, padded): those of [`batch_functions`] when every input and output leads with a dynamic
+/// dimension, else none. A module whose sized functions do not fit is still served, through its
+/// function alone, as it was before they were looked for.
+fn unbatched_sizes(
+    session: &Session,
+    public_functions: &[String],
+    function: &Function,
+    specs: (&[TensorSpec], &[TensorSpec]),
+) -> Vec<(u64, Function)> {
+    if check_batchable(1, specs.0, specs.1).is_err() {
+        return Vec::new();
+    }
+    batch_functions(session, public_functions, function, specs).unwrap_or_else(|error| {
+        tracing::warn!(
+            "calling '{}' alone, not its fixed batch sizes: {error}",
+            function.name()
+        );
+        Vec::new()
+    })
+}
+
+/// The rows of a request whose inputs all lead with the same number of them, at least one.
+fn common_rows(inputs: &[InputTensor]) -> Option<u64> {
+    let mut leading = inputs.iter().map(|input| input.shape.first().copied());
+    let first = leading.next()??;
+    (first > 0 && leading.all(|rows| rows == Some(first))).then_some(first)
 }
 
 /// Checks that a model with fixed-size functions has one for every batch `max_batch_size`

@@ -277,9 +277,11 @@ fn fixed_size_functions_take_batches_padded_up_to_their_size_and_give_back_only_
     assert_eq!(model.batch_sizes(), [1, 2, 4]);
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     let metrics = Arc::new(Metrics::new());
+    // The same MLP compiled without the fixed sizes: its one dynamic function.
+    let plain = mlp(0);
     let alone: Vec<Vec<f32>> = [(1, 1), (2, 2)]
         .iter()
-        .map(|&(rows, seed)| floats(&model.infer(request(rows, seed)).expect("a call of its own")[0]))
+        .map(|&(rows, seed)| floats(&plain.infer(request(rows, seed)).expect("a call of its own")[0]))
         .collect();
     let (release, holder) = occupy_the_computing_thread(&model);
     let answers: Vec<_> = [(1, 1), (2, 2)]
@@ -321,6 +323,73 @@ fn fixed_size_functions_take_batches_padded_up_to_their_size_and_give_back_only_
         ),
         "{error}"
     );
+}
+
+/// What `run` returns, and the functions the runtime called on this thread meanwhile (its `call`
+/// spans' `function` fields).
+fn functions_called<T>(run: impl FnOnce() -> T) -> (T, Vec<String>) {
+    use tracing::field::{Field, Visit};
+    use tracing::span::{Attributes, Id, Record};
+
+    struct Calls(Arc<std::sync::Mutex<Vec<String>>>);
+    struct Function<'a>(&'a mut Option<String>);
+
+    impl Visit for Function<'_> {
+        fn record_str(&mut self, field: &Field, value: &str) {
+            if field.name() == "function" {
+                *self.0 = Some(value.to_string());
+            }
+        }
+        fn record_debug(&mut self, _: &Field, _: &dyn std::fmt::Debug) {}
+    }
+
+    impl tracing::Subscriber for Calls {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, span: &Attributes<'_>) -> Id {
+            if span.metadata().name() == "call" {
+                let mut function = None;
+                span.record(&mut Function(&mut function));
+                self.0.lock().unwrap().extend(function);
+            }
+            Id::from_u64(1)
+        }
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, _: &tracing::Event<'_>) {}
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+
+    let calls = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let result = tracing::subscriber::with_default(Calls(calls.clone()), run);
+    let called = calls.lock().unwrap().clone();
+    (result, called)
+}
+
+#[test]
+fn a_model_that_does_not_batch_calls_the_fixed_size_function_holding_each_request_too() {
+    let model = mlp_with(ModelConfig {
+        function: None,
+        ..config(mlp_batch_sizes_module(), "mlp", 0)
+    });
+    assert_eq!(model.batch_sizes(), [1, 2, 4]);
+    let plain = mlp(0);
+    // Five rows are more than the largest size holds: the dynamic function takes them.
+    for (rows, called) in [(1, "mlp_b1"), (3, "mlp_b4"), (4, "mlp_b4"), (5, "mlp")] {
+        let (outputs, functions) = functions_called(|| model.infer(request(rows, rows)).expect("answered"));
+        assert_eq!(functions, [called], "{rows} rows");
+        assert_eq!(outputs[0].shape, [rows, 10], "the padding rows are not returned");
+        let expected = floats(&plain.infer(request(rows, rows)).expect("answered")[0]);
+        let got = floats(&outputs[0]);
+        for (g, e) in got.iter().zip(&expected) {
+            assert!(
+                (g - e).abs() <= 1e-5 * e.abs().max(1.0),
+                "{rows} rows: {got:?} != {expected:?}"
+            );
+        }
+    }
 }
 
 #[test]
