@@ -1,9 +1,10 @@
 //! The protocol's gRPC service (`inference.GRPCInferenceService`) over the loaded models.
 
 use crate::grpc_codec::client_fault;
+use crate::inference_tensors::select_outputs;
 use crate::metrics::Protocol;
 use crate::model::{InputTensor, Model};
-use crate::protocol::{select_outputs, SharedMemoryPlace, WireOutput};
+use crate::protocol::{SharedMemoryPlace, WireOutput};
 use crate::serving::Serving;
 use crate::shared_memory::SharedMemory;
 use halo_hal::{Error, Result};
@@ -145,8 +146,8 @@ impl GrpcInferenceService for Inference {
     ) -> Result<Response<ModelConfigResponse>, Status> {
         let request = request.into_inner();
         let model = self.find(&request.name, &request.version)?;
-        let config = crate::protocol::ModelConfiguration::of(&model);
-        let number = crate::protocol::config_datatype_number;
+        let config = crate::model_configuration::ModelConfiguration::of(&model);
+        let number = crate::model_configuration::config_datatype_number;
         Ok(Response::new(ModelConfigResponse {
             config: Some(ModelConfig {
                 name: config.name,
@@ -323,7 +324,7 @@ impl GrpcInferenceService for Inference {
 
 /// Triton's statistics message for `model`: the HTTP answer's entry in the gRPC message.
 fn statistics(model: &Model) -> ModelStatistics {
-    let entry = crate::protocol::ModelStatisticsEntry::of(model);
+    let entry = crate::statistics::ModelStatisticsEntry::of(model);
     let stats = entry.inference_stats;
     let duration = |counted: crate::statistics::Counted| {
         Some(StatisticDuration {

@@ -1,14 +1,14 @@
 //! The protocol's HTTP/REST endpoints (`/v2/...`) over the loaded models.
 
 use crate::body_pause::{BodyStalled, PaceLimited, Paced};
+use crate::inference_tensors::{decode_inputs, encode_outputs};
 use crate::metrics::{Protocol, CONTENT_TYPE};
 use crate::model::{Admission, Model};
-use crate::protocol::{
-    decode_inputs, encode_outputs, ErrorBody, InferRequest, InferResponse, ModelConfiguration, ModelMetadata,
-    ModelStatisticsEntry, ServerMetadata,
-};
+use crate::model_configuration::ModelConfiguration;
+use crate::protocol::{ErrorBody, InferRequest, InferResponse, ModelMetadata, ServerMetadata};
 use crate::serving::Serving;
 use crate::shared_memory::RegionStatus;
+use crate::statistics::ModelStatisticsEntry;
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Extension, Path, Request, State};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};

@@ -4,11 +4,11 @@
 use crate::batcher::{BatchKey, BatchQueue};
 use crate::classification::{read_labels, ClassLabels};
 use crate::compute::ComputeThreads;
-use crate::datatype::datatype_of;
 use crate::metrics::Metrics;
 use crate::model_source;
+use crate::sized_functions::{batch_functions, check_batch_sizes, check_batchable, common_rows, unbatched_sizes};
 use crate::statistics::{ModelStatistics, StatisticsSnapshot};
-use halo_hal::buffer_view_text::element_count;
+use crate::tensor_spec::{check_input, zeros};
 use halo_hal::{ElementType, Error, HostTensor, Result, ResultExt};
 use halo_runtime::{CancelToken, Function, Instance, Session, Value};
 use halo_vm::module::{BytecodeModule, LoadMode};
@@ -18,6 +18,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::Instrument;
+
+pub use crate::model_config::{ModelConfig, MAX_BATCH_SIZE, MAX_CONCURRENCY, MAX_QUEUE, MAX_QUEUE_DELAY};
+pub use crate::tensor_spec::{InputTensor, OutputTensor, TensorSpec};
 
 /// The models a server answers for, by name.
 pub type Models = BTreeMap<String, Arc<Model>>;
@@ -42,213 +45,10 @@ pub fn find(models: &Models, name: &str, version: Option<&str>) -> Result<Arc<Mo
     Ok(model.clone())
 }
 
-/// Where a model comes from and how it is served.
-#[derive(Debug, Clone)]
-pub struct ModelConfig {
-    /// The name clients address it by.
-    pub name: String,
-    /// Its version string (`"1"` unless configured).
-    pub version: String,
-    /// Its module files, in load order (dependencies first): `.vmfb` files, or ONNX and MLIR
-    /// models compiled at load for the first device ([`crate::model_source`]).
-    pub modules: Vec<PathBuf>,
-    /// The exported function a request calls; `None`: the last module's one public function.
-    pub function: Option<String>,
-    /// Device URIs, the first the default (`local-task`).
-    pub devices: Vec<String>,
-    /// Requests that may run at once.
-    pub max_concurrency: usize,
-    /// Requests that may wait for a turn beyond those; more are refused as unavailable.
-    pub max_queue: usize,
-    /// How long a request may take before it is answered `DeadlineExceeded`; none when `None`.
-    pub timeout: Option<Duration>,
-    /// Names for the inputs, in order, instead of the compiler's (`input0`, ...); empty to keep them.
-    pub input_names: Vec<String>,
-    /// Names for the outputs, likewise.
-    pub output_names: Vec<String>,
-    /// Types of the inputs, in order (`tensor<1x3x224x224xf32>`, `f32`), for a function compiled
-    /// without a declaration of them (plain `iree-compile` of an ONNX import); empty to use the
-    /// declaration.
-    pub input_types: Vec<String>,
-    /// Types of the outputs, likewise.
-    pub output_types: Vec<String>,
-    /// Class label files of outputs, by output name (line i names class i), for the
-    /// classification extension's answers (`0.93:281:tabby`).
-    pub output_labels: BTreeMap<String, PathBuf>,
-    /// Whether one call with zero inputs runs at load, before the model is ready, so the first
-    /// request does not pay for the work a first call does (pools, page faults, caches).
-    pub warmup: bool,
-    /// Most rows along the leading batch dimension one call takes from concurrent requests
-    /// ([`crate::batcher`]); 0: every request is its own call.
-    pub max_batch_size: u64,
-    /// How long a free computing thread of a batching model waits for requests to fill its
-    /// call, from when the oldest arrived; zero: it takes what is waiting.
-    pub max_queue_delay: Duration,
-}
-
-/// Most requests of one model that may run at once: each holds a computing thread.
-pub const MAX_CONCURRENCY: usize = 4096;
-
-/// Most requests of one model that may wait for a turn, so a queue's memory stays bounded.
-pub const MAX_QUEUE: usize = 1 << 20;
-
-/// Most rows a batched call may take.
-pub const MAX_BATCH_SIZE: u64 = 1 << 20;
-
-/// Longest queue delay a batching model may set.
-pub const MAX_QUEUE_DELAY: Duration = Duration::from_secs(10);
-
 /// How long a model's device (or each of its computing threads) may stay held by the same work
 /// before the model is [stalled](Model::stalled), for a model without a timeout (one with a
 /// timeout is stalled past it).
 pub const STALLED_WITHOUT_TIMEOUT: Duration = Duration::from_secs(60);
-
-impl ModelConfig {
-    /// Checks the request limits before anything is sized by them.
-    ///
-    /// # Errors
-    /// `InvalidArgument` naming the limit and its range.
-    pub fn check_limits(&self) -> Result<()> {
-        if !(1..=MAX_CONCURRENCY).contains(&self.max_concurrency) {
-            return Err(Error::invalid_argument(format!(
-                "max_concurrency {} is not from 1 to {MAX_CONCURRENCY}",
-                self.max_concurrency
-            )));
-        }
-        if self.max_queue > MAX_QUEUE {
-            return Err(Error::invalid_argument(format!(
-                "max_queue {} is over {MAX_QUEUE}",
-                self.max_queue
-            )));
-        }
-        if self.max_batch_size > MAX_BATCH_SIZE {
-            return Err(Error::invalid_argument(format!(
-                "max_batch_size {} is over {MAX_BATCH_SIZE}",
-                self.max_batch_size
-            )));
-        }
-        if self.max_queue_delay > MAX_QUEUE_DELAY {
-            return Err(Error::invalid_argument(format!(
-                "max_queue_delay_us {} is over {}",
-                self.max_queue_delay.as_micros(),
-                MAX_QUEUE_DELAY.as_micros()
-            )));
-        }
-        if !self.max_queue_delay.is_zero() && self.max_batch_size == 0 {
-            return Err(Error::invalid_argument(format!(
-                "max_queue_delay_us {} needs max_batch_size: a model that does not batch has no company to wait for",
-                self.max_queue_delay.as_micros()
-            )));
-        }
-        Ok(())
-    }
-}
-
-/// One input or output as the protocol describes it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TensorSpec {
-    /// Its name (`input0`, `output0`, as the compiler declared it).
-    pub name: String,
-    /// The protocol's datatype (`FP32`).
-    pub datatype: &'static str,
-    /// The element type the function takes or returns.
-    pub element_type: ElementType,
-    /// Its dimensions; `-1` where dynamic. Empty for a scalar.
-    pub shape: Vec<i64>,
-    /// Whether the function takes it as a scalar VM value rather than a tensor.
-    pub scalar: bool,
-}
-
-impl TensorSpec {
-    /// The spec of a declared `(name, type)`: `tensor<1x?xf32>`, `f32`, `i64`.
-    fn declared(name: &str, ty: &str) -> Result<TensorSpec> {
-        let (shape, element, scalar) = match ty.strip_prefix("tensor<").and_then(|t| t.strip_suffix('>')) {
-            Some(inner) => {
-                let mut parts: Vec<&str> = inner.split('x').collect();
-                let element = parts.pop().unwrap_or_default();
-                let shape = parts
-                    .iter()
-                    .map(|d| if *d == "?" { Ok(-1) } else { d.parse::<i64>() })
-                    .collect::<std::result::Result<Vec<_>, _>>()
-                    .map_err(|_| Error::unimplemented(format!("'{name}' has a shape the server cannot read: {ty}")))?;
-                (shape, element, false)
-            }
-            None => (Vec::new(), ty, true),
-        };
-        let element_type = ElementType::parse(element)?;
-        let datatype = datatype_of(element_type)
-            .ok_or_else(|| Error::unimplemented(format!("'{name}' is {ty}, which the protocol has no datatype for")))?;
-        Ok(TensorSpec {
-            name: name.to_string(),
-            datatype,
-            element_type,
-            shape,
-            scalar,
-        })
-    }
-
-    /// Checks a request's `shape` against this spec's; a scalar may come as `[1]`, the shape
-    /// many clients give a one-element array.
-    fn check_shape(&self, shape: &[u64]) -> Result<()> {
-        let fits = (self.scalar && shape == [1])
-            || shape.len() == self.shape.len()
-                && shape
-                    .iter()
-                    .zip(&self.shape)
-                    .all(|(&given, &declared)| declared < 0 || given as i64 == declared);
-        if fits {
-            Ok(())
-        } else {
-            Err(Error::invalid_argument(format!(
-                "input '{}' has shape {shape:?}; the model takes {:?}",
-                self.name, self.shape
-            )))
-        }
-    }
-}
-
-/// A request's input, decoded.
-#[derive(Debug, Clone)]
-pub struct InputTensor {
-    /// Which input it is.
-    pub name: String,
-    /// The datatype the client named.
-    pub datatype: String,
-    /// Its dimensions.
-    pub shape: Vec<u64>,
-    /// Its little-endian element bytes.
-    pub bytes: Vec<u8>,
-}
-
-/// A result, read back to the host.
-#[derive(Debug, Clone)]
-pub struct OutputTensor {
-    /// Its name.
-    pub name: String,
-    /// Its dimensions.
-    pub shape: Vec<u64>,
-    /// Its element type.
-    pub element_type: ElementType,
-    /// Its little-endian element bytes.
-    pub bytes: Vec<u8>,
-    /// The names of its classes, when the model has a label file for it.
-    pub labels: Option<ClassLabels>,
-}
-
-impl OutputTensor {
-    /// The protocol's datatype for it.
-    ///
-    /// # Errors
-    /// `Unimplemented` naming the output when the protocol has no datatype for its elements.
-    pub fn datatype(&self) -> Result<&'static str> {
-        datatype_of(self.element_type).ok_or_else(|| {
-            Error::unimplemented(format!(
-                "output '{}' is {:?}, which the protocol has no datatype for",
-                self.name, self.element_type
-            ))
-        })
-    }
-}
 
 /// A loaded model.
 pub struct Model {
@@ -926,159 +726,6 @@ fn check_against_function(function: &Function, inputs: &[TensorSpec], outputs: &
         )));
     }
     Ok(())
-}
-
-/// Checks a request's `input` against `spec`: its datatype, shape and byte count.
-fn check_input(spec: &TensorSpec, input: &InputTensor) -> Result<()> {
-    if input.datatype != spec.datatype {
-        return Err(Error::invalid_argument(format!(
-            "input '{}' is {}; the model takes {}",
-            spec.name, input.datatype, spec.datatype
-        )));
-    }
-    spec.check_shape(&input.shape)?;
-    let expected = element_count(&input.shape).saturating_mul(spec.element_type.byte_size() as u64);
-    if input.bytes.len() as u64 != expected {
-        return Err(Error::invalid_argument(format!(
-            "input '{}' of shape {:?} needs {expected} bytes of {} but has {}",
-            spec.name,
-            input.shape,
-            spec.datatype,
-            input.bytes.len()
-        )));
-    }
-    Ok(())
-}
-
-/// Checks that a model with `max_batch_size` can batch: each input and output a tensor whose
-/// leading dimension is dynamic, the batch dimension requests are joined along.
-fn check_batchable(max_batch_size: u64, inputs: &[TensorSpec], outputs: &[TensorSpec]) -> Result<()> {
-    let tensors = (inputs.iter().map(|spec| ("input", spec))).chain(outputs.iter().map(|spec| ("output", spec)));
-    for (what, spec) in tensors {
-        if spec.scalar || spec.shape.first() != Some(&-1) {
-            return Err(Error::invalid_argument(format!(
-                "max_batch_size {max_batch_size} needs every input and output to lead with a dynamic batch \
-                 dimension; {what} '{}' has shape {:?}{}",
-                spec.name,
-                spec.shape,
-                if spec.scalar { " (a scalar)" } else { "" }
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// The module's functions for fixed batch sizes of `function` (`<name>_b<size>`, as `halo
-/// compile --batch-sizes` names them), smallest first, each checked to take and return the
-/// `specs` (inputs, outputs) with its size as the leading dimension.
-///
-/// # Errors
-/// `InvalidArgument` naming a function whose tensors are not those.
-fn batch_functions(
-    session: &Session,
-    public_functions: &[String],
-    function: &Function,
-    (inputs, outputs): (&[TensorSpec], &[TensorSpec]),
-) -> Result<Vec<(u64, Function)>> {
-    let prefix = format!("{}_b", function.name());
-    let mut sized = Vec::new();
-    for name in public_functions {
-        let Some(size) = name.strip_prefix(&prefix).and_then(|size| size.parse::<u64>().ok()) else {
-            continue;
-        };
-        if size == 0 || name != &halo_compile::batch_function_name(function.name(), size) {
-            continue;
-        }
-        let candidate = session.function(name)?;
-        let fits = |declared: Vec<(String, String)>, specs: &[TensorSpec]| {
-            declared.len() == specs.len()
-                && declared.iter().zip(specs).all(|((name, ty), spec)| {
-                    TensorSpec::declared(name, ty).is_ok_and(|sized| {
-                        sized.element_type == spec.element_type
-                            && sized.shape.first() == Some(&(size as i64))
-                            && sized.shape[1..] == spec.shape[1..]
-                    })
-                })
-        };
-        if !fits(candidate.declared_inputs(), inputs) || !fits(candidate.declared_outputs(), outputs) {
-            return Err(Error::invalid_argument(format!(
-                "function '{name}' does not take and return the tensors of '{}' with {size} rows: \
-                 it cannot serve its batches of {size}",
-                function.name()
-            )));
-        }
-        sized.push((size, candidate));
-    }
-    sized.sort_by_key(|(size, _)| *size);
-    Ok(sized)
-}
-
-/// The fixed batch sizes a model that does not batch calls with requests of that many rows (or
-/// fewer, padded): those of [`batch_functions`] when every input and output leads with a dynamic
-/// dimension, else none. A module whose sized functions do not fit is still served, through its
-/// function alone, as it was before they were looked for.
-fn unbatched_sizes(
-    session: &Session,
-    public_functions: &[String],
-    function: &Function,
-    specs: (&[TensorSpec], &[TensorSpec]),
-) -> Vec<(u64, Function)> {
-    if check_batchable(1, specs.0, specs.1).is_err() {
-        return Vec::new();
-    }
-    batch_functions(session, public_functions, function, specs).unwrap_or_else(|error| {
-        tracing::warn!(
-            "calling '{}' alone, not its fixed batch sizes: {error}",
-            function.name()
-        );
-        Vec::new()
-    })
-}
-
-/// The rows of a request whose inputs all lead with the same number of them, at least one.
-fn common_rows(inputs: &[InputTensor]) -> Option<u64> {
-    let mut leading = inputs.iter().map(|input| input.shape.first().copied());
-    let first = leading.next()??;
-    (first > 0 && leading.all(|rows| rows == Some(first))).then_some(first)
-}
-
-/// Checks that a model with fixed-size functions has one for every batch `max_batch_size`
-/// allows.
-fn check_batch_sizes(max_batch_size: u64, sized: &[(u64, Function)]) -> Result<()> {
-    match sized.last() {
-        Some((largest, _)) if *largest < max_batch_size => Err(Error::invalid_argument(format!(
-            "max_batch_size {max_batch_size} is more than the largest fixed batch size the module has \
-             functions for ({:?}); set it to at most {largest}",
-            sized.iter().map(|(size, _)| size).collect::<Vec<_>>()
-        ))),
-        _ => Ok(()),
-    }
-}
-
-/// An input of `spec`'s static shape, every element zero.
-fn zeros(spec: &TensorSpec) -> Result<InputTensor> {
-    let shape = spec
-        .shape
-        .iter()
-        .map(|&d| u64::try_from(d))
-        .collect::<std::result::Result<Vec<u64>, _>>()
-        .map_err(|_| {
-            Error::invalid_argument(format!(
-                "input '{}' has the dynamic shape {:?}; a warm-up needs static shapes",
-                spec.name, spec.shape
-            ))
-        })?;
-    let what = format!("warming up with input '{}' of shape {shape:?}", spec.name);
-    let bytes = element_count(&shape)
-        .checked_mul(spec.element_type.byte_size() as u64)
-        .and_then(|n| usize::try_from(n).ok())
-        .ok_or_else(|| Error::resource_exhausted(format!("{what}: too large")))?;
-    Ok(InputTensor {
-        bytes: halo_hal::host_memory::zeroed_vec(bytes, &what)?,
-        name: spec.name.clone(),
-        datatype: spec.datatype.to_string(),
-        shape,
-    })
 }
 
 /// Each output's labels, read from the files `files` names for them.

@@ -3,6 +3,7 @@
 //! successful and failed requests, of waiting for a turn and of computing, and of the calls
 //! made per batch size.
 
+use crate::model::Model;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -133,6 +134,91 @@ impl ModelStatistics {
             fail: self.fail.read(),
             queue: self.queue.read(),
             compute_infer: self.compute_infer.read(),
+        }
+    }
+}
+
+/// One model's entry in `GET /v2/models[/{name}]/stats` (Triton's statistics extension).
+#[derive(Debug, Serialize)]
+pub struct ModelStatisticsEntry {
+    /// The model's name.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// Milliseconds since the Unix epoch of its last request; 0 for none.
+    pub last_inference: u64,
+    /// Successful requests.
+    pub inference_count: u64,
+    /// Successful calls.
+    pub execution_count: u64,
+    /// Counts and cumulative nanoseconds by stage.
+    pub inference_stats: InferenceStats,
+    /// Successful calls per batch size (1 for every call of a model that does not batch).
+    pub batch_stats: Vec<BatchStatisticsEntry>,
+}
+
+/// Triton's `InferStatistics`: counts and cumulative nanoseconds by stage.
+#[derive(Debug, Serialize)]
+pub struct InferenceStats {
+    /// Successful requests.
+    pub success: Counted,
+    /// Failed requests.
+    pub fail: Counted,
+    /// Waiting for a turn.
+    pub queue: Counted,
+    /// Preparing inputs: part of `compute_infer` in halo.
+    pub compute_input: Counted,
+    /// Computing, with the input and output copies.
+    pub compute_infer: Counted,
+    /// Reading outputs: part of `compute_infer` in halo.
+    pub compute_output: Counted,
+    /// Response cache hits: halo has no response cache.
+    pub cache_hit: Counted,
+    /// Response cache misses.
+    pub cache_miss: Counted,
+}
+
+/// Triton's `InferBatchStatistics`: calls of one batch size.
+#[derive(Debug, Serialize)]
+pub struct BatchStatisticsEntry {
+    /// Rows per call.
+    pub batch_size: u64,
+    /// Preparing inputs: part of `compute_infer` in halo.
+    pub compute_input: Counted,
+    /// The calls and their time.
+    pub compute_infer: Counted,
+    /// Reading outputs: part of `compute_infer` in halo.
+    pub compute_output: Counted,
+}
+
+impl ModelStatisticsEntry {
+    /// The statistics of `model` now.
+    pub fn of(model: &Model) -> Self {
+        let now = model.statistics();
+        ModelStatisticsEntry {
+            name: model.config().name.clone(),
+            version: model.config().version.clone(),
+            last_inference: now.last_inference,
+            inference_count: now.inference_count,
+            execution_count: now.execution_count,
+            inference_stats: InferenceStats {
+                success: now.success,
+                fail: now.fail,
+                queue: now.queue,
+                compute_input: Counted::default(),
+                compute_infer: now.compute_infer,
+                compute_output: Counted::default(),
+                cache_hit: Counted::default(),
+                cache_miss: Counted::default(),
+            },
+            batch_stats: (now.batch_stats.iter())
+                .map(|batch| BatchStatisticsEntry {
+                    batch_size: batch.batch_size,
+                    compute_input: Counted::default(),
+                    compute_infer: batch.compute_infer,
+                    compute_output: Counted::default(),
+                })
+                .collect(),
         }
     }
 }

@@ -6,7 +6,8 @@
 use halo_hal::StatusCode;
 use halo_serve::metrics::Metrics;
 use halo_serve::model::{InputTensor, OutputTensor};
-use halo_serve::protocol::{ModelConfiguration, ModelStatisticsEntry};
+use halo_serve::model_configuration::ModelConfiguration;
+use halo_serve::statistics::ModelStatisticsEntry;
 use halo_serve::{Model, ModelConfig};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
