@@ -340,9 +340,10 @@ struct MaxPool<'a> {
 impl<'a> MaxPool<'a> {
     /// `node` as a max pool over images: two spatial axes, more than one tap, sides up to
     /// [`MAX_KERNEL_SIDE`], strides up to [`MAX_STRIDE`], unit dilations, floor rounding, no
-    /// indices output, and no padding unless its input is in `rectified` (a `Relu`'s value, as
-    /// the pools after CNN stems are). Other padded pools would need their pad value (the
-    /// element type's lowest) or an edge pad, which lost 1.12× on ShuffleNet v2.
+    /// indices output, and no padding unless its input is in `rectified` (never negative: a
+    /// `Relu`'s value, as the pools after CNN stems pool, or a join or pool of such values only,
+    /// as GoogLeNet's modules pool; see [`never_negative`]). Other padded pools would need their
+    /// pad value (the element type's lowest) or an edge pad, which lost 1.12× on ShuffleNet v2.
     fn of(node: &'a NodeProto, rectified: &HashSet<&str>) -> Option<MaxPool<'a>> {
         if node.op_type() != "MaxPool" || !matches!(node.domain(), "" | "ai.onnx") || node.output.len() != 1 {
             return None;
@@ -401,13 +402,7 @@ fn decompose_convolutions(graph: &mut GraphProto, rewrite: GraphRewrite) -> Repl
         .iter()
         .map(|tensor| (tensor.name(), tensor.dims.as_slice()))
         .collect();
-    // Values a `Relu` makes, which are never negative.
-    let rectified: HashSet<&str> = graph
-        .node
-        .iter()
-        .filter(|n| n.op_type() == "Relu" && matches!(n.domain(), "" | "ai.onnx"))
-        .filter_map(|n| n.output.first().map(String::as_str))
-        .collect();
+    let rectified = never_negative(graph);
     let pooled_first = match rewrite {
         GraphRewrite::ConvolutionsAsShifts => pools_after_pointwise_convolutions(graph, &weights),
         _ => HashMap::new(),
@@ -683,6 +678,27 @@ fn grouped_windows_product(conv: &Convolution, groups: i64, outputs: i64, out: &
         let per_channel = per_channel_shape(2, out);
         add_bias(&product, bias, &per_channel, out);
     }
+}
+
+/// Values known never to be negative: a `Relu`'s, and those a `Concat` or `MaxPool` makes of such
+/// values only (GoogLeNet's modules join their branches' `Relu`s, then pool the join), in the
+/// graph's order, which ONNX requires to be topological. With its pools so rewritten, GoogLeNet
+/// took 22.1-23.1 ms a call instead of 23.6-24.7 (4 alternating runs, 2-core EPYC).
+fn never_negative(graph: &GraphProto) -> HashSet<&str> {
+    let mut known = HashSet::new();
+    for node in graph.node.iter().filter(|n| matches!(n.domain(), "" | "ai.onnx")) {
+        let of_known = || !node.input.is_empty() && node.input.iter().all(|input| known.contains(input.as_str()));
+        let never = match node.op_type() {
+            "Relu" => true,
+            "Concat" => of_known(),
+            "MaxPool" => node.output.len() == 1 && of_known(),
+            _ => false,
+        };
+        if let (true, Some(output)) = (never, node.output.first()) {
+            known.insert(output.as_str());
+        }
+    }
+    known
 }
 
 /// The nodes computing `node` when it is a [`MaxPool`]: the largest of its taps' windows (of its
@@ -1748,6 +1764,39 @@ mod tests {
         // A pad as wide as the window would leave windows of padding alone: zero is not -inf.
         assert!(rewritten_by(&with_pads(&[0, 0, 3, 0]), GraphRewrite::ConvolutionsAsShifts).is_none());
         assert!(rewritten_by(&with_pads(&[1, 1, 1]), GraphRewrite::ConvolutionsAsShifts).is_none());
+    }
+
+    #[test]
+    fn a_padded_max_pool_of_joined_relus_or_of_their_pool_pools_them_padded_with_zeros() {
+        let padded_pool = |input: &str, output: &str| {
+            let mut pool = node("MaxPool", &[input], output);
+            pool.attribute = vec![ints("kernel_shape", &[3, 3]), ints("pads", &[1, 1, 1, 1])];
+            pool
+        };
+        // GoogLeNet's modules: branches' Relus joined, the join pooled, that pool pooled again.
+        let joined = |second: NodeProto| {
+            model(
+                vec![
+                    node("Relu", &["x"], "a"),
+                    second,
+                    node("Concat", &["a", "b"], "j"),
+                    padded_pool("j", "p"),
+                    padded_pool("p", "y"),
+                ],
+                Vec::new(),
+                17,
+            )
+        };
+        let (out, count, _) =
+            rewritten_by(&joined(node("Relu", &["x"], "b")), GraphRewrite::ConvolutionsAsShifts).unwrap();
+        assert_eq!(count, 2, "both pools");
+        let graph = out.graph.as_ref().unwrap();
+        assert_defined_before_use(graph, &["x"]);
+        let pads: Vec<_> = graph.node.iter().filter(|n| n.op_type() == "Pad").collect();
+        assert_eq!(pads.iter().map(|p| p.input[0].as_str()).collect::<Vec<_>>(), ["j", "p"]);
+        assert!(pads.iter().all(|p| p.input.len() == 2), "zero padding");
+        // A branch that may be negative (here a Neg) leaves both pools as they are.
+        assert!(rewritten_by(&joined(node("Neg", &["x"], "b")), GraphRewrite::ConvolutionsAsShifts).is_none());
     }
 
     #[test]
