@@ -1,6 +1,7 @@
 //! A module's functions for fixed batch sizes (`halo compile --batch-sizes`): found beside a
 //! model's function, checked against its tensors, and chosen for a call by its rows.
 
+use crate::batcher::BatchKey;
 use crate::tensor_spec::{InputTensor, TensorSpec};
 use halo_hal::{Error, Result};
 use halo_runtime::{Function, Session};
@@ -90,11 +91,10 @@ pub(crate) fn unbatched_sizes(
     })
 }
 
-/// The rows of a request whose inputs all lead with the same number of them, at least one.
+/// The rows of a request whose inputs all lead with the same number of them, at least one: the
+/// batcher's own reading of a request ([`BatchKey::of`]), its refusals taken as no rows.
 pub(crate) fn common_rows(inputs: &[InputTensor]) -> Option<u64> {
-    let mut leading = inputs.iter().map(|input| input.shape.first().copied());
-    let first = leading.next()??;
-    (first > 0 && leading.all(|rows| rows == Some(first))).then_some(first)
+    BatchKey::of(inputs).ok().map(|(_, rows)| rows).filter(|&rows| rows > 0)
 }
 
 /// Checks that a model with fixed-size functions has one for every batch `max_batch_size`
