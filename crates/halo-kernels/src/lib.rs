@@ -8,9 +8,11 @@
 //!   and a kernel never starts threads of its own.
 //! - **Safe views, checked once.** Kernels take [`Matrix`] and [`MatrixMut`] views whose extents
 //!   were checked against their slices when made, so a kernel cannot read or write outside them.
-//!   The multiply itself is the `gemm` crate's (its AVX-512, AVX2+FMA and NEON paths chosen at run
-//!   time): on this project's AVX-512 machine it runs a 1x1024x1024 f32 product in 72 us from
-//!   memory (about 58 GB/s of weights) and 256x256x256 at 110 GFLOP/s on one core.
+//!   The multiply is halo's own AVX-512 kernel where the CPU has AVX-512F and the product has 8
+//!   rows or more, and the `gemm` crate's otherwise (its AVX2+FMA and NEON paths chosen at run
+//!   time; on stable Rust it has no AVX-512 code). On this project's AVX-512 machine the first
+//!   runs ResNet-50's and ViT-S's product shapes at 110-145 GFLOP/s on one core, `gemm` at 80-105
+//!   ([`KernelPath`], `examples/matmul_rate`).
 //! - **Epilogues are fused** the way onnxruntime fuses them: a bias row added and an activation
 //!   applied to each output tile while it is still in cache ([`Epilogue`]).
 //! - [`import`] is the C ABI an IREE executable calls (`halo_matmul_f32_v0`); the CPU drivers
@@ -23,9 +25,11 @@
     clippy::missing_safety_doc
 )]
 
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 pub mod import;
 mod matmul;
 mod matrix;
 
-pub use matmul::{matmul, Activation, Epilogue};
+pub use matmul::{matmul, matmul_on, Activation, Epilogue, KernelPath};
 pub use matrix::{Matrix, MatrixMut};
