@@ -443,8 +443,9 @@ fn compiled_benchmark_models_give_onnxruntimes_answers() {
     }
 }
 
-/// `--kernels`: the MLP's matmuls call halo's matmul kernel, the program says it needs halo, and
-/// its answers are still onnxruntime's on both CPU drivers; other targets are refused.
+/// `--kernels`: the MLP's matmuls call halo's matmul kernel, ShuffleNet v2's 1x1 convolutions
+/// (bias and ReLU fused) its second version, the program says it needs halo, and its answers are
+/// still onnxruntime's on both CPU drivers; other targets are refused.
 #[test]
 fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers() {
     let test = "a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers";
@@ -452,37 +453,43 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
         return;
     };
     let out = tempfile::tempdir().unwrap();
-    let onnx = repo().join("fixtures/benchmark-models/mlp.onnx");
-    let vmfb = out.path().join("mlp.vmfb");
-    let compile = |device: &str| {
-        let (model, output, device) = (
+    let compile = |model: &str, device: &str| {
+        let onnx = repo().join(format!("fixtures/benchmark-models/{model}.onnx"));
+        let vmfb = out.path().join(format!("{model}.vmfb"));
+        let (input, output, device) = (
             onnx.to_str().unwrap(),
             vmfb.to_str().unwrap(),
             format!("--device={device}"),
         );
-        halo(
-            &["compile", model, "-o", output, "--kernels", &device],
+        let result = halo(
+            &["compile", input, "-o", output, "--kernels", &device],
             &[("HALO_IREE_COMPILE", &compiler)],
-        )
+        );
+        (result, vmfb)
     };
-    let output = compile("local-task");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(
-        stdout.contains("halo's kernels (halo_matmul_f32_v0) where they apply: this program runs only on halo"),
-        "{stdout}"
-    );
-    let program = std::fs::read(&vmfb).unwrap();
-    let imports = program.windows(18).filter(|w| w == b"halo_matmul_f32_v0").count();
-    assert!(imports > 0, "the program does not import the kernel");
-    for device in ["local-task", "local-sync"] {
-        assert_recorded_answers("mlp", &vmfb, device);
+    for (model, kernel) in [("mlp", "halo_matmul_f32_v0"), ("shufflenet_v2", "halo_matmul_f32_v1")] {
+        let (output, vmfb) = compile(model, "local-task");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{model}: {stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(
+            stdout.contains("halo's kernels (halo_matmul_f32_v0, halo_matmul_f32_v1) where they apply: this program runs only on halo"),
+            "{stdout}"
+        );
+        let program = std::fs::read(&vmfb).unwrap();
+        let imports = program
+            .windows(kernel.len())
+            .filter(|w| w == &kernel.as_bytes())
+            .count();
+        assert!(imports > 0, "{model} does not import {kernel}");
+        for device in ["local-task", "local-sync"] {
+            assert_recorded_answers(model, &vmfb, device);
+        }
     }
-    let stderr = String::from_utf8_lossy(&compile("vulkan").stderr).into_owned();
+    let stderr = String::from_utf8_lossy(&compile("mlp", "vulkan").0.stderr).into_owned();
     assert!(stderr.contains("--kernels needs a CPU device"), "{stderr}");
 }
 

@@ -9,11 +9,12 @@ use crate::target::{Target, TargetKind};
 use halo_hal::{Error, Result};
 use std::path::Path;
 
-/// The spec that turns f32 matmuls into calls of `halo_matmul_f32_v0`.
+/// The spec that turns f32 matmuls into calls of `halo_matmul_f32_v0`, and 1x1 convolutions
+/// (bias and ReLU included) into calls of `halo_matmul_f32_v1`.
 const MATMUL_SPEC: &str = include_str!("kernels/matmul_spec.mlir");
 
 /// The imports a program compiled with [`KernelUse::HaloKernels`] may call.
-pub const KERNEL_IMPORTS: &[&str] = &["halo_matmul_f32_v0"];
+pub const KERNEL_IMPORTS: &[&str] = &["halo_matmul_f32_v0", "halo_matmul_f32_v1"];
 
 /// Whether the program may call halo's kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -21,7 +22,8 @@ pub enum KernelUse {
     /// Only IREE's own code: the program runs on IREE's runtime too.
     #[default]
     Portable,
-    /// f32 matmuls call halo's matmul kernel; the program runs only on halo's CPU drivers.
+    /// f32 matmuls and 1x1 convolutions call halo's matmul kernel; the program runs only on
+    /// halo's CPU drivers.
     HaloKernels,
 }
 

@@ -18,22 +18,28 @@
 //! naming it.
 
 use crate::matrix::span;
-use crate::{matmul, Activation, Epilogue, Matrix, MatrixMut};
+use crate::{matmul, Activation, Bias, Epilogue, Matrix, MatrixMut};
 use std::ffi::{c_int, c_void};
 
 /// The signature of every entry point (IREE's `iree_hal_executable_import_v0_t`).
 pub type EntryPoint = unsafe extern "C" fn(params: *mut c_void, context: *mut c_void, reserved: *mut c_void) -> c_int;
 
 /// Every entry point by the name executables import it by.
-pub const ENTRY_POINTS: &[(&str, EntryPoint)] = &[("halo_matmul_f32_v0", matmul_f32_v0)];
+pub const ENTRY_POINTS: &[(&str, EntryPoint)] = &[
+    ("halo_matmul_f32_v0", matmul_f32_v0),
+    ("halo_matmul_f32_v1", matmul_f32_v1),
+];
 
 /// `flags` bit: `bias` points at one element per output column, added to every row.
 pub const MATMUL_BIAS: usize = 1;
 /// `flags` bit: ReLU on the result.
 pub const MATMUL_RELU: usize = 2;
+/// `flags` bit (`halo_matmul_f32_v1` on): `bias` points at one element per output row, added to
+/// every column; not with [`MATMUL_BIAS`].
+pub const MATMUL_ROW_BIAS: usize = 4;
 
-/// What `halo_matmul_f32_v0` receives: `c = activation(a·b + bias)` for row-major f32 matrices,
-/// `a` `m`x`k`, `b` `k`x`n`, `c` `m`x`n`.
+/// What `halo_matmul_f32_v0` and `halo_matmul_f32_v1` receive: `c = activation(a·b + bias)` for
+/// row-major f32 matrices, `a` `m`x`k`, `b` `k`x`n`, `c` `m`x`n`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct MatmulParamsV0 {
@@ -65,7 +71,7 @@ pub struct MatmulParamsV0 {
     pub b_stride: usize,
     /// Elements between rows of `c`.
     pub c_stride: usize,
-    /// [`MATMUL_BIAS`] and [`MATMUL_RELU`].
+    /// [`MATMUL_BIAS`], [`MATMUL_RELU`] and, from v1, [`MATMUL_ROW_BIAS`].
     pub flags: usize,
 }
 
@@ -103,13 +109,36 @@ fn overlap((a0, a1): (usize, usize), (b0, b1): (usize, usize)) -> bool {
 /// [`MemoryCheck`] whose `within` only vouches for memory that is valid for the access asked
 /// (and, for writes, that nothing else touches during the call).
 pub unsafe extern "C" fn matmul_f32_v0(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
+    // SAFETY: forwarded from the caller.
+    unsafe { matmul_entry(params, context, MATMUL_BIAS | MATMUL_RELU) }
+}
+
+/// `halo_matmul_f32_v1`: [`matmul_f32_v0`] that also takes [`MATMUL_ROW_BIAS`].
+///
+/// # Safety
+/// As [`matmul_f32_v0`].
+pub unsafe extern "C" fn matmul_f32_v1(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
+    // SAFETY: forwarded from the caller.
+    unsafe { matmul_entry(params, context, MATMUL_BIAS | MATMUL_RELU | MATMUL_ROW_BIAS) }
+}
+
+/// The matmul entry points, taking the `flags` bits in `known`: 0 on success, 1 otherwise.
+///
+/// # Safety
+/// As [`matmul_f32_v0`].
+unsafe fn matmul_entry(params: *mut c_void, context: *mut c_void, known: usize) -> c_int {
     // SAFETY: the caller passes a pointer to the packed parameters, per this entry's contract.
     let p = unsafe { *(params as *const MatmulParamsV0) };
     // SAFETY: a non-null context points at a `MemoryCheck`, per the contract.
     let Some(check) = (unsafe { (context as *const MemoryCheck).as_ref() }) else {
         return 1;
     };
-    let bias_len = if p.flags & MATMUL_BIAS != 0 { p.n } else { 0 };
+    let bias_len = match (p.flags & MATMUL_BIAS != 0, p.flags & MATMUL_ROW_BIAS != 0) {
+        (false, false) => 0,
+        (true, false) => p.n,
+        (false, true) => p.m,
+        (true, true) => return 1,
+    };
     let (Some(a_len), Some(b_len), Some(c_len)) = (
         span(p.m, p.k, p.a_stride),
         span(p.k, p.n, p.b_stride),
@@ -126,7 +155,7 @@ pub unsafe extern "C" fn matmul_f32_v0(params: *mut c_void, context: *mut c_void
         return 1;
     };
     let vouched = |(start, end): (usize, usize), write| (check.within)(start, end - start, write);
-    if p.flags & !(MATMUL_BIAS | MATMUL_RELU) != 0
+    if p.flags & !known != 0
         || [a_bytes, b_bytes, bias_bytes]
             .iter()
             .any(|&input| overlap(input, c_bytes) || !vouched(input, false))
@@ -140,12 +169,16 @@ pub unsafe extern "C" fn matmul_f32_v0(params: *mut c_void, context: *mut c_void
         (
             slice(p.a, p.a_offset, a_len),
             slice(p.b, p.b_offset, b_len),
-            (p.flags & MATMUL_BIAS != 0).then(|| slice(p.bias, p.bias_offset, bias_len)),
+            slice(p.bias, p.bias_offset, bias_len),
             slice_mut(p.c, p.c_offset, c_len),
         )
     };
     let epilogue = Epilogue {
-        bias,
+        bias: match (p.flags & MATMUL_BIAS != 0, p.flags & MATMUL_ROW_BIAS != 0) {
+            (true, _) => Bias::PerColumn(bias),
+            (_, true) => Bias::PerRow(bias),
+            _ => Bias::None,
+        },
         activation: if p.flags & MATMUL_RELU != 0 {
             Activation::Relu
         } else {
@@ -226,10 +259,14 @@ mod tests {
 
     static CHECK: MemoryCheck = MemoryCheck { within };
 
-    fn call(mut params: MatmulParamsV0) -> c_int {
+    fn call_entry(entry: EntryPoint, mut params: MatmulParamsV0) -> c_int {
         let context = (&raw const CHECK).cast_mut().cast();
         // SAFETY: the check vouches only for the live slices the test lent.
-        unsafe { matmul_f32_v0((&raw mut params).cast(), context, std::ptr::null_mut()) }
+        unsafe { entry((&raw mut params).cast(), context, std::ptr::null_mut()) }
+    }
+
+    fn call(params: MatmulParamsV0) -> c_int {
+        call_entry(matmul_f32_v0, params)
     }
 
     #[test]
@@ -251,6 +288,30 @@ mod tests {
         c = [99.0f32; 9];
         assert_eq!(call(params(&a, &b, &bias, &mut c, [2, 3, 2], 0)), 0);
         assert_eq!(c, [99.0, 99.0, 99.0, 1.0, 2.0, 1.0, 3.0, 4.0, 1.0]);
+        c = [99.0f32; 9];
+        let row_bias = params(&a, &b, &bias, &mut c, [2, 3, 2], MATMUL_ROW_BIAS | MATMUL_RELU);
+        assert_eq!(call_entry(matmul_f32_v1, row_bias), 0);
+        assert_eq!(c, [99.0, 99.0, 99.0, 1.5, 2.5, 1.5, 0.0, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn only_v1_takes_a_bias_per_row_and_never_with_one_per_column() {
+        let (a, b, bias) = ([1f32; 4], [1f32; 4], [1f32; 4]);
+        let mut c = [5f32; 4];
+        for input in [&a[..], &b, &bias] {
+            lend(input, false);
+        }
+        lend(&c, true);
+        let with = |c: &mut [f32], flags| params(&a, &b, &bias, c, [1, 1, 1], flags);
+        assert_eq!(call_entry(matmul_f32_v0, with(&mut c, MATMUL_ROW_BIAS)), 1);
+        assert_eq!(
+            call_entry(matmul_f32_v1, with(&mut c, MATMUL_ROW_BIAS | MATMUL_BIAS)),
+            1
+        );
+        assert_eq!(call_entry(matmul_f32_v1, with(&mut c, 8)), 1, "unknown flag");
+        assert_eq!(c, [5.0; 4]);
+        assert_eq!(call_entry(matmul_f32_v1, with(&mut c, MATMUL_ROW_BIAS)), 0);
+        assert_eq!(c[3], 2.0);
     }
 
     #[test]

@@ -11,9 +11,9 @@
 //!   The multiply is halo's own AVX-512 kernel where the CPU has AVX-512F and the product has 8
 //!   rows or more, and the `gemm` crate's otherwise (its AVX2+FMA and NEON paths chosen at run
 //!   time; on stable Rust it has no AVX-512 code). On this project's AVX-512 machine the first
-//!   runs ResNet-50's and ViT-S's product shapes at 110-145 GFLOP/s on one core, `gemm` at 80-105
+//!   runs ResNet-50's and ViT-S's product shapes at 115-165 GFLOP/s on one core from cache, `gemm` at 80-105
 //!   ([`KernelPath`], `examples/matmul_rate`).
-//! - **Epilogues are fused** the way onnxruntime fuses them: a bias row added and an activation
+//! - **Epilogues are fused** the way onnxruntime fuses them: a bias (per column or per row) and an activation
 //!   applied to each output tile while it is still in cache ([`Epilogue`]).
 //! - [`import`] is the C ABI an IREE executable calls (`halo_matmul_f32_v0`); the CPU drivers
 //!   offer it to every executable they load, by name, as IREE's runtime offers a plugin's.
@@ -31,5 +31,5 @@ pub mod import;
 mod matmul;
 mod matrix;
 
-pub use matmul::{matmul, matmul_on, Activation, Epilogue, KernelPath};
+pub use matmul::{matmul, matmul_on, Activation, Bias, Epilogue, KernelPath};
 pub use matrix::{Matrix, MatrixMut};

@@ -12,11 +12,23 @@ pub enum Activation {
     Relu,
 }
 
+/// What is added to the product.
+#[derive(Debug, Clone, Copy)]
+pub enum Bias<'a> {
+    /// Nothing.
+    None,
+    /// One element per output column, added to every row (a dense layer's bias).
+    PerColumn(&'a [f32]),
+    /// One element per output row, added to every column (a convolution's bias when the rows
+    /// are its output channels).
+    PerRow(&'a [f32]),
+}
+
 /// What follows the product on each output tile while it is still in cache.
 #[derive(Debug, Clone, Copy)]
 pub struct Epilogue<'a> {
-    /// A row added to every row of the product (one element per output column).
-    pub bias: Option<&'a [f32]>,
+    /// Added to the product.
+    pub bias: Bias<'a>,
     /// Applied after the bias.
     pub activation: Activation,
 }
@@ -24,7 +36,7 @@ pub struct Epilogue<'a> {
 impl Epilogue<'_> {
     /// The bare product.
     pub const NONE: Epilogue<'static> = Epilogue {
-        bias: None,
+        bias: Bias::None,
         activation: Activation::Identity,
     };
 }
@@ -80,7 +92,7 @@ pub fn matmul(a: Matrix<'_>, b: Matrix<'_>, c: MatrixMut<'_>, epilogue: &Epilogu
 ///
 /// # Errors
 /// `InvalidArgument` naming the sizes when `a`'s columns are not `b`'s rows, `c` is not
-/// `a.rows() x b.cols()`, or the bias is not one element per output column; `Unavailable` when
+/// `a.rows() x b.cols()`, or the bias is not one element per output column (or row); `Unavailable` when
 /// this CPU does not run `path`.
 pub fn matmul_on(
     path: KernelPath,
@@ -101,16 +113,26 @@ pub fn matmul_on(
             b.rows, c.rows, c.cols
         )));
     }
-    if let Some(bias) = epilogue.bias.filter(|bias| bias.len() != n) {
-        return Err(Error::invalid_argument(format!(
-            "matmul bias of {} elements for {n} output columns",
-            bias.len()
-        )));
+    match epilogue.bias {
+        Bias::PerColumn(bias) if bias.len() != n => {
+            return Err(Error::invalid_argument(format!(
+                "matmul bias of {} elements for {n} output columns",
+                bias.len()
+            )))
+        }
+        Bias::PerRow(bias) if bias.len() != m => {
+            return Err(Error::invalid_argument(format!(
+                "matmul bias of {} elements for {m} output rows",
+                bias.len()
+            )))
+        }
+        _ => {}
     }
     for row in 0..m {
         match epilogue.bias {
-            Some(bias) => c.row_mut(row).copy_from_slice(bias),
-            None => c.row_mut(row).fill(0.0),
+            Bias::None => c.row_mut(row).fill(0.0),
+            Bias::PerColumn(bias) => c.row_mut(row).copy_from_slice(bias),
+            Bias::PerRow(bias) => c.row_mut(row).fill(bias[row]),
         }
     }
     if m > 0 && n > 0 && k > 0 {
@@ -179,11 +201,15 @@ mod tests {
     use proptest::prelude::*;
 
     /// The plain triple loop, in f64.
-    fn reference(a: &Matrix<'_>, b: &Matrix<'_>, bias: Option<&[f32]>, relu: bool) -> Vec<f64> {
+    fn reference(a: &Matrix<'_>, b: &Matrix<'_>, bias: Bias<'_>, relu: bool) -> Vec<f64> {
         let mut out = Vec::with_capacity(a.rows * b.cols);
         for i in 0..a.rows {
             for j in 0..b.cols {
-                let mut sum = bias.map_or(0.0, |bias| f64::from(bias[j]));
+                let mut sum = match bias {
+                    Bias::None => 0.0,
+                    Bias::PerColumn(bias) => f64::from(bias[j]),
+                    Bias::PerRow(bias) => f64::from(bias[i]),
+                };
                 for p in 0..a.cols {
                     sum += f64::from(a.data[i * a.row_stride + p]) * f64::from(b.data[p * b.row_stride + j]);
                 }
@@ -219,26 +245,42 @@ mod tests {
             .collect()
     }
 
+    /// Which [`Bias`] a test case adds.
+    #[derive(Debug, Clone, Copy)]
+    enum BiasKind {
+        None,
+        PerColumn,
+        PerRow,
+    }
+
+    fn bias_kind() -> impl Strategy<Value = BiasKind> {
+        prop_oneof![Just(BiasKind::None), Just(BiasKind::PerColumn), Just(BiasKind::PerRow)]
+    }
+
     /// One product of the given shape on `path` against [`reference`], padding of `c` untouched.
     #[allow(clippy::too_many_arguments)]
     fn check_product(
         path: KernelPath,
         (m, n, k): (usize, usize, usize),
         (pad_a, pad_b, pad_c): (usize, usize, usize),
-        bias: bool,
+        bias: BiasKind,
         relu: bool,
         seed: u64,
     ) -> std::result::Result<(), TestCaseError> {
         let (lda, ldb, ldc) = (k + pad_a, n + pad_b, n + pad_c);
         let a_data = values(m * lda, seed);
         let b_data = values(k * ldb, seed ^ 1);
-        let bias_data = values(n, seed ^ 2);
+        let bias_data = values(m.max(n), seed ^ 2);
         let sentinel = 12345.0f32;
         let mut c_data = vec![sentinel; m * ldc];
         let a = Matrix::new(&a_data, m, k, lda).unwrap();
         let b = Matrix::new(&b_data, k, n, ldb).unwrap();
         let epilogue = Epilogue {
-            bias: bias.then_some(&bias_data[..]),
+            bias: match bias {
+                BiasKind::None => Bias::None,
+                BiasKind::PerColumn => Bias::PerColumn(&bias_data[..n]),
+                BiasKind::PerRow => Bias::PerRow(&bias_data[..m]),
+            },
             activation: if relu { Activation::Relu } else { Activation::Identity },
         };
         matmul_on(path, a, b, MatrixMut::new(&mut c_data, m, n, ldc).unwrap(), &epilogue).unwrap();
@@ -270,7 +312,7 @@ mod tests {
         fn products_match_the_triple_loop_for_any_sizes_strides_and_epilogue(
             m in 0usize..20, n in 0usize..40, k in 0usize..40,
             pads in (0usize..5, 0usize..5, 0usize..5),
-            bias in any::<bool>(), relu in any::<bool>(), seed in any::<u64>(),
+            bias in bias_kind(), relu in any::<bool>(), seed in any::<u64>(),
         ) {
             for path in paths_here() {
                 check_product(path, (m, n, k), pads, bias, relu, seed)?;
@@ -280,12 +322,13 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(12))]
-        /// Sizes that cross the AVX-512 kernel's blocks: 96 rows, 256 inner indices, 32 columns.
+        /// Sizes that cross the AVX-512 kernel's blocks: 12 rows, 256 inner indices, 32 and
+        /// 1024 columns.
         #[test]
         fn products_across_kernel_blocks_match_the_triple_loop(
-            m in 90usize..200, n in 30usize..70, k in 250usize..530,
+            m in 8usize..40, n in prop_oneof![30usize..70, 1000usize..1090], k in 250usize..530,
             pads in (0usize..3, 0usize..3, 0usize..3),
-            bias in any::<bool>(), relu in any::<bool>(), seed in any::<u64>(),
+            bias in bias_kind(), relu in any::<bool>(), seed in any::<u64>(),
         ) {
             for path in paths_here() {
                 check_product(path, (m, n, k), pads, bias, relu, seed)?;
@@ -303,12 +346,21 @@ mod tests {
         assert!(error.to_string().contains("matmul of 2x3 by 4x2 into 2x2"), "{error}");
         let b = Matrix::new(&data, 3, 2, 2).unwrap();
         let short_bias = Epilogue {
-            bias: Some(&data[..3]),
+            bias: Bias::PerColumn(&data[..3]),
             activation: Activation::Identity,
         };
         let error = matmul(a, b, MatrixMut::new(&mut out, 2, 2, 2).unwrap(), &short_bias).unwrap_err();
         assert!(
             error.to_string().contains("bias of 3 elements for 2 output columns"),
+            "{error}"
+        );
+        let long_row_bias = Epilogue {
+            bias: Bias::PerRow(&data[..3]),
+            activation: Activation::Identity,
+        };
+        let error = matmul(a, b, MatrixMut::new(&mut out, 2, 2, 2).unwrap(), &long_row_bias).unwrap_err();
+        assert!(
+            error.to_string().contains("bias of 3 elements for 2 output rows"),
             "{error}"
         );
     }
