@@ -94,6 +94,7 @@ pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<Compil
     // One import per graph rewrite the candidates ask for, made when the first of them is tried.
     let mut imports = Imports::stopped_by(request.stop.clone());
     imports.batch_sizes = batch_sizes;
+    imports.kernels = request.kernels;
     let started = Instant::now();
     let mut rejected = Vec::new();
     let kind = GraphKind::of_file(model, ModelFormat::of_file(model)?);
@@ -166,6 +167,8 @@ pub(crate) struct Imports {
     stop: Option<Arc<AtomicBool>>,
     /// Fixed batch sizes whose functions each import gets.
     pub batch_sizes: Vec<u64>,
+    /// Whether the program will call halo's kernels, which changes what the rewrite leaves.
+    pub kernels: KernelUse,
 }
 
 impl Imports {
@@ -176,13 +179,15 @@ impl Imports {
             made: Vec::new(),
             stop,
             batch_sizes: Vec::new(),
+            kernels: KernelUse::Portable,
         }
     }
 
     /// Imports `model` with `rewrite` beside `output`, unless that was done already.
     pub fn ensure(&mut self, toolchain: &Toolchain, model: &Path, output: &Path, rewrite: GraphRewrite) -> Result<()> {
         if !self.made.iter().any(|(done, _)| *done == rewrite) {
-            let mut prepared = PreparedModel::new(toolchain, model, output, rewrite, self.stop.clone())?;
+            let mut prepared =
+                PreparedModel::new(toolchain, model, output, (rewrite, self.kernels), self.stop.clone())?;
             prepared.add_batch_functions(&self.batch_sizes)?;
             self.made.push((rewrite, prepared));
         }
@@ -225,13 +230,14 @@ pub(crate) struct PreparedModel {
 }
 
 impl PreparedModel {
-    /// Rewrites `model` with `rewrite` and imports it when it is ONNX, in a scratch folder
-    /// beside `output`; setting `stop` kills the tools it runs.
+    /// Rewrites `model` with `rewrite` (for a program that calls halo's kernels or not) and
+    /// imports it when it is ONNX, in a scratch folder beside `output`; setting `stop` kills the
+    /// tools it runs.
     pub fn new(
         toolchain: &Toolchain,
         model: &Path,
         output: &Path,
-        rewrite: GraphRewrite,
+        rewrite: (GraphRewrite, KernelUse),
         stop: Option<Arc<AtomicBool>>,
     ) -> Result<PreparedModel> {
         let format = ModelFormat::of_file(model)?;
@@ -287,13 +293,13 @@ impl PreparedModel {
 
     /// The ONNX file to import: a rewritten copy in the scratch folder when `rewrite` changes
     /// the graph, else the model itself.
-    fn rewritten(&mut self, rewrite: GraphRewrite) -> Result<PathBuf> {
+    fn rewritten(&mut self, (rewrite, kernels): (GraphRewrite, KernelUse)) -> Result<PathBuf> {
         if rewrite == GraphRewrite::None {
             return Ok(self.model.clone());
         }
         let bytes = std::fs::read(&self.model)
             .map_err(|error| Error::not_found(format!("cannot read model '{}': {error}", self.model.display())))?;
-        let Some(rewritten) = graph_rewrite::rewrite(&bytes, rewrite) else {
+        let Some(rewritten) = graph_rewrite::rewrite(&bytes, rewrite, kernels) else {
             return Ok(self.model.clone());
         };
         let path = self.work.path().join("rewritten.onnx");

@@ -45,6 +45,7 @@
 //! are linear, so they commute, and the convolution then runs over a quarter of the pixels (see
 //! [`pools_after_pointwise_convolutions`]).
 
+use crate::kernels::KernelUse;
 use crate::onnx::attribute_proto::AttributeType;
 use crate::onnx::{tensor_proto::DataType, AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto};
 use halo_hal::Error;
@@ -117,8 +118,9 @@ pub(crate) struct Rewritten {
 /// Rewrites ONNX model `bytes`; `None` when the rewrite changes nothing: no node qualifies, the
 /// model does not decode (the importer will say why), its operator set predates the node forms
 /// the rewrite writes (opset 11), or its weights live in external files, which a rewritten copy
-/// elsewhere could not find.
-pub(crate) fn rewrite(bytes: &[u8], rewrite: GraphRewrite) -> Option<Rewritten> {
+/// elsewhere could not find. With [`KernelUse::HaloKernels`], unit-stride convolutions of one
+/// group keep their form (their bias separated), for halo's convolution kernel to take.
+pub(crate) fn rewrite(bytes: &[u8], rewrite: GraphRewrite, kernels: KernelUse) -> Option<Rewritten> {
     if rewrite == GraphRewrite::None {
         return None;
     }
@@ -127,7 +129,7 @@ pub(crate) fn rewrite(bytes: &[u8], rewrite: GraphRewrite) -> Option<Rewritten> 
         return None;
     }
     let graph = model.graph.as_mut()?;
-    let count = decompose_convolutions(graph, rewrite);
+    let count = decompose_convolutions(graph, rewrite, kernels);
     let nodes = count.depthwise + count.other;
     (nodes > 0).then(|| Rewritten {
         bytes: model.encode_to_vec(),
@@ -203,7 +205,7 @@ const MAX_NARROWING: i64 = 2;
 
 /// What a rewritten convolution is.
 #[derive(Clone, Copy)]
-enum ConvolutionKind {
+pub(crate) enum ConvolutionKind {
     /// One filter per channel.
     Depthwise,
     /// One group, `outputs` output channels, at most 1/[`MAX_NARROWING`] of its `inputs`.
@@ -396,7 +398,7 @@ struct Replaced {
 }
 
 /// Replaces every convolution of `graph` (not of its subgraphs) that `rewrite` covers, in place.
-fn decompose_convolutions(graph: &mut GraphProto, rewrite: GraphRewrite) -> Replaced {
+fn decompose_convolutions(graph: &mut GraphProto, rewrite: GraphRewrite, kernels: KernelUse) -> Replaced {
     let weights: HashMap<&str, &[i64]> = graph
         .initializer
         .iter()
@@ -420,7 +422,7 @@ fn decompose_convolutions(graph: &mut GraphProto, rewrite: GraphRewrite) -> Repl
         if let Some(&conv) = pooled_first.get(pool_input).filter(|_| node.op_type() == "AveragePool") {
             nodes.extend(pooled_first_nodes(node, conv, &weights, &mut names));
             replaced.other += 1;
-        } else if let Some(conv) = Convolution::of(node, &weights, rewrite) {
+        } else if let Some(conv) = Convolution::of(node, &weights, rewrite).filter(|conv| !kernels.takes(conv.kind)) {
             nodes.extend(replacement(&conv, &mut names));
             match conv.kind {
                 ConvolutionKind::Depthwise => replaced.depthwise += 1,
@@ -1089,7 +1091,7 @@ mod tests {
     }
 
     fn rewritten_by(model: &ModelProto, asked: GraphRewrite) -> Option<(ModelProto, usize, GraphRewrite)> {
-        rewrite(&model.encode_to_vec(), asked)
+        rewrite(&model.encode_to_vec(), asked, KernelUse::Portable)
             .map(|r| (ModelProto::decode(r.bytes.as_slice()).unwrap(), r.nodes, r.rewrite))
     }
 
@@ -1434,6 +1436,46 @@ mod tests {
         };
         assert_eq!(form(&[4, 8, 3, 3]), ("Add".to_string(), "halo_narrowing".to_string()));
         assert_eq!(form(&[5, 9, 3, 3]), ("Conv".to_string(), "halo_windows".to_string()));
+    }
+
+    /// With halo's kernels, unit-stride convolutions of one group stay convolutions (their bias
+    /// added after them, a form the kernels' spec matches); depthwise ones are still rewritten.
+    #[test]
+    fn convolutions_halos_kernels_take_keep_their_form_and_the_rest_is_rewritten() {
+        let attributes = || vec![ints("pads", &[1, 1, 1, 1]), ints("kernel_shape", &[3, 3])];
+        for dims in [[5, 9, 3, 3], [4, 8, 3, 3]] {
+            let model = one_conv(&dims, true, attributes());
+            let (out, ..) = rewrite(
+                &model.encode_to_vec(),
+                GraphRewrite::ConvolutionsAsShifts,
+                KernelUse::HaloKernels,
+            )
+            .map(|r| (ModelProto::decode(r.bytes.as_slice()).unwrap(), r.nodes))
+            .unwrap();
+            let ops: Vec<String> = (out.graph.unwrap().node.iter())
+                .map(|n| n.op_type().to_string())
+                .collect();
+            assert_eq!(ops.first().map(String::as_str), Some("Conv"), "{dims:?}: {ops:?}");
+            assert_eq!(ops.last().map(String::as_str), Some("Add"), "{dims:?}: {ops:?}");
+            assert!(
+                !ops.iter().any(|op| op == "Concat" || op == "Slice"),
+                "{dims:?}: {ops:?}"
+            );
+        }
+        let depthwise = model(
+            vec![conv(&["x", "w"], "y", depthwise_attributes())],
+            vec![weight("w", &[4, 1, 3, 3])],
+            17,
+        );
+        let kept = rewrite(
+            &depthwise.encode_to_vec(),
+            GraphRewrite::ConvolutionsAsShifts,
+            KernelUse::HaloKernels,
+        );
+        assert!(
+            kept.is_some_and(|r| r.nodes == 1),
+            "the depthwise convolution is rewritten"
+        );
     }
 
     /// A model of one `Conv` from `x` to `y` with filter `w` of `dims`, bias `b` when asked.
@@ -2032,9 +2074,14 @@ mod tests {
         let mut external = with(int("group", 4));
         external.graph.as_mut().unwrap().initializer[0].data_location = Some(EXTERNAL_DATA);
         assert!(rewritten(&external).is_none(), "external data");
-        assert!(rewrite(b"\xff\xff not a model", GraphRewrite::DepthwiseAsShifts).is_none());
+        assert!(rewrite(
+            b"\xff\xff not a model",
+            GraphRewrite::DepthwiseAsShifts,
+            KernelUse::Portable
+        )
+        .is_none());
         let plain = with(int("group", 4));
-        assert!(rewrite(&plain.encode_to_vec(), GraphRewrite::None).is_none());
+        assert!(rewrite(&plain.encode_to_vec(), GraphRewrite::None, KernelUse::Portable).is_none());
     }
 
     #[test]

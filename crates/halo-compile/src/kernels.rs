@@ -5,16 +5,17 @@
 //! kernel through an executable import, which halo's CPU drivers resolve. Such a program runs only
 //! on halo; IREE's runtime refuses it at load, naming the import.
 
+use crate::graph_rewrite::ConvolutionKind;
 use crate::target::{Target, TargetKind};
 use halo_hal::{Error, Result};
 use std::path::Path;
 
-/// The spec that turns f32 matmuls into calls of `halo_matmul_f32_v0`, and 1x1 convolutions
-/// (bias and ReLU included) into calls of `halo_matmul_f32_v1`.
+/// The spec that turns f32 matmuls into calls of `halo_matmul_f32_v0`, and unit-stride
+/// convolutions of one group (bias and ReLU included) into calls of `halo_conv2d_f32_v0`.
 const MATMUL_SPEC: &str = include_str!("kernels/matmul_spec.mlir");
 
 /// The imports a program compiled with [`KernelUse::HaloKernels`] may call.
-pub const KERNEL_IMPORTS: &[&str] = &["halo_matmul_f32_v0", "halo_matmul_f32_v1"];
+pub const KERNEL_IMPORTS: &[&str] = &["halo_matmul_f32_v0", "halo_conv2d_f32_v0"];
 
 /// Whether the program may call halo's kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -22,8 +23,8 @@ pub enum KernelUse {
     /// Only IREE's own code: the program runs on IREE's runtime too.
     #[default]
     Portable,
-    /// f32 matmuls and 1x1 convolutions call halo's matmul kernel; the program runs only on
-    /// halo's CPU drivers.
+    /// f32 matmuls and unit-stride convolutions of one group call halo's kernels; the program
+    /// runs only on halo's CPU drivers.
     HaloKernels,
 }
 
@@ -40,6 +41,14 @@ impl KernelUse {
             )));
         }
         Ok(())
+    }
+
+    /// Whether halo's kernels take a convolution of `kind` as it is, so that the graph rewrite
+    /// should leave it: unit-stride convolutions of one group, which halo's convolution kernel
+    /// computes from the padded input without writing its windows out.
+    pub(crate) fn takes(self, kind: ConvolutionKind) -> bool {
+        self == KernelUse::HaloKernels
+            && matches!(kind, ConvolutionKind::Dense { .. } | ConvolutionKind::Narrowing { .. })
     }
 
     /// The `iree-compile` flags that make the choice, writing the spec they name into `scratch`.

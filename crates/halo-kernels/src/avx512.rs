@@ -4,22 +4,24 @@
 //! its `nightly` feature), so on this project's AVX-512 machine it stops at the AVX2 rate, about
 //! 105-110 GFLOP/s on one core. This kernel uses the full 512-bit FMA width.
 //!
-//! The shape of the work: each micro tile is [`MR`] rows by [`NR`] columns of `c`, held in 24 of
-//! the 32 vector registers while a [`KC`]-long stretch of the inner dimension streams through; a
-//! broadcast of one `a` element feeds two FMAs. Row panels of `a` are read in place and stay in
-//! L1 while they pass over every strip of [`NR`] columns of `b`. A large product first copies a
-//! [`KC`] x [`NC`] block of `b` into contiguous, zero-padded strips ([`packs_b`]); a small one,
-//! such as a workgroup's tile, reads `b` in place. Partial tiles use masked loads and stores:
-//! nothing outside the views is touched.
+//! The shape of the work: each micro tile ([`Shape`]: 12 x 32 or 8 x 48) of `c` is held in 24
+//! of the 32 vector registers while the inner dimension streams through; a broadcast of one `a`
+//! element feeds two or three FMAs. A micro tile may add up several products ([`Term`]s: a
+//! convolution's taps) before it stores `c` once. Row panels of `a` are read in place and stay in
+//! L1 while they pass over every strip of `b`. A large product first copies a [`KC`] x [`NC`]
+//! block of `b` into contiguous, zero-padded strips ([`packs_b`]); a small one, such as a
+//! workgroup's tile, reads `b` in place. Partial tiles use masked loads and stores: nothing
+//! outside the views is touched.
 //!
-//! Measured with `examples/matmul_rate` (one core):
+//! Measured with `examples/matmul_rate` and `examples/conv_rate` (one core):
 //! - the micro tile alone, its operands in L1: 185-198 GFLOP/s, of this machine's 221 (an FMA
 //!   loop on registers);
-//! - ResNet-50's 1x1 convolutions and ViT-S's projections, operands in cache: 115-165 GFLOP/s
-//!   against `gemm`'s 80-105;
-//! - the same with operands in memory (as a workgroup inside a model reads them): 50-100,
-//!   `gemm` 40-80. Inside ResNet-50 the kernel's tiles ran at about 83 GFLOP/s a worker, no
-//!   faster than IREE's code: what is left is memory traffic, not arithmetic.
+//! - ResNet-50's 1x1 convolutions and ViT-S's projections as matmuls, operands in cache: 110-135
+//!   GFLOP/s against `gemm`'s 80-100; with operands in memory (as a workgroup inside a model
+//!   reads them): 50-100, `gemm` 40-80;
+//! - ResNet-50's unit-stride convolutions tile by tile: 105-140 GFLOP/s (3x3 ones at 56x56 went
+//!   from 104 to 135 with the taps summed in registers and the 8 x 48 shape). Inside the model
+//!   they run at about 90 a worker: the rest is memory traffic, not arithmetic.
 //!
 //! Tried and dropped: packing `a` too (49-column products fell from about 110 to 72 GFLOP/s),
 //! `KC` of 128 or 384 and prefetching 24 or 64 rows ahead (within the noise).
@@ -30,17 +32,48 @@ use std::arch::x86_64::{
     _MM_HINT_T0,
 };
 
-/// Rows of `c` per micro tile.
-const MR: usize = 12;
-/// Columns of `c` per micro tile: two vectors of 16.
-const NR: usize = 32;
+/// A micro tile's shape: `V` vectors of 16 columns by as many rows as fill 24 accumulators.
+/// Two shapes, and each product takes the one that wastes fewer lanes and rows on its edges:
+/// 12 x 32 suits 49-column products (7x7 images), 8 x 48 suits 64-channel convolutions and
+/// rows of 230 columns.
+trait Shape {
+    /// Vectors of 16 columns.
+    const V: usize;
+    /// Rows.
+    const MR: usize = 24 / Self::V;
+    /// Columns.
+    const NR: usize = 16 * Self::V;
+}
+
+/// 12 rows by 32 columns.
+struct Narrow;
+impl Shape for Narrow {
+    const V: usize = 2;
+}
+
+/// 8 rows by 48 columns.
+struct Wide;
+impl Shape for Wide {
+    const V: usize = 3;
+}
+
+/// Lanes of an `m` x `n` product that land outside it, with micro tiles of `mr` x `nr`.
+fn waste(m: usize, n: usize, mr: usize, nr: usize) -> usize {
+    m.div_ceil(mr) * mr * n.div_ceil(nr) * nr - m * n
+}
+
+/// Whether the [`Wide`] shape wastes fewer lanes than [`Narrow`] on an `m` x `n` product.
+fn wide_fits_better(m: usize, n: usize) -> bool {
+    waste(m, n, Wide::MR, Wide::NR) < waste(m, n, Narrow::MR, Narrow::NR)
+}
+
 /// Length of the inner-dimension stretch one micro tile accumulates between loads of `c`.
 const KC: usize = 256;
 /// How many rows of `b` ahead of the one being multiplied are fetched into L1.
 const PREFETCH_ROWS: usize = 8;
-/// Columns of `b` packed at a time: [`KC`] x [`NC`] floats (1 MiB) stay in L2 while every row
-/// panel of `a` passes over them.
-const NC: usize = 1024;
+/// Columns of `b` packed at a time (a multiple of both shapes' columns): [`KC`] x [`NC`] floats
+/// (about 1 MiB) stay in L2 while every row panel of `a` passes over them.
+const NC: usize = 960;
 
 /// Whether to pack `b` for a product of `m` x `n`: the copy pays only when many row panels
 /// reuse it, or when `b`'s rows are so wide that reading strips of them in place scatters over
@@ -67,48 +100,77 @@ pub(crate) fn accumulate(a: &Matrix<'_>, b: &Matrix<'_>, c: &mut MatrixMut<'_>) 
         return false;
     }
     debug_assert!(b.rows == a.cols && c.rows == a.rows && c.cols == b.cols);
-    // SAFETY: the CPU has AVX-512F (checked above), which is all the function's code needs.
-    unsafe { accumulate_blocks(a, b, c) };
+    // SAFETY: the CPU has AVX-512F (checked above), which is all the functions' code needs.
+    unsafe {
+        if wide_fits_better(c.rows, c.cols) {
+            accumulate_blocks::<Wide>(a, b, c);
+        } else {
+            accumulate_blocks::<Narrow>(a, b, c);
+        }
+    }
     true
 }
 
-/// One micro tile's operands, as addresses: the views' checks made every element of the tile
-/// that [`micro_tile`] touches exist.
-struct Tile {
-    /// `a`'s element at the tile's first row and first inner index.
+/// `c += Σ a·b` over `terms` when [`available`]; returns whether it ran. Every term's `a` has
+/// `c`'s rows and every `b` its columns, and each `a`'s columns are its `b`'s rows. `b` is read
+/// in place and each tile of `c` is loaded and stored once for all the terms: a convolution's
+/// taps are such terms.
+pub(crate) fn accumulate_sum(terms: &[(Matrix<'_>, Matrix<'_>)], c: &mut MatrixMut<'_>) -> bool {
+    if !available() {
+        return false;
+    }
+    debug_assert!(terms
+        .iter()
+        .all(|(a, b)| a.rows == c.rows && b.cols == c.cols && a.cols == b.rows));
+    // SAFETY: the CPU has AVX-512F (checked above), which is all the functions' code needs.
+    unsafe {
+        if wide_fits_better(c.rows, c.cols) {
+            accumulate_sum_tiles::<Wide>(terms, c);
+        } else {
+            accumulate_sum_tiles::<Narrow>(terms, c);
+        }
+    }
+    true
+}
+
+/// One product that a micro tile adds up, as addresses: `a` (`m` x `kc`, rows `lda` apart) at
+/// its first row and inner index, `b` (`kc` x `n`, rows `ldb` apart) at its first inner index and
+/// column. The views' checks made every element a micro tile touches exist.
+#[derive(Clone, Copy)]
+struct Term {
     a: *const f32,
     lda: usize,
-    /// `b`'s element at the tile's first inner index and first column: in `b` itself, or in a
-    /// packed strip of `kc` rows of [`NR`] floats.
     b: *const f32,
-    /// Elements between rows of `b` ([`NR`] when packed).
     ldb: usize,
-    /// `c`'s element at the tile's first row and column.
+    /// Inner-dimension length.
+    kc: usize,
+}
+
+/// Where one micro tile reads and writes: rows `row..` of every term's `a`, columns `col..` of
+/// every term's `b`, and `c`, the tile's first element; `columns` of them lie inside `c`.
+struct Tile<'t> {
+    terms: &'t [Term],
+    row: usize,
+    col: usize,
     c: *mut f32,
     ldc: usize,
-    /// Inner-dimension length, at least 1.
-    kc: usize,
-    /// Which of the two 16-column halves' lanes are inside `c`.
-    masks: [__mmask16; 2],
+    columns: usize,
 }
 
-/// Lane masks for a tile of `cols` (1..=32) columns.
-fn column_masks(cols: usize) -> [__mmask16; 2] {
-    let lanes = |count: usize| -> __mmask16 {
-        match count {
-            0 => 0,
-            16.. => 0xffff,
-            count => (1u16 << count) - 1,
-        }
-    };
-    [lanes(cols), lanes(cols.saturating_sub(16))]
+/// Lane masks for the `V` vectors of a tile of `columns` columns.
+fn column_masks<const V: usize>(columns: usize) -> [__mmask16; V] {
+    std::array::from_fn(|v| match columns.saturating_sub(16 * v) {
+        0 => 0,
+        16.. => 0xffff,
+        count => (1u16 << count) - 1,
+    })
 }
 
-/// Copies `b[p0..p0+kc][j0..j0+nc]` into `packed` as strips of [`NR`] columns, each `kc` rows
-/// of [`NR`] floats, zero-padded past the last column. It walks `b` a row at a time, so its reads
+/// Copies `b[p0..p0+kc][j0..j0+nc]` into `packed` as strips of `nr` columns, each `kc` rows
+/// of `nr` floats, zero-padded past the last column. It walks `b` a row at a time, so its reads
 /// are sequential, which is what lets the copy run at memory speed when `b` is not in cache.
 #[target_feature(enable = "avx512f")]
-fn pack_b(b: &Matrix<'_>, (p0, kc): (usize, usize), (j0, nc): (usize, usize), packed: &mut [f32]) {
+fn pack_b(b: &Matrix<'_>, (p0, kc): (usize, usize), (j0, nc): (usize, usize), nr: usize, packed: &mut [f32]) {
     for p in 0..kc {
         let start = (p0 + p) * b.row_stride + j0;
         let row = &b.data[start..start + nc];
@@ -118,21 +180,20 @@ fn pack_b(b: &Matrix<'_>, (p0, kc): (usize, usize), (j0, nc): (usize, usize), pa
                 .step_by(16)
                 .for_each(|j| _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(j).cast()));
         }
-        for (s, source) in row.chunks(NR).enumerate() {
-            let packed_row = &mut packed[(s * kc + p) * NR..][..NR];
-            if source.len() == NR {
-                // A copy of a length known here compiles to two vector moves, not a call.
-                packed_row.copy_from_slice(&source[..NR]);
-            } else {
-                packed_row[..source.len()].copy_from_slice(source);
-                packed_row[source.len()..].fill(0.0);
-            }
+        for (s, source) in row.chunks(nr).enumerate() {
+            let packed_row = &mut packed[(s * kc + p) * nr..][..nr];
+            packed_row[..source.len()].copy_from_slice(source);
+            packed_row[source.len()..].fill(0.0);
         }
     }
 }
 
+/// `c += a·b` in blocks of [`KC`] inner indices by [`NC`] columns, `b` packed or not.
+///
+/// # Safety
+/// The CPU has AVX-512F.
 #[target_feature(enable = "avx512f")]
-fn accumulate_blocks(a: &Matrix<'_>, b: &Matrix<'_>, c: &mut MatrixMut<'_>) {
+unsafe fn accumulate_blocks<S: Shape>(a: &Matrix<'_>, b: &Matrix<'_>, c: &mut MatrixMut<'_>) {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     let pack = packs_b(m, n);
     PACKED_B.with_borrow_mut(|packed| {
@@ -144,31 +205,36 @@ fn accumulate_blocks(a: &Matrix<'_>, b: &Matrix<'_>, c: &mut MatrixMut<'_>) {
             for j0 in (0..n).step_by(NC) {
                 let nc = NC.min(n - j0);
                 if pack {
-                    pack_b(b, (p0, kc), (j0, nc), packed);
+                    pack_b(b, (p0, kc), (j0, nc), S::NR, packed);
                 }
-                for i in (0..m).step_by(MR) {
-                    for (s, j) in (j0..j0 + nc).step_by(NR).enumerate() {
-                        let (b_tile, ldb) = if pack {
-                            (packed[s * kc * NR..].as_ptr(), NR)
+                for i in (0..m).step_by(S::MR) {
+                    for (s, j) in (j0..j0 + nc).step_by(S::NR).enumerate() {
+                        let (b_block, ldb, col) = if pack {
+                            (packed[s * kc * S::NR..].as_ptr(), S::NR, 0)
                         } else {
-                            (b.data.as_ptr().wrapping_add(p0 * b.row_stride + j), b.row_stride)
+                            (b.data.as_ptr().wrapping_add(p0 * b.row_stride), b.row_stride, j)
+                        };
+                        let term = Term {
+                            a: a.data.as_ptr().wrapping_add(p0),
+                            lda: a.row_stride,
+                            b: b_block,
+                            ldb,
+                            kc,
                         };
                         let tile = Tile {
-                            a: a.data.as_ptr().wrapping_add(i * a.row_stride + p0),
-                            lda: a.row_stride,
-                            b: b_tile,
-                            ldb,
+                            terms: &[term],
+                            row: i,
+                            col,
                             c: c.data.as_mut_ptr().wrapping_add(i * c.row_stride + j),
                             ldc: c.row_stride,
-                            kc,
-                            masks: column_masks(NR.min(n - j)),
+                            columns: S::NR.min(j0 + nc - j),
                         };
                         // SAFETY: rows i..min(i+MR, m) and inner indices p0..p0+kc lie inside
-                        // `a`, the masked columns j.. of those inner indices inside `b` (or
-                        // strip `s`, which holds kc x NR floats), and of those rows inside `c`
-                        // (the views' extents were checked against their slices); `c` is
-                        // borrowed mutably, so nothing else reads or writes it.
-                        unsafe { micro_tile_of_rows(m - i, &tile) };
+                        // `a`, the tile's columns of those inner indices inside `b` (or strip
+                        // `s`, which holds kc x NR floats), and of those rows inside `c` (the
+                        // views' extents were checked against their slices); `c` is borrowed
+                        // mutably, so nothing else reads or writes it; the CPU has AVX-512F.
+                        unsafe { micro_tile_of_rows::<S>(m - i, &tile) };
                     }
                 }
             }
@@ -176,76 +242,123 @@ fn accumulate_blocks(a: &Matrix<'_>, b: &Matrix<'_>, c: &mut MatrixMut<'_>) {
     });
 }
 
-/// [`micro_tile`] for `rows` (at most [`MR`]) rows.
+/// `c += Σ a·b` over `terms`, tile by tile.
 ///
 /// # Safety
-/// As [`micro_tile`].
+/// The CPU has AVX-512F.
 #[target_feature(enable = "avx512f")]
-unsafe fn micro_tile_of_rows(rows: usize, tile: &Tile) {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        match rows.min(MR) {
-            12 => micro_tile::<12>(tile),
-            11 => micro_tile::<11>(tile),
-            10 => micro_tile::<10>(tile),
-            9 => micro_tile::<9>(tile),
-            8 => micro_tile::<8>(tile),
-            7 => micro_tile::<7>(tile),
-            6 => micro_tile::<6>(tile),
-            5 => micro_tile::<5>(tile),
-            4 => micro_tile::<4>(tile),
-            3 => micro_tile::<3>(tile),
-            2 => micro_tile::<2>(tile),
-            _ => micro_tile::<1>(tile),
+unsafe fn accumulate_sum_tiles<S: Shape>(terms: &[(Matrix<'_>, Matrix<'_>)], c: &mut MatrixMut<'_>) {
+    let (m, n) = (c.rows, c.cols);
+    let mut bases = Vec::new();
+    if bases.try_reserve_exact(terms.len()).is_err() {
+        // Not even the terms' addresses fit in memory: go term by term, which needs none.
+        // SAFETY: forwarded from the caller.
+        return terms
+            .iter()
+            .for_each(|(a, b)| unsafe { accumulate_blocks::<S>(a, b, c) });
+    }
+    bases.extend(terms.iter().filter(|(a, _)| a.cols > 0).map(|(a, b)| Term {
+        a: a.data.as_ptr(),
+        lda: a.row_stride,
+        b: b.data.as_ptr(),
+        ldb: b.row_stride,
+        kc: a.cols,
+    }));
+    for i in (0..m).step_by(S::MR) {
+        for j in (0..n).step_by(S::NR) {
+            let tile = Tile {
+                terms: &bases,
+                row: i,
+                col: j,
+                c: c.data.as_mut_ptr().wrapping_add(i * c.row_stride + j),
+                ldc: c.row_stride,
+                columns: S::NR.min(n - j),
+            };
+            // SAFETY: rows i..min(i+MR, m) of every term's `a` and the tile's columns of its
+            // `b` lie inside those views, and those of `c` inside `c` (the views' extents were
+            // checked against their slices); `c` is borrowed mutably, so nothing else reads or
+            // writes it; the CPU has AVX-512F.
+            unsafe { micro_tile_of_rows::<S>(m - i, &tile) };
         }
     }
 }
 
-/// `c[0..R][masked columns] += a[0..R][0..kc] · b[0..kc][masked columns]`.
+/// [`micro_tile`] for `rows` (at most the shape's) rows.
 ///
 /// # Safety
-/// For every row `i < R`, inner index `p < kc` and masked-in column `j`: `a + i*lda + p`,
-/// `b + p*ldb + j` and `c + i*ldc + j` are valid, the last for writes that nothing else sees
-/// during the call.
+/// As [`micro_tile`].
 #[target_feature(enable = "avx512f")]
-unsafe fn micro_tile<const R: usize>(tile: &Tile) {
-    let [low, high] = tile.masks;
-    let c_row = |i: usize| tile.c.wrapping_add(i * tile.ldc);
-    let a_rows: [*const f32; R] = std::array::from_fn(|i| tile.a.wrapping_add(i * tile.lda));
-    let mut acc: [[__m512; 2]; R] = std::array::from_fn(|i| {
-        // SAFETY: row i's masked-in columns of `c` are valid (the contract); masked-out lanes
-        // are never read.
-        unsafe {
-            [
-                _mm512_maskz_loadu_ps(low, c_row(i)),
-                _mm512_maskz_loadu_ps(high, c_row(i).wrapping_add(16)),
-            ]
-        }
-    });
-    for p in 0..tile.kc {
-        let b_row = tile.b.wrapping_add(p * tile.ldb);
-        // A hint only: it never faults, wherever it points.
-        _mm_prefetch::<_MM_HINT_T0>(b_row.wrapping_add(PREFETCH_ROWS * tile.ldb).cast());
-        _mm_prefetch::<_MM_HINT_T0>(b_row.wrapping_add(PREFETCH_ROWS * tile.ldb + 16).cast());
-        // SAFETY: row p < kc of `b` is valid in its masked-in lanes (the contract).
-        let (b_low, b_high) = unsafe {
-            (
-                _mm512_maskz_loadu_ps(low, b_row),
-                _mm512_maskz_loadu_ps(high, b_row.wrapping_add(16)),
-            )
-        };
-        for (i, [c_low, c_high]) in acc.iter_mut().enumerate() {
-            // SAFETY: a[i][p] is valid for i < R and p < kc (the contract).
-            let a = _mm512_set1_ps(unsafe { *a_rows[i].wrapping_add(p) });
-            *c_low = _mm512_fmadd_ps(a, b_low, *c_low);
-            *c_high = _mm512_fmadd_ps(a, b_high, *c_high);
+unsafe fn micro_tile_of_rows<S: Shape>(rows: usize, tile: &Tile<'_>) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        match (S::V, rows.min(S::MR)) {
+            (2, 12) => micro_tile::<12, 2>(tile),
+            (2, 11) => micro_tile::<11, 2>(tile),
+            (2, 10) => micro_tile::<10, 2>(tile),
+            (2, 9) => micro_tile::<9, 2>(tile),
+            (2, 8) => micro_tile::<8, 2>(tile),
+            (2, 7) => micro_tile::<7, 2>(tile),
+            (2, 6) => micro_tile::<6, 2>(tile),
+            (2, 5) => micro_tile::<5, 2>(tile),
+            (2, 4) => micro_tile::<4, 2>(tile),
+            (2, 3) => micro_tile::<3, 2>(tile),
+            (2, 2) => micro_tile::<2, 2>(tile),
+            (2, _) => micro_tile::<1, 2>(tile),
+            (_, 8) => micro_tile::<8, 3>(tile),
+            (_, 7) => micro_tile::<7, 3>(tile),
+            (_, 6) => micro_tile::<6, 3>(tile),
+            (_, 5) => micro_tile::<5, 3>(tile),
+            (_, 4) => micro_tile::<4, 3>(tile),
+            (_, 3) => micro_tile::<3, 3>(tile),
+            (_, 2) => micro_tile::<2, 3>(tile),
+            (_, _) => micro_tile::<1, 3>(tile),
         }
     }
-    for (i, [c_low, c_high]) in acc.into_iter().enumerate() {
-        // SAFETY: as for the loads of `c`; masked-out lanes are never written.
-        unsafe {
-            _mm512_mask_storeu_ps(c_row(i), low, c_low);
-            _mm512_mask_storeu_ps(c_row(i).wrapping_add(16), high, c_high);
+}
+
+/// `c[0..R][the tile's columns] += Σ a[row..row+R][0..kc] · b[0..kc][col + the tile's columns]`
+/// over the tile's terms, with `R` rows of `V` vectors of accumulators.
+///
+/// # Safety
+/// For every term, row `i < R`, inner index `p < kc` and column `j` below the tile's `columns`
+/// (at most `16 V`): `a + (row+i)*lda + p` and `b + p*ldb + col + j` are valid for reads, and
+/// `c + i*ldc + j` for writes that nothing else sees during the call.
+#[target_feature(enable = "avx512f")]
+unsafe fn micro_tile<const R: usize, const V: usize>(tile: &Tile<'_>) {
+    let masks = column_masks::<V>(tile.columns);
+    let c_row = |i: usize| tile.c.wrapping_add(i * tile.ldc);
+    let mut acc: [[__m512; V]; R] = std::array::from_fn(|i| {
+        std::array::from_fn(|v| {
+            // SAFETY: row i's columns of `c` in the tile are valid (the contract); masked-out
+            // lanes are never read.
+            unsafe { _mm512_maskz_loadu_ps(masks[v], c_row(i).wrapping_add(16 * v)) }
+        })
+    });
+    for term in tile.terms {
+        let a_rows: [*const f32; R] = std::array::from_fn(|i| term.a.wrapping_add((tile.row + i) * term.lda));
+        let b = term.b.wrapping_add(tile.col);
+        for p in 0..term.kc {
+            let b_row = b.wrapping_add(p * term.ldb);
+            let ahead = b_row.wrapping_add(PREFETCH_ROWS * term.ldb);
+            // Hints only: they never fault, wherever they point.
+            (0..V).for_each(|v| _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(16 * v).cast()));
+            let b_vectors: [__m512; V] = std::array::from_fn(|v| {
+                // SAFETY: row p < kc of `b` is valid in the tile's columns (the contract).
+                unsafe { _mm512_maskz_loadu_ps(masks[v], b_row.wrapping_add(16 * v)) }
+            });
+            for (i, row) in acc.iter_mut().enumerate() {
+                // SAFETY: a[row + i][p] is valid for i < R and p < kc (the contract).
+                let a = _mm512_set1_ps(unsafe { *a_rows[i].wrapping_add(p) });
+                for (sum, b_vector) in row.iter_mut().zip(b_vectors) {
+                    *sum = _mm512_fmadd_ps(a, b_vector, *sum);
+                }
+            }
+        }
+    }
+    for (i, row) in acc.into_iter().enumerate() {
+        for (v, sum) in row.into_iter().enumerate() {
+            // SAFETY: as for the loads of `c`; masked-out lanes are never written.
+            unsafe { _mm512_mask_storeu_ps(c_row(i).wrapping_add(16 * v), masks[v], sum) };
         }
     }
 }

@@ -18,7 +18,7 @@
 //! naming it.
 
 use crate::matrix::span;
-use crate::{matmul, Activation, Bias, Epilogue, Matrix, MatrixMut};
+use crate::{conv2d_tile, matmul, Activation, Bias, ConvEpilogue, ConvShape, Epilogue, Matrix, MatrixMut};
 use std::ffi::{c_int, c_void};
 
 /// The signature of every entry point (IREE's `iree_hal_executable_import_v0_t`).
@@ -27,19 +27,16 @@ pub type EntryPoint = unsafe extern "C" fn(params: *mut c_void, context: *mut c_
 /// Every entry point by the name executables import it by.
 pub const ENTRY_POINTS: &[(&str, EntryPoint)] = &[
     ("halo_matmul_f32_v0", matmul_f32_v0),
-    ("halo_matmul_f32_v1", matmul_f32_v1),
+    ("halo_conv2d_f32_v0", conv2d_f32_v0),
 ];
 
 /// `flags` bit: `bias` points at one element per output column, added to every row.
 pub const MATMUL_BIAS: usize = 1;
 /// `flags` bit: ReLU on the result.
 pub const MATMUL_RELU: usize = 2;
-/// `flags` bit (`halo_matmul_f32_v1` on): `bias` points at one element per output row, added to
-/// every column; not with [`MATMUL_BIAS`].
-pub const MATMUL_ROW_BIAS: usize = 4;
 
-/// What `halo_matmul_f32_v0` and `halo_matmul_f32_v1` receive: `c = activation(a·b + bias)` for
-/// row-major f32 matrices, `a` `m`x`k`, `b` `k`x`n`, `c` `m`x`n`.
+/// What `halo_matmul_f32_v0` receives: `c = activation(a·b + bias)` for row-major f32 matrices,
+/// `a` `m`x`k`, `b` `k`x`n`, `c` `m`x`n`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct MatmulParamsV0 {
@@ -71,7 +68,7 @@ pub struct MatmulParamsV0 {
     pub b_stride: usize,
     /// Elements between rows of `c`.
     pub c_stride: usize,
-    /// [`MATMUL_BIAS`], [`MATMUL_RELU`] and, from v1, [`MATMUL_ROW_BIAS`].
+    /// [`MATMUL_BIAS`] and [`MATMUL_RELU`].
     pub flags: usize,
 }
 
@@ -109,36 +106,13 @@ fn overlap((a0, a1): (usize, usize), (b0, b1): (usize, usize)) -> bool {
 /// [`MemoryCheck`] whose `within` only vouches for memory that is valid for the access asked
 /// (and, for writes, that nothing else touches during the call).
 pub unsafe extern "C" fn matmul_f32_v0(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
-    // SAFETY: forwarded from the caller.
-    unsafe { matmul_entry(params, context, MATMUL_BIAS | MATMUL_RELU) }
-}
-
-/// `halo_matmul_f32_v1`: [`matmul_f32_v0`] that also takes [`MATMUL_ROW_BIAS`].
-///
-/// # Safety
-/// As [`matmul_f32_v0`].
-pub unsafe extern "C" fn matmul_f32_v1(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
-    // SAFETY: forwarded from the caller.
-    unsafe { matmul_entry(params, context, MATMUL_BIAS | MATMUL_RELU | MATMUL_ROW_BIAS) }
-}
-
-/// The matmul entry points, taking the `flags` bits in `known`: 0 on success, 1 otherwise.
-///
-/// # Safety
-/// As [`matmul_f32_v0`].
-unsafe fn matmul_entry(params: *mut c_void, context: *mut c_void, known: usize) -> c_int {
     // SAFETY: the caller passes a pointer to the packed parameters, per this entry's contract.
     let p = unsafe { *(params as *const MatmulParamsV0) };
     // SAFETY: a non-null context points at a `MemoryCheck`, per the contract.
     let Some(check) = (unsafe { (context as *const MemoryCheck).as_ref() }) else {
         return 1;
     };
-    let bias_len = match (p.flags & MATMUL_BIAS != 0, p.flags & MATMUL_ROW_BIAS != 0) {
-        (false, false) => 0,
-        (true, false) => p.n,
-        (false, true) => p.m,
-        (true, true) => return 1,
-    };
+    let bias_len = if p.flags & MATMUL_BIAS != 0 { p.n } else { 0 };
     let (Some(a_len), Some(b_len), Some(c_len)) = (
         span(p.m, p.k, p.a_stride),
         span(p.k, p.n, p.b_stride),
@@ -155,7 +129,7 @@ unsafe fn matmul_entry(params: *mut c_void, context: *mut c_void, known: usize) 
         return 1;
     };
     let vouched = |(start, end): (usize, usize), write| (check.within)(start, end - start, write);
-    if p.flags & !known != 0
+    if p.flags & !(MATMUL_BIAS | MATMUL_RELU) != 0
         || [a_bytes, b_bytes, bias_bytes]
             .iter()
             .any(|&input| overlap(input, c_bytes) || !vouched(input, false))
@@ -174,10 +148,10 @@ unsafe fn matmul_entry(params: *mut c_void, context: *mut c_void, known: usize) 
         )
     };
     let epilogue = Epilogue {
-        bias: match (p.flags & MATMUL_BIAS != 0, p.flags & MATMUL_ROW_BIAS != 0) {
-            (true, _) => Bias::PerColumn(bias),
-            (_, true) => Bias::PerRow(bias),
-            _ => Bias::None,
+        bias: if p.flags & MATMUL_BIAS != 0 {
+            Bias::PerColumn(bias)
+        } else {
+            Bias::None
         },
         activation: if p.flags & MATMUL_RELU != 0 {
             Activation::Relu
@@ -190,6 +164,126 @@ unsafe fn matmul_entry(params: *mut c_void, context: *mut c_void, known: usize) 
         matmul(a, b, MatrixMut::new(c, p.m, p.n, p.c_stride)?, &epilogue)
     });
     c_int::from(result.is_err())
+}
+
+/// `flags` bit of `halo_conv2d_f32_v0`: `bias` points at one element per filter.
+pub const CONV_BIAS: usize = 1;
+/// `flags` bit of `halo_conv2d_f32_v0`: ReLU on the result.
+pub const CONV_RELU: usize = 2;
+
+/// What `halo_conv2d_f32_v0` receives: one tile (output channels `filter_begin..` by output
+/// rows `row_begin..`) of a unit-stride convolution of one group over an input padded
+/// beforehand, as [`conv2d_tile`] computes it. Offsets count elements.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct Conv2dParamsV0 {
+    /// Base of the input's binding: `channels` planes of `padded_height` x `padded_width`.
+    pub input: *const f32,
+    /// First element of the input in it.
+    pub input_offset: usize,
+    /// Base of the filters' binding, ordered `[kernel_height][kernel_width][filters][channels]`.
+    pub weights: *const f32,
+    /// First element of the filters in it.
+    pub weights_offset: usize,
+    /// Base of the bias's binding (read only with [`CONV_BIAS`]).
+    pub bias: *const f32,
+    /// First element of the bias in it.
+    pub bias_offset: usize,
+    /// Base of the output's binding: `filters` planes of the output size.
+    pub output: *mut f32,
+    /// First element of the output in it.
+    pub output_offset: usize,
+    /// Input channels.
+    pub channels: usize,
+    /// Output channels.
+    pub filters: usize,
+    /// Input rows, padding included.
+    pub padded_height: usize,
+    /// Input columns, padding included.
+    pub padded_width: usize,
+    /// Filter rows.
+    pub kernel_height: usize,
+    /// Filter columns.
+    pub kernel_width: usize,
+    /// First output channel of the tile.
+    pub filter_begin: usize,
+    /// Output channels in the tile.
+    pub filter_count: usize,
+    /// First output row of the tile.
+    pub row_begin: usize,
+    /// Output rows in the tile.
+    pub row_count: usize,
+    /// [`CONV_BIAS`] and [`CONV_RELU`].
+    pub flags: usize,
+}
+
+/// `halo_conv2d_f32_v0`: see [`Conv2dParamsV0`]. Returns 0, or 1 when the call cannot be
+/// carried out (as [`matmul_f32_v0`], and a tile outside the output).
+///
+/// # Safety
+/// As [`matmul_f32_v0`], for a [`Conv2dParamsV0`].
+pub unsafe extern "C" fn conv2d_f32_v0(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
+    // SAFETY: the caller passes a pointer to the packed parameters, per this entry's contract.
+    let p = unsafe { *(params as *const Conv2dParamsV0) };
+    // SAFETY: a non-null context points at a `MemoryCheck`, per the contract.
+    let Some(check) = (unsafe { (context as *const MemoryCheck).as_ref() }) else {
+        return 1;
+    };
+    let shape = ConvShape {
+        channels: p.channels,
+        filters: p.filters,
+        padded_height: p.padded_height,
+        padded_width: p.padded_width,
+        kernel_height: p.kernel_height,
+        kernel_width: p.kernel_width,
+    };
+    let Some([input_len, weights_len, output_len]) = shape.lengths() else {
+        return 1;
+    };
+    let bias_len = if p.flags & CONV_BIAS != 0 { p.filters } else { 0 };
+    let (Some(input_bytes), Some(weights_bytes), Some(bias_bytes), Some(output_bytes)) = (
+        byte_range(p.input, p.input_offset, input_len),
+        byte_range(p.weights, p.weights_offset, weights_len),
+        byte_range(p.bias, p.bias_offset, bias_len),
+        byte_range(p.output, p.output_offset, output_len),
+    ) else {
+        return 1;
+    };
+    let vouched = |(start, end): (usize, usize), write| (check.within)(start, end - start, write);
+    if p.flags & !(CONV_BIAS | CONV_RELU) != 0
+        || [input_bytes, weights_bytes, bias_bytes]
+            .iter()
+            .any(|&input| overlap(input, output_bytes) || !vouched(input, false))
+        || !vouched(output_bytes, true)
+    {
+        return 1;
+    }
+    let (Some(filter_end), Some(row_end)) = (
+        p.filter_begin.checked_add(p.filter_count),
+        p.row_begin.checked_add(p.row_count),
+    ) else {
+        return 1;
+    };
+    // SAFETY: `check` vouched for every span (reads of the inputs, reads and writes of the
+    // output), and the output overlaps no input; empty spans need no memory and are dangling.
+    let (input, weights, bias, output) = unsafe {
+        (
+            slice(p.input, p.input_offset, input_len),
+            slice(p.weights, p.weights_offset, weights_len),
+            slice(p.bias, p.bias_offset, bias_len),
+            slice_mut(p.output, p.output_offset, output_len),
+        )
+    };
+    let epilogue = ConvEpilogue {
+        bias: (p.flags & CONV_BIAS != 0).then_some(bias),
+        activation: if p.flags & CONV_RELU != 0 {
+            Activation::Relu
+        } else {
+            Activation::Identity
+        },
+    };
+    let tile = (p.filter_begin..filter_end, p.row_begin..row_end);
+    c_int::from(conv2d_tile(&shape, input, weights, output, &epilogue, tile).is_err())
 }
 
 /// `len` elements from `base + offset`, or an empty slice.
@@ -259,14 +353,10 @@ mod tests {
 
     static CHECK: MemoryCheck = MemoryCheck { within };
 
-    fn call_entry(entry: EntryPoint, mut params: MatmulParamsV0) -> c_int {
+    fn call(mut params: MatmulParamsV0) -> c_int {
         let context = (&raw const CHECK).cast_mut().cast();
         // SAFETY: the check vouches only for the live slices the test lent.
-        unsafe { entry((&raw mut params).cast(), context, std::ptr::null_mut()) }
-    }
-
-    fn call(params: MatmulParamsV0) -> c_int {
-        call_entry(matmul_f32_v0, params)
+        unsafe { matmul_f32_v0((&raw mut params).cast(), context, std::ptr::null_mut()) }
     }
 
     #[test]
@@ -288,30 +378,6 @@ mod tests {
         c = [99.0f32; 9];
         assert_eq!(call(params(&a, &b, &bias, &mut c, [2, 3, 2], 0)), 0);
         assert_eq!(c, [99.0, 99.0, 99.0, 1.0, 2.0, 1.0, 3.0, 4.0, 1.0]);
-        c = [99.0f32; 9];
-        let row_bias = params(&a, &b, &bias, &mut c, [2, 3, 2], MATMUL_ROW_BIAS | MATMUL_RELU);
-        assert_eq!(call_entry(matmul_f32_v1, row_bias), 0);
-        assert_eq!(c, [99.0, 99.0, 99.0, 1.5, 2.5, 1.5, 0.0, 0.0, 0.0]);
-    }
-
-    #[test]
-    fn only_v1_takes_a_bias_per_row_and_never_with_one_per_column() {
-        let (a, b, bias) = ([1f32; 4], [1f32; 4], [1f32; 4]);
-        let mut c = [5f32; 4];
-        for input in [&a[..], &b, &bias] {
-            lend(input, false);
-        }
-        lend(&c, true);
-        let with = |c: &mut [f32], flags| params(&a, &b, &bias, c, [1, 1, 1], flags);
-        assert_eq!(call_entry(matmul_f32_v0, with(&mut c, MATMUL_ROW_BIAS)), 1);
-        assert_eq!(
-            call_entry(matmul_f32_v1, with(&mut c, MATMUL_ROW_BIAS | MATMUL_BIAS)),
-            1
-        );
-        assert_eq!(call_entry(matmul_f32_v1, with(&mut c, 8)), 1, "unknown flag");
-        assert_eq!(c, [5.0; 4]);
-        assert_eq!(call_entry(matmul_f32_v1, with(&mut c, MATMUL_ROW_BIAS)), 0);
-        assert_eq!(c[3], 2.0);
     }
 
     #[test]
@@ -350,5 +416,53 @@ mod tests {
         let rc = unsafe { matmul_f32_v0((&raw mut unchecked).cast(), std::ptr::null_mut(), std::ptr::null_mut()) };
         assert_eq!(rc, 1, "no memory check");
         assert_eq!(c, [5.0; 4]);
+    }
+
+    #[test]
+    fn the_convolution_entry_point_computes_its_tile_and_refuses_what_it_is_not_lent() {
+        // One channel, 3x3 input, a 2x2 filter of ones after one element, bias 0.5, ReLU:
+        // output 2x2 of the windows' sums, written from element 1, in two one-row tiles.
+        let input = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, -40.0, 9.0];
+        let weights = [9.0, 1.0, 1.0, 1.0, 1.0];
+        let bias = [0.5];
+        let mut output = [99.0f32; 5];
+        for lent in [&input[..], &weights, &bias] {
+            lend(lent, false);
+        }
+        lend(&output, true);
+        let params = |output: &mut [f32], row_begin, flags| Conv2dParamsV0 {
+            input: input.as_ptr(),
+            input_offset: 0,
+            weights: weights.as_ptr(),
+            weights_offset: 1,
+            bias: bias.as_ptr(),
+            bias_offset: 0,
+            output: output.as_mut_ptr(),
+            output_offset: 1,
+            channels: 1,
+            filters: 1,
+            padded_height: 3,
+            padded_width: 3,
+            kernel_height: 2,
+            kernel_width: 2,
+            filter_begin: 0,
+            filter_count: 1,
+            row_begin,
+            row_count: 1,
+            flags,
+        };
+        let call = |mut params: Conv2dParamsV0| {
+            let context = (&raw const CHECK).cast_mut().cast();
+            // SAFETY: the check vouches only for the live slices the test lent.
+            unsafe { conv2d_f32_v0((&raw mut params).cast(), context, std::ptr::null_mut()) }
+        };
+        assert_eq!(call(params(&mut output, 0, CONV_BIAS | CONV_RELU)), 0);
+        assert_eq!(call(params(&mut output, 1, CONV_BIAS | CONV_RELU)), 0);
+        assert_eq!(output, [99.0, 12.5, 16.5, 0.0, 0.0]);
+        assert_eq!(call(params(&mut output, 2, 0)), 1, "a row past the output");
+        assert_eq!(call(params(&mut output, 0, 4)), 1, "unknown flag");
+        let mut unlent = [0f32; 5];
+        assert_eq!(call(params(&mut unlent, 0, 0)), 1, "the output is not lent");
+        assert_eq!(unlent, [0.0; 5]);
     }
 }

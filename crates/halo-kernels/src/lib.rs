@@ -1,5 +1,6 @@
 //! halo's own CPU kernels, for IREE-compiled programs to call instead of the code IREE 3.13
-//! generates for the operations that dominate a model's time.
+//! generates for the operations that dominate a model's time: matmuls ([`matmul`]) and
+//! unit-stride convolutions of one group ([`conv2d_tile`]).
 //!
 //! Choices:
 //! - **One call computes one tile, on the calling thread.** IREE's workgroups stay the
@@ -11,12 +12,14 @@
 //!   The multiply is halo's own AVX-512 kernel where the CPU has AVX-512F and the product has 8
 //!   rows or more, and the `gemm` crate's otherwise (its AVX2+FMA and NEON paths chosen at run
 //!   time; on stable Rust it has no AVX-512 code). On this project's AVX-512 machine the first
-//!   runs ResNet-50's and ViT-S's product shapes at 115-165 GFLOP/s on one core from cache, `gemm` at 80-105
-//!   ([`KernelPath`], `examples/matmul_rate`).
-//! - **Epilogues are fused** the way onnxruntime fuses them: a bias (per column or per row) and an activation
-//!   applied to each output tile while it is still in cache ([`Epilogue`]).
-//! - [`import`] is the C ABI an IREE executable calls (`halo_matmul_f32_v0`); the CPU drivers
-//!   offer it to every executable they load, by name, as IREE's runtime offers a plugin's.
+//!   runs ResNet-50's and ViT-S's product shapes at 110-135 GFLOP/s on one core from cache,
+//!   `gemm` at 80-100 ([`KernelPath`], `examples/matmul_rate`).
+//! - **Epilogues are fused** the way onnxruntime fuses them: a bias (per column, per row, or per
+//!   filter) and an activation applied to each output tile while it is still in cache
+//!   ([`Epilogue`], [`ConvEpilogue`]).
+//! - [`import`] is the C ABI an IREE executable calls (`halo_matmul_f32_v0`,
+//!   `halo_conv2d_f32_v0`); the CPU drivers offer it to every executable they load, by name, as
+//!   IREE's runtime offers a plugin's.
 
 #![warn(missing_docs)]
 #![deny(
@@ -27,9 +30,11 @@
 
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+mod conv;
 pub mod import;
 mod matmul;
 mod matrix;
 
+pub use conv::{conv2d_tile, ConvEpilogue, ConvShape};
 pub use matmul::{matmul, matmul_on, Activation, Bias, Epilogue, KernelPath};
 pub use matrix::{Matrix, MatrixMut};

@@ -135,21 +135,47 @@ pub fn matmul_on(
             Bias::PerRow(bias) => c.row_mut(row).fill(bias[row]),
         }
     }
-    if m > 0 && n > 0 && k > 0 {
-        match path {
-            #[cfg(target_arch = "x86_64")]
-            KernelPath::Avx512 if crate::avx512::accumulate(&a, &b, &mut c) => {}
-            _ => product::accumulate(&a, &b, &mut c),
-        }
+    accumulate_on(path, &a, &b, &mut c);
+    activate(&mut c, epilogue.activation);
+    Ok(())
+}
+
+/// `c += a·b` by `path`, which this CPU runs; the caller checked that the sizes agree.
+pub(crate) fn accumulate_on(path: KernelPath, a: &Matrix<'_>, b: &Matrix<'_>, c: &mut MatrixMut<'_>) {
+    if a.rows == 0 || b.cols == 0 || a.cols == 0 {
+        return;
     }
-    if epilogue.activation == Activation::Relu {
-        for row in 0..m {
+    match path {
+        #[cfg(target_arch = "x86_64")]
+        KernelPath::Avx512 if crate::avx512::accumulate(a, b, c) => {}
+        _ => product::accumulate(a, b, c),
+    }
+}
+
+/// `c += Σ a·b` over `terms` by `path`, which this CPU runs; the caller checked that the sizes
+/// agree (every `a` has `c`'s rows, every `b` its columns).
+pub(crate) fn accumulate_sum_on(path: KernelPath, terms: &[(Matrix<'_>, Matrix<'_>)], c: &mut MatrixMut<'_>) {
+    if c.rows == 0 || c.cols == 0 {
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if path == KernelPath::Avx512 && crate::avx512::accumulate_sum(terms, c) {
+        return;
+    }
+    for (a, b) in terms {
+        accumulate_on(path, a, b, c);
+    }
+}
+
+/// Applies `activation` to every element of `c`.
+pub(crate) fn activate(c: &mut MatrixMut<'_>, activation: Activation) {
+    if activation == Activation::Relu {
+        for row in 0..c.rows {
             for x in c.row_mut(row) {
                 *x = x.max(0.0);
             }
         }
     }
-    Ok(())
 }
 
 /// The one call into `gemm`, whose interface takes raw pointers and strides.

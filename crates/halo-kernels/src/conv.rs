@@ -1,0 +1,339 @@
+//! 2-D convolutions of one group, unit stride and dilation, over an input padded beforehand:
+//! one matmul per filter tap over a shifted view of the input, with no copy of its windows.
+//!
+//! Why this shape: IREE 3.13 (and halo's graph rewrite before it) computes a 3x3 convolution by
+//! first writing every tap's window of the input side by side (im2col: nine times the input),
+//! then copying that into its matmul layout, then multiplying. Inside a model those copies and
+//! the cold reads of their result cost about as much as the arithmetic. Here a tap is a view:
+//! with the output computed over the padded width (`wp` columns a row, of which the last
+//! `kw - 1` are thrown away), output column `q` of tap `(dy, dx)` reads input column
+//! `q + dy * wp + dx` of every channel, so the product for a tap is `filter[dy][dx]` (`F x C`)
+//! times the input seen from that offset (`C x n`, rows a channel plane apart). The tile's
+//! inputs stay in cache across the taps.
+
+use crate::matmul::{accumulate_sum_on, activate};
+use crate::{Activation, KernelPath, Matrix, MatrixMut};
+use halo_hal::{Error, Result};
+use std::ops::Range;
+
+/// The sizes of a convolution: `filters` x `channels` filters of `kernel_height` x
+/// `kernel_width` over a `channels` x `padded_height` x `padded_width` input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConvShape {
+    /// Input channels.
+    pub channels: usize,
+    /// Output channels.
+    pub filters: usize,
+    /// Input rows, padding included.
+    pub padded_height: usize,
+    /// Input columns, padding included.
+    pub padded_width: usize,
+    /// Filter rows.
+    pub kernel_height: usize,
+    /// Filter columns.
+    pub kernel_width: usize,
+}
+
+impl ConvShape {
+    /// Output rows and columns.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when the filter is empty or larger than the padded input.
+    pub fn output_size(&self) -> Result<(usize, usize)> {
+        let (kh, kw) = (self.kernel_height, self.kernel_width);
+        if kh == 0 || kw == 0 || kh > self.padded_height || kw > self.padded_width {
+            return Err(Error::invalid_argument(format!(
+                "a {kh}x{kw} filter over a {}x{} padded input",
+                self.padded_height, self.padded_width
+            )));
+        }
+        Ok((self.padded_height - kh + 1, self.padded_width - kw + 1))
+    }
+
+    /// Elements of the input, the filters and the output, in that order (`None` on overflow).
+    pub(crate) fn lengths(&self) -> Option<[usize; 3]> {
+        let (ho, wo) = self.output_size().ok()?;
+        let plane = self.padded_height.checked_mul(self.padded_width)?;
+        let taps = self.kernel_height.checked_mul(self.kernel_width)?;
+        Some([
+            self.channels.checked_mul(plane)?,
+            taps.checked_mul(self.filters)?.checked_mul(self.channels)?,
+            self.filters.checked_mul(ho)?.checked_mul(wo)?,
+        ])
+    }
+}
+
+/// The tile's output, bias, and how it ends.
+#[derive(Debug, Clone, Copy)]
+pub struct ConvEpilogue<'a> {
+    /// One element per filter, added to its whole output plane.
+    pub bias: Option<&'a [f32]>,
+    /// Applied after the bias.
+    pub activation: Activation,
+}
+
+thread_local! {
+    /// Each thread's wide output tile (rows over the padded width); it grows to the largest tile
+    /// the thread has computed.
+    static WIDE_TILE: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Output channels `filters` and output rows `rows` of the convolution, on the calling thread.
+///
+/// `input` is `channels` planes of `padded_height` x `padded_width`; `weights` are ordered
+/// `[kernel_height][kernel_width][filters][channels]` (tap first); `output` is `filters` planes
+/// of the output size, of which only the tile is written.
+///
+/// # Errors
+/// `InvalidArgument` naming what is wrong when a slice is shorter than the shape needs, the bias
+/// is not one element per filter, or the tile lies outside the output; `ResourceExhausted` when
+/// the tile's scratch cannot be allocated.
+pub fn conv2d_tile(
+    shape: &ConvShape,
+    input: &[f32],
+    weights: &[f32],
+    output: &mut [f32],
+    epilogue: &ConvEpilogue<'_>,
+    (filters, rows): (Range<usize>, Range<usize>),
+) -> Result<()> {
+    let (ho, wo) = shape.output_size()?;
+    let [input_len, weights_len, output_len] = shape
+        .lengths()
+        .ok_or_else(|| Error::invalid_argument(format!("convolution {shape:?} overflows")))?;
+    for (what, len, needed) in [
+        ("input", input.len(), input_len),
+        ("filters", weights.len(), weights_len),
+        ("output", output.len(), output_len),
+    ] {
+        if len < needed {
+            return Err(Error::invalid_argument(format!(
+                "convolution {shape:?}: the {what} holds {len} elements of the {needed} it needs"
+            )));
+        }
+    }
+    if let Some(bias) = epilogue.bias.filter(|bias| bias.len() != shape.filters) {
+        return Err(Error::invalid_argument(format!(
+            "convolution bias of {} elements for {} filters",
+            bias.len(),
+            shape.filters
+        )));
+    }
+    if filters.start > filters.end || filters.end > shape.filters || rows.start > rows.end || rows.end > ho {
+        return Err(Error::invalid_argument(format!(
+            "convolution tile of filters {filters:?} and rows {rows:?} outside {} filters of {ho} rows",
+            shape.filters
+        )));
+    }
+    if filters.is_empty() || rows.is_empty() {
+        return Ok(());
+    }
+    let wp = shape.padded_width;
+    let wide_cols = (rows.len() - 1) * wp + wo;
+    if wp == wo {
+        // One-column filters: the wide tile is the output itself.
+        let plane = ho * wo;
+        let start = filters.start * plane + rows.start * wo;
+        let tile = MatrixMut::new(&mut output[start..], filters.len(), wide_cols, plane)?;
+        return compute_wide(shape, input, weights, epilogue, (filters, rows.start), tile);
+    }
+    WIDE_TILE.with_borrow_mut(|wide| {
+        let len = filters.len() * wide_cols;
+        if wide.len() < len {
+            wide.try_reserve_exact(len - wide.len())
+                .map_err(|_| Error::resource_exhausted(format!("no memory for a convolution tile of {len} floats")))?;
+            wide.resize(len, 0.0);
+        }
+        let tile = MatrixMut::new(&mut wide[..len], filters.len(), wide_cols, wide_cols)?;
+        compute_wide(shape, input, weights, epilogue, (filters.clone(), rows.start), tile)?;
+        for (f, wide_row) in filters.zip(wide.chunks_exact(wide_cols)) {
+            for (y, wide_line) in rows.clone().zip(wide_row.chunks(wp)) {
+                let start = (f * ho + y) * wo;
+                output[start..start + wo].copy_from_slice(&wide_line[..wo]);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The tile over the padded width into `tile` (`filters` rows, from output row `first_row`).
+fn compute_wide(
+    shape: &ConvShape,
+    input: &[f32],
+    weights: &[f32],
+    epilogue: &ConvEpilogue<'_>,
+    (filters, first_row): (Range<usize>, usize),
+    mut tile: MatrixMut<'_>,
+) -> Result<()> {
+    let (c, wp) = (shape.channels, shape.padded_width);
+    for (row, f) in filters.clone().enumerate() {
+        tile.row_mut(row).fill(epilogue.bias.map_or(0.0, |bias| bias[f]));
+    }
+    let taps = shape.kernel_height * shape.kernel_width;
+    let mut terms = Vec::new();
+    terms
+        .try_reserve_exact(taps)
+        .map_err(|_| Error::resource_exhausted(format!("no memory for the {taps} taps of a convolution")))?;
+    for dy in 0..shape.kernel_height {
+        for dx in 0..shape.kernel_width {
+            let tap = dy * shape.kernel_width + dx;
+            let a = Matrix::new(
+                &weights[(tap * shape.filters + filters.start) * c..],
+                filters.len(),
+                c,
+                c,
+            )?;
+            let shift = (first_row + dy) * wp + dx;
+            let b = Matrix::new(&input[shift..], c, tile.cols, shape.padded_height * wp)?;
+            terms.push((a, b));
+        }
+    }
+    accumulate_sum_on(KernelPath::best_for(filters.len()), &terms, &mut tile);
+    activate(&mut tile, epilogue.activation);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The convolution by its definition, in f64, `[filters][rows][cols]`.
+    fn reference(shape: &ConvShape, input: &[f32], weights: &[f32], bias: Option<&[f32]>, relu: bool) -> Vec<f64> {
+        let (ho, wo) = shape.output_size().unwrap();
+        let (c, hp, wp, kh, kw) = (
+            shape.channels,
+            shape.padded_height,
+            shape.padded_width,
+            shape.kernel_height,
+            shape.kernel_width,
+        );
+        let mut out = Vec::new();
+        for f in 0..shape.filters {
+            for y in 0..ho {
+                for x in 0..wo {
+                    let mut sum = bias.map_or(0.0, |bias| f64::from(bias[f]));
+                    for ch in 0..c {
+                        for dy in 0..kh {
+                            for dx in 0..kw {
+                                let w = weights[((dy * kw + dx) * shape.filters + f) * c + ch];
+                                let v = input[ch * hp * wp + (y + dy) * wp + x + dx];
+                                sum += f64::from(w) * f64::from(v);
+                            }
+                        }
+                    }
+                    out.push(if relu { sum.max(0.0) } else { sum });
+                }
+            }
+        }
+        out
+    }
+
+    fn values(len: usize, seed: u64) -> Vec<f32> {
+        let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    fn shape_and_tiles() -> impl Strategy<Value = (ConvShape, usize, usize)> {
+        (1usize..24, 1usize..30, 1usize..4, 1usize..4, 0usize..9, 0usize..12).prop_flat_map(
+            |(channels, filters, kernel_height, kernel_width, extra_h, extra_w)| {
+                let shape = ConvShape {
+                    channels,
+                    filters,
+                    padded_height: kernel_height + extra_h,
+                    padded_width: kernel_width + extra_w,
+                    kernel_height,
+                    kernel_width,
+                };
+                (Just(shape), 1..=filters, 1..=extra_h + 1)
+            },
+        )
+    }
+
+    proptest! {
+        /// Tiles of every size cover the output exactly and give the definition's values.
+        #[test]
+        fn tiled_convolutions_match_the_definition(
+            (shape, filters_per_tile, rows_per_tile) in shape_and_tiles(),
+            bias in any::<bool>(), relu in any::<bool>(), seed in any::<u64>(),
+        ) {
+            let [input_len, weights_len, output_len] = shape.lengths().unwrap();
+            let (input, weights, bias_data) =
+                (values(input_len, seed), values(weights_len, seed ^ 1), values(shape.filters, seed ^ 2));
+            let sentinel = 12345.0f32;
+            let mut output = vec![sentinel; output_len + 3];
+            let epilogue = ConvEpilogue {
+                bias: bias.then_some(&bias_data[..]),
+                activation: if relu { Activation::Relu } else { Activation::Identity },
+            };
+            let (ho, _) = shape.output_size().unwrap();
+            for f in (0..shape.filters).step_by(filters_per_tile) {
+                for y in (0..ho).step_by(rows_per_tile) {
+                    let tile = (f..shape.filters.min(f + filters_per_tile), y..ho.min(y + rows_per_tile));
+                    conv2d_tile(&shape, &input, &weights, &mut output, &epilogue, tile).unwrap();
+                }
+            }
+            let expected = reference(&shape, &input, &weights, epilogue.bias, relu);
+            for (i, (&got, want)) in output.iter().zip(&expected).enumerate() {
+                let tolerance = 1e-5 * (shape.channels * shape.kernel_height * shape.kernel_width) as f64 + 1e-6;
+                prop_assert!((f64::from(got) - want).abs() <= tolerance, "{shape:?} [{i}]: {got} against {want}");
+            }
+            prop_assert_eq!(&output[output_len..], &[sentinel; 3][..], "written past the output");
+        }
+    }
+
+    #[test]
+    fn shapes_slices_and_tiles_that_do_not_fit_are_errors_naming_them() {
+        let shape = ConvShape {
+            channels: 2,
+            filters: 3,
+            padded_height: 5,
+            padded_width: 5,
+            kernel_height: 3,
+            kernel_width: 3,
+        };
+        let (input, weights, bias) = (vec![1.0; 50], vec![1.0; 54], [0.0; 3]);
+        let mut output = vec![0.0; 27];
+        let epilogue = ConvEpilogue {
+            bias: Some(&bias),
+            activation: Activation::Identity,
+        };
+        let call = |shape: &ConvShape, input: &[f32], output: &mut [f32], epilogue, tile| {
+            conv2d_tile(shape, input, &weights, output, epilogue, tile)
+                .unwrap_err()
+                .to_string()
+        };
+        let wide = ConvShape {
+            kernel_width: 6,
+            ..shape
+        };
+        let message = call(&wide, &input, &mut output, &epilogue, (0..3, 0..3));
+        assert!(message.contains("a 3x6 filter over a 5x5 padded input"), "{message}");
+        let message = call(&shape, &input[..49], &mut output, &epilogue, (0..3, 0..3));
+        assert!(message.contains("the input holds 49 elements of the 50"), "{message}");
+        let message = call(&shape, &input, &mut output[..26], &epilogue, (0..3, 0..3));
+        assert!(message.contains("the output holds 26 elements of the 27"), "{message}");
+        let message = call(&shape, &input, &mut output, &epilogue, (0..3, 2..4));
+        assert!(message.contains("outside 3 filters of 3 rows"), "{message}");
+        let short = ConvEpilogue {
+            bias: Some(&bias[..2]),
+            ..epilogue
+        };
+        let message = call(&shape, &input, &mut output, &short, (0..3, 0..3));
+        assert!(message.contains("bias of 2 elements for 3 filters"), "{message}");
+        let huge = ConvShape {
+            channels: usize::MAX,
+            ..shape
+        };
+        let message = call(&huge, &input, &mut output, &epilogue, (0..3, 0..3));
+        assert!(message.contains("overflows"), "{message}");
+        conv2d_tile(&shape, &input, &weights, &mut output, &epilogue, (0..3, 0..3)).unwrap();
+        assert_eq!(output, vec![18.0; 27]);
+    }
+}
