@@ -78,16 +78,11 @@ thread_local! {
     static WIDE_TILE: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// Output channels `filters` and output rows `rows` of the convolution, on the calling thread.
-///
-/// `input` is `channels` planes of `padded_height` x `padded_width`; `weights` are ordered
-/// `[kernel_height][kernel_width][filters][channels]` (tap first); `output` is `filters` planes
-/// of the output size, of which only the tile is written.
+/// Output channels `filters` and output rows `rows` of the convolution, on the calling thread,
+/// by the [best](KernelPath::best_for) path for the tile.
 ///
 /// # Errors
-/// `InvalidArgument` naming what is wrong when a slice is shorter than the shape needs, the bias
-/// is not one element per filter, or the tile lies outside the output; `ResourceExhausted` when
-/// the tile's scratch cannot be allocated.
+/// As [`conv2d_tile_on`].
 pub fn conv2d_tile(
     shape: &ConvShape,
     input: &[f32],
@@ -96,6 +91,35 @@ pub fn conv2d_tile(
     epilogue: &ConvEpilogue<'_>,
     (filters, rows): (Range<usize>, Range<usize>),
 ) -> Result<()> {
+    let path = KernelPath::best_for(filters.len());
+    conv2d_tile_on(path, shape, input, weights, output, epilogue, (filters, rows))
+}
+
+/// Output channels `filters` and output rows `rows` of the convolution, on the calling thread,
+/// by `path`.
+///
+/// `input` is `channels` planes of `padded_height` x `padded_width`; `weights` are ordered
+/// `[kernel_height][kernel_width][filters][channels]` (tap first); `output` is `filters` planes
+/// of the output size, of which only the tile is written.
+///
+/// # Errors
+/// `InvalidArgument` naming what is wrong when a slice is shorter than the shape needs, the bias
+/// is not one element per filter, or the tile lies outside the output; `ResourceExhausted` when
+/// the tile's scratch cannot be allocated; `Unavailable` when this CPU does not run `path`.
+pub fn conv2d_tile_on(
+    path: KernelPath,
+    shape: &ConvShape,
+    input: &[f32],
+    weights: &[f32],
+    output: &mut [f32],
+    epilogue: &ConvEpilogue<'_>,
+    (filters, rows): (Range<usize>, Range<usize>),
+) -> Result<()> {
+    if !path.is_available() {
+        return Err(Error::unavailable(format!(
+            "this CPU does not run the {path:?} convolution kernel"
+        )));
+    }
     let (ho, wo) = shape.output_size()?;
     let [input_len, weights_len, output_len] = shape
         .lengths()
@@ -134,7 +158,7 @@ pub fn conv2d_tile(
         let plane = ho * wo;
         let start = filters.start * plane + rows.start * wo;
         let tile = MatrixMut::new(&mut output[start..], filters.len(), wide_cols, plane)?;
-        return compute_wide(shape, input, weights, epilogue, (filters, rows.start), tile);
+        return compute_wide(path, shape, (input, weights), epilogue, (filters, rows.start), tile);
     }
     WIDE_TILE.with_borrow_mut(|wide| {
         let len = filters.len() * wide_cols;
@@ -144,7 +168,14 @@ pub fn conv2d_tile(
             wide.resize(len, 0.0);
         }
         let tile = MatrixMut::new(&mut wide[..len], filters.len(), wide_cols, wide_cols)?;
-        compute_wide(shape, input, weights, epilogue, (filters.clone(), rows.start), tile)?;
+        compute_wide(
+            path,
+            shape,
+            (input, weights),
+            epilogue,
+            (filters.clone(), rows.start),
+            tile,
+        )?;
         for (f, wide_row) in filters.zip(wide.chunks_exact(wide_cols)) {
             for (y, wide_line) in rows.clone().zip(wide_row.chunks(wp)) {
                 let start = (f * ho + y) * wo;
@@ -157,9 +188,9 @@ pub fn conv2d_tile(
 
 /// The tile over the padded width into `tile` (`filters` rows, from output row `first_row`).
 fn compute_wide(
+    path: KernelPath,
     shape: &ConvShape,
-    input: &[f32],
-    weights: &[f32],
+    (input, weights): (&[f32], &[f32]),
     epilogue: &ConvEpilogue<'_>,
     (filters, first_row): (Range<usize>, usize),
     mut tile: MatrixMut<'_>,
@@ -187,7 +218,7 @@ fn compute_wide(
             terms.push((a, b));
         }
     }
-    accumulate_sum_on(KernelPath::best_for(filters.len()), &terms, &mut tile);
+    accumulate_sum_on(path, &terms, &mut tile);
     activate(&mut tile, epilogue.activation);
     Ok(())
 }
@@ -266,25 +297,31 @@ mod tests {
             let [input_len, weights_len, output_len] = shape.lengths().unwrap();
             let (input, weights, bias_data) =
                 (values(input_len, seed), values(weights_len, seed ^ 1), values(shape.filters, seed ^ 2));
-            let sentinel = 12345.0f32;
-            let mut output = vec![sentinel; output_len + 3];
             let epilogue = ConvEpilogue {
                 bias: bias.then_some(&bias_data[..]),
                 activation: if relu { Activation::Relu } else { Activation::Identity },
             };
-            let (ho, _) = shape.output_size().unwrap();
-            for f in (0..shape.filters).step_by(filters_per_tile) {
-                for y in (0..ho).step_by(rows_per_tile) {
-                    let tile = (f..shape.filters.min(f + filters_per_tile), y..ho.min(y + rows_per_tile));
-                    conv2d_tile(&shape, &input, &weights, &mut output, &epilogue, tile).unwrap();
-                }
-            }
             let expected = reference(&shape, &input, &weights, epilogue.bias, relu);
-            for (i, (&got, want)) in output.iter().zip(&expected).enumerate() {
-                let tolerance = 1e-5 * (shape.channels * shape.kernel_height * shape.kernel_width) as f64 + 1e-6;
-                prop_assert!((f64::from(got) - want).abs() <= tolerance, "{shape:?} [{i}]: {got} against {want}");
+            let (ho, _) = shape.output_size().unwrap();
+            for path in KernelPath::ALL {
+                if !path.is_available() {
+                    eprintln!("skipped: the {path:?} convolution path, which this CPU does not run");
+                    continue;
+                }
+                let sentinel = 12345.0f32;
+                let mut output = vec![sentinel; output_len + 3];
+                for f in (0..shape.filters).step_by(filters_per_tile) {
+                    for y in (0..ho).step_by(rows_per_tile) {
+                        let tile = (f..shape.filters.min(f + filters_per_tile), y..ho.min(y + rows_per_tile));
+                        conv2d_tile_on(path, &shape, &input, &weights, &mut output, &epilogue, tile).unwrap();
+                    }
+                }
+                for (i, (&got, want)) in output.iter().zip(&expected).enumerate() {
+                    let tolerance = 1e-5 * (shape.channels * shape.kernel_height * shape.kernel_width) as f64 + 1e-6;
+                    prop_assert!((f64::from(got) - want).abs() <= tolerance, "{path:?} {shape:?} [{i}]: {got} against {want}");
+                }
+                prop_assert_eq!(&output[output_len..], &[sentinel; 3][..], "{:?}: written past the output", path);
             }
-            prop_assert_eq!(&output[output_len..], &[sentinel; 3][..], "written past the output");
         }
     }
 

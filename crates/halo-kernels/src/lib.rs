@@ -1,5 +1,5 @@
 //! halo's own CPU kernels, for IREE-compiled programs to call instead of the code IREE 3.13
-//! generates for the operations that dominate a model's time: matmuls ([`matmul`]) and
+//! generates for the operations that dominate a model's time: matmuls ([`matmul()`]) and
 //! unit-stride convolutions of one group ([`conv2d_tile`]).
 //!
 //! Choices:
@@ -35,6 +35,6 @@ pub mod import;
 mod matmul;
 mod matrix;
 
-pub use conv::{conv2d_tile, ConvEpilogue, ConvShape};
+pub use conv::{conv2d_tile, conv2d_tile_on, ConvEpilogue, ConvShape};
 pub use matmul::{matmul, matmul_on, Activation, Bias, Epilogue, KernelPath};
 pub use matrix::{Matrix, MatrixMut};
