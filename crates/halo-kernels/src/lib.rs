@@ -9,7 +9,7 @@
 //!   and a kernel never starts threads of its own.
 //! - **Safe views, checked once.** Kernels take [`Matrix`] and [`MatrixMut`] views whose extents
 //!   were checked against their slices when made, so a kernel cannot read or write outside them.
-//!   The multiply is halo's own AVX-512 kernel where the CPU has AVX-512F and the product has 8
+//!   The multiply is halo's own AVX-512 kernel where the CPU has AVX-512F and the product has 2
 //!   rows or more, and the `gemm` crate's otherwise (its AVX2+FMA and NEON paths chosen at run
 //!   time; on stable Rust it has no AVX-512 code). On this project's AVX-512 machine the first
 //!   runs ResNet-50's and ViT-S's product shapes at 110-135 GFLOP/s on one core from cache,

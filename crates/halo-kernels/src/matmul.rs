@@ -68,11 +68,11 @@ impl KernelPath {
 
     /// The fastest path this CPU runs for a product of `rows` output rows.
     ///
-    /// halo's AVX-512 kernel packs `b` before it multiplies, which pays from 8 rows on
-    /// (`examples/matmul_rate`: at 1024x1024, 2 rows 9.6 against `gemm`'s 9.9 GFLOP/s, 6 rows
-    /// 26.8 against 34.4, 8 rows 34.3 against 21.5).
+    /// halo's AVX-512 kernel wins from 2 rows on (`examples/matmul_rate`, at 1024x1024 from
+    /// cache: 1 row 12.7 against `gemm`'s 14.7 GFLOP/s, 2 rows 24.3 against 9.5, 3 rows 36.6
+    /// against 14.7; from memory 1 row 5.4 against 5.5, 2 rows 9.7 against 4.2).
     pub fn best_for(rows: usize) -> KernelPath {
-        if rows >= 8 && KernelPath::Avx512.is_available() {
+        if rows >= 2 && KernelPath::Avx512.is_available() {
             KernelPath::Avx512
         } else {
             KernelPath::Portable
