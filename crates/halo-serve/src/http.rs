@@ -360,11 +360,17 @@ async fn infer(
 ) -> Answer<Response> {
     let coding = coding.map(|Extension(coding)| coding);
     let (serving, headers) = (&serving, &headers);
+    // The body waits here until a model takes it: a request for no model is refused without
+    // the closure below running, and its body must still be read before the answer.
+    let unread = std::sync::Mutex::new(Some(body));
+    let unread = &unread;
+    let take = move || unread.lock().ok().and_then(|mut slot| slot.take());
     let answer = serving.infer(
         &path.name,
         path.version.as_deref(),
         Protocol::Http,
         |model| async move {
+            let body = take().ok_or_else(|| Error::internal("an infer request's body was taken twice"))?;
             let admission = match model.admit() {
                 Ok(admission) => admission,
                 Err(refused) => {
@@ -381,7 +387,11 @@ async fn infer(
             run_inference(model, admission, serving, headers, body).await
         },
     );
-    Ok(answer.await?)
+    let answer = answer.await;
+    if let Some(body) = take() {
+        discard(body, limits.max_bytes).await;
+    }
+    Ok(answer?)
 }
 
 /// How long a refused request's body is read (and dropped) for, at most.
@@ -389,8 +399,9 @@ const DISCARD_TIME: Duration = Duration::from_secs(10);
 
 /// Reads a refused request's body, up to `limit` bytes and for `DISCARD_TIME` at most, keeping
 /// none of it, before the refusal is answered: most clients send the whole body before they
-/// read an answer, and a connection closed under their unread bytes resets and loses it. Past
-/// either bound the refusal goes out and the connection closes.
+/// read an answer, and a connection closed under their unread bytes resets and loses it, while
+/// one kept alive would read them as its next request. Past either bound the refusal goes out
+/// and the connection closes.
 async fn discard(body: Body, limit: usize) {
     use http_body_util::BodyExt;
     let mut body = body;
