@@ -34,6 +34,8 @@ mod conv;
 pub mod import;
 mod matmul;
 mod matrix;
+#[cfg(test)]
+mod test_values;
 
 pub use conv::{conv2d_tile, conv2d_tile_on, ConvEpilogue, ConvShape};
 pub use matmul::{matmul, matmul_on, Activation, Bias, Epilogue, KernelPath};

@@ -224,6 +224,7 @@ mod product {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_values::values;
     use proptest::prelude::*;
 
     /// The plain triple loop, in f64.
@@ -243,18 +244,6 @@ mod tests {
             }
         }
         out
-    }
-
-    fn values(len: usize, seed: u64) -> Vec<f32> {
-        let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        (0..len)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-            })
-            .collect()
     }
 
     /// The paths this CPU runs; says by name which it skips.
