@@ -226,7 +226,7 @@ impl ClaimPace {
 }
 
 /// A parallel job: `tile_count` tiles of `work`, dealt out in equal contiguous shares, one per
-/// worker, and claimed in runs that adapt to how long the tiles take ([`ClaimPace`]).
+/// worker, and claimed in runs that adapt to how long the tiles take (`ClaimPace`).
 pub struct Job {
     work: Mutex<WorkSlot>,
     tile_count: u64,
