@@ -199,6 +199,11 @@ fn compute_wide(
     for (row, f) in filters.clone().enumerate() {
         tile.row_mut(row).fill(epilogue.bias.map_or(0.0, |bias| bias[f]));
     }
+    if c == 0 {
+        // No input channels: the output is the bias alone, and the input holds nothing to view.
+        activate(&mut tile, epilogue.activation);
+        return Ok(());
+    }
     let taps = shape.kernel_height * shape.kernel_width;
     let mut terms = Vec::new();
     terms
@@ -261,7 +266,7 @@ mod tests {
     }
 
     fn shape_and_tiles() -> impl Strategy<Value = (ConvShape, usize, usize)> {
-        (1usize..24, 1usize..30, 1usize..4, 1usize..4, 0usize..9, 0usize..12).prop_flat_map(
+        (0usize..24, 1usize..30, 1usize..4, 1usize..4, 0usize..9, 0usize..12).prop_flat_map(
             |(channels, filters, kernel_height, kernel_width, extra_h, extra_w)| {
                 let shape = ConvShape {
                     channels,

@@ -460,6 +460,12 @@ mod tests {
         assert_eq!(call(params(&mut output, 1, CONV_BIAS | CONV_RELU)), 0);
         assert_eq!(output, [99.0, 12.5, 16.5, 0.0, 0.0]);
         assert_eq!(call(params(&mut output, 2, 0)), 1, "a row past the output");
+        // No channels: an empty input and filters, an output of the bias alone, and no panic
+        // (which would abort the process from this C entry point).
+        let mut no_channels = params(&mut output, 1, CONV_BIAS);
+        (no_channels.channels, no_channels.input_offset) = (0, 9);
+        assert_eq!(call(no_channels), 0);
+        assert_eq!(output, [99.0, 12.5, 16.5, 0.5, 0.5]);
         assert_eq!(call(params(&mut output, 0, 4)), 1, "unknown flag");
         let mut unlent = [0f32; 5];
         assert_eq!(call(params(&mut unlent, 0, 0)), 1, "the output is not lent");
