@@ -79,7 +79,13 @@ fn hammer(session: &Session, thread: u64) {
     }
 }
 
+/// Held by each device's stress run from start to end: resident memory is the process's, so a
+/// run measured while another device starts (lavapipe's start alone adds tens of MiB) would
+/// count that growth as its own.
+static ONE_DEVICE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn stress(device: &str) {
+    let _alone = ONE_DEVICE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let Some(session) = errors_module(device) else {
         println!("SKIPPED stress on {device}: device unavailable");
         return;
