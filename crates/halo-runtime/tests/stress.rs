@@ -85,7 +85,9 @@ fn hammer(session: &Session, thread: u64) {
 static ONE_DEVICE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn stress(device: &str) {
-    let _alone = ONE_DEVICE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _alone = ONE_DEVICE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let Some(session) = errors_module(device) else {
         println!("SKIPPED stress on {device}: device unavailable");
         return;
