@@ -12,7 +12,7 @@ use std::path::Path;
 
 /// The spec that turns f32 matmuls into calls of `halo_matmul_f32_v0`, and unit-stride
 /// convolutions of one group (bias and ReLU included) into calls of `halo_conv2d_f32_v0`.
-const MATMUL_SPEC: &str = include_str!("kernels/matmul_spec.mlir");
+const KERNELS_SPEC: &str = include_str!("kernels/kernels_spec.mlir");
 
 /// The imports a program compiled with [`KernelUse::HaloKernels`] may call.
 pub const KERNEL_IMPORTS: &[&str] = &["halo_matmul_f32_v0", "halo_conv2d_f32_v0"];
@@ -61,7 +61,7 @@ impl KernelUse {
             return Ok(Vec::new());
         }
         let spec = scratch.join("halo-kernels-spec.mlir");
-        std::fs::write(&spec, MATMUL_SPEC)
+        std::fs::write(&spec, KERNELS_SPEC)
             .map_err(|error| Error::internal(format!("cannot write '{}': {error}", spec.display())))?;
         Ok(vec![format!(
             "--iree-preprocessing-transform-spec-filename={}",

@@ -120,32 +120,17 @@ pub unsafe extern "C" fn matmul_f32_v0(params: *mut c_void, context: *mut c_void
     ) else {
         return 1;
     };
-    let (Some(a_bytes), Some(b_bytes), Some(bias_bytes), Some(c_bytes)) = (
-        byte_range(p.a, p.a_offset, a_len),
-        byte_range(p.b, p.b_offset, b_len),
-        byte_range(p.bias, p.bias_offset, bias_len),
-        byte_range(p.c, p.c_offset, c_len),
-    ) else {
-        return 1;
-    };
-    let vouched = |(start, end): (usize, usize), write| (check.within)(start, end - start, write);
-    if p.flags & !(MATMUL_BIAS | MATMUL_RELU) != 0
-        || [a_bytes, b_bytes, bias_bytes]
-            .iter()
-            .any(|&input| overlap(input, c_bytes) || !vouched(input, false))
-        || !vouched(c_bytes, true)
-    {
+    if p.flags & !(MATMUL_BIAS | MATMUL_RELU) != 0 {
         return 1;
     }
-    // SAFETY: `check` vouched for every span (reads of the inputs, reads and writes of the
-    // output), and the output overlaps no input; empty spans need no memory and are dangling.
-    let (a, b, bias, c) = unsafe {
-        (
-            slice(p.a, p.a_offset, a_len),
-            slice(p.b, p.b_offset, b_len),
-            slice(p.bias, p.bias_offset, bias_len),
-            slice_mut(p.c, p.c_offset, c_len),
-        )
+    let inputs = [
+        (p.a, p.a_offset, a_len),
+        (p.b, p.b_offset, b_len),
+        (p.bias, p.bias_offset, bias_len),
+    ];
+    // SAFETY: forwarded from the caller: `check` vouches only for valid memory.
+    let Some(([a, b, bias], c)) = (unsafe { lent(check, inputs, (p.c, p.c_offset, c_len)) }) else {
+        return 1;
     };
     let epilogue = Epilogue {
         bias: if p.flags & MATMUL_BIAS != 0 {
@@ -241,38 +226,24 @@ pub unsafe extern "C" fn conv2d_f32_v0(params: *mut c_void, context: *mut c_void
         return 1;
     };
     let bias_len = if p.flags & CONV_BIAS != 0 { p.filters } else { 0 };
-    let (Some(input_bytes), Some(weights_bytes), Some(bias_bytes), Some(output_bytes)) = (
-        byte_range(p.input, p.input_offset, input_len),
-        byte_range(p.weights, p.weights_offset, weights_len),
-        byte_range(p.bias, p.bias_offset, bias_len),
-        byte_range(p.output, p.output_offset, output_len),
-    ) else {
-        return 1;
-    };
-    let vouched = |(start, end): (usize, usize), write| (check.within)(start, end - start, write);
-    if p.flags & !(CONV_BIAS | CONV_RELU) != 0
-        || [input_bytes, weights_bytes, bias_bytes]
-            .iter()
-            .any(|&input| overlap(input, output_bytes) || !vouched(input, false))
-        || !vouched(output_bytes, true)
-    {
-        return 1;
-    }
     let (Some(filter_end), Some(row_end)) = (
         p.filter_begin.checked_add(p.filter_count),
         p.row_begin.checked_add(p.row_count),
     ) else {
         return 1;
     };
-    // SAFETY: `check` vouched for every span (reads of the inputs, reads and writes of the
-    // output), and the output overlaps no input; empty spans need no memory and are dangling.
-    let (input, weights, bias, output) = unsafe {
-        (
-            slice(p.input, p.input_offset, input_len),
-            slice(p.weights, p.weights_offset, weights_len),
-            slice(p.bias, p.bias_offset, bias_len),
-            slice_mut(p.output, p.output_offset, output_len),
-        )
+    if p.flags & !(CONV_BIAS | CONV_RELU) != 0 {
+        return 1;
+    }
+    let inputs = [
+        (p.input, p.input_offset, input_len),
+        (p.weights, p.weights_offset, weights_len),
+        (p.bias, p.bias_offset, bias_len),
+    ];
+    let output = (p.output, p.output_offset, output_len);
+    // SAFETY: forwarded from the caller: `check` vouches only for valid memory.
+    let Some(([input, weights, bias], output)) = (unsafe { lent(check, inputs, output) }) else {
+        return 1;
     };
     let epilogue = ConvEpilogue {
         bias: (p.flags & CONV_BIAS != 0).then_some(bias),
@@ -284,6 +255,39 @@ pub unsafe extern "C" fn conv2d_f32_v0(params: *mut c_void, context: *mut c_void
     };
     let tile = (p.filter_begin..filter_end, p.row_begin..row_end);
     c_int::from(conv2d_tile(&shape, input, weights, output, &epilogue, tile).is_err())
+}
+
+/// The three input spans and the output span an entry point was handed, each `(base, offset,
+/// len)` in elements, as slices: `None` when a span overflows, `check` does not vouch for it (for
+/// writes, the output), or the output overlaps an input. Entry points touch nothing before this.
+///
+/// # Safety
+/// `check.within` only vouches for memory that is valid for the access asked (and, for writes,
+/// that nothing else touches while the slices live).
+unsafe fn lent<'a>(
+    check: &MemoryCheck,
+    inputs: [(*const f32, usize, usize); 3],
+    (output, output_offset, output_len): (*mut f32, usize, usize),
+) -> Option<([&'a [f32]; 3], &'a mut [f32])> {
+    let output_bytes = byte_range(output, output_offset, output_len)?;
+    let vouched = |(start, end): (usize, usize), write| (check.within)(start, end - start, write);
+    for (base, offset, len) in inputs {
+        let input_bytes = byte_range(base, offset, len)?;
+        if overlap(input_bytes, output_bytes) || !vouched(input_bytes, false) {
+            return None;
+        }
+    }
+    if !vouched(output_bytes, true) {
+        return None;
+    }
+    // SAFETY: `check` vouched for every span (reads of the inputs, reads and writes of the
+    // output), and the output overlaps no input; empty spans need no memory and are dangling.
+    unsafe {
+        Some((
+            inputs.map(|(base, offset, len)| slice(base, offset, len)),
+            slice_mut(output, output_offset, output_len),
+        ))
+    }
 }
 
 /// `len` elements from `base + offset`, or an empty slice.
