@@ -43,10 +43,11 @@ pub struct CompileArgs {
     /// flag set but `iree-default` does), `depthwise-as-shifts` or `none`; default: the flag set's.
     #[arg(long = "graph-rewrite", visible_alias = "graph_rewrite", conflicts_with = "tune")]
     pub graph_rewrite: Option<String>,
-    /// Have f32 matmuls call halo's own kernel (`halo_matmul_f32_v0`) instead of IREE's code for
-    /// them: the program then runs only on halo's CPU drivers (IREE's runtime refuses it at
-    /// load). CPU devices only.
-    #[arg(long, conflicts_with = "tune")]
+    /// Have f32 matmuls and unit-stride convolutions call halo's own kernels instead of IREE's
+    /// code for them: the program then runs only on halo's CPU drivers (IREE's runtime refuses it
+    /// at load). CPU devices only. With `--tune`, variants with and without them are timed and
+    /// the kernels stay only where they win.
+    #[arg(long)]
     pub kernels: bool,
     /// Add a function per batch size (`--batch-sizes=1,2,4,8`: `@f_b1` ... `@f_b8`) beside an
     /// ONNX model's function, whose inputs and outputs must lead with a symbolic batch
@@ -150,11 +151,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         flag_set,
         extra_flags: args.compiler_flags.clone(),
         graph_rewrite,
-        kernels: if args.kernels {
-            KernelUse::HaloKernels
-        } else {
-            KernelUse::Portable
-        },
+        kernels: kernel_use(args),
         batch_sizes: batch_sizes.clone(),
         stop: None,
     };
@@ -186,10 +183,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         )?;
     }
     if report.kernels == KernelUse::HaloKernels {
-        outln!(
-            "halo's kernels ({}) where they apply: this program runs only on halo's CPU drivers",
-            KERNEL_IMPORTS.join(", ")
-        )?;
+        say_kernels_are_used()?;
     }
     if !batch_sizes.is_empty() {
         let sizes: Vec<String> = batch_sizes.iter().map(|size| format!("_b{size}")).collect();
@@ -199,6 +193,22 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         )?;
     }
     outln!("flags: {}", report.flags.join(" "))
+}
+
+fn kernel_use(args: &CompileArgs) -> KernelUse {
+    if args.kernels {
+        KernelUse::HaloKernels
+    } else {
+        KernelUse::Portable
+    }
+}
+
+/// Tells the user that the program written calls halo's kernels.
+fn say_kernels_are_used() -> Result<()> {
+    outln!(
+        "halo's kernels ({}) where they apply: this program runs only on halo's CPU drivers",
+        KERNEL_IMPORTS.join(", ")
+    )
 }
 
 /// `--tune`: checks the tuning flags, tunes with a progress bar, and prints the variants.
@@ -237,6 +247,7 @@ fn run_tune(args: &CompileArgs, target: Target) -> Result<()> {
             .unwrap_or_else(|| args.output.with_extension("tune.json")),
         target,
         extra_flags: args.compiler_flags.clone(),
+        kernels: kernel_use(args),
         workload: Workload {
             device: args.device.clone(),
             function: args.function.clone(),
@@ -312,5 +323,9 @@ fn run_tune(args: &CompileArgs, target: Target) -> Result<()> {
         request.report.display()
     )?;
     outln!("flags: {}", report.chosen_flags.join(" "))?;
-    outln!("graph rewrite: {}", report.chosen_graph_rewrite)
+    outln!("graph rewrite: {}", report.chosen_graph_rewrite)?;
+    if report.chosen_kernels {
+        say_kernels_are_used()?;
+    }
+    Ok(())
 }

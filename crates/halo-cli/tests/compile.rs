@@ -162,6 +162,7 @@ fn tuning_keeps_a_variant_that_gives_the_recorded_answers_and_caches_it() {
                 vmfb.to_str().unwrap(),
                 "--target-chip=x86-64-v2",
                 "--tune",
+                "--kernels",
                 "--tune-min-time=0.05",
                 "--tune-cache",
                 cache.to_str().unwrap(),
@@ -182,8 +183,21 @@ fn tuning_keeps_a_variant_that_gives_the_recorded_answers_and_caches_it() {
         serde_json::from_str(&std::fs::read_to_string(out.path().join("onnx_mlp.tune.json")).unwrap()).unwrap();
     let variants = report["variants"].as_array().unwrap();
     // The model has no convolution, so `o3-shift-depthwise-only` and `o3-keep-convolutions`
-    // would repeat `fast-o3`.
-    assert_eq!(variants.len(), 10, "{report:#}");
+    // would repeat `fast-o3`; `--kernels` adds `fast-kernels` and `fast-o3-kernels`.
+    assert_eq!(variants.len(), 12, "{report:#}");
+    let calling: Vec<&str> = variants
+        .iter()
+        .filter(|v| v["kernels"] == true)
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(calling, ["fast-kernels", "fast-o3-kernels"], "{report:#}");
+    let fast_kernels = variants.iter().find(|v| v["name"] == "fast-kernels").unwrap();
+    assert_eq!(fast_kernels["status"], "measured", "{fast_kernels:#}");
+    assert_eq!(
+        report["chosen_kernels"] == true,
+        first.contains("runs only on halo"),
+        "{first}"
+    );
     assert!(variants.iter().all(|v| v["graph_rewrite"] == "none"), "{report:#}");
     assert_eq!(report["baseline"], "iree-default");
     assert_eq!(variants[0]["deviation"], 0.0);

@@ -94,7 +94,6 @@ pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<Compil
     // One import per graph rewrite the candidates ask for, made when the first of them is tried.
     let mut imports = Imports::stopped_by(request.stop.clone());
     imports.batch_sizes = batch_sizes;
-    imports.kernels = request.kernels;
     let started = Instant::now();
     let mut rejected = Vec::new();
     let kind = GraphKind::of_file(model, ModelFormat::of_file(model)?);
@@ -103,8 +102,9 @@ pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<Compil
         let rewrite = request
             .graph_rewrite
             .unwrap_or_else(|| set.graph_rewrite(&request.target));
-        imports.ensure(toolchain, model, &request.output, rewrite)?;
-        let prepared = imports.of(rewrite);
+        let import = (rewrite, request.kernels);
+        imports.ensure(toolchain, model, &request.output, import)?;
+        let prepared = imports.of(import);
         let staged = prepared.scratch().join("compiled.vmfb");
         let mut flags = request.target.flags();
         flags.extend(set.optimisation_flags(&request.target));
@@ -160,15 +160,17 @@ pub fn compile(toolchain: &Toolchain, request: &CompileRequest) -> Result<Compil
     Err(Error::internal("flag set with no candidates"))
 }
 
-/// The model imported once for each graph rewrite asked for.
+/// What an import depends on: the graph rewrite, and whether the program will call halo's
+/// kernels (which changes what the rewrite leaves).
+pub(crate) type ImportKind = (GraphRewrite, KernelUse);
+
+/// The model imported once for each [`ImportKind`] asked for.
 #[derive(Default)]
 pub(crate) struct Imports {
-    made: Vec<(GraphRewrite, PreparedModel)>,
+    made: Vec<(ImportKind, PreparedModel)>,
     stop: Option<Arc<AtomicBool>>,
     /// Fixed batch sizes whose functions each import gets.
     pub batch_sizes: Vec<u64>,
-    /// Whether the program will call halo's kernels, which changes what the rewrite leaves.
-    pub kernels: KernelUse,
 }
 
 impl Imports {
@@ -179,24 +181,22 @@ impl Imports {
             made: Vec::new(),
             stop,
             batch_sizes: Vec::new(),
-            kernels: KernelUse::Portable,
         }
     }
 
-    /// Imports `model` with `rewrite` beside `output`, unless that was done already.
-    pub fn ensure(&mut self, toolchain: &Toolchain, model: &Path, output: &Path, rewrite: GraphRewrite) -> Result<()> {
-        if !self.made.iter().any(|(done, _)| *done == rewrite) {
-            let mut prepared =
-                PreparedModel::new(toolchain, model, output, (rewrite, self.kernels), self.stop.clone())?;
+    /// Imports `model` as `kind` says beside `output`, unless that was done already.
+    pub fn ensure(&mut self, toolchain: &Toolchain, model: &Path, output: &Path, kind: ImportKind) -> Result<()> {
+        if !self.made.iter().any(|(done, _)| *done == kind) {
+            let mut prepared = PreparedModel::new(toolchain, model, output, kind, self.stop.clone())?;
             prepared.add_batch_functions(&self.batch_sizes)?;
-            self.made.push((rewrite, prepared));
+            self.made.push((kind, prepared));
         }
         Ok(())
     }
 
-    /// The import made for `rewrite` (one [`Imports::ensure`] made), else the first one made.
-    pub fn of(&self, rewrite: GraphRewrite) -> &PreparedModel {
-        let found = self.made.iter().find(|(done, _)| *done == rewrite);
+    /// The import made for `kind` (one [`Imports::ensure`] made), else the first one made.
+    pub fn of(&self, kind: ImportKind) -> &PreparedModel {
+        let found = self.made.iter().find(|(done, _)| *done == kind);
         &found.unwrap_or(&self.made[0]).1
     }
 
@@ -237,7 +237,7 @@ impl PreparedModel {
         toolchain: &Toolchain,
         model: &Path,
         output: &Path,
-        rewrite: (GraphRewrite, KernelUse),
+        rewrite: ImportKind,
         stop: Option<Arc<AtomicBool>>,
     ) -> Result<PreparedModel> {
         let format = ModelFormat::of_file(model)?;
@@ -293,7 +293,7 @@ impl PreparedModel {
 
     /// The ONNX file to import: a rewritten copy in the scratch folder when `rewrite` changes
     /// the graph, else the model itself.
-    fn rewritten(&mut self, (rewrite, kernels): (GraphRewrite, KernelUse)) -> Result<PathBuf> {
+    fn rewritten(&mut self, (rewrite, kernels): ImportKind) -> Result<PathBuf> {
         if rewrite == GraphRewrite::None {
             return Ok(self.model.clone());
         }

@@ -308,6 +308,9 @@ for arg in "$@"; do
   case "$arg" in
     --iree-llvmcpu-distribution-size=128) exec sleep 30;;
     --iree-dispatch-creation-enable-aggressive-fusion) echo "error: fusion refused" >&2; exit 1;;
+    --iree-preprocessing-transform-spec-filename=*)
+      grep -q halo_conv2d_f32_v0 "${{arg#*=}}" || {{ echo "error: no kernels spec at ${{arg#*=}}" >&2; exit 1; }}
+      echo "$*" >> "$(dirname "$0")/kernel-compiles.log";;
   esac
   if [ "$prev" = "-o" ]; then out="$arg"; fi; prev="$arg"
 done
@@ -341,6 +344,7 @@ fn tuning_reports_each_failure_keeps_a_measured_variant_and_caches_it() {
         report: dir.path().join("m.tune.json"),
         target: Target::for_device("local-sync", Some("x86-64-v2")).unwrap(),
         extra_flags: Vec::new(),
+        kernels: KernelUse::HaloKernels,
         workload: Workload {
             device: "local-sync".into(),
             function: None,
@@ -365,6 +369,18 @@ fn tuning_reports_each_failure_keeps_a_measured_variant_and_caches_it() {
     assert_eq!(status("o3-aggressive-fusion"), VariantStatus::CompileFailed);
     assert_eq!(status("o3-reassociate"), VariantStatus::RunFailed);
     assert_eq!(status("iree-default"), VariantStatus::Measured);
+    // The variants calling halo's kernels were given the spec, and say that they call them.
+    for name in ["fast-kernels", "fast-o3-kernels"] {
+        assert_eq!(status(name), VariantStatus::Measured, "{report:#?}");
+    }
+    assert!(report
+        .variants
+        .iter()
+        .all(|v| v.kernels == v.name.ends_with("-kernels")));
+    let kernel_compiles = std::fs::read_to_string(dir.path().join("kernel-compiles.log")).unwrap();
+    assert_eq!(kernel_compiles.lines().count(), 2, "{kernel_compiles}");
+    assert!(kernel_compiles.lines().any(|line| line.contains("--iree-opt-level=O3")));
+    assert_eq!(report.chosen_kernels, report.chosen.ends_with("-kernels"));
     let refused = report
         .variants
         .iter()

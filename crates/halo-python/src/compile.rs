@@ -101,6 +101,7 @@ pub fn tune(
         report,
         target,
         extra_flags,
+        kernels: KernelUse::Portable,
         workload: Workload {
             device: device.to_string(),
             function,

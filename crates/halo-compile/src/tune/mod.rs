@@ -13,6 +13,7 @@ pub mod report;
 pub mod space;
 
 use crate::compile::{publish, Imports};
+use crate::kernels::KernelUse;
 use crate::stop;
 use crate::target::Target;
 use crate::toolchain::Toolchain;
@@ -39,6 +40,9 @@ pub struct TuneRequest {
     pub target: Target,
     /// Flags added to every variant, last.
     pub extra_flags: Vec<String>,
+    /// Whether variants calling halo's kernels join the space (the result may then run only on
+    /// halo).
+    pub kernels: KernelUse,
     /// The device, function and inputs every variant runs.
     pub workload: Workload,
     /// Where the inputs came from, for the report.
@@ -133,6 +137,7 @@ pub fn tune(
         toolchain.version(),
         &space::SPACE_VERSION.to_string(),
         &request.tolerance.to_string(),
+        &format!("{:?}", request.kernels),
     ]);
     let mut warnings = Vec::new();
     if let Some(cache) = &request.cache {
@@ -151,15 +156,21 @@ pub fn tune(
         }
     }
     let mut imports = Imports::default();
-    for variant in space::variants(&request.target) {
-        imports.ensure(toolchain, &request.model, &request.output, variant.graph_rewrite)?;
+    let space = space::variants(&request.target, request.kernels);
+    for variant in &space {
+        imports.ensure(toolchain, &request.model, &request.output, variant.import())?;
     }
-    let variants = imports.distinct(space::variants(&request.target));
+    let variants = imports.distinct(space);
+    // Written once, before compiles that read them run at once.
+    let kernel_flags = variants
+        .iter()
+        .map(|variant| variant.kernels.flags(imports.first().scratch()))
+        .collect::<Result<Vec<_>>>()?;
     progress(TuneEvent::Started {
         variants: variants.len(),
         rounds: ROUNDS,
     });
-    let compiled = compile_all(toolchain, request, &imports, &variants, progress)?;
+    let compiled = compile_all(toolchain, request, &imports, (&variants, &kernel_flags), progress)?;
     let mut results: Vec<VariantResult> = variants
         .iter()
         .zip(&compiled)
@@ -167,6 +178,7 @@ pub fn tune(
             name: variant.name.to_string(),
             flags: variant.flags.clone(),
             graph_rewrite: variant.graph_rewrite.name().to_string(),
+            kernels: variant.kernels == KernelUse::HaloKernels,
             status: compile
                 .failure
                 .as_ref()
@@ -209,6 +221,7 @@ pub fn tune(
         chosen,
         chosen_flags,
         chosen_graph_rewrite: variants[chosen_index].graph_rewrite.name().to_string(),
+        chosen_kernels: variants[chosen_index].kernels == KernelUse::HaloKernels,
         vmfb_sha256: cache::sha256_of_file(&chosen_vmfb)?,
         variants: results,
     };
@@ -415,18 +428,18 @@ impl Imports {
         self.first().scratch().join(format!("{}.vmfb", variant.name))
     }
 
-    /// `space` without the variants that would compile what an earlier one does: same flags,
-    /// and a rewrite that changed the graph no more than the earlier one's (a model without
-    /// depthwise convolutions is the same with and without their rewrite). Each kept variant
-    /// names the rewrite that really happened.
+    /// `space` without the variants that would compile what an earlier one does: same flags and
+    /// kernels, and a rewrite that changed the graph no more than the earlier one's (a model
+    /// without depthwise convolutions is the same with and without their rewrite). Each kept
+    /// variant names the rewrite that really happened.
     fn distinct(&self, space: Vec<Variant>) -> Vec<Variant> {
         let mut kept: Vec<Variant> = Vec::new();
         for mut variant in space {
-            variant.graph_rewrite = self.of(variant.graph_rewrite).rewrite;
-            if !kept
-                .iter()
-                .any(|k| (&k.flags, k.graph_rewrite) == (&variant.flags, variant.graph_rewrite))
-            {
+            variant.graph_rewrite = self.of(variant.import()).rewrite;
+            let same = |k: &Variant| {
+                (&k.flags, k.graph_rewrite, k.kernels) == (&variant.flags, variant.graph_rewrite, variant.kernels)
+            };
+            if !kept.iter().any(same) {
                 kept.push(variant);
             }
         }
@@ -434,12 +447,13 @@ impl Imports {
     }
 }
 
-/// Compiles every variant, `request.jobs` at a time; each result is in the space's order.
+/// Compiles every variant with its kernel flags, `request.jobs` at a time; each result is in
+/// the space's order.
 fn compile_all(
     toolchain: &Toolchain,
     request: &TuneRequest,
     imports: &Imports,
-    variants: &[Variant],
+    (variants, kernel_flags): (&[Variant], &[Vec<String>]),
     progress: &(dyn Fn(TuneEvent) + Sync),
 ) -> Result<Vec<(PathBuf, CompileResult)>> {
     let next = AtomicUsize::new(0);
@@ -458,9 +472,10 @@ fn compile_all(
                 let Some(variant) = variants.get(index) else { break };
                 let mut flags = request.target.flags();
                 flags.extend(variant.flags.iter().cloned());
+                flags.extend(kernel_flags[index].iter().cloned());
                 flags.extend(request.extra_flags.iter().cloned());
                 let started = Instant::now();
-                let outcome = imports.of(variant.graph_rewrite).compile(
+                let outcome = imports.of(variant.import()).compile(
                     toolchain,
                     &flags,
                     &imports.variant_path(variant),
@@ -565,6 +580,7 @@ mod tests {
             name: name.into(),
             flags: Vec::new(),
             graph_rewrite: "none".into(),
+            kernels: false,
             status,
             compile_seconds: 1.0,
             per_call_ms: ms,

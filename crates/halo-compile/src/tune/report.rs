@@ -38,6 +38,9 @@ pub struct TuneReport {
     /// `depthwise-as-shifts`, `convolutions-as-shifts`).
     #[serde(default)]
     pub chosen_graph_rewrite: String,
+    /// Whether the chosen variant calls halo's kernels (and so runs only on halo).
+    #[serde(default)]
+    pub chosen_kernels: bool,
     /// The SHA-256 of the chosen `.vmfb`.
     pub vmfb_sha256: String,
     /// Every variant, in the order of the space.
@@ -54,6 +57,9 @@ pub struct VariantResult {
     /// The change it made to the ONNX graph before import.
     #[serde(default)]
     pub graph_rewrite: String,
+    /// Whether it calls halo's kernels.
+    #[serde(default)]
+    pub kernels: bool,
     /// What happened to it.
     pub status: VariantStatus,
     /// Seconds `iree-compile` took.
@@ -143,11 +149,13 @@ pub(crate) mod tests {
             chosen: "fast".into(),
             chosen_flags: vec!["--iree-opt-data-tiling".into()],
             chosen_graph_rewrite: "depthwise-as-shifts".into(),
+            chosen_kernels: false,
             vmfb_sha256: String::new(),
             variants: vec![VariantResult {
                 name: "fast".into(),
                 flags: vec!["--iree-opt-data-tiling".into()],
                 graph_rewrite: "depthwise-as-shifts".into(),
+                kernels: false,
                 status: VariantStatus::Measured,
                 compile_seconds: 1.5,
                 per_call_ms: Some(2.0),

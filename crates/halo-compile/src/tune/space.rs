@@ -15,6 +15,7 @@
 //! | `o3-distribution-32`, `o3-distribution-128` | `fast-o3` with the workgroup distribution tile size `--iree-llvmcpu-distribution-size` at 32 and 128 (more or fewer, smaller or larger workgroups) |
 //! | `o3-shift-depthwise-only` | `fast-o3` with only depthwise convolutions written as shifted sums |
 //! | `o3-keep-convolutions` | `fast-o3` with every convolution left as ONNX `Conv` |
+//! | `fast-kernels`, `fast-o3-kernels` | `fast` and `fast-o3` with halo's own kernels ([`KernelUse::HaloKernels`]), only when `--kernels` lets them in: a program calling them runs only on halo, and they win on some models and lose on others |
 //!
 //! Every other CPU variant but `iree-default` compiles the ONNX graph with its depthwise and
 //! narrowing convolutions written as shifted sums ([`GraphRewrite::ConvolutionsAsShifts`]). A
@@ -33,8 +34,10 @@
 //! `--tune` (`fast-o3`, or the set it falls back to) stays chosen unless another is at least 3 %
 //! faster: closer timings are within the noise of a shared machine.
 
+use crate::compile::ImportKind;
 use crate::flag_set::{CPU_FAST, O3};
 use crate::graph_rewrite::GraphRewrite;
+use crate::kernels::KernelUse;
 use crate::target::{Target, TargetKind};
 
 /// Changing the space (or how variants are timed) changes what a tuning result means, so cached
@@ -45,8 +48,9 @@ use crate::target::{Target, TargetKind};
 /// their taps in two chains, and the convolutions left to IREE add their bias after them. 6:
 /// max pools rewritten (padded ones of a `Relu`'s values too), and average pools moved before
 /// the 1×1 convolutions they follow. 7: Vulkan's variants rewrite convolutions, the baseline
-/// (`shifted`) too, and `o3-keep-convolutions` joins them.
-pub const SPACE_VERSION: u32 = 7;
+/// (`shifted`) too, and `o3-keep-convolutions` joins them. 8: `fast-kernels` and `fast-o3-kernels`
+/// where halo's kernels are allowed.
+pub const SPACE_VERSION: u32 = 8;
 
 /// One point of the space: a name and the optimisation flags it adds to the target's.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,12 +61,22 @@ pub struct Variant {
     pub flags: Vec<String>,
     /// The change made to an ONNX graph before import.
     pub graph_rewrite: GraphRewrite,
+    /// Whether the program calls halo's kernels.
+    pub kernels: KernelUse,
 }
 
 const AGGRESSIVE_FUSION: &str = "--iree-dispatch-creation-enable-aggressive-fusion";
 
-/// The variants for `target`, the baseline (`iree-default`) first.
-pub fn variants(target: &Target) -> Vec<Variant> {
+impl Variant {
+    /// What the variant's import depends on.
+    pub(crate) fn import(&self) -> ImportKind {
+        (self.graph_rewrite, self.kernels)
+    }
+}
+
+/// The variants for `target`, the baseline (`iree-default`) first; those calling halo's kernels
+/// last, and only where `kernels` allows them.
+pub fn variants(target: &Target, kernels: KernelUse) -> Vec<Variant> {
     let fast_o3: Vec<&str> = [O3].iter().chain(CPU_FAST).copied().collect();
     let without = |dropped: &str| fast_o3.iter().copied().filter(|f| *f != dropped).collect::<Vec<_>>();
     let with = |added: &'static str| fast_o3.iter().copied().chain([added]).collect::<Vec<_>>();
@@ -101,6 +115,7 @@ pub fn variants(target: &Target) -> Vec<Variant> {
             } else {
                 GraphRewrite::None
             },
+            kernels: KernelUse::Portable,
         })
         .collect();
     let (o3_flags, others): (Vec<&str>, &[_]) = match target.kind {
@@ -119,7 +134,18 @@ pub fn variants(target: &Target) -> Vec<Variant> {
             name,
             flags: o3_flags.iter().map(|flag| flag.to_string()).collect(),
             graph_rewrite,
+            kernels: KernelUse::Portable,
         });
+    }
+    if kernels == KernelUse::HaloKernels && target.kind == TargetKind::Cpu {
+        let with_kernels = |name, flags: &[&str]| Variant {
+            name,
+            flags: flags.iter().map(|flag| flag.to_string()).collect(),
+            graph_rewrite: GraphRewrite::ConvolutionsAsShifts,
+            kernels,
+        };
+        space.push(with_kernels("fast-kernels", CPU_FAST));
+        space.push(with_kernels("fast-o3-kernels", &o3_flags));
     }
     space
 }
@@ -130,9 +156,14 @@ mod tests {
 
     #[test]
     fn the_baseline_comes_first_and_no_two_variants_are_the_same() {
-        for device in ["local-task", "vulkan", "cuda"] {
+        for (device, kernels) in [
+            ("local-task", KernelUse::Portable),
+            ("local-task", KernelUse::HaloKernels),
+            ("vulkan", KernelUse::Portable),
+            ("cuda", KernelUse::Portable),
+        ] {
             let target = Target::for_device(device, None).unwrap();
-            let space = variants(&target);
+            let space = variants(&target, kernels);
             assert_eq!(
                 space[0].name,
                 if device == "vulkan" { "shifted" } else { "iree-default" }
@@ -142,7 +173,7 @@ mod tests {
                 for b in &space[i + 1..] {
                     assert_ne!(a.name, b.name);
                     assert!(
-                        (&a.flags, a.graph_rewrite) != (&b.flags, b.graph_rewrite),
+                        (&a.flags, a.graph_rewrite, a.kernels) != (&b.flags, b.graph_rewrite, b.kernels),
                         "{} and {}",
                         a.name,
                         b.name
@@ -150,7 +181,8 @@ mod tests {
                 }
             }
         }
-        let cpu = variants(&Target::for_device("local-sync", None).unwrap());
+        let cpu = variants(&Target::for_device("local-sync", None).unwrap(), KernelUse::Portable);
+        assert!(cpu.iter().all(|v| v.kernels == KernelUse::Portable));
         let no_im2col = cpu.iter().find(|v| v.name == "o3-no-im2col").unwrap();
         assert!(no_im2col.flags.contains(&O3.to_string()));
         assert!(!no_im2col.flags.iter().any(|f| f.contains("im2col")));
@@ -160,9 +192,20 @@ mod tests {
         assert_eq!(rewriting("fast-o3"), GraphRewrite::ConvolutionsAsShifts);
         assert_eq!(rewriting("o3-shift-depthwise-only"), GraphRewrite::DepthwiseAsShifts);
         assert_eq!(rewriting("o3-keep-convolutions"), GraphRewrite::None);
-        let cuda = variants(&Target::for_device("cuda", None).unwrap());
+        let with_kernels = variants(&Target::for_device("local-sync", None).unwrap(), KernelUse::HaloKernels);
+        assert_eq!(with_kernels[..12], cpu[..], "the portable variants stay");
+        let calling: Vec<&str> = with_kernels[12..].iter().map(|v| v.name).collect();
+        assert_eq!(calling, ["fast-kernels", "fast-o3-kernels"]);
+        assert!(with_kernels[12..].iter().all(|v| v.kernels == KernelUse::HaloKernels));
+        let fast_o3 = cpu.iter().find(|v| v.name == "fast-o3").unwrap();
+        assert_eq!(with_kernels[13].flags, fast_o3.flags);
+        let cuda = variants(&Target::for_device("cuda", None).unwrap(), KernelUse::HaloKernels);
         assert!(cuda.iter().all(|v| v.graph_rewrite == GraphRewrite::None));
-        let vulkan = variants(&Target::for_device("vulkan", None).unwrap());
+        assert!(
+            cuda.iter().all(|v| v.kernels == KernelUse::Portable),
+            "CPU kernels only"
+        );
+        let vulkan = variants(&Target::for_device("vulkan", None).unwrap(), KernelUse::Portable);
         let rewriting = |name: &str| vulkan.iter().find(|v| v.name == name).unwrap().graph_rewrite;
         assert_eq!(rewriting("shifted"), GraphRewrite::ConvolutionsAsShifts);
         assert_eq!(rewriting("o3"), GraphRewrite::ConvolutionsAsShifts);
