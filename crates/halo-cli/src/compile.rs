@@ -43,7 +43,7 @@ pub struct CompileArgs {
     /// flag set but `iree-default` does), `depthwise-as-shifts` or `none`; default: the flag set's.
     #[arg(long = "graph-rewrite", visible_alias = "graph_rewrite", conflicts_with = "tune")]
     pub graph_rewrite: Option<String>,
-    /// Have f32 matmuls and unit-stride convolutions call halo's own kernels instead of IREE's
+    /// Have f32 matmuls and convolutions (stride 1 or 2) call halo's own kernels instead of IREE's
     /// code for them: the program then runs only on halo's CPU drivers (IREE's runtime refuses it
     /// at load). CPU devices only. With `--tune`, variants with and without them are timed and
     /// the kernels stay only where they win.

@@ -457,8 +457,9 @@ fn compiled_benchmark_models_give_onnxruntimes_answers() {
     }
 }
 
-/// `--kernels`: the MLP's matmuls call halo's matmul kernel, SqueezeNet's unit-stride 3x3
-/// convolutions (bias and ReLU fused) its convolution kernel, the program says it needs halo, and
+/// `--kernels`: the MLP's matmuls call halo's matmul kernel, SqueezeNet's 3x3 convolutions (bias
+/// and ReLU fused; its stem's stride 2 through its input's phases) its convolution kernel, the
+/// program says it needs halo, and
 /// its answers are still onnxruntime's on both CPU drivers; other targets are refused.
 #[test]
 fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers() {
@@ -481,7 +482,7 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
         );
         (result, vmfb)
     };
-    for (model, kernel) in [("mlp", "halo_matmul_f32_v0"), ("squeezenet", "halo_conv2d_f32_v0")] {
+    for (model, kernel) in [("mlp", "halo_matmul_f32_v0"), ("squeezenet", "halo_conv2d_f32_v1")] {
         let (output, vmfb) = compile(model, "local-task");
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert!(
@@ -490,7 +491,7 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
             String::from_utf8_lossy(&output.stderr)
         );
         assert!(
-            stdout.contains("halo's kernels (halo_matmul_f32_v0, halo_conv2d_f32_v0) where they apply: this program runs only on halo"),
+            stdout.contains("halo's kernels (halo_matmul_f32_v0, halo_conv2d_f32_v1) where they apply: this program runs only on halo"),
             "{stdout}"
         );
         let program = std::fs::read(&vmfb).unwrap();

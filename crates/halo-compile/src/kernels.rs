@@ -10,12 +10,16 @@ use crate::target::{Target, TargetKind};
 use halo_hal::{Error, Result};
 use std::path::Path;
 
-/// The spec that turns f32 matmuls into calls of `halo_matmul_f32_v0`, and unit-stride
-/// convolutions of one group (bias and ReLU included) into calls of `halo_conv2d_f32_v0`.
+/// The spec that turns f32 matmuls into calls of `halo_matmul_f32_v0`, and convolutions of one
+/// group (bias and ReLU included) into calls of `halo_conv2d_f32_v1`, with its per-stride part
+/// still to be written out ([`kernels_spec`]).
 const KERNELS_SPEC: &str = include_str!("kernels/kernels_spec.mlir");
 
+/// The strides of the convolutions halo's kernel takes.
+const STRIDES: [usize; 2] = [1, 2];
+
 /// The imports a program compiled with [`KernelUse::HaloKernels`] may call.
-pub const KERNEL_IMPORTS: &[&str] = &["halo_matmul_f32_v0", "halo_conv2d_f32_v0"];
+pub const KERNEL_IMPORTS: &[&str] = &["halo_matmul_f32_v0", "halo_conv2d_f32_v1"];
 
 /// Whether the program may call halo's kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -23,7 +27,7 @@ pub enum KernelUse {
     /// Only IREE's own code: the program runs on IREE's runtime too.
     #[default]
     Portable,
-    /// f32 matmuls and unit-stride convolutions of one group call halo's kernels; the program
+    /// f32 matmuls and convolutions of one group, of stride 1 or 2, call halo's kernels; the program
     /// runs only on halo's CPU drivers.
     HaloKernels,
 }
@@ -61,11 +65,60 @@ impl KernelUse {
             return Ok(Vec::new());
         }
         let spec = scratch.join("halo-kernels-spec.mlir");
-        std::fs::write(&spec, KERNELS_SPEC)
+        std::fs::write(&spec, kernels_spec()?)
             .map_err(|error| Error::internal(format!("cannot write '{}': {error}", spec.display())))?;
         Ok(vec![format!(
             "--iree-preprocessing-transform-spec-filename={}",
             spec.display()
         )])
+    }
+}
+
+/// The spec with each part marked `halo:per-stride` written once per stride of [`STRIDES`]: a
+/// transform matcher compares a convolution's attributes exactly, so each stride needs its own.
+fn kernels_spec() -> Result<String> {
+    let mut spec = KERNELS_SPEC.to_string();
+    for marker in ["halo:per-stride", "halo:per-stride-matches"] {
+        let (begin, end) = (format!("// {marker} begin\n"), format!("// {marker} end\n"));
+        let Some((head, rest)) = spec.split_once(&begin) else {
+            return Err(Error::internal(format!("the kernels spec lacks '{}'", begin.trim())));
+        };
+        let Some((block, tail)) = rest.split_once(&end) else {
+            return Err(Error::internal(format!("the kernels spec lacks '{}'", end.trim())));
+        };
+        let blocks: String = STRIDES
+            .iter()
+            .map(|stride| block.replace("STRIDE", &stride.to_string()))
+            .collect();
+        spec = format!("{head}{blocks}{tail}");
+    }
+    Ok(spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_spec_matches_each_stride_with_its_own_matchers_and_calls() {
+        let spec = kernels_spec().unwrap();
+        assert!(!spec.contains("// halo:per-stride"), "a marker is left");
+        for stride in STRIDES {
+            for name in [
+                format!("@match_conv2d_add_relu_s{stride}("),
+                format!("@call_halo_conv2d_s{stride}("),
+                format!("util.func private @halo_conv2d_relu_s{stride}("),
+                format!("@match_pointwise_s{stride} -> @keep,"),
+                format!("@match_conv2d_s{stride} -> @call_halo_conv2d_s{stride},"),
+                format!("util.func private @halo_conv2d_flags_s{stride}("),
+            ] {
+                assert_eq!(spec.matches(&name).count(), 1, "{name}");
+            }
+            let strided = format!("strides = dense<{stride}> : vector<2xi64>");
+            assert_eq!(spec.matches(&strided).count(), 8, "{strided}");
+        }
+        // Outside the per-stride parts the word stays as written, in the header's comment.
+        assert_eq!(spec.matches("STRIDE").count(), 1);
+        assert!(spec.contains("@halo_conv2d_f32_v1("));
     }
 }

@@ -1,11 +1,14 @@
 //! GFLOP/s of [`conv2d_tile`] on one thread over a whole convolution, tile by tile as a dispatch's
-//! workgroups compute it (48 filters by about 256 padded columns), on ResNet-50's unit-stride
-//! 3x3 and 1x1 convolutions.
+//! workgroups compute it (48 filters by about 256 columns of the input's phase width), on
+//! ResNet-50's 3x3 and 1x1 convolutions and its 7x7 stride-2 stem.
 //!
-//! `cargo run --release -p halo-kernels --example conv_rate [CxFxHPxWPxK ...]`
+//! `cargo run --release -p halo-kernels --example conv_rate [CxFxHPxWPxK[/STRIDE] ...]`
 
 use halo_kernels::{conv2d_tile, Activation, ConvEpilogue, ConvShape};
 use std::time::Instant;
+
+/// How much memory the cold runs rotate their inputs and filters over: more than any cache here.
+const COLD_BYTES: usize = 256 << 20;
 
 const SHAPES: &[&str] = &[
     "64x64x58x58x3",
@@ -16,20 +19,21 @@ const SHAPES: &[&str] = &[
     "256x64x56x56x1",
     "1024x256x14x14x1",
     "512x2048x7x7x1",
+    "3x64x230x230x7/2",
+    "128x128x58x58x3/2",
+    "256x256x30x30x3/2",
+    "512x512x16x16x3/2",
 ];
 
 fn shape(text: &str) -> Option<ConvShape> {
-    let parts: Vec<usize> = text.split('x').map(|part| part.parse().ok()).collect::<Option<_>>()?;
+    let (sizes, stride) = text.split_once('/').unwrap_or((text, "1"));
+    let parts: Vec<usize> = sizes.split('x').map(|part| part.parse().ok()).collect::<Option<_>>()?;
     let [channels, filters, padded_height, padded_width, kernel] = parts[..] else {
         return None;
     };
     Some(ConvShape {
-        channels,
-        filters,
-        padded_height,
-        padded_width,
-        kernel_height: kernel,
-        kernel_width: kernel,
+        stride: stride.parse().ok()?,
+        ..ConvShape::unit(channels, filters, (padded_height, padded_width), (kernel, kernel))
     })
 }
 
@@ -40,39 +44,54 @@ fn main() {
     } else {
         asked.iter().map(String::as_str).collect()
     };
-    println!("shape (CxFxHPxWPxK)\tGFLOP/s");
+    println!("shape (CxFxHPxWPxK/STRIDE)\thot GFLOP/s\tcold GFLOP/s");
     for text in texts {
         let Some(shape) = shape(text).filter(|shape| shape.output_size().is_ok()) else {
-            eprintln!("'{text}' is not CxFxHPxWPxK with the filter inside the input");
+            eprintln!("'{text}' is not CxFxHPxWPxK[/STRIDE] with the filter inside the input");
             std::process::exit(2);
         };
         let (ho, wo) = shape.output_size().unwrap();
         let taps = shape.kernel_height * shape.kernel_width;
-        let input = vec![0.5f32; shape.channels * shape.padded_height * shape.padded_width];
-        let weights = vec![0.01f32; taps * shape.filters * shape.channels];
+        let (ph, pw) = shape.phase_size();
+        let input_len = shape.stride * shape.stride * shape.channels * ph * pw;
+        let weights_len = taps * shape.filters * shape.channels;
+        // Enough copies of the input and filters to fill COLD_BYTES, for the cold runs.
+        let copies = (COLD_BYTES / 4 / (input_len + weights_len).max(1)).max(1);
+        let operands: Vec<(Vec<f32>, Vec<f32>)> = (0..copies)
+            .map(|_| (vec![0.5f32; input_len], vec![0.01f32; weights_len]))
+            .collect();
         let bias = vec![0.1f32; shape.filters];
         let mut output = vec![0f32; shape.filters * ho * wo];
         let epilogue = ConvEpilogue {
             bias: Some(&bias),
             activation: Activation::Relu,
         };
-        let rows_per_tile = (256 / shape.padded_width).max(1);
-        let mut run = || {
-            for f in (0..shape.filters).step_by(48) {
-                for y in (0..ho).step_by(rows_per_tile) {
-                    let tile = (f..shape.filters.min(f + 48), y..ho.min(y + rows_per_tile));
-                    conv2d_tile(&shape, &input, &weights, &mut output, &epilogue, tile).unwrap();
-                }
-            }
-        };
-        run();
-        let (start, mut calls) = (Instant::now(), 0u32);
-        while start.elapsed().as_secs_f64() < 0.5 {
-            run();
-            calls += 1;
-        }
-        let seconds = start.elapsed().as_secs_f64() / f64::from(calls);
+        let rows_per_tile = (256 / pw).max(1);
         let flops = 2.0 * (shape.filters * ho * wo * shape.channels * taps) as f64;
-        println!("{text}\t{:.1}", flops / seconds / 1e9);
+        let mut rates = Vec::new();
+        for cold in [false, true] {
+            let mut next = 0;
+            let mut run = || {
+                let (input, weights) = &operands[next];
+                if cold {
+                    next = (next + 1) % copies;
+                }
+                for f in (0..shape.filters).step_by(48) {
+                    for y in (0..ho).step_by(rows_per_tile) {
+                        let tile = (f..shape.filters.min(f + 48), y..ho.min(y + rows_per_tile));
+                        conv2d_tile(&shape, input, weights, &mut output, &epilogue, tile).unwrap();
+                    }
+                }
+            };
+            run();
+            let (start, mut calls) = (Instant::now(), 0u32);
+            while start.elapsed().as_secs_f64() < 0.5 {
+                run();
+                calls += 1;
+            }
+            let seconds = start.elapsed().as_secs_f64() / f64::from(calls);
+            rates.push(format!("{:.1}", flops / seconds / 1e9));
+        }
+        println!("{text}\t{}", rates.join("\t"));
     }
 }

@@ -60,6 +60,28 @@ fn seconds_per_call(mut call: impl FnMut()) -> f64 {
     samples[2]
 }
 
+/// Where a call's operands come from.
+#[derive(Clone, Copy)]
+enum Temperature {
+    /// The same operands every call: from cache.
+    Hot,
+    /// A new `a` every call, the same `b` and `c`: weights from memory, activations from cache,
+    /// as a convolution inside a model reads them.
+    ColdA,
+    /// New operands every call: from memory.
+    Cold,
+}
+
+impl Temperature {
+    fn name(self) -> &'static str {
+        match self {
+            Temperature::Hot => "hot",
+            Temperature::ColdA => "cold a",
+            Temperature::Cold => "cold",
+        }
+    }
+}
+
 fn main() {
     let asked: Vec<String> = std::env::args().skip(1).collect();
     let texts: Vec<&str> = if asked.is_empty() {
@@ -83,32 +105,41 @@ fn main() {
         };
         let floats = m * k + k * ldb + m * n;
         let copies = (COLD_BYTES / 4 / floats.max(1)).max(1);
-        let mut operands: Vec<(Vec<f32>, Vec<f32>, Vec<f32>)> = (0..copies)
+        let operands: Vec<(Vec<f32>, Vec<f32>)> = (0..copies)
             .map(|_| {
                 let a = (0..m * k).map(|i| (i % 7) as f32 * 0.1).collect();
                 let b = (0..k * ldb).map(|i| (i % 5) as f32 * 0.1).collect();
-                (a, b, vec![0f32; m * n])
+                (a, b)
             })
             .collect();
-        for (temperature, rotate) in [("hot", false), ("cold", true)] {
+        let mut c_copies: Vec<Vec<f32>> = (0..copies).map(|_| vec![0f32; m * n]).collect();
+        for temperature in [Temperature::Hot, Temperature::ColdA, Temperature::Cold] {
             let rates: Vec<String> = paths
                 .iter()
                 .map(|&path| {
                     let mut next = 0;
                     let seconds = seconds_per_call(|| {
-                        let (a, b, c) = &mut operands[next];
-                        if rotate {
-                            next = (next + 1) % copies;
-                        }
+                        next = match temperature {
+                            Temperature::Hot => 0,
+                            _ => (next + 1) % copies,
+                        };
+                        let bc = match temperature {
+                            Temperature::Cold => next,
+                            _ => 0,
+                        };
+                        let (a, _) = &operands[next];
                         let a = Matrix::new(a, m, k, k).unwrap();
+                        let (_, b) = &operands[bc];
                         let b = Matrix::new(b, k, n, ldb).unwrap();
-                        let c = MatrixMut::new(c, m, n, n).unwrap();
+                        let mut c_data = std::mem::take(&mut c_copies[bc]);
+                        let c = MatrixMut::new(&mut c_data, m, n, n).unwrap();
                         matmul_on(path, a, b, c, &Epilogue::NONE).unwrap();
+                        c_copies[bc] = c_data;
                     });
                     format!("{:.1}", 2.0 * (m * n * k) as f64 / seconds / 1e9)
                 })
                 .collect();
-            println!("{text} {temperature}\t{}", rates.join("\t"));
+            println!("{text} {}\t{}", temperature.name(), rates.join("\t"));
         }
     }
 }

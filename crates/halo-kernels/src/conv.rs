@@ -1,4 +1,4 @@
-//! 2-D convolutions of one group, unit stride and dilation, over an input padded beforehand:
+//! 2-D convolutions of one group, of any stride and dilation, over an input padded beforehand:
 //! one matmul per filter tap over a shifted view of the input, with no copy of its windows.
 //!
 //! Why this shape: IREE 3.13 (and halo's graph rewrite before it) computes a 3x3 convolution by
@@ -10,6 +10,14 @@
 //! `q + dy * wp + dx` of every channel, so the product for a tap is `filter[dy][dx]` (`F x C`)
 //! times the input seen from that offset (`C x n`, rows a channel plane apart). The tile's
 //! inputs stay in cache across the taps.
+//!
+//! A stride of `s` keeps this shape when the input arrives split into its `s x s` phases (phase
+//! `(a, b)` holds the rows `a, a + s, ...` and the columns `b, b + s, ...`): output `(y, x)` of
+//! tap `(dy, dx)` reads input `(s y + dy, s x + dx)`, which is element `(y + dy / s, x + dx / s)`
+//! of phase `(dy % s, dx % s)`, so each tap is again a shifted view, of one phase, and the
+//! output is computed over the phase width. Dilation only moves the taps. Only the real taps are
+//! multiplied: a stride-2 3x3 convolution written as a unit-stride one over the phases (a 2x2
+//! filter on four times the channels) would multiply 16 taps' worth, 7 of them zeros.
 
 use crate::matmul::{accumulate_sum_on, activate};
 use crate::{Activation, KernelPath, Matrix, MatrixMut};
@@ -17,7 +25,8 @@ use halo_hal::{Error, Result};
 use std::ops::Range;
 
 /// The sizes of a convolution: `filters` x `channels` filters of `kernel_height` x
-/// `kernel_width` over a `channels` x `padded_height` x `padded_width` input.
+/// `kernel_width` over a `channels` x `padded_height` x `padded_width` input, output positions
+/// `stride` input positions apart and taps `dilation` apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConvShape {
     /// Input channels.
@@ -32,31 +41,60 @@ pub struct ConvShape {
     pub kernel_height: usize,
     /// Filter columns.
     pub kernel_width: usize,
+    /// Input rows and columns from one output position to the next (1 or more).
+    pub stride: usize,
+    /// Input rows and columns from one filter tap to the next (1 or more).
+    pub dilation: usize,
 }
 
 impl ConvShape {
+    /// A unit-stride, undilated convolution.
+    pub fn unit(channels: usize, filters: usize, padded: (usize, usize), kernel: (usize, usize)) -> Self {
+        ConvShape {
+            channels,
+            filters,
+            padded_height: padded.0,
+            padded_width: padded.1,
+            kernel_height: kernel.0,
+            kernel_width: kernel.1,
+            stride: 1,
+            dilation: 1,
+        }
+    }
+
     /// Output rows and columns.
     ///
     /// # Errors
-    /// `InvalidArgument` when the filter is empty or larger than the padded input.
+    /// `InvalidArgument` when the filter is empty or, dilated, larger than the padded input, or
+    /// the stride or dilation is 0.
     pub fn output_size(&self) -> Result<(usize, usize)> {
-        let (kh, kw) = (self.kernel_height, self.kernel_width);
-        if kh == 0 || kw == 0 || kh > self.padded_height || kw > self.padded_width {
-            return Err(Error::invalid_argument(format!(
-                "a {kh}x{kw} filter over a {}x{} padded input",
+        let (kh, kw, s, d) = (self.kernel_height, self.kernel_width, self.stride, self.dilation);
+        let span = |taps: usize| taps.checked_sub(1)?.checked_mul(d)?.checked_add(1);
+        match (span(kh), span(kw)) {
+            (Some(h), Some(w)) if s > 0 && d > 0 && h <= self.padded_height && w <= self.padded_width => {
+                Ok(((self.padded_height - h) / s + 1, (self.padded_width - w) / s + 1))
+            }
+            _ => Err(Error::invalid_argument(format!(
+                "a {kh}x{kw} filter of stride {s} and dilation {d} over a {}x{} padded input",
                 self.padded_height, self.padded_width
-            )));
+            ))),
         }
-        Ok((self.padded_height - kh + 1, self.padded_width - kw + 1))
+    }
+
+    /// Rows and columns of each of the input's `stride x stride` phases.
+    pub fn phase_size(&self) -> (usize, usize) {
+        let s = self.stride.max(1);
+        (self.padded_height.div_ceil(s), self.padded_width.div_ceil(s))
     }
 
     /// Elements of the input, the filters and the output, in that order (`None` on overflow).
     pub(crate) fn lengths(&self) -> Option<[usize; 3]> {
         let (ho, wo) = self.output_size().ok()?;
-        let plane = self.padded_height.checked_mul(self.padded_width)?;
+        let (ph, pw) = self.phase_size();
+        let phases = self.stride.checked_mul(self.stride)?;
         let taps = self.kernel_height.checked_mul(self.kernel_width)?;
         Some([
-            self.channels.checked_mul(plane)?,
+            phases.checked_mul(self.channels)?.checked_mul(ph)?.checked_mul(pw)?,
             taps.checked_mul(self.filters)?.checked_mul(self.channels)?,
             self.filters.checked_mul(ho)?.checked_mul(wo)?,
         ])
@@ -98,7 +136,9 @@ pub fn conv2d_tile(
 /// Output channels `filters` and output rows `rows` of the convolution, on the calling thread,
 /// by `path`.
 ///
-/// `input` is `channels` planes of `padded_height` x `padded_width`; `weights` are ordered
+/// `input` is the padded input's `stride x stride` phases, row phase first, each `channels`
+/// planes of the [phase size](ConvShape::phase_size) (for stride 1: `channels` planes of
+/// `padded_height` x `padded_width`); `weights` are ordered
 /// `[kernel_height][kernel_width][filters][channels]` (tap first); `output` is `filters` planes
 /// of the output size, of which only the tile is written.
 ///
@@ -151,7 +191,7 @@ pub fn conv2d_tile_on(
     if filters.is_empty() || rows.is_empty() {
         return Ok(());
     }
-    let wp = shape.padded_width;
+    let (_, wp) = shape.phase_size();
     let wide_cols = (rows.len() - 1) * wp + wo;
     if wp == wo {
         // One-column filters: the wide tile is the output itself.
@@ -186,7 +226,7 @@ pub fn conv2d_tile_on(
     })
 }
 
-/// The tile over the padded width into `tile` (`filters` rows, from output row `first_row`).
+/// The tile over the phase width into `tile` (`filters` rows, from output row `first_row`).
 fn compute_wide(
     path: KernelPath,
     shape: &ConvShape,
@@ -195,7 +235,9 @@ fn compute_wide(
     (filters, first_row): (Range<usize>, usize),
     mut tile: MatrixMut<'_>,
 ) -> Result<()> {
-    let (c, wp) = (shape.channels, shape.padded_width);
+    let c = shape.channels;
+    let (ph, pw) = shape.phase_size();
+    let (s, d) = (shape.stride, shape.dilation);
     for (row, f) in filters.clone().enumerate() {
         tile.row_mut(row).fill(epilogue.bias.map_or(0.0, |bias| bias[f]));
     }
@@ -218,8 +260,13 @@ fn compute_wide(
                 c,
                 c,
             )?;
-            let shift = (first_row + dy) * wp + dx;
-            let b = Matrix::new(&input[shift..], c, tile.cols, shape.padded_height * wp)?;
+            let (ry, rx) = (dy * d, dx * d);
+            let phase = (ry % s) * s + rx % s;
+            let shift = phase * c * ph * pw + (first_row + ry / s) * pw + rx / s;
+            let from_shift = input.get(shift..).ok_or_else(|| {
+                Error::invalid_argument(format!("convolution {shape:?}: tap ({dy}, {dx}) starts past the input"))
+            })?;
+            let b = Matrix::new(from_shift, c, tile.cols, ph * pw)?;
             terms.push((a, b));
         }
     }
@@ -244,6 +291,7 @@ mod tests {
             shape.kernel_height,
             shape.kernel_width,
         );
+        let (s, d) = (shape.stride, shape.dilation);
         let mut out = Vec::new();
         for f in 0..shape.filters {
             for y in 0..ho {
@@ -253,7 +301,7 @@ mod tests {
                         for dy in 0..kh {
                             for dx in 0..kw {
                                 let w = weights[((dy * kw + dx) * shape.filters + f) * c + ch];
-                                let v = input[ch * hp * wp + (y + dy) * wp + x + dx];
+                                let v = input[ch * hp * wp + (s * y + d * dy) * wp + s * x + d * dx];
                                 sum += f64::from(w) * f64::from(v);
                             }
                         }
@@ -265,20 +313,61 @@ mod tests {
         out
     }
 
+    /// The plain input (`channels` planes of the padded size) as the kernel takes it: split
+    /// into its `stride x stride` phases, zeros past the padded size.
+    fn phases(shape: &ConvShape, plain: &[f32]) -> Vec<f32> {
+        let (hp, wp, s) = (shape.padded_height, shape.padded_width, shape.stride);
+        let (ph, pw) = shape.phase_size();
+        let mut split = vec![0.0; shape.lengths().unwrap()[0]];
+        for (a, b, ch, y, x) in phase_positions(s, shape.channels, ph, pw) {
+            let (row, col) = (y * s + a, x * s + b);
+            if row < hp && col < wp {
+                split[(((a * s + b) * shape.channels + ch) * ph + y) * pw + x] = plain[(ch * hp + row) * wp + col];
+            }
+        }
+        split
+    }
+
+    /// Every `(a, b, channel, y, x)` of `s x s` phases of `channels` planes of `ph` x `pw`.
+    fn phase_positions(
+        s: usize,
+        channels: usize,
+        ph: usize,
+        pw: usize,
+    ) -> impl Iterator<Item = (usize, usize, usize, usize, usize)> {
+        (0..s).flat_map(move |a| {
+            (0..s).flat_map(move |b| {
+                (0..channels).flat_map(move |ch| (0..ph).flat_map(move |y| (0..pw).map(move |x| (a, b, ch, y, x))))
+            })
+        })
+    }
+
     fn shape_and_tiles() -> impl Strategy<Value = (ConvShape, usize, usize)> {
-        (0usize..24, 1usize..30, 1usize..4, 1usize..4, 0usize..9, 0usize..12).prop_flat_map(
-            |(channels, filters, kernel_height, kernel_width, extra_h, extra_w)| {
-                let shape = ConvShape {
-                    channels,
-                    filters,
-                    padded_height: kernel_height + extra_h,
-                    padded_width: kernel_width + extra_w,
-                    kernel_height,
-                    kernel_width,
-                };
-                (Just(shape), 1..=filters, 1..=extra_h + 1)
-            },
+        (
+            0usize..24,
+            1usize..30,
+            1usize..4,
+            1usize..4,
+            1usize..4,
+            1usize..3,
+            0usize..9,
+            0usize..12,
         )
+            .prop_flat_map(
+                |(channels, filters, kernel_height, kernel_width, stride, dilation, extra_h, extra_w)| {
+                    let shape = ConvShape {
+                        channels,
+                        filters,
+                        padded_height: (kernel_height - 1) * dilation + 1 + extra_h,
+                        padded_width: (kernel_width - 1) * dilation + 1 + extra_w,
+                        kernel_height,
+                        kernel_width,
+                        stride,
+                        dilation,
+                    };
+                    (Just(shape), 1..=filters, 1..=extra_h / stride + 1)
+                },
+            )
     }
 
     proptest! {
@@ -288,14 +377,16 @@ mod tests {
             (shape, filters_per_tile, rows_per_tile) in shape_and_tiles(),
             bias in any::<bool>(), relu in any::<bool>(), seed in any::<u64>(),
         ) {
-            let [input_len, weights_len, output_len] = shape.lengths().unwrap();
-            let (input, weights, bias_data) =
-                (values(input_len, seed), values(weights_len, seed ^ 1), values(shape.filters, seed ^ 2));
+            let [_, weights_len, output_len] = shape.lengths().unwrap();
+            let plain_len = shape.channels * shape.padded_height * shape.padded_width;
+            let (plain, weights, bias_data) =
+                (values(plain_len, seed), values(weights_len, seed ^ 1), values(shape.filters, seed ^ 2));
+            let input = phases(&shape, &plain);
             let epilogue = ConvEpilogue {
                 bias: bias.then_some(&bias_data[..]),
                 activation: if relu { Activation::Relu } else { Activation::Identity },
             };
-            let expected = reference(&shape, &input, &weights, epilogue.bias, relu);
+            let expected = reference(&shape, &plain, &weights, epilogue.bias, relu);
             let (ho, _) = shape.output_size().unwrap();
             for path in KernelPath::ALL {
                 if !path.is_available() {
@@ -321,14 +412,7 @@ mod tests {
 
     #[test]
     fn shapes_slices_and_tiles_that_do_not_fit_are_errors_naming_them() {
-        let shape = ConvShape {
-            channels: 2,
-            filters: 3,
-            padded_height: 5,
-            padded_width: 5,
-            kernel_height: 3,
-            kernel_width: 3,
-        };
+        let shape = ConvShape::unit(2, 3, (5, 5), (3, 3));
         let (input, weights, bias) = (vec![1.0; 50], vec![1.0; 54], [0.0; 3]);
         let mut output = vec![0.0; 27];
         let epilogue = ConvEpilogue {
@@ -345,7 +429,20 @@ mod tests {
             ..shape
         };
         let message = call(&wide, &input, &mut output, &epilogue, (0..3, 0..3));
-        assert!(message.contains("a 3x6 filter over a 5x5 padded input"), "{message}");
+        assert!(
+            message.contains("a 3x6 filter of stride 1 and dilation 1 over a 5x5 padded input"),
+            "{message}"
+        );
+        for (stride, dilation) in [(0, 1), (1, 0), (1, 3)] {
+            let bad = ConvShape {
+                stride,
+                dilation,
+                ..shape
+            };
+            let message = call(&bad, &input, &mut output, &epilogue, (0..3, 0..3));
+            let named = format!("a 3x3 filter of stride {stride} and dilation {dilation} over a 5x5 padded input");
+            assert!(message.contains(&named), "{message}");
+        }
         let message = call(&shape, &input[..49], &mut output, &epilogue, (0..3, 0..3));
         assert!(message.contains("the input holds 49 elements of the 50"), "{message}");
         let message = call(&shape, &input, &mut output[..26], &epilogue, (0..3, 0..3));

@@ -28,6 +28,7 @@ pub type EntryPoint = unsafe extern "C" fn(params: *mut c_void, context: *mut c_
 pub const ENTRY_POINTS: &[(&str, EntryPoint)] = &[
     ("halo_matmul_f32_v0", matmul_f32_v0),
     ("halo_conv2d_f32_v0", conv2d_f32_v0),
+    ("halo_conv2d_f32_v1", conv2d_f32_v1),
 ];
 
 /// `flags` bit: `bias` points at one element per output column, added to every row.
@@ -151,9 +152,9 @@ pub unsafe extern "C" fn matmul_f32_v0(params: *mut c_void, context: *mut c_void
     c_int::from(result.is_err())
 }
 
-/// `flags` bit of `halo_conv2d_f32_v0`: `bias` points at one element per filter.
+/// `flags` bit of the convolution entries: `bias` points at one element per filter.
 pub const CONV_BIAS: usize = 1;
-/// `flags` bit of `halo_conv2d_f32_v0`: ReLU on the result.
+/// `flags` bit of the convolution entries: ReLU on the result.
 pub const CONV_RELU: usize = 2;
 
 /// What `halo_conv2d_f32_v0` receives: one tile (output channels `filter_begin..` by output
@@ -202,6 +203,20 @@ pub struct Conv2dParamsV0 {
     pub flags: usize,
 }
 
+/// What `halo_conv2d_f32_v1` receives: [`Conv2dParamsV0`] for a convolution of any stride and
+/// dilation, whose input arrives split into its `stride x stride` phases as [`conv2d_tile`]
+/// takes it (for stride 1, the plain padded input).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct Conv2dParamsV1 {
+    /// Everything but the stride and dilation; `input` is the phases.
+    pub v0: Conv2dParamsV0,
+    /// Input rows and columns from one output position to the next.
+    pub stride: usize,
+    /// Input rows and columns from one filter tap to the next.
+    pub dilation: usize,
+}
+
 /// `halo_conv2d_f32_v0`: see [`Conv2dParamsV0`]. Returns 0, or 1 when the call cannot be
 /// carried out (as [`matmul_f32_v0`], and a tile outside the output).
 ///
@@ -209,9 +224,49 @@ pub struct Conv2dParamsV0 {
 /// As [`matmul_f32_v0`], for a [`Conv2dParamsV0`].
 pub unsafe extern "C" fn conv2d_f32_v0(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
     // SAFETY: the caller passes a pointer to the packed parameters, per this entry's contract.
-    let p = unsafe { *(params as *const Conv2dParamsV0) };
+    let v0 = unsafe { *(params as *const Conv2dParamsV0) };
     // SAFETY: a non-null context points at a `MemoryCheck`, per the contract.
-    let Some(check) = (unsafe { (context as *const MemoryCheck).as_ref() }) else {
+    let check = unsafe { (context as *const MemoryCheck).as_ref() };
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        conv2d(
+            Conv2dParamsV1 {
+                v0,
+                stride: 1,
+                dilation: 1,
+            },
+            check,
+        )
+    }
+}
+
+/// `halo_conv2d_f32_v1`: see [`Conv2dParamsV1`]. Returns 0, or 1 when the call cannot be
+/// carried out (as [`conv2d_f32_v0`]).
+///
+/// # Safety
+/// As [`matmul_f32_v0`], for a [`Conv2dParamsV1`].
+pub unsafe extern "C" fn conv2d_f32_v1(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
+    // SAFETY: the caller passes a pointer to the packed parameters, per this entry's contract.
+    let p = unsafe { *(params as *const Conv2dParamsV1) };
+    // SAFETY: a non-null context points at a `MemoryCheck`, per the contract.
+    let check = unsafe { (context as *const MemoryCheck).as_ref() };
+    // SAFETY: forwarded from the caller.
+    unsafe { conv2d(p, check) }
+}
+
+/// Both convolution entries' work, once their parameters are read.
+///
+/// # Safety
+/// As [`matmul_f32_v0`]: `check` vouches only for memory valid for the access asked.
+unsafe fn conv2d(
+    Conv2dParamsV1 {
+        v0: p,
+        stride,
+        dilation,
+    }: Conv2dParamsV1,
+    check: Option<&MemoryCheck>,
+) -> c_int {
+    let Some(check) = check else {
         return 1;
     };
     let shape = ConvShape {
@@ -221,6 +276,8 @@ pub unsafe extern "C" fn conv2d_f32_v0(params: *mut c_void, context: *mut c_void
         padded_width: p.padded_width,
         kernel_height: p.kernel_height,
         kernel_width: p.kernel_width,
+        stride,
+        dilation,
     };
     let Some([input_len, weights_len, output_len]) = shape.lengths() else {
         return 1;
@@ -474,5 +531,53 @@ mod tests {
         let mut unlent = [0f32; 5];
         assert_eq!(call(params(&mut unlent, 0, 0)), 1, "the output is not lent");
         assert_eq!(unlent, [0.0; 5]);
+    }
+
+    #[test]
+    fn the_strided_convolution_entry_point_reads_the_phases_of_its_input() {
+        // The 4x4 input 1..=16 split into its four 2x2 phases; a 2x2 filter of ones at stride 2
+        // sums each of the four disjoint windows.
+        let input = [
+            1.0, 3.0, 9.0, 11.0, 2.0, 4.0, 10.0, 12.0, 5.0, 7.0, 13.0, 15.0, 6.0, 8.0, 14.0, 16.0,
+        ];
+        let weights = [1.0f32; 4];
+        let mut output = [0f32; 4];
+        for lent in [&input[..], &weights] {
+            lend(lent, false);
+        }
+        lend(&output, true);
+        let params = |output: &mut [f32], stride| Conv2dParamsV1 {
+            v0: Conv2dParamsV0 {
+                input: input.as_ptr(),
+                input_offset: 0,
+                weights: weights.as_ptr(),
+                weights_offset: 0,
+                bias: weights.as_ptr(),
+                bias_offset: 0,
+                output: output.as_mut_ptr(),
+                output_offset: 0,
+                channels: 1,
+                filters: 1,
+                padded_height: 4,
+                padded_width: 4,
+                kernel_height: 2,
+                kernel_width: 2,
+                filter_begin: 0,
+                filter_count: 1,
+                row_begin: 0,
+                row_count: 2,
+                flags: 0,
+            },
+            stride,
+            dilation: 1,
+        };
+        let call = |mut params: Conv2dParamsV1| {
+            let context = (&raw const CHECK).cast_mut().cast();
+            // SAFETY: the check vouches only for the live slices the test lent.
+            unsafe { conv2d_f32_v1((&raw mut params).cast(), context, std::ptr::null_mut()) }
+        };
+        assert_eq!(call(params(&mut output, 2)), 0);
+        assert_eq!(output, [14.0, 22.0, 46.0, 54.0]);
+        assert_eq!(call(params(&mut output, 0)), 1, "stride 0");
     }
 }

@@ -1,6 +1,6 @@
 //! halo's own CPU kernels, for IREE-compiled programs to call instead of the code IREE 3.13
 //! generates for the operations that dominate a model's time: matmuls ([`matmul()`]) and
-//! unit-stride convolutions of one group ([`conv2d_tile`]).
+//! convolutions of one group, of any stride and dilation ([`conv2d_tile`]).
 //!
 //! Choices:
 //! - **One call computes one tile, on the calling thread.** IREE's workgroups stay the
@@ -18,7 +18,7 @@
 //!   filter) and an activation applied to each output tile while it is still in cache
 //!   ([`Epilogue`], [`ConvEpilogue`]).
 //! - [`import`] is the C ABI an IREE executable calls (`halo_matmul_f32_v0`,
-//!   `halo_conv2d_f32_v0`); the CPU drivers offer it to every executable they load, by name, as
+//!   `halo_conv2d_f32_v0` for unit strides, `halo_conv2d_f32_v1` for any); the CPU drivers offer it to every executable they load, by name, as
 //!   IREE's runtime offers a plugin's.
 
 #![warn(missing_docs)]

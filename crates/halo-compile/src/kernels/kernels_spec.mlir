@@ -2,14 +2,19 @@
 // - every f32 linalg.matmul that starts from zeros (linalg.fill 0) becomes a dispatch calling
 //   halo's matmul kernel (halo_matmul_f32_v0, crates/halo-kernels/src/import.rs), one workgroup per
 //   512 output columns; its bias and activation stay IREE's;
-// - every f32 convolution of one group, unit stride and dilation on a batch of one, larger than 1x1
-//   (linalg.conv_2d_nchw_fchw; its padding, a tensor.pad before it, stays IREE's), with its bias
-//   in either form it arrives in (the importer's: the convolution starts from the broadcast bias;
-//   halo's graph rewrite's: it starts from zeros and a [1, F, 1, 1] bias is added after it) and
-//   with or without a ReLU after that, becomes a dispatch calling halo_conv2d_f32_v0 with the bias
-//   and ReLU fused (crates/halo-kernels/src/conv.rs), one workgroup per 48 output channels by as
-//   many output rows as make about 256 padded columns. The matchers are tried in order, the
-//   longer DAGs first.
+// - every f32 convolution of one group, stride 1 or 2 and dilation 1 on a batch of one, larger
+//   than 1x1 (linalg.conv_2d_nchw_fchw; its padding, a tensor.pad before it, stays IREE's), with
+//   its bias in either form it arrives in (the importer's: the convolution starts from the
+//   broadcast bias; halo's graph rewrite's: it starts from zeros and a [1, F, 1, 1] bias is added
+//   after it) and with or without a ReLU after that, becomes a dispatch calling
+//   halo_conv2d_f32_v1 with the bias and ReLU fused (crates/halo-kernels/src/conv.rs), one
+//   workgroup per 48 output channels by as many output rows as make about 256 columns of the
+//   input's phase width. A stride-2 convolution's input is first split into its four phases.
+//   The matchers are tried in order, the longer DAGs first.
+//
+// The part between `halo:per-stride` markers is written once per stride by halo compile
+// (crates/halo-compile/src/kernels.rs), with STRIDE replaced: a matcher compares the
+// convolution's attributes exactly, and the call it makes fixes the stride.
 module attributes {transform.with_named_sequence} {
   stream.executable private @halo_matmul_executable {
     stream.executable.export public @halo_matmul_tile workgroups(%n: index) -> (index, index, index) {
@@ -48,31 +53,37 @@ module attributes {transform.with_named_sequence} {
 
 
   stream.executable private @halo_conv2d_executable {
-    stream.executable.export public @halo_conv2d_tile workgroups(%f: index, %ho: index, %wp: index) -> (index, index, index) {
+    stream.executable.export public @halo_conv2d_tile workgroups(%f: index, %ho: index, %pw: index) -> (index, index, index) {
       %c1 = arith.constant 1 : index
       %c256 = arith.constant 256 : index
-      %wide = arith.divui %c256, %wp : index
+      %wide = arith.divui %c256, %pw : index
       %rows = arith.maxui %wide, %c1 : index
       %x = arith.ceildivui %ho, %rows : index
       %y = affine.apply affine_map<()[s0] -> (s0 ceildiv 48)>()[%f]
       stream.return %x, %y, %c1 : index, index, index
     }
     builtin.module {
-      func.func private @halo_conv2d_f32_v0(memref<f32>, index, memref<f32>, index, memref<f32>, index,
-          memref<f32>, index, index, index, index, index, index, index, index, index, index, index, index)
-          attributes {llvm.bareptr = true}
+      func.func private @halo_conv2d_f32_v1(memref<f32>, index, memref<f32>, index, memref<f32>, index,
+          memref<f32>, index, index, index, index, index, index, index, index, index, index, index, index,
+          index, index) attributes {llvm.bareptr = true}
       func.func @halo_conv2d_tile(%xb: !stream.binding, %wb: !stream.binding, %biasb: !stream.binding,
                                   %ob: !stream.binding, %c: index, %f: index, %hp: index, %wp: index,
-                                  %kh: index, %kw: index, %flags: index) {
+                                  %kh: index, %kw: index, %s: index, %flags: index) {
         %c0 = arith.constant 0 : index
         %c1 = arith.constant 1 : index
         %c256 = arith.constant 256 : index
-        %ho = affine.apply affine_map<()[s0, s1] -> (s0 - s1 + 1)>()[%hp, %kh]
-        %wo = affine.apply affine_map<()[s0, s1] -> (s0 - s1 + 1)>()[%wp, %kw]
-        %x_len = affine.apply affine_map<()[s0, s1, s2] -> (s0 * s1 * s2)>()[%c, %hp, %wp]
+        %ho_span = arith.subi %hp, %kh : index
+        %ho_steps = arith.divui %ho_span, %s : index
+        %ho = arith.addi %ho_steps, %c1 : index
+        %wo_span = arith.subi %wp, %kw : index
+        %wo_steps = arith.divui %wo_span, %s : index
+        %wo = arith.addi %wo_steps, %c1 : index
+        %ph = arith.ceildivui %hp, %s : index
+        %pw = arith.ceildivui %wp, %s : index
+        %x_len = affine.apply affine_map<()[s0, s1, s2, s3] -> (s0 * s0 * s1 * s2 * s3)>()[%s, %c, %ph, %pw]
         %w_len = affine.apply affine_map<()[s0, s1, s2, s3] -> (s0 * s1 * s2 * s3)>()[%kh, %kw, %f, %c]
         %o_len = affine.apply affine_map<()[s0, s1, s2] -> (s0 * s1 * s2)>()[%f, %ho, %wo]
-        %wide = arith.divui %c256, %wp : index
+        %wide = arith.divui %c256, %pw : index
         %rows_per_tile = arith.maxui %wide, %c1 : index
         %tx = stream.dispatch.workgroup.id[0] : index
         %ty = stream.dispatch.workgroup.id[1] : index
@@ -89,10 +100,10 @@ module attributes {transform.with_named_sequence} {
         %wq, %wo2, %ws, %wt = iree_codegen.extract_strided_metadata %w : memref<?xf32> -> memref<f32>, index, index, index
         %bp, %bo, %bs, %bt = iree_codegen.extract_strided_metadata %bias : memref<?xf32> -> memref<f32>, index, index, index
         %op, %oo, %os, %ot = iree_codegen.extract_strided_metadata %o : memref<?xf32> -> memref<f32>, index, index, index
-        func.call @halo_conv2d_f32_v0(%xp, %xo, %wq, %wo2, %bp, %bo, %op, %oo, %c, %f, %hp, %wp, %kh, %kw,
-                                      %filter, %filters, %row, %rows, %flags)
+        func.call @halo_conv2d_f32_v1(%xp, %xo, %wq, %wo2, %bp, %bo, %op, %oo, %c, %f, %hp, %wp, %kh, %kw,
+                                      %filter, %filters, %row, %rows, %flags, %s, %c1)
             : (memref<f32>, index, memref<f32>, index, memref<f32>, index, memref<f32>, index,
-               index, index, index, index, index, index, index, index, index, index, index) -> ()
+               index, index, index, index, index, index, index, index, index, index, index, index, index) -> ()
         return
       }
     }
@@ -133,43 +144,8 @@ module attributes {transform.with_named_sequence} {
   }
 
 
-  // Flags of halo_conv2d_f32_v0: 1 adds the bias, 2 applies ReLU.
-  util.func private @halo_conv2d(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<?xf32>,
-                                           %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
-    %flags = arith.constant 1 : index
-    %r = util.call @halo_conv2d_flags(%x, %w, %bias, %flags)
-        : (tensor<1x?x?x?xf32>, tensor<?x?x?x?xf32>, tensor<?xf32>, index) -> tensor<1x?x?x?xf32>
-    util.return %r : tensor<1x?x?x?xf32>
-  }
-
-  util.func private @halo_conv2d_relu(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<?xf32>,
-                                                %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
-    %flags = arith.constant 3 : index
-    %r = util.call @halo_conv2d_flags(%x, %w, %bias, %flags)
-        : (tensor<1x?x?x?xf32>, tensor<?x?x?x?xf32>, tensor<?xf32>, index) -> tensor<1x?x?x?xf32>
-    util.return %r : tensor<1x?x?x?xf32>
-  }
-
-  util.func private @halo_conv2d_add(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<1x?x1x1xf32>,
-                                               %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
-    %flags = arith.constant 1 : index
-    %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
-    %r = util.call @halo_conv2d_flags(%x, %w, %b, %flags)
-        : (tensor<1x?x?x?xf32>, tensor<?x?x?x?xf32>, tensor<?xf32>, index) -> tensor<1x?x?x?xf32>
-    util.return %r : tensor<1x?x?x?xf32>
-  }
-
-  util.func private @halo_conv2d_add_relu(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<1x?x1x1xf32>,
-                                                    %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
-    %flags = arith.constant 3 : index
-    %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
-    %r = util.call @halo_conv2d_flags(%x, %w, %b, %flags)
-        : (tensor<1x?x?x?xf32>, tensor<?x?x?x?xf32>, tensor<?xf32>, index) -> tensor<1x?x?x?xf32>
-    util.return %r : tensor<1x?x?x?xf32>
-  }
-
   // The filters go tap first, [KH, KW, F, C]; IREE reorders constant filters once, when it compiles.
-  util.func private @halo_conv2d_flags(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<?xf32>,
+  util.func private @halo_conv2d_flags_s1(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<?xf32>,
                                        %flags: index) -> tensor<1x?x?x?xf32> {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
@@ -190,8 +166,52 @@ module attributes {transform.with_named_sequence} {
     %wt = linalg.transpose ins(%w : tensor<?x?x?x?xf32>) outs(%taps_first : tensor<?x?x?x?xf32>) permutation = [2, 3, 0, 1]
     %x1 = tensor.collapse_shape %x [[0, 1, 2, 3]] : tensor<1x?x?x?xf32> into tensor<?xf32>
     %w1 = tensor.collapse_shape %wt [[0, 1, 2, 3]] : tensor<?x?x?x?xf32> into tensor<?xf32>
-    %r = flow.dispatch @halo_conv2d_executable::@halo_conv2d_tile[%f, %ho, %wp](%x1, %w1, %bias, %c, %f, %hp, %wp, %kh, %kw, %flags)
-        : (tensor<?xf32>{%x_len}, tensor<?xf32>{%w_len}, tensor<?xf32>{%f}, index, index, index, index, index, index, index)
+    %r = flow.dispatch @halo_conv2d_executable::@halo_conv2d_tile[%f, %ho, %wp](%x1, %w1, %bias, %c, %f, %hp, %wp, %kh, %kw, %c1, %flags)
+        : (tensor<?xf32>{%x_len}, tensor<?xf32>{%w_len}, tensor<?xf32>{%f}, index, index, index, index, index, index, index, index)
+          -> tensor<?xf32>{%o_len}
+    %r4 = tensor.expand_shape %r [[0, 1, 2, 3]] output_shape [1, %f, %ho, %wo] : tensor<?xf32> into tensor<1x?x?x?xf32>
+    util.return %r4 : tensor<1x?x?x?xf32>
+  }
+
+  // A stride-2 convolution: the padded input, padded again to even sizes, goes as its four phases
+  // ([2, 2, C, HP/2, WP/2]: rows and columns of one parity each), which the kernel views tap by tap.
+  util.func private @halo_conv2d_flags_s2(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<?xf32>,
+                                          %flags: index) -> tensor<1x?x?x?xf32> {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %zero = arith.constant 0.0 : f32
+    %f = tensor.dim %w, %c0 : tensor<?x?x?x?xf32>
+    %c = tensor.dim %w, %c1 : tensor<?x?x?x?xf32>
+    %kh = tensor.dim %w, %c2 : tensor<?x?x?x?xf32>
+    %kw = tensor.dim %w, %c3 : tensor<?x?x?x?xf32>
+    %hp = tensor.dim %x, %c2 : tensor<1x?x?x?xf32>
+    %wp = tensor.dim %x, %c3 : tensor<1x?x?x?xf32>
+    %ph = affine.apply affine_map<()[s0] -> (s0 ceildiv 2)>()[%hp]
+    %pw = affine.apply affine_map<()[s0] -> (s0 ceildiv 2)>()[%wp]
+    %extra_h = affine.apply affine_map<()[s0] -> ((s0 ceildiv 2) * 2 - s0)>()[%hp]
+    %extra_w = affine.apply affine_map<()[s0] -> ((s0 ceildiv 2) * 2 - s0)>()[%wp]
+    %ho = affine.apply affine_map<()[s0, s1] -> ((s0 - s1) floordiv 2 + 1)>()[%hp, %kh]
+    %wo = affine.apply affine_map<()[s0, s1] -> ((s0 - s1) floordiv 2 + 1)>()[%wp, %kw]
+    %x_len = affine.apply affine_map<()[s0, s1, s2] -> (s0 * s1 * s2 * 4)>()[%c, %ph, %pw]
+    %w_len = affine.apply affine_map<()[s0, s1, s2, s3] -> (s0 * s1 * s2 * s3)>()[%kh, %kw, %f, %c]
+    %o_len = affine.apply affine_map<()[s0, s1, s2] -> (s0 * s1 * s2)>()[%f, %ho, %wo]
+    %even = tensor.pad %x low[0, 0, 0, 0] high[0, 0, %extra_h, %extra_w] {
+      ^bb0(%i: index, %j: index, %k: index, %l: index):
+        tensor.yield %zero : f32
+    } : tensor<1x?x?x?xf32> to tensor<1x?x?x?xf32>
+    %split = tensor.expand_shape %even [[0], [1], [2, 3], [4, 5]] output_shape [1, %c, %ph, 2, %pw, 2]
+        : tensor<1x?x?x?xf32> into tensor<1x?x?x2x?x2xf32>
+    %phases_empty = tensor.empty(%c, %ph, %pw) : tensor<2x2x1x?x?x?xf32>
+    %phases = linalg.transpose ins(%split : tensor<1x?x?x2x?x2xf32>) outs(%phases_empty : tensor<2x2x1x?x?x?xf32>)
+        permutation = [3, 5, 0, 1, 2, 4]
+    %taps_first = tensor.empty(%kh, %kw, %f, %c) : tensor<?x?x?x?xf32>
+    %wt = linalg.transpose ins(%w : tensor<?x?x?x?xf32>) outs(%taps_first : tensor<?x?x?x?xf32>) permutation = [2, 3, 0, 1]
+    %x1 = tensor.collapse_shape %phases [[0, 1, 2, 3, 4, 5]] : tensor<2x2x1x?x?x?xf32> into tensor<?xf32>
+    %w1 = tensor.collapse_shape %wt [[0, 1, 2, 3]] : tensor<?x?x?x?xf32> into tensor<?xf32>
+    %r = flow.dispatch @halo_conv2d_executable::@halo_conv2d_tile[%f, %ho, %pw](%x1, %w1, %bias, %c, %f, %hp, %wp, %kh, %kw, %c2, %flags)
+        : (tensor<?xf32>{%x_len}, tensor<?xf32>{%w_len}, tensor<?xf32>{%f}, index, index, index, index, index, index, index, index)
           -> tensor<?xf32>{%o_len}
     %r4 = tensor.expand_shape %r [[0, 1, 2, 3]] output_shape [1, %f, %ho, %wo] : tensor<?xf32> into tensor<1x?x?x?xf32>
     util.return %r4 : tensor<1x?x?x?xf32>
@@ -205,12 +225,48 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 
-  transform.named_sequence @match_pointwise_add_relu(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+// halo:per-stride begin
+  // Flags of halo_conv2d_f32_v1: 1 adds the bias, 2 applies ReLU.
+  util.func private @halo_conv2d_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<?xf32>,
+                                           %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %flags = arith.constant 1 : index
+    %r = util.call @halo_conv2d_flags_sSTRIDE(%x, %w, %bias, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x?x?xf32>, tensor<?xf32>, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  util.func private @halo_conv2d_relu_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<?xf32>,
+                                                %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %flags = arith.constant 3 : index
+    %r = util.call @halo_conv2d_flags_sSTRIDE(%x, %w, %bias, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x?x?xf32>, tensor<?xf32>, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  util.func private @halo_conv2d_add_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<1x?x1x1xf32>,
+                                               %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %flags = arith.constant 1 : index
+    %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
+    %r = util.call @halo_conv2d_flags_sSTRIDE(%x, %w, %b, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x?x?xf32>, tensor<?xf32>, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  util.func private @halo_conv2d_add_relu_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<1x?x1x1xf32>,
+                                                    %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %flags = arith.constant 3 : index
+    %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
+    %r = util.call @halo_conv2d_flags_sSTRIDE(%x, %w, %b, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x?x?xf32>, tensor<?xf32>, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  transform.named_sequence @match_pointwise_add_relu_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
     %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
       ^bb0(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<1x?x1x1xf32>, %init: tensor<1x?x?x?xf32>):
         %zero = arith.constant 0.0 : f32
         %zeros = linalg.fill ins(%zero : f32) outs(%init : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
-        %product = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+        %product = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
             ins(%x, %w : tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>) outs(%zeros : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
         %conv = linalg.generic {
             indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>,
@@ -234,12 +290,12 @@ module attributes {transform.with_named_sequence} {
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
-  transform.named_sequence @match_pointwise_add(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+  transform.named_sequence @match_pointwise_add_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
     %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
       ^bb0(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<1x?x1x1xf32>, %init: tensor<1x?x?x?xf32>):
         %zero = arith.constant 0.0 : f32
         %zeros = linalg.fill ins(%zero : f32) outs(%init : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
-        %product = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+        %product = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
             ins(%x, %w : tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>) outs(%zeros : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
         %conv = linalg.generic {
             indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>,
@@ -254,12 +310,12 @@ module attributes {transform.with_named_sequence} {
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
-  transform.named_sequence @match_pointwise_relu(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+  transform.named_sequence @match_pointwise_relu_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
     %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
       ^bb0(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<?xf32>, %init: tensor<1x?x?x?xf32>):
         %zero = arith.constant 0.0 : f32
         %biased = linalg.broadcast ins(%bias : tensor<?xf32>) outs(%init : tensor<1x?x?x?xf32>) dimensions = [0, 2, 3]
-        %conv = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+        %conv = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
             ins(%x, %w : tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>) outs(%biased : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
         %relu = linalg.generic {
             indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
@@ -274,22 +330,22 @@ module attributes {transform.with_named_sequence} {
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
-  transform.named_sequence @match_pointwise(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+  transform.named_sequence @match_pointwise_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
     %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
       ^bb0(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<?xf32>, %init: tensor<1x?x?x?xf32>):
         %biased = linalg.broadcast ins(%bias : tensor<?xf32>) outs(%init : tensor<1x?x?x?xf32>) dimensions = [0, 2, 3]
-        %conv = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+        %conv = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
             ins(%x, %w : tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>) outs(%biased : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
     } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
-  transform.named_sequence @match_conv2d_add_relu(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+  transform.named_sequence @match_conv2d_add_relu_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
     %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
       ^bb0(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<1x?x1x1xf32>, %init: tensor<1x?x?x?xf32>):
         %zero = arith.constant 0.0 : f32
         %zeros = linalg.fill ins(%zero : f32) outs(%init : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
-        %product = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+        %product = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
             ins(%x, %w : tensor<1x?x?x?xf32>, tensor<?x?x?x?xf32>) outs(%zeros : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
         %conv = linalg.generic {
             indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>,
@@ -313,12 +369,12 @@ module attributes {transform.with_named_sequence} {
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
-  transform.named_sequence @match_conv2d_add(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+  transform.named_sequence @match_conv2d_add_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
     %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
       ^bb0(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<1x?x1x1xf32>, %init: tensor<1x?x?x?xf32>):
         %zero = arith.constant 0.0 : f32
         %zeros = linalg.fill ins(%zero : f32) outs(%init : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
-        %product = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+        %product = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
             ins(%x, %w : tensor<1x?x?x?xf32>, tensor<?x?x?x?xf32>) outs(%zeros : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
         %conv = linalg.generic {
             indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>,
@@ -333,12 +389,12 @@ module attributes {transform.with_named_sequence} {
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
-  transform.named_sequence @match_conv2d_relu(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+  transform.named_sequence @match_conv2d_relu_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
     %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
       ^bb0(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<?xf32>, %init: tensor<1x?x?x?xf32>):
         %zero = arith.constant 0.0 : f32
         %biased = linalg.broadcast ins(%bias : tensor<?xf32>) outs(%init : tensor<1x?x?x?xf32>) dimensions = [0, 2, 3]
-        %conv = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+        %conv = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
             ins(%x, %w : tensor<1x?x?x?xf32>, tensor<?x?x?x?xf32>) outs(%biased : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
         %relu = linalg.generic {
             indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
@@ -353,82 +409,86 @@ module attributes {transform.with_named_sequence} {
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
-  transform.named_sequence @match_conv2d(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+  transform.named_sequence @match_conv2d_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
     %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
       ^bb0(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<?xf32>, %init: tensor<1x?x?x?xf32>):
         %biased = linalg.broadcast ins(%bias : tensor<?xf32>) outs(%init : tensor<1x?x?x?xf32>) dimensions = [0, 2, 3]
-        %conv = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+        %conv = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
             ins(%x, %w : tensor<1x?x?x?xf32>, tensor<?x?x?x?xf32>) outs(%biased : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
     } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
-  transform.named_sequence @call_halo_conv2d_add_relu(%ins: !transform.any_value {transform.readonly},
+  transform.named_sequence @call_halo_conv2d_add_relu_sSTRIDE(%ins: !transform.any_value {transform.readonly},
                                                             %out: !transform.any_value {transform.readonly}) {
     %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
     %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
     %executable = transform.util.import_symbol @halo_conv2d_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
-    %helper = transform.util.import_symbol @halo_conv2d_flags into %module if undefined : (!transform.any_op) -> !transform.any_op
-    %func = transform.util.import_symbol @halo_conv2d_add_relu into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_conv2d_flags_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_conv2d_add_relu_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
     transform.util.cast_and_call %func(%ins) -> %out after %root {
       transform.type_conversion.tensor.cast_shape_dynamic_dims
     } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
     transform.yield
   }
 
-  transform.named_sequence @call_halo_conv2d_add(%ins: !transform.any_value {transform.readonly},
+  transform.named_sequence @call_halo_conv2d_add_sSTRIDE(%ins: !transform.any_value {transform.readonly},
                                                        %out: !transform.any_value {transform.readonly}) {
     %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
     %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
     %executable = transform.util.import_symbol @halo_conv2d_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
-    %helper = transform.util.import_symbol @halo_conv2d_flags into %module if undefined : (!transform.any_op) -> !transform.any_op
-    %func = transform.util.import_symbol @halo_conv2d_add into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_conv2d_flags_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_conv2d_add_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
     transform.util.cast_and_call %func(%ins) -> %out after %root {
       transform.type_conversion.tensor.cast_shape_dynamic_dims
     } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
     transform.yield
   }
 
-  transform.named_sequence @call_halo_conv2d_relu(%ins: !transform.any_value {transform.readonly},
+  transform.named_sequence @call_halo_conv2d_relu_sSTRIDE(%ins: !transform.any_value {transform.readonly},
                                                         %out: !transform.any_value {transform.readonly}) {
     %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
     %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
     %executable = transform.util.import_symbol @halo_conv2d_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
-    %helper = transform.util.import_symbol @halo_conv2d_flags into %module if undefined : (!transform.any_op) -> !transform.any_op
-    %func = transform.util.import_symbol @halo_conv2d_relu into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_conv2d_flags_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_conv2d_relu_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
     transform.util.cast_and_call %func(%ins) -> %out after %root {
       transform.type_conversion.tensor.cast_shape_dynamic_dims
     } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
     transform.yield
   }
 
-  transform.named_sequence @call_halo_conv2d(%ins: !transform.any_value {transform.readonly},
+  transform.named_sequence @call_halo_conv2d_sSTRIDE(%ins: !transform.any_value {transform.readonly},
                                                    %out: !transform.any_value {transform.readonly}) {
     %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
     %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
     %executable = transform.util.import_symbol @halo_conv2d_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
-    %helper = transform.util.import_symbol @halo_conv2d_flags into %module if undefined : (!transform.any_op) -> !transform.any_op
-    %func = transform.util.import_symbol @halo_conv2d into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_conv2d_flags_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_conv2d_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
     transform.util.cast_and_call %func(%ins) -> %out after %root {
       transform.type_conversion.tensor.cast_shape_dynamic_dims
     } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
     transform.yield
   }
+
+// halo:per-stride end
 
   transform.named_sequence @__transform_main(%module: !transform.any_op) {
     %funcs = transform.structured.match ops{["util.func"]} in %module : (!transform.any_op) -> !transform.any_op
     transform.foreach %funcs : !transform.any_op {
       ^bb1(%func: !transform.any_op):
         transform.foreach_match in %func
-          @match_matmul -> @call_halo_matmul,
-          @match_pointwise_add_relu -> @keep,
-          @match_pointwise_add -> @keep,
-          @match_pointwise_relu -> @keep,
-          @match_pointwise -> @keep,
-          @match_conv2d_add_relu -> @call_halo_conv2d_add_relu,
-          @match_conv2d_add -> @call_halo_conv2d_add,
-          @match_conv2d_relu -> @call_halo_conv2d_relu,
-          @match_conv2d -> @call_halo_conv2d
+// halo:per-stride-matches begin
+          @match_pointwise_add_relu_sSTRIDE -> @keep,
+          @match_pointwise_add_sSTRIDE -> @keep,
+          @match_pointwise_relu_sSTRIDE -> @keep,
+          @match_pointwise_sSTRIDE -> @keep,
+          @match_conv2d_add_relu_sSTRIDE -> @call_halo_conv2d_add_relu_sSTRIDE,
+          @match_conv2d_add_sSTRIDE -> @call_halo_conv2d_add_sSTRIDE,
+          @match_conv2d_relu_sSTRIDE -> @call_halo_conv2d_relu_sSTRIDE,
+          @match_conv2d_sSTRIDE -> @call_halo_conv2d_sSTRIDE,
+// halo:per-stride-matches end
+          @match_matmul -> @call_halo_matmul
         : (!transform.any_op) -> (!transform.any_op)
     }
     transform.apply_dce to %module : !transform.any_op
