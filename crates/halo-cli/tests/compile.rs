@@ -457,7 +457,7 @@ fn compiled_benchmark_models_give_onnxruntimes_answers() {
     }
 }
 
-/// `--kernels`: the MLP's matmuls call halo's matmul kernel, SqueezeNet's 3x3 convolutions (bias
+/// `--kernels`: the MLP's and the encoder's matmuls call halo's matmul kernel, SqueezeNet's 3x3 convolutions (bias
 /// and ReLU fused; its stem's stride 2 through its input's phases) its convolution kernel, the
 /// program says it needs halo, and
 /// its answers are still onnxruntime's on both CPU drivers; other targets are refused.
@@ -482,7 +482,14 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
         );
         (result, vmfb)
     };
-    for (model, kernel) in [("mlp", "halo_matmul_f32_v0"), ("squeezenet", "halo_conv2d_f32_v1")] {
+    // The encoder's projections are MatMuls of [1, tokens, K] by [K, N], which arrive as batch
+    // matmuls of one batch against a broadcast matrix.
+    let models = [
+        ("mlp", "halo_matmul_f32_v0"),
+        ("encoder", "halo_matmul_f32_v0"),
+        ("squeezenet", "halo_conv2d_f32_v1"),
+    ];
+    for (model, kernel) in models {
         let (output, vmfb) = compile(model, "local-task");
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert!(

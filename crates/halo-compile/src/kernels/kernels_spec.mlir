@@ -1,7 +1,12 @@
 // halo compile --kernels, passed to iree-compile as --iree-preprocessing-transform-spec-filename:
-// - every f32 linalg.matmul that starts from zeros (linalg.fill 0) becomes a dispatch calling
-//   halo's matmul kernel (halo_matmul_f32_v0, crates/halo-kernels/src/import.rs), one workgroup per
-//   512 output columns; its bias and activation stay IREE's;
+// - every f32 linalg.matmul that starts from zeros (linalg.fill 0), and every batch matmul of one
+//   batch against a broadcast matrix (ONNX's MatMul of [1, M, K] by [K, N]: a transformer's
+//   projections), becomes a dispatch calling halo's matmul kernel (halo_matmul_f32_v0,
+//   crates/halo-kernels/src/import.rs), one workgroup per 48 rows by 192 columns of the output,
+//   the rows' workgroups one after another so that a strip of the right-hand matrix (a layer's
+//   weights, read from memory) is read once and reused from cache; its bias and activation stay
+//   IREE's. Measured on ViT-S/16 (2 cores): 70.0 ms a call with IREE's code, 62.0 with one
+//   workgroup per 48 x 192 taken a column strip at a time, 58.6 a row strip at a time;
 // - every f32 convolution of one group, stride 1 or 2 and dilation 1 on a batch of one, larger
 //   than 1x1 (linalg.conv_2d_nchw_fchw; its padding, a tensor.pad before it, stays IREE's), with
 //   its bias in either form it arrives in (the importer's: the convolution starts from the
@@ -17,10 +22,11 @@
 // convolution's attributes exactly, and the call it makes fixes the stride.
 module attributes {transform.with_named_sequence} {
   stream.executable private @halo_matmul_executable {
-    stream.executable.export public @halo_matmul_tile workgroups(%n: index) -> (index, index, index) {
-      %x = affine.apply affine_map<()[s0] -> (s0 ceildiv 512)>()[%n]
+    stream.executable.export public @halo_matmul_tile workgroups(%m: index, %n: index) -> (index, index, index) {
+      %x = affine.apply affine_map<()[s0] -> (s0 ceildiv 192)>()[%n]
+      %y = affine.apply affine_map<()[s0] -> (s0 ceildiv 48)>()[%m]
       %c1 = arith.constant 1 : index
-      stream.return %x, %c1, %c1 : index, index, index
+      stream.return %y, %x, %c1 : index, index, index
     }
     builtin.module {
       func.func private @halo_matmul_f32_v0(memref<f32>, index, memref<f32>, index, memref<f32>, index,
@@ -28,9 +34,12 @@ module attributes {transform.with_named_sequence} {
       func.func @halo_matmul_tile(%ab: !stream.binding, %bb: !stream.binding, %cb: !stream.binding,
                                   %m: index, %n: index, %k: index) {
         %c0 = arith.constant 0 : index
-        %id = stream.dispatch.workgroup.id[0] : index
-        %col = affine.apply affine_map<()[s0] -> (s0 * 512)>()[%id]
-        %cols = affine.min affine_map<()[s0, s1] -> (512, s1 - s0 * 512)>()[%id, %n]
+        %id = stream.dispatch.workgroup.id[1] : index
+        %idy = stream.dispatch.workgroup.id[0] : index
+        %col = affine.apply affine_map<()[s0] -> (s0 * 192)>()[%id]
+        %cols = affine.min affine_map<()[s0, s1] -> (192, s1 - s0 * 192)>()[%id, %n]
+        %row = affine.apply affine_map<()[s0] -> (s0 * 48)>()[%idy]
+        %rows = affine.min affine_map<()[s0, s1] -> (48, s1 - s0 * 48)>()[%idy, %m]
         %a = stream.binding.subspan %ab[%c0] : !stream.binding -> memref<?x?xf32>{%m, %k}
         %b = stream.binding.subspan %bb[%c0] : !stream.binding -> memref<?x?xf32>{%k, %n}
         %c = stream.binding.subspan %cb[%c0] : !stream.binding -> memref<?x?xf32>{%m, %n}
@@ -40,10 +49,11 @@ module attributes {transform.with_named_sequence} {
             : memref<?x?xf32> -> memref<f32>, index, index, index, index, index
         %cp, %co, %cs0, %cs1, %ct0, %ct1 = iree_codegen.extract_strided_metadata %c
             : memref<?x?xf32> -> memref<f32>, index, index, index, index, index
+        %a_tile = affine.apply affine_map<()[s0, s1, s2] -> (s0 + s1 * s2)>()[%ao, %row, %at0]
         %b_tile = arith.addi %bo, %col : index
-        %c_tile = arith.addi %co, %col : index
+        %c_tile = affine.apply affine_map<()[s0, s1, s2, s3] -> (s0 + s1 * s2 + s3)>()[%co, %row, %ct0, %col]
         %flags = arith.constant 0 : index
-        func.call @halo_matmul_f32_v0(%ap, %ao, %bp, %b_tile, %bp, %b_tile, %cp, %c_tile, %m, %cols, %k, %at0, %bt0, %ct0, %flags)
+        func.call @halo_matmul_f32_v0(%ap, %a_tile, %bp, %b_tile, %bp, %b_tile, %cp, %c_tile, %rows, %cols, %k, %at0, %bt0, %ct0, %flags)
             : (memref<f32>, index, memref<f32>, index, memref<f32>, index, memref<f32>, index,
                index, index, index, index, index, index, index) -> ()
         return
@@ -115,7 +125,7 @@ module attributes {transform.with_named_sequence} {
     %m = tensor.dim %lhs, %c0 : tensor<?x?xf32>
     %k = tensor.dim %lhs, %c1 : tensor<?x?xf32>
     %n = tensor.dim %rhs, %c1 : tensor<?x?xf32>
-    %r = flow.dispatch @halo_matmul_executable::@halo_matmul_tile[%n](%lhs, %rhs, %m, %n, %k)
+    %r = flow.dispatch @halo_matmul_executable::@halo_matmul_tile[%m, %n](%lhs, %rhs, %m, %n, %k)
         : (tensor<?x?xf32>{%m, %k}, tensor<?x?xf32>{%k, %n}, index, index, index) -> tensor<?x?xf32>{%m, %n}
     util.return %r : tensor<?x?xf32>
   }
@@ -129,6 +139,51 @@ module attributes {transform.with_named_sequence} {
             outs(%fill : tensor<?x?xf32>) -> tensor<?x?xf32>
     } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
+  // ONNX's MatMul of a [1, M, K] tensor by a [K, N] one arrives as a batch matmul of one against
+  // the second broadcast to [1, K, N].
+  transform.named_sequence @match_batch1_matmul(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
+      ^bb0(%lhs: tensor<1x?x?xf32>, %w: tensor<?x?xf32>, %w_init: tensor<1x?x?xf32>, %init: tensor<1x?x?xf32>):
+        %zero = arith.constant 0.0 : f32
+        %rhs = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>],
+                               iterator_types = ["parallel", "parallel", "parallel"]}
+            ins(%w : tensor<?x?xf32>) outs(%w_init : tensor<1x?x?xf32>) {
+          ^bb0(%in: f32, %out: f32):
+            linalg.yield %in : f32
+        } -> tensor<1x?x?xf32>
+        %fill = linalg.fill ins(%zero : f32) outs(%init : tensor<1x?x?xf32>) -> tensor<1x?x?xf32>
+        %product = linalg.batch_matmul ins(%lhs, %rhs : tensor<1x?x?xf32>, tensor<1x?x?xf32>)
+            outs(%fill : tensor<1x?x?xf32>) -> tensor<1x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
+  util.func private @halo_batch1_matmul(%lhs: tensor<1x?x?xf32>, %w: tensor<?x?xf32>, %w_init: tensor<1x?x?xf32>,
+                                        %init: tensor<1x?x?xf32>) -> tensor<1x?x?xf32> {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %m = tensor.dim %lhs, %c1 : tensor<1x?x?xf32>
+    %n = tensor.dim %w, %c1 : tensor<?x?xf32>
+    %lhs2 = tensor.collapse_shape %lhs [[0, 1], [2]] : tensor<1x?x?xf32> into tensor<?x?xf32>
+    %empty = tensor.empty(%m, %n) : tensor<?x?xf32>
+    %r = util.call @halo_matmul(%lhs2, %w, %empty) : (tensor<?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+    %r3 = tensor.expand_shape %r [[0, 1], [2]] output_shape [1, %m, %n] : tensor<?x?xf32> into tensor<1x?x?xf32>
+    util.return %r3 : tensor<1x?x?xf32>
+  }
+
+  transform.named_sequence @call_halo_batch1_matmul(%ins: !transform.any_value {transform.readonly},
+                                                    %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_matmul_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %inner = transform.util.import_symbol @halo_matmul into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_batch1_matmul into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
   }
 
   transform.named_sequence @call_halo_matmul(%ins: !transform.any_value {transform.readonly},
@@ -488,6 +543,7 @@ module attributes {transform.with_named_sequence} {
           @match_conv2d_relu_sSTRIDE -> @call_halo_conv2d_relu_sSTRIDE,
           @match_conv2d_sSTRIDE -> @call_halo_conv2d_sSTRIDE,
 // halo:per-stride-matches end
+          @match_batch1_matmul -> @call_halo_batch1_matmul,
           @match_matmul -> @call_halo_matmul
         : (!transform.any_op) -> (!transform.any_op)
     }
