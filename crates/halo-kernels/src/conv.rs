@@ -191,10 +191,10 @@ pub fn conv2d_tile_on(
     if filters.is_empty() || rows.is_empty() {
         return Ok(());
     }
-    let (_, wp) = shape.phase_size();
-    let wide_cols = (rows.len() - 1) * wp + wo;
-    if wp == wo {
-        // One-column filters: the wide tile is the output itself.
+    let (_, pw) = shape.phase_size();
+    let wide_cols = (rows.len() - 1) * pw + wo;
+    if pw == wo {
+        // Output rows as wide as the phase rows (one-column filters): the wide tile is the output.
         let plane = ho * wo;
         let start = filters.start * plane + rows.start * wo;
         let tile = MatrixMut::new(&mut output[start..], filters.len(), wide_cols, plane)?;
@@ -217,7 +217,7 @@ pub fn conv2d_tile_on(
             tile,
         )?;
         for (f, wide_row) in filters.zip(wide.chunks_exact(wide_cols)) {
-            for (y, wide_line) in rows.clone().zip(wide_row.chunks(wp)) {
+            for (y, wide_line) in rows.clone().zip(wide_row.chunks(pw)) {
                 let start = (f * ho + y) * wo;
                 output[start..start + wo].copy_from_slice(&wide_line[..wo]);
             }
