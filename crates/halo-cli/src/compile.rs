@@ -287,8 +287,10 @@ fn run_tune(args: &CompileArgs, target: Target) -> Result<()> {
     if outcome.cache_hit {
         outln!("tuning result for '{}' found in the cache", args.model.display())?;
     }
+    // As wide as the longest variant's name, so the columns line up.
+    let width = report.variants.iter().map(|v| v.name.len()).max().unwrap_or(0).max(7);
     outln!(
-        "{:<22} {:<18} {:>10} {:>12} {:>11}",
+        "{:<width$} {:<18} {:>10} {:>12} {:>11}",
         "variant",
         "status",
         "compile s",
@@ -299,7 +301,7 @@ fn run_tune(args: &CompileArgs, target: Target) -> Result<()> {
         let ms = variant.per_call_ms.map_or("-".into(), |ms| format!("{ms:.3}"));
         let deviation = variant.deviation.map_or("-".into(), |d| format!("{d:.1e}"));
         outln!(
-            "{:<22} {:<18} {:>10.2} {:>12} {:>11}",
+            "{:<width$} {:<18} {:>10.2} {:>12} {:>11}",
             variant.name,
             variant.status.name(),
             variant.compile_seconds,

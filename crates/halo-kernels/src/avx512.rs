@@ -21,7 +21,7 @@
 //!   reads them): 50-100, `gemm` 40-80;
 //! - ResNet-50's unit-stride convolutions tile by tile: 105-140 GFLOP/s (3x3 ones at 56x56 went
 //!   from 104 to 135 with the taps summed in registers and the 8 x 48 shape). Inside the model
-//!   they run at about 90 a worker: the rest is memory traffic, not arithmetic.
+//!   they run at about 100 a worker: the rest is memory traffic, not arithmetic.
 //!
 //! Tried and dropped: packing `a` too (49-column products fell from about 110 to 72 GFLOP/s),
 //! `KC` of 128 or 384 and prefetching 24 or 64 rows ahead (within the noise).
