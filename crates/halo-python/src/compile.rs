@@ -13,9 +13,11 @@ use std::path::PathBuf;
 
 /// Compiles `model` (`.onnx`, `.mlir`, `.mlirbc`) into `output` for `device` with the pinned
 /// `iree-compile` (`iree_compile`, else `HALO_IREE_COMPILE`, else `PATH`), trying the flag sets
-/// best first as `halo compile` does; returns what was done as a dict.
+/// best first as `halo compile` does; returns what was done as a dict. With `kernels`, f32
+/// matmuls and convolutions call halo's own CPU kernels (`halo compile --kernels`): the program
+/// then runs only on halo.
 #[pyfunction]
-#[pyo3(signature = (model, output, device = "local-task", target_chip = None, flag_set = "best", extra_flags = Vec::new(), iree_compile = None, graph_rewrite = None))]
+#[pyo3(signature = (model, output, device = "local-task", target_chip = None, flag_set = "best", extra_flags = Vec::new(), iree_compile = None, graph_rewrite = None, kernels = false))]
 #[allow(clippy::too_many_arguments, reason = "keyword arguments of one Python function")]
 pub fn compile<'py>(
     py: Python<'py>,
@@ -27,6 +29,7 @@ pub fn compile<'py>(
     extra_flags: Vec<String>,
     iree_compile: Option<PathBuf>,
     graph_rewrite: Option<&str>,
+    kernels: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let mut target = Target::for_device(device, target_chip).py()?;
     settle_chip(py, &mut target, device)?;
@@ -38,7 +41,7 @@ pub fn compile<'py>(
         flag_set: FlagSet::from_name(flag_set).py()?,
         extra_flags,
         graph_rewrite: graph_rewrite.map(GraphRewrite::from_name).transpose().py()?,
-        kernels: KernelUse::Portable,
+        kernels: kernel_use(kernels),
         batch_sizes: Vec::new(),
         stop: None,
     };
@@ -54,6 +57,7 @@ pub fn compile<'py>(
     summary.set_item("flags", report.flags)?;
     summary.set_item("graph_rewrite", report.graph_rewrite.name())?;
     summary.set_item("rewritten_nodes", report.rewritten_nodes)?;
+    summary.set_item("kernels", report.kernels == KernelUse::HaloKernels)?;
     let rejected: Vec<(&str, String)> = report
         .rejected
         .into_iter()
@@ -68,9 +72,10 @@ pub fn compile<'py>(
 /// Tunes `model` as `halo compile --tune` does: every variant of the documented flag space is
 /// compiled, timed on `device` with the inputs in the `.npy` file `inputs` (or inputs generated
 /// from the declaration) and checked against the baseline; the fastest goes to `output` and the
-/// JSON report to `report`. Returns (report JSON, whether it came from the cache, warnings).
+/// JSON report to `report`. With `kernels`, variants calling halo's kernels join the space.
+/// Returns (report JSON, whether it came from the cache, warnings).
 #[pyfunction]
-#[pyo3(signature = (model, output, report, device = "local-task", target_chip = None, extra_flags = Vec::new(), iree_compile = None, inputs = None, function = None, tolerance = 1e-4, min_time = 3.0, compile_timeout = 600.0, jobs = None, cache = None, use_cache = true))]
+#[pyo3(signature = (model, output, report, device = "local-task", target_chip = None, extra_flags = Vec::new(), iree_compile = None, inputs = None, function = None, tolerance = 1e-4, min_time = 3.0, compile_timeout = 600.0, jobs = None, cache = None, use_cache = true, kernels = false))]
 #[allow(clippy::too_many_arguments, reason = "keyword arguments of one Python function")]
 pub fn tune(
     py: Python<'_>,
@@ -89,6 +94,7 @@ pub fn tune(
     jobs: Option<usize>,
     cache: Option<PathBuf>,
     use_cache: bool,
+    kernels: bool,
 ) -> PyResult<(String, bool, Vec<String>)> {
     let tolerance = checked_tolerance(tolerance, "tolerance").py()?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -101,7 +107,7 @@ pub fn tune(
         report,
         target,
         extra_flags,
-        kernels: KernelUse::Portable,
+        kernels: kernel_use(kernels),
         workload: Workload {
             device: device.to_string(),
             function,
@@ -154,4 +160,12 @@ fn warn_about(py: Python<'_>, target: &Target) -> PyResult<()> {
     };
     let message = std::ffi::CString::new(caution).unwrap_or_default();
     PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyUserWarning>(), &message, 1)
+}
+
+fn kernel_use(kernels: bool) -> KernelUse {
+    if kernels {
+        KernelUse::HaloKernels
+    } else {
+        KernelUse::Portable
+    }
 }

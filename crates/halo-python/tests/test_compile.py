@@ -155,3 +155,29 @@ def test_compile_rewrites_a_cnns_3x3_convolutions_and_keeps_onnxruntimes_answers
     result = halo.load(output, "local-sync").squeezenet(np.load(benchmark_models / "squeezenet.input.npy"))
     expected = np.load(benchmark_models / "squeezenet.expected.npy")
     np.testing.assert_allclose(result.numpy(), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_compile_with_halos_kernels_calls_them_and_keeps_onnxruntimes_answers(tmp_path):
+    # `halo compile --kernels` from Python: the test-scale SqueezeNet's convolutions (its
+    # stride-2 stem among them) call halo's convolution kernel; such a program runs only on halo.
+    benchmark_models = MODELS.parent / "benchmark-models"
+    compiler_or_skip()
+    with pytest.raises(halo.InvalidArgumentError, match="needs a CPU device"):
+        halo.compile(benchmark_models / "squeezenet.onnx", tmp_path / "x.vmfb", device="vulkan", target_chip="ampere",
+                     kernels=True)
+    output = tmp_path / "squeezenet.vmfb"
+    summary = halo.compile(benchmark_models / "squeezenet.onnx", output, target_chip=PORTABLE_CHIP, kernels=True)
+    assert summary["kernels"] is True
+    assert b"halo_conv2d_f32_v1" in output.read_bytes()
+    expected = np.load(benchmark_models / "squeezenet.expected.npy")
+    for device in ("local-sync", "local-task"):
+        result = halo.load(output, device).squeezenet(np.load(benchmark_models / "squeezenet.input.npy"))
+        np.testing.assert_allclose(result.numpy(), expected, rtol=1e-4, atol=1e-5)
+    portable = halo.compile(benchmark_models / "squeezenet.onnx", tmp_path / "p.vmfb", target_chip=PORTABLE_CHIP)
+    assert portable["kernels"] is False
+    assert b"halo_conv2d_f32_v1" not in (tmp_path / "p.vmfb").read_bytes()
+    module = halo.compile_onnx(MODELS.parent / "benchmark-models" / "mlp.onnx", "local-sync",
+                               target_chip=PORTABLE_CHIP, kernels=True)
+    x = np.load(benchmark_models / "mlp.input.npy")
+    np.testing.assert_allclose(module.mlp(x).numpy(), np.load(benchmark_models / "mlp.expected.npy"),
+                               rtol=1e-4, atol=1e-5)

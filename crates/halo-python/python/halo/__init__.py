@@ -165,6 +165,7 @@ def tune(
     compile_timeout: float = 600.0,
     jobs: Optional[int] = None,
     cache: Optional[Union[str, "os.PathLike[str]", bool]] = None,
+    kernels: bool = False,
 ) -> dict:
     """Tunes a model as `halo compile --tune` does: every variant of the documented flag space is
     compiled (in parallel up to the core count), timed on `device` with `inputs` (arrays, one per
@@ -172,7 +173,9 @@ def tune(
     default compile; the fastest within `tolerance` is written to `output`. Returns the report
     (also written to `report`, default `output` with `.tune.json`) with `cache_hit` and
     `warnings` added. `cache`: a folder, False for none, None for the default
-    (`HALO_TUNE_CACHE`, else `~/.cache/halo/tune`)."""
+    (`HALO_TUNE_CACHE`, else `~/.cache/halo/tune`). With `kernels`, variants calling halo's own
+    CPU kernels join the space (`halo compile --tune --kernels`); the report's `chosen_kernels`
+    says whether the program written calls them, and then it runs only on halo."""
     import json
 
     uri = device.uri if isinstance(device, Device) else device
@@ -194,7 +197,7 @@ def tune(
                 model, output, report, device=uri, target_chip=target_chip, extra_flags=list(extra_flags),
                 iree_compile=compiler, inputs=npy, function=function, tolerance=tolerance, min_time=min_time,
                 compile_timeout=compile_timeout, jobs=jobs, cache=cache if cache not in (None, False) else None,
-                use_cache=cache is not False)
+                use_cache=cache is not False, kernels=kernels)
         except UnavailableError as error:
             raise _needs_compiler(error) from error
     finally:
@@ -213,6 +216,7 @@ def _compile_and_load(
     output: Optional[Union[str, "os.PathLike[str]"]],
     extra_flags: Sequence[str],
     tune_inputs: Optional[Sequence[Any]],
+    kernels: bool,
 ) -> Module:
     model = pathlib.Path(model)
     if model.suffix not in suffixes:
@@ -223,11 +227,12 @@ def _compile_and_load(
     target = pathlib.Path(output) if output is not None else pathlib.Path(scratch, model.stem + ".vmfb")
     try:
         if tune_inputs is not None:
-            tune(model, target, uri, inputs=tune_inputs, target_chip=target_chip, extra_flags=extra_flags)
+            tune(model, target, uri, inputs=tune_inputs, target_chip=target_chip, extra_flags=extra_flags,
+                 kernels=kernels)
         else:
             try:
                 compile(model, target, device=uri, target_chip=target_chip, extra_flags=list(extra_flags),
-                        iree_compile=compiler)
+                        iree_compile=compiler, kernels=kernels)
             except UnavailableError as error:
                 raise _needs_compiler(error) from error
         # A program compiled into scratch space is read into memory, so the folder can go.
@@ -245,14 +250,18 @@ def compile_onnx(
     output: Optional[Union[str, "os.PathLike[str]"]] = None,
     extra_flags: Sequence[str] = (),
     tune_inputs: Optional[Sequence[Any]] = None,
+    kernels: bool = False,
 ) -> Module:
     """Compiles an ONNX model as `halo compile` does (the pinned iree-compile 3.13 from
     `halo[compile]`, the best flags known for the device; for this machine's CPU, or the CUDA
     device's architecture, unless `target_chip` names another, e.g. the portable "x86-64-v2") and
     loads it on `device`. The
     `.vmfb` goes to `output`, or to a temporary file that is removed once loaded. With
-    `tune_inputs` (arrays, one per argument) it is tuned on them instead, as `halo.tune` does."""
-    return _compile_and_load(model, (".onnx",), device, target_chip, output, extra_flags, tune_inputs)
+    `tune_inputs` (arrays, one per argument) it is tuned on them instead, as `halo.tune` does.
+    With `kernels`, f32 matmuls and convolutions call halo's own CPU kernels where they apply
+    (`halo compile --kernels`; with `tune_inputs`, only where they win): such a program runs only
+    on halo's CPU drivers, never on IREE's runtime."""
+    return _compile_and_load(model, (".onnx",), device, target_chip, output, extra_flags, tune_inputs, kernels)
 
 
 def compile_mlir(
@@ -263,9 +272,11 @@ def compile_mlir(
     output: Optional[Union[str, "os.PathLike[str]"]] = None,
     extra_flags: Sequence[str] = (),
     tune_inputs: Optional[Sequence[Any]] = None,
+    kernels: bool = False,
 ) -> Module:
     """As `compile_onnx`, for MLIR (`.mlir` text or `.mlirbc` bytecode)."""
-    return _compile_and_load(model, (".mlir", ".mlirbc"), device, target_chip, output, extra_flags, tune_inputs)
+    return _compile_and_load(model, (".mlir", ".mlirbc"), device, target_chip, output, extra_flags, tune_inputs,
+                             kernels)
 
 
 @contextlib.contextmanager
