@@ -161,11 +161,12 @@ pub fn tune(
         imports.ensure(toolchain, &request.model, &request.output, variant.import())?;
     }
     let variants = imports.distinct(space);
-    // Written once, before compiles that read them run at once.
-    let kernel_flags = variants
-        .iter()
-        .map(|variant| variant.kernels.flags(imports.first().scratch()))
-        .collect::<Result<Vec<_>>>()?;
+    // The spec is written once, before the compiles that read it run at once.
+    let kernel_flags = if variants.iter().any(|v| v.kernels == KernelUse::HaloKernels) {
+        KernelUse::HaloKernels.flags(imports.first().scratch())?
+    } else {
+        Vec::new()
+    };
     progress(TuneEvent::Started {
         variants: variants.len(),
         rounds: ROUNDS,
@@ -447,13 +448,13 @@ impl Imports {
     }
 }
 
-/// Compiles every variant with its kernel flags, `request.jobs` at a time; each result is in
-/// the space's order.
+/// Compiles every variant, `request.jobs` at a time, those calling halo's kernels with
+/// `kernel_flags`; each result is in the space's order.
 fn compile_all(
     toolchain: &Toolchain,
     request: &TuneRequest,
     imports: &Imports,
-    (variants, kernel_flags): (&[Variant], &[Vec<String>]),
+    (variants, kernel_flags): (&[Variant], &[String]),
     progress: &(dyn Fn(TuneEvent) + Sync),
 ) -> Result<Vec<(PathBuf, CompileResult)>> {
     let next = AtomicUsize::new(0);
@@ -472,7 +473,9 @@ fn compile_all(
                 let Some(variant) = variants.get(index) else { break };
                 let mut flags = request.target.flags();
                 flags.extend(variant.flags.iter().cloned());
-                flags.extend(kernel_flags[index].iter().cloned());
+                if variant.kernels == KernelUse::HaloKernels {
+                    flags.extend(kernel_flags.iter().cloned());
+                }
                 flags.extend(request.extra_flags.iter().cloned());
                 let started = Instant::now();
                 let outcome = imports.of(variant.import()).compile(
