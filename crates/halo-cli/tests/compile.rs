@@ -458,8 +458,9 @@ fn compiled_benchmark_models_give_onnxruntimes_answers() {
 }
 
 /// `--kernels`: the MLP's and the encoder's matmuls call halo's matmul kernel, SqueezeNet's 3x3 convolutions (bias
-/// and ReLU fused; its stem's stride 2 through its input's phases) its convolution kernel, the
-/// program says it needs halo, and
+/// and ReLU fused; its stem's stride 2 through its input's phases) its convolution kernel,
+/// ShuffleNet v2's depthwise convolutions (strides 1 and 2) its depthwise kernel, the program
+/// says it needs halo, and
 /// its answers are still onnxruntime's on both CPU drivers; other targets are refused.
 #[test]
 fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers() {
@@ -489,6 +490,10 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
         ("mlp", &["halo_matmul_f32_v0"][..]),
         ("encoder", &["halo_matmul_f32_v0", "halo_batch_matmul_tile"]),
         ("squeezenet", &["halo_conv2d_f32_v1"]),
+        (
+            "shufflenet_v2",
+            &["halo_depthwise_conv2d_f32_v0", "halo_depthwise_tile"],
+        ),
     ];
     for (model, kernels) in models {
         let (output, vmfb) = compile(model, "local-task");
@@ -499,7 +504,10 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
             String::from_utf8_lossy(&output.stderr)
         );
         assert!(
-            stdout.contains("halo's kernels (halo_matmul_f32_v0, halo_conv2d_f32_v1) where they apply: this program runs only on halo"),
+            stdout.contains(
+                "halo's kernels (halo_matmul_f32_v0, halo_conv2d_f32_v1, halo_depthwise_conv2d_f32_v0) where they \
+                 apply: this program runs only on halo"
+            ),
             "{stdout}"
         );
         let program = std::fs::read(&vmfb).unwrap();

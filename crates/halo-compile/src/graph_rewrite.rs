@@ -422,7 +422,9 @@ fn decompose_convolutions(graph: &mut GraphProto, rewrite: GraphRewrite, kernels
         if let Some(&conv) = pooled_first.get(pool_input).filter(|_| node.op_type() == "AveragePool") {
             nodes.extend(pooled_first_nodes(node, conv, &weights, &mut names));
             replaced.other += 1;
-        } else if let Some(conv) = Convolution::of(node, &weights, rewrite).filter(|conv| !kernels.takes(conv.kind)) {
+        } else if let Some(conv) = Convolution::of(node, &weights, rewrite)
+            .filter(|conv| !kernels.takes(conv.kind, conv.strides, conv.bias.is_some()))
+        {
             nodes.extend(replacement(&conv, &mut names));
             match conv.kind {
                 ConvolutionKind::Depthwise => replaced.depthwise += 1,
@@ -1439,19 +1441,23 @@ mod tests {
     }
 
     /// With halo's kernels, unit-stride convolutions of one group that are not narrowing stay
-    /// convolutions (their bias added after them, a form the kernels' spec matches); narrowing
-    /// and depthwise ones are still rewritten.
+    /// convolutions (their bias added after them, a form the kernels' spec matches), and so do
+    /// depthwise ones with a bias and a stride the spec matches; narrowing ones, and depthwise
+    /// ones without a bias or of uneven strides, are still rewritten.
     #[test]
     fn convolutions_halos_kernels_take_keep_their_form_and_the_rest_is_rewritten() {
         let attributes = || vec![ints("pads", &[1, 1, 1, 1]), ints("kernel_shape", &[3, 3])];
+        // The graph's operations after the rewrite (the model's own when nothing was replaced).
         let ops_with_kernels = |model: &ModelProto| -> Vec<String> {
             let rewritten = rewrite(
                 &model.encode_to_vec(),
                 GraphRewrite::ConvolutionsAsShifts,
                 KernelUse::HaloKernels,
-            )
-            .unwrap();
-            let graph = ModelProto::decode(rewritten.bytes.as_slice()).unwrap().graph.unwrap();
+            );
+            let graph = match rewritten {
+                Some(rewritten) => ModelProto::decode(rewritten.bytes.as_slice()).unwrap().graph.unwrap(),
+                None => model.graph.clone().unwrap(),
+            };
             graph
                 .node
                 .iter()
@@ -1467,14 +1473,23 @@ mod tests {
             narrowing.iter().any(|op| op.contains("halo_narrowing")),
             "{narrowing:?}"
         );
-        let depthwise = model(
-            vec![conv(&["x", "w"], "y", depthwise_attributes())],
-            vec![weight("w", &[4, 1, 3, 3])],
-            17,
-        );
-        assert!(ops_with_kernels(&depthwise)
-            .iter()
-            .any(|op| op.contains("halo_depthwise")));
+        let depthwise = |inputs: &[&str], strides: &[i64]| {
+            let mut attributes = depthwise_attributes();
+            attributes.retain(|attribute| attribute.name() != "strides");
+            attributes.push(ints("strides", strides));
+            let weights = vec![weight("w", &[4, 1, 3, 3]), weight("b", &[4])];
+            ops_with_kernels(&model(vec![conv(inputs, "y", attributes)], weights, 17))
+        };
+        for strides in [[1, 1], [2, 2]] {
+            assert_eq!(depthwise(&["x", "w", "b"], &strides), ["/Conv"], "{strides:?}");
+        }
+        for (inputs, strides) in [(&["x", "w"][..], [1, 1]), (&["x", "w", "b"], [1, 2])] {
+            let ops = depthwise(inputs, &strides);
+            assert!(
+                ops.iter().any(|op| op.contains("halo_depthwise")),
+                "{inputs:?} {strides:?}: {ops:?}"
+            );
+        }
     }
 
     /// A model of one `Conv` from `x` to `y` with filter `w` of `dims`, bias `b` when asked.

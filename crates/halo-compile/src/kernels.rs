@@ -10,16 +10,21 @@ use crate::target::{Target, TargetKind};
 use halo_hal::{Error, Result};
 use std::path::Path;
 
-/// The spec that turns f32 matmuls into calls of `halo_matmul_f32_v0`, and convolutions of one
-/// group (bias and ReLU included) into calls of `halo_conv2d_f32_v1`, with its per-stride part
-/// still to be written out ([`kernels_spec`]).
+/// The spec that turns f32 matmuls into calls of `halo_matmul_f32_v0`, convolutions of one group
+/// (bias and ReLU included) into calls of `halo_conv2d_f32_v1`, and depthwise ones (bias and ReLU
+/// or ReLU6 included) into calls of `halo_depthwise_conv2d_f32_v0`, with its per-stride part still
+/// to be written out ([`kernels_spec`]).
 const KERNELS_SPEC: &str = include_str!("kernels/kernels_spec.mlir");
 
 /// The strides of the convolutions halo's kernel takes.
 const STRIDES: [usize; 2] = [1, 2];
 
 /// The imports a program compiled with [`KernelUse::HaloKernels`] may call.
-pub const KERNEL_IMPORTS: &[&str] = &["halo_matmul_f32_v0", "halo_conv2d_f32_v1"];
+pub const KERNEL_IMPORTS: &[&str] = &[
+    "halo_matmul_f32_v0",
+    "halo_conv2d_f32_v1",
+    "halo_depthwise_conv2d_f32_v0",
+];
 
 /// Whether the program may call halo's kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -27,8 +32,8 @@ pub enum KernelUse {
     /// Only IREE's own code: the program runs on IREE's runtime too.
     #[default]
     Portable,
-    /// f32 matmuls and convolutions of one group, of stride 1 or 2, call halo's kernels; the program
-    /// runs only on halo's CPU drivers.
+    /// f32 matmuls, and convolutions of one group or depthwise, of stride 1 or 2, call halo's
+    /// kernels; the program runs only on halo's CPU drivers.
     HaloKernels,
 }
 
@@ -47,13 +52,25 @@ impl KernelUse {
         Ok(())
     }
 
-    /// Whether halo's kernels take a convolution of `kind` as it is, so that the graph rewrite
-    /// should leave it: unit-stride convolutions of one group (which halo's convolution kernel
-    /// computes from the padded input without writing its windows out) that are not narrowing
-    /// (the rewrite's output shifts won there: DenseNet-121 took 71-75 ms a call with the kernel
-    /// against 37.5-39.3 with them).
-    pub(crate) fn takes(self, kind: ConvolutionKind) -> bool {
-        self == KernelUse::HaloKernels && matches!(kind, ConvolutionKind::Dense { .. })
+    /// Whether halo's kernels take a convolution of `kind`, `strides` and a bias or none as it
+    /// is, so that the graph rewrite should leave it:
+    /// - unit-stride convolutions of one group (which halo's convolution kernel computes from the
+    ///   padded input without writing its windows out) that are not narrowing (the rewrite's
+    ///   output shifts won there: DenseNet-121 took 71-75 ms a call with the kernel against
+    ///   37.5-39.3 with them);
+    /// - depthwise convolutions with a bias, of a stride of [`STRIDES`] along both axes: the
+    ///   forms the spec's depthwise matchers take (any other would be left to IREE's scalar code).
+    pub(crate) fn takes(self, kind: ConvolutionKind, strides: [i64; 2], biased: bool) -> bool {
+        self == KernelUse::HaloKernels
+            && match kind {
+                ConvolutionKind::Dense { .. } => true,
+                ConvolutionKind::Depthwise => {
+                    biased
+                        && strides[0] == strides[1]
+                        && STRIDES.iter().any(|&stride| i64::try_from(stride) == Ok(strides[0]))
+                }
+                ConvolutionKind::Narrowing { .. } | ConvolutionKind::Grouped { .. } => false,
+            }
     }
 
     /// The `iree-compile` flags that make the choice, writing the spec they name into `scratch`.
@@ -78,7 +95,11 @@ impl KernelUse {
 /// transform matcher compares a convolution's attributes exactly, so each stride needs its own.
 fn kernels_spec() -> Result<String> {
     let mut spec = KERNELS_SPEC.to_string();
-    for marker in ["halo:per-stride", "halo:per-stride-matches"] {
+    for marker in [
+        "halo:per-stride",
+        "halo:per-stride-matches",
+        "halo:per-stride-plain-matches",
+    ] {
         let (begin, end) = (format!("// {marker} begin\n"), format!("// {marker} end\n"));
         let Some((head, rest)) = spec.split_once(&begin) else {
             return Err(Error::internal(format!("the kernels spec lacks '{}'", begin.trim())));
@@ -111,14 +132,18 @@ mod tests {
                 format!("@match_pointwise_s{stride} -> @keep,"),
                 format!("@match_conv2d_s{stride} -> @call_halo_conv2d_s{stride},"),
                 format!("util.func private @halo_conv2d_flags_s{stride}("),
+                format!("@match_depthwise_relu6_s{stride} -> @call_halo_depthwise_relu6_s{stride},"),
+                format!("util.func private @halo_depthwise_s{stride}("),
             ] {
                 assert_eq!(spec.matches(&name).count(), 1, "{name}");
             }
             let strided = format!("strides = dense<{stride}> : vector<2xi64>");
-            assert_eq!(spec.matches(&strided).count(), 8, "{strided}");
+            assert_eq!(spec.matches(&strided).count(), 11, "{strided}");
         }
         // Outside the per-stride parts the word stays as written, in the header's comment.
         assert_eq!(spec.matches("STRIDE").count(), 1);
-        assert!(spec.contains("@halo_conv2d_f32_v1("));
+        for import in KERNEL_IMPORTS {
+            assert!(spec.contains(&format!("@{import}(")), "{import}");
+        }
     }
 }

@@ -18,7 +18,10 @@
 //! naming it.
 
 use crate::matrix::span;
-use crate::{conv2d_tile, matmul, Activation, Bias, ConvEpilogue, ConvShape, Epilogue, Matrix, MatrixMut};
+use crate::{
+    conv2d_tile, depthwise_tile, matmul, Activation, Bias, ConvEpilogue, ConvShape, DepthwiseShape, Epilogue, Matrix,
+    MatrixMut,
+};
 use std::ffi::{c_int, c_void};
 
 /// The signature of every entry point (IREE's `iree_hal_executable_import_v0_t`).
@@ -29,6 +32,7 @@ pub const ENTRY_POINTS: &[(&str, EntryPoint)] = &[
     ("halo_matmul_f32_v0", matmul_f32_v0),
     ("halo_conv2d_f32_v0", conv2d_f32_v0),
     ("halo_conv2d_f32_v1", conv2d_f32_v1),
+    ("halo_depthwise_conv2d_f32_v0", depthwise_conv2d_f32_v0),
 ];
 
 /// `flags` bit: `bias` points at one element per output column, added to every row.
@@ -156,6 +160,24 @@ pub unsafe extern "C" fn matmul_f32_v0(params: *mut c_void, context: *mut c_void
 pub const CONV_BIAS: usize = 1;
 /// `flags` bit of the convolution entries: ReLU on the result.
 pub const CONV_RELU: usize = 2;
+/// `flags` bit of the convolution entries: ReLU6 (`Clip(0, 6)`) on the result; not with
+/// [`CONV_RELU`].
+pub const CONV_RELU6: usize = 4;
+
+/// The bias and activation a convolution entry's `flags` ask for (`None` for unknown bits or
+/// two activations).
+fn conv_epilogue(flags: usize, bias: &[f32]) -> Option<ConvEpilogue<'_>> {
+    let activation = match flags & !CONV_BIAS {
+        0 => Activation::Identity,
+        CONV_RELU => Activation::Relu,
+        CONV_RELU6 => Activation::Relu6,
+        _ => return None,
+    };
+    Some(ConvEpilogue {
+        bias: (flags & CONV_BIAS != 0).then_some(bias),
+        activation,
+    })
+}
 
 /// What `halo_conv2d_f32_v0` receives: one tile (output channels `filter_begin..` by output
 /// rows `row_begin..`) of a unit-stride convolution of one group over an input padded
@@ -289,7 +311,7 @@ unsafe fn conv2d(
     ) else {
         return 1;
     };
-    if p.flags & !(CONV_BIAS | CONV_RELU) != 0 {
+    if conv_epilogue(p.flags, &[]).is_none() {
         return 1;
     }
     let inputs = [
@@ -302,16 +324,114 @@ unsafe fn conv2d(
     let Some(([input, weights, bias], output)) = (unsafe { lent(check, inputs, output) }) else {
         return 1;
     };
-    let epilogue = ConvEpilogue {
-        bias: (p.flags & CONV_BIAS != 0).then_some(bias),
-        activation: if p.flags & CONV_RELU != 0 {
-            Activation::Relu
-        } else {
-            Activation::Identity
-        },
+    let Some(epilogue) = conv_epilogue(p.flags, bias) else {
+        return 1;
     };
     let tile = (p.filter_begin..filter_end, p.row_begin..row_end);
     c_int::from(conv2d_tile(&shape, input, weights, output, &epilogue, tile).is_err())
+}
+
+/// What `halo_depthwise_conv2d_f32_v0` receives: one tile (channels `channel_begin..` by output
+/// rows `row_begin..`) of a depthwise convolution over an input padded beforehand, as
+/// [`depthwise_tile`] computes it. Offsets count elements.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct DepthwiseParamsV0 {
+    /// Base of the input's binding: `channels` planes of `padded_height` x `padded_width`.
+    pub input: *const f32,
+    /// First element of the input in it.
+    pub input_offset: usize,
+    /// Base of the filters' binding, ordered `[channels][kernel_height][kernel_width]`.
+    pub weights: *const f32,
+    /// First element of the filters in it.
+    pub weights_offset: usize,
+    /// Base of the bias's binding (read only with [`CONV_BIAS`]).
+    pub bias: *const f32,
+    /// First element of the bias in it.
+    pub bias_offset: usize,
+    /// Base of the output's binding: `channels` planes of the output size.
+    pub output: *mut f32,
+    /// First element of the output in it.
+    pub output_offset: usize,
+    /// Input and output channels.
+    pub channels: usize,
+    /// Input rows, padding included.
+    pub padded_height: usize,
+    /// Input columns, padding included.
+    pub padded_width: usize,
+    /// Filter rows.
+    pub kernel_height: usize,
+    /// Filter columns.
+    pub kernel_width: usize,
+    /// Input rows and columns from one output position to the next.
+    pub stride: usize,
+    /// Input rows and columns from one filter tap to the next.
+    pub dilation: usize,
+    /// First channel of the tile.
+    pub channel_begin: usize,
+    /// Channels in the tile.
+    pub channel_count: usize,
+    /// First output row of the tile.
+    pub row_begin: usize,
+    /// Output rows in the tile.
+    pub row_count: usize,
+    /// [`CONV_BIAS`], and [`CONV_RELU`] or [`CONV_RELU6`].
+    pub flags: usize,
+}
+
+/// `halo_depthwise_conv2d_f32_v0`: see [`DepthwiseParamsV0`]. Returns 0, or 1 when the call
+/// cannot be carried out (as [`conv2d_f32_v0`]).
+///
+/// # Safety
+/// As [`matmul_f32_v0`], for a [`DepthwiseParamsV0`].
+pub unsafe extern "C" fn depthwise_conv2d_f32_v0(
+    params: *mut c_void,
+    context: *mut c_void,
+    _reserved: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller passes a pointer to the packed parameters, per this entry's contract.
+    let p = unsafe { *(params as *const DepthwiseParamsV0) };
+    // SAFETY: a non-null context points at a `MemoryCheck`, per the contract.
+    let Some(check) = (unsafe { (context as *const MemoryCheck).as_ref() }) else {
+        return 1;
+    };
+    let shape = DepthwiseShape {
+        channels: p.channels,
+        padded_height: p.padded_height,
+        padded_width: p.padded_width,
+        kernel_height: p.kernel_height,
+        kernel_width: p.kernel_width,
+        stride: p.stride,
+        dilation: p.dilation,
+    };
+    let Some([input_len, weights_len, output_len]) = shape.lengths() else {
+        return 1;
+    };
+    let bias_len = if p.flags & CONV_BIAS != 0 { p.channels } else { 0 };
+    let (Some(channel_end), Some(row_end)) = (
+        p.channel_begin.checked_add(p.channel_count),
+        p.row_begin.checked_add(p.row_count),
+    ) else {
+        return 1;
+    };
+    if conv_epilogue(p.flags, &[]).is_none() {
+        return 1;
+    }
+    let inputs = [
+        (p.input, p.input_offset, input_len),
+        (p.weights, p.weights_offset, weights_len),
+        (p.bias, p.bias_offset, bias_len),
+    ];
+    let output = (p.output, p.output_offset, output_len);
+    // SAFETY: forwarded from the caller: `check` vouches only for valid memory.
+    let Some(([input, weights, bias], output)) = (unsafe { lent(check, inputs, output) }) else {
+        return 1;
+    };
+    let Some(epilogue) = conv_epilogue(p.flags, bias) else {
+        return 1;
+    };
+    let tile = (p.channel_begin..channel_end, p.row_begin..row_end);
+    c_int::from(depthwise_tile(&shape, input, weights, output, &epilogue, tile).is_err())
 }
 
 /// The three input spans and the output span an entry point was handed, each `(base, offset,
@@ -527,7 +647,12 @@ mod tests {
         (no_channels.channels, no_channels.input_offset) = (0, 9);
         assert_eq!(call(no_channels), 0);
         assert_eq!(output, [99.0, 12.5, 16.5, 0.5, 0.5]);
-        assert_eq!(call(params(&mut output, 0, 4)), 1, "unknown flag");
+        assert_eq!(call(params(&mut output, 0, 8)), 1, "unknown flag");
+        assert_eq!(
+            call(params(&mut output, 0, CONV_RELU | CONV_RELU6)),
+            1,
+            "two activations"
+        );
         let mut unlent = [0f32; 5];
         assert_eq!(call(params(&mut unlent, 0, 0)), 1, "the output is not lent");
         assert_eq!(unlent, [0.0; 5]);
@@ -579,5 +704,67 @@ mod tests {
         assert_eq!(call(params(&mut output, 2)), 0);
         assert_eq!(output, [14.0, 22.0, 46.0, 54.0]);
         assert_eq!(call(params(&mut output, 0)), 1, "stride 0");
+    }
+
+    #[test]
+    fn the_depthwise_entry_point_computes_its_tile_and_refuses_what_it_is_not_lent() {
+        // Two channels of a 3x3 input (the second the first's negation, 10 times over), 2x2
+        // filters of ones after one element, biases 0.5 and 1: channel 0 gives the windows' sums
+        // plus 0.5, clipped to 6 by ReLU6; channel 1 is negative, clipped to 0. Written from
+        // element 1, one tile per channel.
+        let plane = [1.0, 2.0, 0.0, 0.5, 1.0, 1.0, 0.0, -1.0, 2.0];
+        let input: Vec<f32> = plane.iter().chain(&plane.map(|v| -10.0 * v)).copied().collect();
+        let weights = [9.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+        let bias = [0.5, 1.0];
+        let mut output = [99.0f32; 9];
+        for lent in [&input[..], &weights, &bias] {
+            lend(lent, false);
+        }
+        lend(&output, true);
+        let params = |output: &mut [f32], channel_begin, stride, flags| DepthwiseParamsV0 {
+            input: input.as_ptr(),
+            input_offset: 0,
+            weights: weights.as_ptr(),
+            weights_offset: 1,
+            bias: bias.as_ptr(),
+            bias_offset: 0,
+            output: output.as_mut_ptr(),
+            output_offset: 1,
+            channels: 2,
+            padded_height: 3,
+            padded_width: 3,
+            kernel_height: 2,
+            kernel_width: 2,
+            stride,
+            dilation: 1,
+            channel_begin,
+            channel_count: 1,
+            row_begin: 0,
+            row_count: if stride == 1 { 2 } else { 1 },
+            flags,
+        };
+        let call = |mut params: DepthwiseParamsV0| {
+            let context = (&raw const CHECK).cast_mut().cast();
+            // SAFETY: the check vouches only for the live slices the test lent.
+            unsafe { depthwise_conv2d_f32_v0((&raw mut params).cast(), context, std::ptr::null_mut()) }
+        };
+        assert_eq!(call(params(&mut output, 0, 1, CONV_BIAS | CONV_RELU6)), 0);
+        assert_eq!(call(params(&mut output, 1, 1, CONV_BIAS | CONV_RELU6)), 0);
+        assert_eq!(output, [99.0, 5.0, 4.5, 1.0, 3.5, 0.0, 0.0, 0.0, 0.0]);
+        // Stride 2: one output per channel (channel 1's right after channel 0's), the top-left
+        // window; no bias, no activation.
+        assert_eq!(call(params(&mut output, 1, 2, 0)), 0);
+        assert_eq!(output[1..4], [5.0, -45.0, 1.0]);
+        assert_eq!(call(params(&mut output, 2, 1, 0)), 1, "a channel past the input");
+        assert_eq!(call(params(&mut output, 0, 0, 0)), 1, "stride 0");
+        assert_eq!(call(params(&mut output, 0, 1, 8)), 1, "unknown flag");
+        assert_eq!(
+            call(params(&mut output, 0, 1, CONV_RELU | CONV_RELU6)),
+            1,
+            "two activations"
+        );
+        let mut unlent = [0f32; 9];
+        assert_eq!(call(params(&mut unlent, 0, 1, 0)), 1, "the output is not lent");
+        assert_eq!(unlent, [0.0; 9]);
     }
 }

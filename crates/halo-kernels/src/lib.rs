@@ -1,6 +1,7 @@
 //! halo's own CPU kernels, for IREE-compiled programs to call instead of the code IREE 3.13
-//! generates for the operations that dominate a model's time: matmuls ([`matmul()`]) and
-//! convolutions of one group, of any stride and dilation ([`conv2d_tile`]).
+//! generates for the operations that dominate a model's time: matmuls ([`matmul()`]),
+//! convolutions of one group, of any stride and dilation ([`conv2d_tile`]), and depthwise
+//! convolutions ([`depthwise_tile`]).
 //!
 //! Choices:
 //! - **One call computes one tile, on the calling thread.** IREE's workgroups stay the
@@ -15,7 +16,7 @@
 //!   runs ResNet-50's and ViT-S's product shapes at 110-135 GFLOP/s on one core from cache,
 //!   `gemm` at 80-100 ([`KernelPath`], `examples/matmul_rate`).
 //! - **Epilogues are fused** the way onnxruntime fuses them: a bias (per column, per row, or per
-//!   filter) and an activation applied to each output tile while it is still in cache
+//!   filter) and an activation (ReLU, ReLU6) applied to each output tile while it is still in cache
 //!   ([`Epilogue`], [`ConvEpilogue`]).
 //! - [`import`] is the C ABI an IREE executable calls (`halo_matmul_f32_v0`,
 //!   `halo_conv2d_f32_v0` for unit strides, `halo_conv2d_f32_v1` for any); the CPU drivers offer it to every executable they load, by name, as
@@ -31,6 +32,7 @@
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 mod conv;
+mod depthwise;
 pub mod import;
 mod matmul;
 mod matrix;
@@ -38,5 +40,6 @@ mod matrix;
 mod test_values;
 
 pub use conv::{conv2d_tile, conv2d_tile_on, ConvEpilogue, ConvShape};
+pub use depthwise::{depthwise_tile, depthwise_tile_on, DepthwisePath, DepthwiseShape};
 pub use matmul::{matmul, matmul_on, Activation, Bias, Epilogue, KernelPath};
 pub use matrix::{Matrix, MatrixMut};

@@ -10,6 +10,39 @@ pub enum Activation {
     Identity,
     /// `max(x, 0)`.
     Relu,
+    /// `min(max(x, 0), 6)`: ONNX's `Clip(0, 6)` (MobileNet's activation).
+    Relu6,
+}
+
+impl Activation {
+    /// Applies the activation to every element of `values`.
+    pub(crate) fn apply(self, values: &mut [f32]) {
+        match self {
+            Activation::Identity => {}
+            Activation::Relu => values.iter_mut().for_each(|x| *x = x.max(0.0)),
+            Activation::Relu6 => values.iter_mut().for_each(|x| *x = relu6(*x)),
+        }
+    }
+
+    /// `to` = `from` with the activation applied (in one pass, so short rows are not copied by
+    /// a library call and then read again).
+    #[inline(always)]
+    pub(crate) fn copy(self, from: &[f32], to: &mut [f32]) {
+        let pairs = to.iter_mut().zip(from);
+        match self {
+            Activation::Identity => pairs.for_each(|(t, &f)| *t = f),
+            Activation::Relu => pairs.for_each(|(t, &f)| *t = f.max(0.0)),
+            Activation::Relu6 => pairs.for_each(|(t, &f)| *t = relu6(f)),
+        }
+    }
+}
+
+/// `min(max(x, 0), 6)`, NaN going to 0 as in the code IREE generates for ONNX's `Clip` (its
+/// first comparison is unordered, so NaN takes the lower bound), which `f32::clamp` would keep.
+#[inline(always)]
+#[allow(clippy::manual_clamp)]
+fn relu6(x: f32) -> f32 {
+    x.max(0.0).min(6.0)
 }
 
 /// What is added to the product.
@@ -169,11 +202,9 @@ pub(crate) fn accumulate_sum_on(path: KernelPath, terms: &[(Matrix<'_>, Matrix<'
 
 /// Applies `activation` to every element of `c`.
 pub(crate) fn activate(c: &mut MatrixMut<'_>, activation: Activation) {
-    if activation == Activation::Relu {
+    if activation != Activation::Identity {
         for row in 0..c.rows {
-            for x in c.row_mut(row) {
-                *x = x.max(0.0);
-            }
+            activation.apply(c.row_mut(row));
         }
     }
 }

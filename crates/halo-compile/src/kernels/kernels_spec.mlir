@@ -17,8 +17,12 @@
 //   after it) and with or without a ReLU after that, becomes a dispatch calling
 //   halo_conv2d_f32_v1 with the bias and ReLU fused (crates/halo-kernels/src/conv.rs), one
 //   workgroup per 48 output channels by as many output rows as make about 256 columns of the
-//   input's phase width. A stride-2 convolution's input is first split into its four phases.
-//   The matchers are tried in order, the longer DAGs first.
+//   input's phase width. A stride-2 convolution's input is first split into its four phases;
+// - every f32 depthwise convolution of stride 1 or 2 and dilation 1 on a batch of one, with its
+//   bias (the importer's broadcast form) and with or without a ReLU or a Clip(0, 6) after it,
+//   becomes a dispatch calling halo_depthwise_conv2d_f32_v0 with all of it fused
+//   (crates/halo-kernels/src/depthwise.rs), one workgroup per group of whole channel planes.
+//   The matchers are tried in two passes, the forms with an activation first.
 //
 // The part between `halo:per-stride` markers is written once per stride by halo compile
 // (crates/halo-compile/src/kernels.rs), with STRIDE replaced: a matcher compares the
@@ -160,6 +164,94 @@ module attributes {transform.with_named_sequence} {
         return
       }
     }
+  }
+
+  // A depthwise convolution: one workgroup per group of whole channel planes, about 4096 output
+  // elements each (56x56 and larger: one channel; 7x7: 83).
+  stream.executable private @halo_depthwise_executable {
+    stream.executable.export public @halo_depthwise_tile workgroups(%c: index, %ho: index, %wo: index) -> (index, index, index) {
+      %c1 = arith.constant 1 : index
+      %c4096 = arith.constant 4096 : index
+      %plane = arith.muli %ho, %wo : index
+      %plane1 = arith.maxui %plane, %c1 : index
+      %fit = arith.divui %c4096, %plane1 : index
+      %per_tile = arith.maxui %fit, %c1 : index
+      %x = arith.ceildivui %c, %per_tile : index
+      stream.return %x, %c1, %c1 : index, index, index
+    }
+    builtin.module {
+      func.func private @halo_depthwise_conv2d_f32_v0(memref<f32>, index, memref<f32>, index, memref<f32>, index,
+          memref<f32>, index, index, index, index, index, index, index, index, index, index, index, index,
+          index) attributes {llvm.bareptr = true}
+      func.func @halo_depthwise_tile(%xb: !stream.binding, %wb: !stream.binding, %biasb: !stream.binding,
+                                     %ob: !stream.binding, %c: index, %hp: index, %wp: index,
+                                     %kh: index, %kw: index, %s: index, %flags: index) {
+        %c0 = arith.constant 0 : index
+        %c1 = arith.constant 1 : index
+        %c4096 = arith.constant 4096 : index
+        %ho_span = arith.subi %hp, %kh : index
+        %ho_steps = arith.divui %ho_span, %s : index
+        %ho = arith.addi %ho_steps, %c1 : index
+        %wo_span = arith.subi %wp, %kw : index
+        %wo_steps = arith.divui %wo_span, %s : index
+        %wo = arith.addi %wo_steps, %c1 : index
+        %plane = arith.muli %ho, %wo : index
+        %plane1 = arith.maxui %plane, %c1 : index
+        %fit = arith.divui %c4096, %plane1 : index
+        %per_tile = arith.maxui %fit, %c1 : index
+        %tx = stream.dispatch.workgroup.id[0] : index
+        %first = arith.muli %tx, %per_tile : index
+        %left = arith.subi %c, %first : index
+        %count = arith.minui %per_tile, %left : index
+        %x_len = affine.apply affine_map<()[s0, s1, s2] -> (s0 * s1 * s2)>()[%c, %hp, %wp]
+        %w_len = affine.apply affine_map<()[s0, s1, s2] -> (s0 * s1 * s2)>()[%c, %kh, %kw]
+        %o_len = affine.apply affine_map<()[s0, s1, s2] -> (s0 * s1 * s2)>()[%c, %ho, %wo]
+        %x = stream.binding.subspan %xb[%c0] : !stream.binding -> memref<?xf32>{%x_len}
+        %w = stream.binding.subspan %wb[%c0] : !stream.binding -> memref<?xf32>{%w_len}
+        %bias = stream.binding.subspan %biasb[%c0] : !stream.binding -> memref<?xf32>{%c}
+        %o = stream.binding.subspan %ob[%c0] : !stream.binding -> memref<?xf32>{%o_len}
+        %xp, %xo, %xs, %xt = iree_codegen.extract_strided_metadata %x : memref<?xf32> -> memref<f32>, index, index, index
+        %wq, %wo2, %ws, %wt = iree_codegen.extract_strided_metadata %w : memref<?xf32> -> memref<f32>, index, index, index
+        %bp, %bo, %bs, %bt = iree_codegen.extract_strided_metadata %bias : memref<?xf32> -> memref<f32>, index, index, index
+        %op, %oo, %os, %ot = iree_codegen.extract_strided_metadata %o : memref<?xf32> -> memref<f32>, index, index, index
+        func.call @halo_depthwise_conv2d_f32_v0(%xp, %xo, %wq, %wo2, %bp, %bo, %op, %oo, %c, %hp, %wp, %kh, %kw,
+                                                %s, %c1, %first, %count, %c0, %ho, %flags)
+            : (memref<f32>, index, memref<f32>, index, memref<f32>, index, memref<f32>, index,
+               index, index, index, index, index, index, index, index, index, index, index, index) -> ()
+        return
+      }
+    }
+  }
+
+  // Filters [C, KH, KW] as the kernel takes them; the input padded before (its tensor.pad stays
+  // IREE's: a transform matcher cannot take the pad, whose body yields a value from outside it).
+  util.func private @halo_depthwise(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?xf32>, %bias: tensor<?xf32>,
+                                    %s: index, %flags: index) -> tensor<1x?x?x?xf32> {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c = tensor.dim %w, %c0 : tensor<?x?x?xf32>
+    %kh = tensor.dim %w, %c1 : tensor<?x?x?xf32>
+    %kw = tensor.dim %w, %c2 : tensor<?x?x?xf32>
+    %hp = tensor.dim %x, %c2 : tensor<1x?x?x?xf32>
+    %wp = tensor.dim %x, %c3 : tensor<1x?x?x?xf32>
+    %ho_span = arith.subi %hp, %kh : index
+    %ho_steps = arith.divui %ho_span, %s : index
+    %ho = arith.addi %ho_steps, %c1 : index
+    %wo_span = arith.subi %wp, %kw : index
+    %wo_steps = arith.divui %wo_span, %s : index
+    %wo = arith.addi %wo_steps, %c1 : index
+    %x_len = affine.apply affine_map<()[s0, s1, s2] -> (s0 * s1 * s2)>()[%c, %hp, %wp]
+    %w_len = affine.apply affine_map<()[s0, s1, s2] -> (s0 * s1 * s2)>()[%c, %kh, %kw]
+    %o_len = affine.apply affine_map<()[s0, s1, s2] -> (s0 * s1 * s2)>()[%c, %ho, %wo]
+    %x1 = tensor.collapse_shape %x [[0, 1, 2, 3]] : tensor<1x?x?x?xf32> into tensor<?xf32>
+    %w1 = tensor.collapse_shape %w [[0, 1, 2]] : tensor<?x?x?xf32> into tensor<?xf32>
+    %r = flow.dispatch @halo_depthwise_executable::@halo_depthwise_tile[%c, %ho, %wo](%x1, %w1, %bias, %c, %hp, %wp, %kh, %kw, %s, %flags)
+        : (tensor<?xf32>{%x_len}, tensor<?xf32>{%w_len}, tensor<?xf32>{%c}, index, index, index, index, index, index, index)
+          -> tensor<?xf32>{%o_len}
+    %r4 = tensor.expand_shape %r [[0, 1, 2, 3]] output_shape [1, %c, %ho, %wo] : tensor<?xf32> into tensor<1x?x?x?xf32>
+    util.return %r4 : tensor<1x?x?x?xf32>
   }
 
   util.func private @halo_matmul(%lhs: tensor<?x?xf32>, %rhs: tensor<?x?xf32>, %init: tensor<?x?xf32>) -> tensor<?x?xf32> {
@@ -606,25 +698,162 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 
+  // Flags of halo_depthwise_conv2d_f32_v0: 1 adds the bias, 2 applies ReLU, 4 ReLU6.
+  util.func private @halo_depthwise_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?xf32>, %bias: tensor<?xf32>,
+                                            %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %s = arith.constant STRIDE : index
+    %flags = arith.constant 1 : index
+    %r = util.call @halo_depthwise(%x, %w, %bias, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x?xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  util.func private @halo_depthwise_relu_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?xf32>, %bias: tensor<?xf32>,
+                                                 %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %s = arith.constant STRIDE : index
+    %flags = arith.constant 3 : index
+    %r = util.call @halo_depthwise(%x, %w, %bias, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x?xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  util.func private @halo_depthwise_relu6_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?xf32>, %bias: tensor<?xf32>,
+                                                  %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %s = arith.constant STRIDE : index
+    %flags = arith.constant 5 : index
+    %r = util.call @halo_depthwise(%x, %w, %bias, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x?xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  // ONNX's Clip(0, 6) as the importer writes it: its bounds are one-element constants.
+  transform.named_sequence @match_depthwise_relu6_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
+      ^bb0(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?xf32>, %bias: tensor<?xf32>, %init: tensor<1x?x?x?xf32>):
+        %low = arith.constant dense<0.0> : tensor<1xf32>
+        %high = arith.constant dense<6.0> : tensor<1xf32>
+        %biased = linalg.broadcast ins(%bias : tensor<?xf32>) outs(%init : tensor<1x?x?x?xf32>) dimensions = [0, 2, 3]
+        %conv = linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
+            ins(%x, %w : tensor<1x?x?x?xf32>, tensor<?x?x?xf32>) outs(%biased : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
+        %clip = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (0)>,
+                             affine_map<(d0, d1, d2, d3) -> (0)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%conv, %low, %high : tensor<1x?x?x?xf32>, tensor<1xf32>, tensor<1xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %lo: f32, %hi: f32, %out: f32):
+            %below = arith.cmpf ult, %in, %lo : f32
+            %raised = arith.select %below, %lo, %in : f32
+            %above = arith.cmpf ugt, %raised, %hi : f32
+            %clipped = arith.select %above, %hi, %raised : f32
+            linalg.yield %clipped : f32
+        } -> tensor<1x?x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
+  transform.named_sequence @match_depthwise_relu_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
+      ^bb0(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?xf32>, %bias: tensor<?xf32>, %init: tensor<1x?x?x?xf32>):
+        %zero = arith.constant 0.0 : f32
+        %biased = linalg.broadcast ins(%bias : tensor<?xf32>) outs(%init : tensor<1x?x?x?xf32>) dimensions = [0, 2, 3]
+        %conv = linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
+            ins(%x, %w : tensor<1x?x?x?xf32>, tensor<?x?x?xf32>) outs(%biased : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
+        %relu = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%conv : tensor<1x?x?x?xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %out: f32):
+            %positive = arith.cmpf ugt, %in, %zero : f32
+            %kept = arith.select %positive, %in, %zero : f32
+            linalg.yield %kept : f32
+        } -> tensor<1x?x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
+  transform.named_sequence @match_depthwise_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
+      ^bb0(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?xf32>, %bias: tensor<?xf32>, %init: tensor<1x?x?x?xf32>):
+        %biased = linalg.broadcast ins(%bias : tensor<?xf32>) outs(%init : tensor<1x?x?x?xf32>) dimensions = [0, 2, 3]
+        %conv = linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
+            ins(%x, %w : tensor<1x?x?x?xf32>, tensor<?x?x?xf32>) outs(%biased : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
+  transform.named_sequence @call_halo_depthwise_relu6_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                        %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_depthwise_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_depthwise into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_depthwise_relu6_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
+  transform.named_sequence @call_halo_depthwise_relu_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                        %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_depthwise_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_depthwise into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_depthwise_relu_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
+  transform.named_sequence @call_halo_depthwise_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                        %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_depthwise_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_depthwise into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_depthwise_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
 // halo:per-stride end
 
+  // Two passes: foreach_match tries the matchers on each operation in order of the function, so
+  // in one pass a convolution would be taken alone before the activation after it is reached.
+  // The first takes the forms with an activation, the second the rest.
   transform.named_sequence @__transform_main(%module: !transform.any_op) {
     %funcs = transform.structured.match ops{["util.func"]} in %module : (!transform.any_op) -> !transform.any_op
     transform.foreach %funcs : !transform.any_op {
       ^bb1(%func: !transform.any_op):
         transform.foreach_match in %func
 // halo:per-stride-matches begin
+          @match_depthwise_relu6_sSTRIDE -> @call_halo_depthwise_relu6_sSTRIDE,
+          @match_depthwise_relu_sSTRIDE -> @call_halo_depthwise_relu_sSTRIDE,
           @match_pointwise_add_relu_sSTRIDE -> @keep,
-          @match_pointwise_add_sSTRIDE -> @keep,
           @match_pointwise_relu_sSTRIDE -> @keep,
-          @match_pointwise_sSTRIDE -> @keep,
           @match_conv2d_add_relu_sSTRIDE -> @call_halo_conv2d_add_relu_sSTRIDE,
-          @match_conv2d_add_sSTRIDE -> @call_halo_conv2d_add_sSTRIDE,
           @match_conv2d_relu_sSTRIDE -> @call_halo_conv2d_relu_sSTRIDE,
-          @match_conv2d_sSTRIDE -> @call_halo_conv2d_sSTRIDE,
 // halo:per-stride-matches end
           @match_batch1_matmul -> @call_halo_batch1_matmul,
-          @match_batch_matmul -> @call_halo_batch_matmul,
+          @match_batch_matmul -> @call_halo_batch_matmul
+        : (!transform.any_op) -> (!transform.any_op)
+    }
+    transform.apply_dce to %module : !transform.any_op
+    %funcs_left = transform.structured.match ops{["util.func"]} in %module : (!transform.any_op) -> !transform.any_op
+    transform.foreach %funcs_left : !transform.any_op {
+      ^bb1(%func: !transform.any_op):
+        transform.foreach_match in %func
+// halo:per-stride-plain-matches begin
+          @match_depthwise_sSTRIDE -> @call_halo_depthwise_sSTRIDE,
+          @match_pointwise_add_sSTRIDE -> @keep,
+          @match_pointwise_sSTRIDE -> @keep,
+          @match_conv2d_add_sSTRIDE -> @call_halo_conv2d_add_sSTRIDE,
+          @match_conv2d_sSTRIDE -> @call_halo_conv2d_sSTRIDE,
+// halo:per-stride-plain-matches end
           @match_matmul -> @call_halo_matmul
         : (!transform.any_op) -> (!transform.any_op)
     }
