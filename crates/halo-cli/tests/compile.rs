@@ -458,9 +458,10 @@ fn compiled_benchmark_models_give_onnxruntimes_answers() {
 }
 
 /// `--kernels`: the MLP's and the encoder's matmuls call halo's matmul kernel, SqueezeNet's 3x3 convolutions (bias
-/// and ReLU fused; its stem's stride 2 through its input's phases) its convolution kernel,
-/// ShuffleNet v2's depthwise convolutions (strides 1 and 2) its depthwise kernel, the program
-/// says it needs halo, and
+/// and ReLU fused; its stem's stride 2 through its input's phases) its convolution kernel and
+/// its 1x1 ones the matmul kernel, ShuffleNet v2's and MobileNet-v2's depthwise convolutions
+/// (strides 1 and 2; MobileNet's with ReLU6 fused, as into its stem and 1x1 convolutions) the
+/// depthwise kernel, the program says it needs halo, and
 /// its answers are still onnxruntime's on both CPU drivers; other targets are refused.
 #[test]
 fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers() {
@@ -489,10 +490,20 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
     let models = [
         ("mlp", &["halo_matmul_f32_v0"][..]),
         ("encoder", &["halo_matmul_f32_v0", "halo_batch_matmul_tile"]),
-        ("squeezenet", &["halo_conv2d_f32_v1"]),
+        ("squeezenet", &["halo_conv2d_f32_v1", "halo_pointwise_tile"]),
         (
             "shufflenet_v2",
             &["halo_depthwise_conv2d_f32_v0", "halo_depthwise_tile"],
+        ),
+        // ReLU6 fused into each kind of convolution: the stem, the depthwise and the 1x1 ones.
+        (
+            "mobilenet_v2",
+            &[
+                "halo_conv2d_tile",
+                "halo_depthwise_tile",
+                "halo_pointwise_tile",
+                "halo_matmul_f32_v1",
+            ],
         ),
     ];
     for (model, kernels) in models {
@@ -505,8 +516,8 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
         );
         assert!(
             stdout.contains(
-                "halo's kernels (halo_matmul_f32_v0, halo_conv2d_f32_v1, halo_depthwise_conv2d_f32_v0) where they \
-                 apply: this program runs only on halo"
+                "halo's kernels (halo_matmul_f32_v0, halo_matmul_f32_v1, halo_conv2d_f32_v1, \
+                 halo_depthwise_conv2d_f32_v0) where they apply: this program runs only on halo"
             ),
             "{stdout}"
         );

@@ -22,6 +22,7 @@ const STRIDES: [usize; 2] = [1, 2];
 /// The imports a program compiled with [`KernelUse::HaloKernels`] may call.
 pub const KERNEL_IMPORTS: &[&str] = &[
     "halo_matmul_f32_v0",
+    "halo_matmul_f32_v1",
     "halo_conv2d_f32_v1",
     "halo_depthwise_conv2d_f32_v0",
 ];
@@ -129,7 +130,7 @@ mod tests {
                 format!("@match_conv2d_add_relu_s{stride}("),
                 format!("@call_halo_conv2d_s{stride}("),
                 format!("util.func private @halo_conv2d_relu_s{stride}("),
-                format!("@match_pointwise_s{stride} -> @keep,"),
+                format!("@match_pointwise_s{stride} -> @call_halo_pointwise_s{stride},"),
                 format!("@match_conv2d_s{stride} -> @call_halo_conv2d_s{stride},"),
                 format!("util.func private @halo_conv2d_flags_s{stride}("),
                 format!("@match_depthwise_relu6_s{stride} -> @call_halo_depthwise_relu6_s{stride},"),
@@ -138,7 +139,7 @@ mod tests {
                 assert_eq!(spec.matches(&name).count(), 1, "{name}");
             }
             let strided = format!("strides = dense<{stride}> : vector<2xi64>");
-            assert_eq!(spec.matches(&strided).count(), 11, "{strided}");
+            assert_eq!(spec.matches(&strided).count(), 13, "{strided}");
         }
         // Outside the per-stride parts the word stays as written, in the header's comment.
         assert_eq!(spec.matches("STRIDE").count(), 1);

@@ -30,6 +30,7 @@ pub type EntryPoint = unsafe extern "C" fn(params: *mut c_void, context: *mut c_
 /// Every entry point by the name executables import it by.
 pub const ENTRY_POINTS: &[(&str, EntryPoint)] = &[
     ("halo_matmul_f32_v0", matmul_f32_v0),
+    ("halo_matmul_f32_v1", matmul_f32_v1),
     ("halo_conv2d_f32_v0", conv2d_f32_v0),
     ("halo_conv2d_f32_v1", conv2d_f32_v1),
     ("halo_depthwise_conv2d_f32_v0", depthwise_conv2d_f32_v0),
@@ -39,9 +40,16 @@ pub const ENTRY_POINTS: &[(&str, EntryPoint)] = &[
 pub const MATMUL_BIAS: usize = 1;
 /// `flags` bit: ReLU on the result.
 pub const MATMUL_RELU: usize = 2;
+/// `flags` bit of `halo_matmul_f32_v1`: `bias` points at one element per output row, added to
+/// every column (a 1x1 convolution's, whose rows are its output channels); not with
+/// [`MATMUL_BIAS`].
+pub const MATMUL_BIAS_PER_ROW: usize = 4;
+/// `flags` bit of `halo_matmul_f32_v1`: ReLU6 (`Clip(0, 6)`) on the result; not with
+/// [`MATMUL_RELU`].
+pub const MATMUL_RELU6: usize = 8;
 
-/// What `halo_matmul_f32_v0` receives: `c = activation(a·b + bias)` for row-major f32 matrices,
-/// `a` `m`x`k`, `b` `k`x`n`, `c` `m`x`n`.
+/// What `halo_matmul_f32_v0` and `_v1` receive: `c = activation(a·b + bias)` for row-major f32
+/// matrices, `a` `m`x`k`, `b` `k`x`n`, `c` `m`x`n`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct MatmulParamsV0 {
@@ -73,7 +81,8 @@ pub struct MatmulParamsV0 {
     pub b_stride: usize,
     /// Elements between rows of `c`.
     pub c_stride: usize,
-    /// [`MATMUL_BIAS`] and [`MATMUL_RELU`].
+    /// [`MATMUL_BIAS`] and [`MATMUL_RELU`] (`_v1`: or [`MATMUL_BIAS_PER_ROW`] and
+    /// [`MATMUL_RELU6`]).
     pub flags: usize,
 }
 
@@ -113,11 +122,49 @@ fn overlap((a0, a1): (usize, usize), (b0, b1): (usize, usize)) -> bool {
 pub unsafe extern "C" fn matmul_f32_v0(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
     // SAFETY: the caller passes a pointer to the packed parameters, per this entry's contract.
     let p = unsafe { *(params as *const MatmulParamsV0) };
+    if p.flags & !(MATMUL_BIAS | MATMUL_RELU) != 0 {
+        return 1;
+    }
     // SAFETY: a non-null context points at a `MemoryCheck`, per the contract.
-    let Some(check) = (unsafe { (context as *const MemoryCheck).as_ref() }) else {
+    let check = unsafe { (context as *const MemoryCheck).as_ref() };
+    // SAFETY: forwarded from the caller.
+    unsafe { matmul_entry(p, check) }
+}
+
+/// `halo_matmul_f32_v1`: [`matmul_f32_v0`] whose `flags` may also ask for a bias per row
+/// ([`MATMUL_BIAS_PER_ROW`]) and ReLU6 ([`MATMUL_RELU6`]).
+///
+/// # Safety
+/// As [`matmul_f32_v0`].
+pub unsafe extern "C" fn matmul_f32_v1(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
+    // SAFETY: the caller passes a pointer to the packed parameters, per this entry's contract.
+    let p = unsafe { *(params as *const MatmulParamsV0) };
+    // SAFETY: a non-null context points at a `MemoryCheck`, per the contract.
+    let check = unsafe { (context as *const MemoryCheck).as_ref() };
+    // SAFETY: forwarded from the caller.
+    unsafe { matmul_entry(p, check) }
+}
+
+/// Both matmul entries' work, once their parameters are read.
+///
+/// # Safety
+/// As [`matmul_f32_v0`]: `check` vouches only for memory valid for the access asked.
+unsafe fn matmul_entry(p: MatmulParamsV0, check: Option<&MemoryCheck>) -> c_int {
+    let Some(check) = check else {
         return 1;
     };
-    let bias_len = if p.flags & MATMUL_BIAS != 0 { p.n } else { 0 };
+    let activation = match p.flags & (MATMUL_RELU | MATMUL_RELU6) {
+        0 => Activation::Identity,
+        MATMUL_RELU => Activation::Relu,
+        MATMUL_RELU6 => Activation::Relu6,
+        _ => return 1,
+    };
+    let bias_len = match p.flags & (MATMUL_BIAS | MATMUL_BIAS_PER_ROW) {
+        0 => 0,
+        MATMUL_BIAS => p.n,
+        MATMUL_BIAS_PER_ROW => p.m,
+        _ => return 1,
+    };
     let (Some(a_len), Some(b_len), Some(c_len)) = (
         span(p.m, p.k, p.a_stride),
         span(p.k, p.n, p.b_stride),
@@ -125,7 +172,7 @@ pub unsafe extern "C" fn matmul_f32_v0(params: *mut c_void, context: *mut c_void
     ) else {
         return 1;
     };
-    if p.flags & !(MATMUL_BIAS | MATMUL_RELU) != 0 {
+    if p.flags & !(MATMUL_BIAS | MATMUL_RELU | MATMUL_BIAS_PER_ROW | MATMUL_RELU6) != 0 {
         return 1;
     }
     let inputs = [
@@ -138,16 +185,12 @@ pub unsafe extern "C" fn matmul_f32_v0(params: *mut c_void, context: *mut c_void
         return 1;
     };
     let epilogue = Epilogue {
-        bias: if p.flags & MATMUL_BIAS != 0 {
-            Bias::PerColumn(bias)
-        } else {
-            Bias::None
+        bias: match p.flags & (MATMUL_BIAS | MATMUL_BIAS_PER_ROW) {
+            MATMUL_BIAS => Bias::PerColumn(bias),
+            MATMUL_BIAS_PER_ROW => Bias::PerRow(bias),
+            _ => Bias::None,
         },
-        activation: if p.flags & MATMUL_RELU != 0 {
-            Activation::Relu
-        } else {
-            Activation::Identity
-        },
+        activation,
     };
     let result = Matrix::new(a, p.m, p.k, p.a_stride).and_then(|a| {
         let b = Matrix::new(b, p.k, p.n, p.b_stride)?;
@@ -559,6 +602,22 @@ mod tests {
         c = [99.0f32; 9];
         assert_eq!(call(params(&a, &b, &bias, &mut c, [2, 3, 2], 0)), 0);
         assert_eq!(c, [99.0, 99.0, 99.0, 1.0, 2.0, 1.0, 3.0, 4.0, 1.0]);
+        // _v1: a bias per row (0.5 and -10 from element 2) and ReLU6; v0 refuses those flags.
+        let call_v1 = |mut params: MatmulParamsV0| {
+            let context = (&raw const CHECK).cast_mut().cast();
+            // SAFETY: the check vouches only for the live slices the test lent.
+            unsafe { matmul_f32_v1((&raw mut params).cast(), context, std::ptr::null_mut()) }
+        };
+        let b2 = [4.0, 0.0, -1.0, 0.0, 1.0, 1.0];
+        lend(&b2, false);
+        c = [99.0f32; 9];
+        let per_row = MATMUL_BIAS_PER_ROW | MATMUL_RELU6;
+        assert_eq!(call_v1(params(&a, &b2, &bias, &mut c, [2, 3, 2], per_row)), 0);
+        assert_eq!(c, [99.0, 99.0, 99.0, 4.5, 2.5, 1.5, 2.0, 0.0, 0.0]);
+        assert_eq!(call(params(&a, &b2, &bias, &mut c, [2, 3, 2], per_row)), 1, "v0");
+        for both in [MATMUL_BIAS | MATMUL_BIAS_PER_ROW, MATMUL_RELU | MATMUL_RELU6, 16] {
+            assert_eq!(call_v1(params(&a, &b2, &bias, &mut c, [2, 3, 2], both)), 1, "{both}");
+        }
     }
 
     #[test]

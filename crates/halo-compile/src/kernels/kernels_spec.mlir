@@ -166,6 +166,81 @@ module attributes {transform.with_named_sequence} {
     }
   }
 
+  // A 1x1 convolution as a product of its filters [F, C] by its input [C, H * W]: the matmul's
+  // 48 x 192 tiles, with the bias (one per row) and activation fused.
+  stream.executable private @halo_pointwise_executable {
+    stream.executable.export public @halo_pointwise_tile workgroups(%m: index, %n: index) -> (index, index, index) {
+      %x = affine.apply affine_map<()[s0] -> (s0 ceildiv 192)>()[%n]
+      %y = affine.apply affine_map<()[s0] -> (s0 ceildiv 48)>()[%m]
+      %c1 = arith.constant 1 : index
+      stream.return %y, %x, %c1 : index, index, index
+    }
+    builtin.module {
+      func.func private @halo_matmul_f32_v1(memref<f32>, index, memref<f32>, index, memref<f32>, index,
+          memref<f32>, index, index, index, index, index, index, index, index) attributes {llvm.bareptr = true}
+      func.func @halo_pointwise_tile(%ab: !stream.binding, %bb: !stream.binding, %biasb: !stream.binding,
+                                     %cb: !stream.binding, %m: index, %n: index, %k: index, %flags: index) {
+        %c0 = arith.constant 0 : index
+        %id = stream.dispatch.workgroup.id[1] : index
+        %idy = stream.dispatch.workgroup.id[0] : index
+        %col = affine.apply affine_map<()[s0] -> (s0 * 192)>()[%id]
+        %cols = affine.min affine_map<()[s0, s1] -> (192, s1 - s0 * 192)>()[%id, %n]
+        %row = affine.apply affine_map<()[s0] -> (s0 * 48)>()[%idy]
+        %rows = affine.min affine_map<()[s0, s1] -> (48, s1 - s0 * 48)>()[%idy, %m]
+        %a = stream.binding.subspan %ab[%c0] : !stream.binding -> memref<?x?xf32>{%m, %k}
+        %b = stream.binding.subspan %bb[%c0] : !stream.binding -> memref<?x?xf32>{%k, %n}
+        %bias = stream.binding.subspan %biasb[%c0] : !stream.binding -> memref<?xf32>{%m}
+        %c = stream.binding.subspan %cb[%c0] : !stream.binding -> memref<?x?xf32>{%m, %n}
+        %ap, %ao, %as0, %as1, %at0, %at1 = iree_codegen.extract_strided_metadata %a
+            : memref<?x?xf32> -> memref<f32>, index, index, index, index, index
+        %bp, %bo, %bs0, %bs1, %bt0, %bt1 = iree_codegen.extract_strided_metadata %b
+            : memref<?x?xf32> -> memref<f32>, index, index, index, index, index
+        %biasp, %biaso, %biass, %biast = iree_codegen.extract_strided_metadata %bias
+            : memref<?xf32> -> memref<f32>, index, index, index
+        %cp, %co, %cs0, %cs1, %ct0, %ct1 = iree_codegen.extract_strided_metadata %c
+            : memref<?x?xf32> -> memref<f32>, index, index, index, index, index
+        %a_tile = affine.apply affine_map<()[s0, s1, s2] -> (s0 + s1 * s2)>()[%ao, %row, %at0]
+        %b_tile = arith.addi %bo, %col : index
+        %bias_tile = arith.addi %biaso, %row : index
+        %c_tile = affine.apply affine_map<()[s0, s1, s2, s3] -> (s0 + s1 * s2 + s3)>()[%co, %row, %ct0, %col]
+        func.call @halo_matmul_f32_v1(%ap, %a_tile, %bp, %b_tile, %biasp, %bias_tile, %cp, %c_tile, %rows, %cols, %k, %at0, %bt0, %ct0, %flags)
+            : (memref<f32>, index, memref<f32>, index, memref<f32>, index, memref<f32>, index,
+               index, index, index, index, index, index, index) -> ()
+        return
+      }
+    }
+  }
+
+  // A 1x1 convolution of stride %s: the input's every %s-th row and column first (for stride 1,
+  // the input itself), then the product.
+  util.func private @halo_pointwise(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<?xf32>,
+                                    %s: index, %flags: index) -> tensor<1x?x?x?xf32> {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %f = tensor.dim %w, %c0 : tensor<?x?x1x1xf32>
+    %c = tensor.dim %w, %c1 : tensor<?x?x1x1xf32>
+    %h = tensor.dim %x, %c2 : tensor<1x?x?x?xf32>
+    %wd = tensor.dim %x, %c3 : tensor<1x?x?x?xf32>
+    %h_last = arith.subi %h, %c1 : index
+    %h_steps = arith.divui %h_last, %s : index
+    %ho = arith.addi %h_steps, %c1 : index
+    %w_last = arith.subi %wd, %c1 : index
+    %w_steps = arith.divui %w_last, %s : index
+    %wo = arith.addi %w_steps, %c1 : index
+    %n = affine.apply affine_map<()[s0, s1] -> (s0 * s1)>()[%ho, %wo]
+    %strided = tensor.extract_slice %x[0, 0, 0, 0] [1, %c, %ho, %wo] [1, 1, %s, %s]
+        : tensor<1x?x?x?xf32> to tensor<1x?x?x?xf32>
+    %b = tensor.collapse_shape %strided [[0, 1], [2, 3]] : tensor<1x?x?x?xf32> into tensor<?x?xf32>
+    %a = tensor.collapse_shape %w [[0], [1, 2, 3]] : tensor<?x?x1x1xf32> into tensor<?x?xf32>
+    %r = flow.dispatch @halo_pointwise_executable::@halo_pointwise_tile[%f, %n](%a, %b, %bias, %f, %n, %c, %flags)
+        : (tensor<?x?xf32>{%f, %c}, tensor<?x?xf32>{%c, %n}, tensor<?xf32>{%f}, index, index, index, index)
+          -> tensor<?x?xf32>{%f, %n}
+    %r4 = tensor.expand_shape %r [[0, 1], [2, 3]] output_shape [1, %f, %ho, %wo] : tensor<?x?xf32> into tensor<1x?x?x?xf32>
+    util.return %r4 : tensor<1x?x?x?xf32>
+  }
+
   // A depthwise convolution: one workgroup per group of whole channel planes, about 4096 output
   // elements each (56x56 and larger: one channel; 7x7: 83).
   stream.executable private @halo_depthwise_executable {
@@ -444,15 +519,146 @@ module attributes {transform.with_named_sequence} {
     util.return %r4 : tensor<1x?x?x?xf32>
   }
 
-  // 1x1 convolutions stay IREE's: as halo's kernel they measured no faster on ResNet-50 (its
-  // products are memory-bound there either way) and 4-6 % slower on MobileNet-v3, ShuffleNet v2
-  // and EfficientNet-B0, whose 1x1 convolutions IREE fuses with the activations after them.
-  transform.named_sequence @keep(%ins: !transform.any_value {transform.readonly},
-                                 %out: !transform.any_value {transform.readonly}) {
+
+// halo:per-stride begin
+
+  util.func private @halo_conv2d_add_relu6_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<1x?x1x1xf32>,
+                                                     %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %flags = arith.constant 5 : index
+    %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
+    %r = util.call @halo_conv2d_flags_sSTRIDE(%x, %w, %b, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x?x?xf32>, tensor<?xf32>, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  transform.named_sequence @call_halo_conv2d_add_relu6_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                                              %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_conv2d_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_conv2d_flags_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_conv2d_add_relu6_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
     transform.yield
   }
 
-// halo:per-stride begin
+  // Flags of halo_matmul_f32_v1 for a 1x1 convolution: 4 adds the bias per row, 2 applies ReLU,
+  // 8 ReLU6.
+
+  util.func private @halo_pointwise_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<?xf32>,
+      %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %s = arith.constant STRIDE : index
+    %flags = arith.constant 4 : index
+    %r = util.call @halo_pointwise(%x, %w, %bias, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  transform.named_sequence @call_halo_pointwise_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                                   %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_pointwise_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_pointwise into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_pointwise_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
+  util.func private @halo_pointwise_relu_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<?xf32>,
+      %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %s = arith.constant STRIDE : index
+    %flags = arith.constant 6 : index
+    %r = util.call @halo_pointwise(%x, %w, %bias, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  transform.named_sequence @call_halo_pointwise_relu_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                                   %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_pointwise_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_pointwise into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_pointwise_relu_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
+  util.func private @halo_pointwise_add_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<1x?x1x1xf32>,
+      %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %s = arith.constant STRIDE : index
+    %flags = arith.constant 4 : index
+    %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
+    %r = util.call @halo_pointwise(%x, %w, %b, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  transform.named_sequence @call_halo_pointwise_add_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                                   %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_pointwise_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_pointwise into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_pointwise_add_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
+  util.func private @halo_pointwise_add_relu_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<1x?x1x1xf32>,
+      %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %s = arith.constant STRIDE : index
+    %flags = arith.constant 6 : index
+    %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
+    %r = util.call @halo_pointwise(%x, %w, %b, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  transform.named_sequence @call_halo_pointwise_add_relu_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                                   %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_pointwise_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_pointwise into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_pointwise_add_relu_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
+  util.func private @halo_pointwise_add_relu6_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<1x?x1x1xf32>,
+      %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %s = arith.constant STRIDE : index
+    %flags = arith.constant 12 : index
+    %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
+    %r = util.call @halo_pointwise(%x, %w, %b, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  transform.named_sequence @call_halo_pointwise_add_relu6_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                                   %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_pointwise_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_pointwise into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_pointwise_add_relu6_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
   // Flags of halo_conv2d_f32_v1: 1 adds the bias, 2 applies ReLU.
   util.func private @halo_conv2d_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<?xf32>,
                                            %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
@@ -486,6 +692,40 @@ module attributes {transform.with_named_sequence} {
     %r = util.call @halo_conv2d_flags_sSTRIDE(%x, %w, %b, %flags)
         : (tensor<1x?x?x?xf32>, tensor<?x?x?x?xf32>, tensor<?xf32>, index) -> tensor<1x?x?x?xf32>
     util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  transform.named_sequence @match_pointwise_add_relu6_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
+      ^bb0(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<1x?x1x1xf32>, %init: tensor<1x?x?x?xf32>):
+        %zero = arith.constant 0.0 : f32
+        %low = arith.constant dense<0.0> : tensor<1xf32>
+        %high = arith.constant dense<6.0> : tensor<1xf32>
+        %zeros = linalg.fill ins(%zero : f32) outs(%init : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
+        %product = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
+            ins(%x, %w : tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>) outs(%zeros : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
+        %conv = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>,
+                             affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%product, %bias : tensor<1x?x?x?xf32>, tensor<1x?x1x1xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %b: f32, %out: f32):
+            %sum = arith.addf %in, %b : f32
+            linalg.yield %sum : f32
+        } -> tensor<1x?x?x?xf32>
+        %clip = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (0)>,
+                             affine_map<(d0, d1, d2, d3) -> (0)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%conv, %low, %high : tensor<1x?x?x?xf32>, tensor<1xf32>, tensor<1xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %lo: f32, %hi: f32, %out: f32):
+            %below = arith.cmpf ult, %in, %lo : f32
+            %raised = arith.select %below, %lo, %in : f32
+            %above = arith.cmpf ugt, %raised, %hi : f32
+            %clipped = arith.select %above, %hi, %raised : f32
+            linalg.yield %clipped : f32
+        } -> tensor<1x?x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
   transform.named_sequence @match_pointwise_add_relu_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
@@ -563,6 +803,40 @@ module attributes {transform.with_named_sequence} {
         %biased = linalg.broadcast ins(%bias : tensor<?xf32>) outs(%init : tensor<1x?x?x?xf32>) dimensions = [0, 2, 3]
         %conv = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
             ins(%x, %w : tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>) outs(%biased : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
+  transform.named_sequence @match_conv2d_add_relu6_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
+      ^bb0(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<1x?x1x1xf32>, %init: tensor<1x?x?x?xf32>):
+        %zero = arith.constant 0.0 : f32
+        %low = arith.constant dense<0.0> : tensor<1xf32>
+        %high = arith.constant dense<6.0> : tensor<1xf32>
+        %zeros = linalg.fill ins(%zero : f32) outs(%init : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
+        %product = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
+            ins(%x, %w : tensor<1x?x?x?xf32>, tensor<?x?x?x?xf32>) outs(%zeros : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
+        %conv = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>,
+                             affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%product, %bias : tensor<1x?x?x?xf32>, tensor<1x?x1x1xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %b: f32, %out: f32):
+            %sum = arith.addf %in, %b : f32
+            linalg.yield %sum : f32
+        } -> tensor<1x?x?x?xf32>
+        %clip = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (0)>,
+                             affine_map<(d0, d1, d2, d3) -> (0)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%conv, %low, %high : tensor<1x?x?x?xf32>, tensor<1xf32>, tensor<1xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %lo: f32, %hi: f32, %out: f32):
+            %below = arith.cmpf ult, %in, %lo : f32
+            %raised = arith.select %below, %lo, %in : f32
+            %above = arith.cmpf ugt, %raised, %hi : f32
+            %clipped = arith.select %above, %hi, %raised : f32
+            linalg.yield %clipped : f32
+        } -> tensor<1x?x?x?xf32>
     } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
@@ -833,8 +1107,10 @@ module attributes {transform.with_named_sequence} {
 // halo:per-stride-matches begin
           @match_depthwise_relu6_sSTRIDE -> @call_halo_depthwise_relu6_sSTRIDE,
           @match_depthwise_relu_sSTRIDE -> @call_halo_depthwise_relu_sSTRIDE,
-          @match_pointwise_add_relu_sSTRIDE -> @keep,
-          @match_pointwise_relu_sSTRIDE -> @keep,
+          @match_pointwise_add_relu6_sSTRIDE -> @call_halo_pointwise_add_relu6_sSTRIDE,
+          @match_pointwise_add_relu_sSTRIDE -> @call_halo_pointwise_add_relu_sSTRIDE,
+          @match_pointwise_relu_sSTRIDE -> @call_halo_pointwise_relu_sSTRIDE,
+          @match_conv2d_add_relu6_sSTRIDE -> @call_halo_conv2d_add_relu6_sSTRIDE,
           @match_conv2d_add_relu_sSTRIDE -> @call_halo_conv2d_add_relu_sSTRIDE,
           @match_conv2d_relu_sSTRIDE -> @call_halo_conv2d_relu_sSTRIDE,
 // halo:per-stride-matches end
@@ -849,8 +1125,8 @@ module attributes {transform.with_named_sequence} {
         transform.foreach_match in %func
 // halo:per-stride-plain-matches begin
           @match_depthwise_sSTRIDE -> @call_halo_depthwise_sSTRIDE,
-          @match_pointwise_add_sSTRIDE -> @keep,
-          @match_pointwise_sSTRIDE -> @keep,
+          @match_pointwise_add_sSTRIDE -> @call_halo_pointwise_add_sSTRIDE,
+          @match_pointwise_sSTRIDE -> @call_halo_pointwise_sSTRIDE,
           @match_conv2d_add_sSTRIDE -> @call_halo_conv2d_add_sSTRIDE,
           @match_conv2d_sSTRIDE -> @call_halo_conv2d_sSTRIDE,
 // halo:per-stride-plain-matches end
