@@ -490,7 +490,7 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
     let models = [
         ("mlp", &["halo_matmul_f32_v0"][..]),
         ("encoder", &["halo_matmul_f32_v0", "halo_batch_matmul_tile"]),
-        ("squeezenet", &["halo_conv2d_f32_v1", "halo_pointwise_tile"]),
+        ("squeezenet", &["halo_conv2d_f32_v2", "halo_pointwise_tile"]),
         (
             "shufflenet_v2",
             &["halo_depthwise_conv2d_f32_v0", "halo_depthwise_tile"],
@@ -516,7 +516,7 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
         );
         assert!(
             stdout.contains(
-                "halo's kernels (halo_matmul_f32_v0, halo_matmul_f32_v1, halo_conv2d_f32_v1, \
+                "halo's kernels (halo_matmul_f32_v0, halo_matmul_f32_v1, halo_conv2d_f32_v2, \
                  halo_depthwise_conv2d_f32_v0) where they apply: this program runs only on halo"
             ),
             "{stdout}"

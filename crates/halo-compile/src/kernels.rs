@@ -11,7 +11,7 @@ use halo_hal::{Error, Result};
 use std::path::Path;
 
 /// The spec that turns f32 matmuls into calls of `halo_matmul_f32_v0`, convolutions of one group
-/// (bias and ReLU included) into calls of `halo_conv2d_f32_v1`, and depthwise ones (bias and ReLU
+/// (bias and ReLU included) into calls of `halo_conv2d_f32_v2`, and depthwise ones (bias and ReLU
 /// or ReLU6 included) into calls of `halo_depthwise_conv2d_f32_v0`, with its per-stride part still
 /// to be written out ([`kernels_spec`]).
 const KERNELS_SPEC: &str = include_str!("kernels/kernels_spec.mlir");
@@ -23,7 +23,7 @@ const STRIDES: [usize; 2] = [1, 2];
 pub const KERNEL_IMPORTS: &[&str] = &[
     "halo_matmul_f32_v0",
     "halo_matmul_f32_v1",
-    "halo_conv2d_f32_v1",
+    "halo_conv2d_f32_v2",
     "halo_depthwise_conv2d_f32_v0",
 ];
 

@@ -33,6 +33,7 @@ pub const ENTRY_POINTS: &[(&str, EntryPoint)] = &[
     ("halo_matmul_f32_v1", matmul_f32_v1),
     ("halo_conv2d_f32_v0", conv2d_f32_v0),
     ("halo_conv2d_f32_v1", conv2d_f32_v1),
+    ("halo_conv2d_f32_v2", conv2d_f32_v2),
     ("halo_depthwise_conv2d_f32_v0", depthwise_conv2d_f32_v0),
 ];
 
@@ -203,8 +204,8 @@ unsafe fn matmul_entry(p: MatmulParamsV0, check: Option<&MemoryCheck>) -> c_int 
 pub const CONV_BIAS: usize = 1;
 /// `flags` bit of the convolution entries: ReLU on the result.
 pub const CONV_RELU: usize = 2;
-/// `flags` bit of the convolution entries: ReLU6 (`Clip(0, 6)`) on the result; not with
-/// [`CONV_RELU`].
+/// `flags` bit of `halo_conv2d_f32_v2` and the depthwise entry: ReLU6 (`Clip(0, 6)`) on the
+/// result; not with [`CONV_RELU`].
 pub const CONV_RELU6: usize = 4;
 
 /// The bias and activation a convolution entry's `flags` ask for (`None` for unknown bits or
@@ -264,11 +265,11 @@ pub struct Conv2dParamsV0 {
     pub row_begin: usize,
     /// Output rows in the tile.
     pub row_count: usize,
-    /// [`CONV_BIAS`] and [`CONV_RELU`].
+    /// [`CONV_BIAS`] and [`CONV_RELU`] (`_v2`: or [`CONV_RELU6`]).
     pub flags: usize,
 }
 
-/// What `halo_conv2d_f32_v1` receives: [`Conv2dParamsV0`] for a convolution of any stride and
+/// What `halo_conv2d_f32_v1` and `_v2` receive: [`Conv2dParamsV0`] for a convolution of any stride and
 /// dilation, whose input arrives split into its `stride x stride` phases as [`conv2d_tile`]
 /// takes it (for stride 1, the plain padded input).
 #[repr(C)]
@@ -290,6 +291,9 @@ pub struct Conv2dParamsV1 {
 pub unsafe extern "C" fn conv2d_f32_v0(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
     // SAFETY: the caller passes a pointer to the packed parameters, per this entry's contract.
     let v0 = unsafe { *(params as *const Conv2dParamsV0) };
+    if v0.flags & CONV_RELU6 != 0 {
+        return 1;
+    }
     // SAFETY: a non-null context points at a `MemoryCheck`, per the contract.
     let check = unsafe { (context as *const MemoryCheck).as_ref() };
     // SAFETY: forwarded from the caller.
@@ -313,13 +317,30 @@ pub unsafe extern "C" fn conv2d_f32_v0(params: *mut c_void, context: *mut c_void
 pub unsafe extern "C" fn conv2d_f32_v1(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
     // SAFETY: the caller passes a pointer to the packed parameters, per this entry's contract.
     let p = unsafe { *(params as *const Conv2dParamsV1) };
+    if p.v0.flags & CONV_RELU6 != 0 {
+        return 1;
+    }
     // SAFETY: a non-null context points at a `MemoryCheck`, per the contract.
     let check = unsafe { (context as *const MemoryCheck).as_ref() };
     // SAFETY: forwarded from the caller.
     unsafe { conv2d(p, check) }
 }
 
-/// Both convolution entries' work, once their parameters are read.
+/// `halo_conv2d_f32_v2`: [`conv2d_f32_v1`] whose `flags` may also ask for ReLU6
+/// ([`CONV_RELU6`]).
+///
+/// # Safety
+/// As [`matmul_f32_v0`], for a [`Conv2dParamsV1`].
+pub unsafe extern "C" fn conv2d_f32_v2(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
+    // SAFETY: the caller passes a pointer to the packed parameters, per this entry's contract.
+    let p = unsafe { *(params as *const Conv2dParamsV1) };
+    // SAFETY: a non-null context points at a `MemoryCheck`, per the contract.
+    let check = unsafe { (context as *const MemoryCheck).as_ref() };
+    // SAFETY: forwarded from the caller.
+    unsafe { conv2d(p, check) }
+}
+
+/// The convolution entries' work, once their parameters are read.
 ///
 /// # Safety
 /// As [`matmul_f32_v0`]: `check` vouches only for memory valid for the access asked.
@@ -763,6 +784,20 @@ mod tests {
         assert_eq!(call(params(&mut output, 2)), 0);
         assert_eq!(output, [14.0, 22.0, 46.0, 54.0]);
         assert_eq!(call(params(&mut output, 0)), 1, "stride 0");
+        // ReLU6 is _v2's: _v1 refuses it.
+        let mut relu6 = params(&mut output, 2);
+        relu6.v0.flags = CONV_RELU6;
+        assert_eq!(call(relu6), 1, "v1 with ReLU6");
+        // SAFETY: the check vouches only for the live slices the test lent.
+        let rc = unsafe {
+            conv2d_f32_v2(
+                (&raw mut relu6).cast(),
+                (&raw const CHECK).cast_mut().cast(),
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(rc, 0);
+        assert_eq!(output, [6.0; 4]);
     }
 
     #[test]

@@ -14,10 +14,13 @@
 //   than 1x1 (linalg.conv_2d_nchw_fchw; its padding, a tensor.pad before it, stays IREE's), with
 //   its bias in either form it arrives in (the importer's: the convolution starts from the
 //   broadcast bias; halo's graph rewrite's: it starts from zeros and a [1, F, 1, 1] bias is added
-//   after it) and with or without a ReLU after that, becomes a dispatch calling
-//   halo_conv2d_f32_v1 with the bias and ReLU fused (crates/halo-kernels/src/conv.rs), one
+//   after it) and with or without a ReLU (or, in the second form, a Clip(0, 6)) after that,
+//   becomes a dispatch calling halo_conv2d_f32_v2 with them fused (crates/halo-kernels/src/conv.rs), one
 //   workgroup per 48 output channels by as many output rows as make about 256 columns of the
 //   input's phase width. A stride-2 convolution's input is first split into its four phases;
+// - every f32 1x1 convolution of stride 1 or 2 on a batch of one, in the same forms, becomes a
+//   product of its filters [F, C] by its input [C, H * W] (at stride 2, its every other row and
+//   column, gathered first) through halo_matmul_f32_v1, bias (one per row) and activation fused;
 // - every f32 depthwise convolution of stride 1 or 2 and dilation 1 on a batch of one, with its
 //   bias (the importer's broadcast form) and with or without a ReLU or a Clip(0, 6) after it,
 //   becomes a dispatch calling halo_depthwise_conv2d_f32_v0 with all of it fused
@@ -120,7 +123,7 @@ module attributes {transform.with_named_sequence} {
       stream.return %x, %y, %c1 : index, index, index
     }
     builtin.module {
-      func.func private @halo_conv2d_f32_v1(memref<f32>, index, memref<f32>, index, memref<f32>, index,
+      func.func private @halo_conv2d_f32_v2(memref<f32>, index, memref<f32>, index, memref<f32>, index,
           memref<f32>, index, index, index, index, index, index, index, index, index, index, index, index,
           index, index) attributes {llvm.bareptr = true}
       func.func @halo_conv2d_tile(%xb: !stream.binding, %wb: !stream.binding, %biasb: !stream.binding,
@@ -157,7 +160,7 @@ module attributes {transform.with_named_sequence} {
         %wq, %wo2, %ws, %wt = iree_codegen.extract_strided_metadata %w : memref<?xf32> -> memref<f32>, index, index, index
         %bp, %bo, %bs, %bt = iree_codegen.extract_strided_metadata %bias : memref<?xf32> -> memref<f32>, index, index, index
         %op, %oo, %os, %ot = iree_codegen.extract_strided_metadata %o : memref<?xf32> -> memref<f32>, index, index, index
-        func.call @halo_conv2d_f32_v1(%xp, %xo, %wq, %wo2, %bp, %bo, %op, %oo, %c, %f, %hp, %wp, %kh, %kw,
+        func.call @halo_conv2d_f32_v2(%xp, %xo, %wq, %wo2, %bp, %bo, %op, %oo, %c, %f, %hp, %wp, %kh, %kw,
                                       %filter, %filters, %row, %rows, %flags, %s, %c1)
             : (memref<f32>, index, memref<f32>, index, memref<f32>, index, memref<f32>, index,
                index, index, index, index, index, index, index, index, index, index, index, index, index) -> ()
@@ -659,7 +662,7 @@ module attributes {transform.with_named_sequence} {
     } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
     transform.yield
   }
-  // Flags of halo_conv2d_f32_v1: 1 adds the bias, 2 applies ReLU.
+  // Flags of halo_conv2d_f32_v2: 1 adds the bias, 2 applies ReLU, 4 ReLU6.
   util.func private @halo_conv2d_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<?xf32>,
                                            %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
     %flags = arith.constant 1 : index
