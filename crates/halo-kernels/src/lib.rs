@@ -18,9 +18,10 @@
 //! - **Epilogues are fused** the way onnxruntime fuses them: a bias (per column, per row, or per
 //!   filter) and an activation (ReLU, ReLU6) applied to each output tile while it is still in cache
 //!   ([`Epilogue`], [`ConvEpilogue`]).
-//! - [`import`] is the C ABI an IREE executable calls (`halo_matmul_f32_v0`,
-//!   `halo_conv2d_f32_v0` for unit strides, `halo_conv2d_f32_v1` for any); the CPU drivers offer it to every executable they load, by name, as
-//!   IREE's runtime offers a plugin's.
+//! - [`import`] is the C ABI an IREE executable calls (`halo_matmul_f32_v0`, and `_v1` with a
+//!   bias per row and ReLU6; `halo_conv2d_f32_v0` for unit strides, `_v1` for any, `_v2` with
+//!   ReLU6; `halo_depthwise_conv2d_f32_v0`); the CPU drivers offer it to every executable they
+//!   load, by name, as IREE's runtime offers a plugin's.
 
 #![warn(missing_docs)]
 #![deny(
