@@ -164,17 +164,12 @@ pub fn conv2d_tile_on(
     let [input_len, weights_len, output_len] = shape
         .lengths()
         .ok_or_else(|| Error::invalid_argument(format!("convolution {shape:?} overflows")))?;
-    for (what, len, needed) in [
+    let lengths = [
         ("input", input.len(), input_len),
         ("filters", weights.len(), weights_len),
         ("output", output.len(), output_len),
-    ] {
-        if len < needed {
-            return Err(Error::invalid_argument(format!(
-                "convolution {shape:?}: the {what} holds {len} elements of the {needed} it needs"
-            )));
-        }
-    }
+    ];
+    check_lengths(&format!("convolution {shape:?}"), lengths)?;
     if let Some(bias) = epilogue.bias.filter(|bias| bias.len() != shape.filters) {
         return Err(Error::invalid_argument(format!(
             "convolution bias of {} elements for {} filters",
@@ -224,6 +219,19 @@ pub fn conv2d_tile_on(
         }
         Ok(())
     })
+}
+
+/// Checks that each slice, `(what, len, needed)`, holds what `operation` needs of it.
+///
+/// # Errors
+/// `InvalidArgument` naming the operation, the slice and both lengths.
+pub(crate) fn check_lengths(operation: &str, slices: [(&str, usize, usize); 3]) -> Result<()> {
+    match slices.into_iter().find(|&(_, len, needed)| len < needed) {
+        Some((what, len, needed)) => Err(Error::invalid_argument(format!(
+            "{operation}: the {what} holds {len} elements of the {needed} it needs"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The tile over the phase width into `tile` (`filters` rows, from output row `first_row`).

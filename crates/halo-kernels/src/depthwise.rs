@@ -14,6 +14,7 @@
 //! The multiply-adds are plain loops that the compiler vectorizes, built once per instruction
 //! set ([`DepthwisePath`]): they are bound by memory, not arithmetic.
 
+use crate::conv::check_lengths;
 use crate::{ConvEpilogue, ConvShape};
 use halo_hal::{Error, Result};
 use std::ops::Range;
@@ -171,17 +172,12 @@ pub fn depthwise_tile_on(
     let [input_len, weights_len, output_len] = shape
         .lengths()
         .ok_or_else(|| Error::invalid_argument(format!("depthwise convolution {shape:?} overflows")))?;
-    for (what, len, needed) in [
+    let lengths = [
         ("input", input.len(), input_len),
         ("filters", weights.len(), weights_len),
         ("output", output.len(), output_len),
-    ] {
-        if len < needed {
-            return Err(Error::invalid_argument(format!(
-                "depthwise convolution {shape:?}: the {what} holds {len} elements of the {needed} it needs"
-            )));
-        }
-    }
+    ];
+    check_lengths(&format!("depthwise convolution {shape:?}"), lengths)?;
     if let Some(bias) = epilogue.bias.filter(|bias| bias.len() != shape.channels) {
         return Err(Error::invalid_argument(format!(
             "depthwise convolution bias of {} elements for {} channels",

@@ -23,6 +23,7 @@ use crate::{
     MatrixMut,
 };
 use std::ffi::{c_int, c_void};
+use std::ops::Range;
 
 /// The signature of every entry point (IREE's `iree_hal_executable_import_v0_t`).
 pub type EntryPoint = unsafe extern "C" fn(params: *mut c_void, context: *mut c_void, reserved: *mut c_void) -> c_int;
@@ -365,34 +366,66 @@ unsafe fn conv2d(
         stride,
         dilation,
     };
-    let Some([input_len, weights_len, output_len]) = shape.lengths() else {
-        return 1;
-    };
-    let bias_len = if p.flags & CONV_BIAS != 0 { p.filters } else { 0 };
-    let (Some(filter_end), Some(row_end)) = (
-        p.filter_begin.checked_add(p.filter_count),
-        p.row_begin.checked_add(p.row_count),
+    let (Some([input_len, weights_len, output_len]), Some(tile)) = (
+        shape.lengths(),
+        tile_of((p.filter_begin, p.filter_count), (p.row_begin, p.row_count)),
     ) else {
         return 1;
     };
-    if conv_epilogue(p.flags, &[]).is_none() {
-        return 1;
-    }
     let inputs = [
         (p.input, p.input_offset, input_len),
         (p.weights, p.weights_offset, weights_len),
-        (p.bias, p.bias_offset, bias_len),
+        (p.bias, p.bias_offset, p.filters),
     ];
-    let output = (p.output, p.output_offset, output_len);
     // SAFETY: forwarded from the caller: `check` vouches only for valid memory.
-    let Some(([input, weights, bias], output)) = (unsafe { lent(check, inputs, output) }) else {
+    let operands = unsafe { conv_operands(check, inputs, (p.output, p.output_offset, output_len), p.flags) };
+    let Some(ConvOperands {
+        input,
+        weights,
+        epilogue,
+        output,
+    }) = operands
+    else {
         return 1;
     };
-    let Some(epilogue) = conv_epilogue(p.flags, bias) else {
-        return 1;
-    };
-    let tile = (p.filter_begin..filter_end, p.row_begin..row_end);
     c_int::from(conv2d_tile(&shape, input, weights, output, &epilogue, tile).is_err())
+}
+
+/// The tile `begin..begin + count` of each of two dimensions (`None` on overflow).
+fn tile_of((b0, n0): (usize, usize), (b1, n1): (usize, usize)) -> Option<(Range<usize>, Range<usize>)> {
+    Some((b0..b0.checked_add(n0)?, b1..b1.checked_add(n1)?))
+}
+
+/// A convolution entry's input, filters, epilogue and output as slices (the bias's span read
+/// only with [`CONV_BIAS`]): `None` for flags the entries do not know, or when [`lent`] refuses.
+///
+/// # Safety
+/// As [`lent`].
+unsafe fn conv_operands<'a>(
+    check: &MemoryCheck,
+    [input, weights, (bias, bias_offset, bias_len)]: [(*const f32, usize, usize); 3],
+    output: (*mut f32, usize, usize),
+    flags: usize,
+) -> Option<ConvOperands<'a>> {
+    conv_epilogue(flags, &[])?;
+    let bias_len = if flags & CONV_BIAS != 0 { bias_len } else { 0 };
+    // SAFETY: forwarded from the caller.
+    let ([input, weights, bias], output) =
+        unsafe { lent(check, [input, weights, (bias, bias_offset, bias_len)], output) }?;
+    Some(ConvOperands {
+        input,
+        weights,
+        epilogue: conv_epilogue(flags, bias)?,
+        output,
+    })
+}
+
+/// What a convolution entry computes with, lent by the calling dispatch.
+struct ConvOperands<'a> {
+    input: &'a [f32],
+    weights: &'a [f32],
+    epilogue: ConvEpilogue<'a>,
+    output: &'a mut [f32],
 }
 
 /// What `halo_depthwise_conv2d_f32_v0` receives: one tile (channels `channel_begin..` by output
@@ -468,33 +501,28 @@ pub unsafe extern "C" fn depthwise_conv2d_f32_v0(
         stride: p.stride,
         dilation: p.dilation,
     };
-    let Some([input_len, weights_len, output_len]) = shape.lengths() else {
-        return 1;
-    };
-    let bias_len = if p.flags & CONV_BIAS != 0 { p.channels } else { 0 };
-    let (Some(channel_end), Some(row_end)) = (
-        p.channel_begin.checked_add(p.channel_count),
-        p.row_begin.checked_add(p.row_count),
+    let (Some([input_len, weights_len, output_len]), Some(tile)) = (
+        shape.lengths(),
+        tile_of((p.channel_begin, p.channel_count), (p.row_begin, p.row_count)),
     ) else {
         return 1;
     };
-    if conv_epilogue(p.flags, &[]).is_none() {
-        return 1;
-    }
     let inputs = [
         (p.input, p.input_offset, input_len),
         (p.weights, p.weights_offset, weights_len),
-        (p.bias, p.bias_offset, bias_len),
+        (p.bias, p.bias_offset, p.channels),
     ];
-    let output = (p.output, p.output_offset, output_len);
     // SAFETY: forwarded from the caller: `check` vouches only for valid memory.
-    let Some(([input, weights, bias], output)) = (unsafe { lent(check, inputs, output) }) else {
+    let operands = unsafe { conv_operands(check, inputs, (p.output, p.output_offset, output_len), p.flags) };
+    let Some(ConvOperands {
+        input,
+        weights,
+        epilogue,
+        output,
+    }) = operands
+    else {
         return 1;
     };
-    let Some(epilogue) = conv_epilogue(p.flags, bias) else {
-        return 1;
-    };
-    let tile = (p.channel_begin..channel_end, p.row_begin..row_end);
     c_int::from(depthwise_tile(&shape, input, weights, output, &epilogue, tile).is_err())
 }
 
