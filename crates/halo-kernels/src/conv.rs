@@ -170,19 +170,12 @@ pub fn conv2d_tile_on(
         ("output", output.len(), output_len),
     ];
     check_lengths(&format!("convolution {shape:?}"), lengths)?;
-    if let Some(bias) = epilogue.bias.filter(|bias| bias.len() != shape.filters) {
-        return Err(Error::invalid_argument(format!(
-            "convolution bias of {} elements for {} filters",
-            bias.len(),
-            shape.filters
-        )));
-    }
-    if filters.start > filters.end || filters.end > shape.filters || rows.start > rows.end || rows.end > ho {
-        return Err(Error::invalid_argument(format!(
-            "convolution tile of filters {filters:?} and rows {rows:?} outside {} filters of {ho} rows",
-            shape.filters
-        )));
-    }
+    check_bias_and_tile(
+        "convolution",
+        ("filters", shape.filters, ho),
+        epilogue.bias,
+        (&filters, &rows),
+    )?;
     if filters.is_empty() || rows.is_empty() {
         return Ok(());
     }
@@ -232,6 +225,31 @@ pub(crate) fn check_lengths(operation: &str, slices: [(&str, usize, usize); 3]) 
         ))),
         None => Ok(()),
     }
+}
+
+/// Checks that the bias has one element per output channel (`count` of them, called `unit`) and
+/// that the tile of channels `outputs` and rows `rows` lies in the output's `count` x `rows_out`.
+///
+/// # Errors
+/// `InvalidArgument` naming the operation and what does not fit.
+pub(crate) fn check_bias_and_tile(
+    operation: &str,
+    (unit, count, rows_out): (&str, usize, usize),
+    bias: Option<&[f32]>,
+    (outputs, rows): (&Range<usize>, &Range<usize>),
+) -> Result<()> {
+    if let Some(bias) = bias.filter(|bias| bias.len() != count) {
+        return Err(Error::invalid_argument(format!(
+            "{operation} bias of {} elements for {count} {unit}",
+            bias.len()
+        )));
+    }
+    if outputs.start > outputs.end || outputs.end > count || rows.start > rows.end || rows.end > rows_out {
+        return Err(Error::invalid_argument(format!(
+            "{operation} tile of {unit} {outputs:?} and rows {rows:?} outside {count} {unit} of {rows_out} rows"
+        )));
+    }
+    Ok(())
 }
 
 /// The tile over the phase width into `tile` (`filters` rows, from output row `first_row`).

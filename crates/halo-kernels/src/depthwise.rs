@@ -14,7 +14,7 @@
 //! The multiply-adds are plain loops that the compiler vectorizes, built once per instruction
 //! set ([`DepthwisePath`]): they are bound by memory, not arithmetic.
 
-use crate::conv::check_lengths;
+use crate::conv::{check_bias_and_tile, check_lengths};
 use crate::{ConvEpilogue, ConvShape};
 use halo_hal::{Error, Result};
 use std::ops::Range;
@@ -178,19 +178,8 @@ pub fn depthwise_tile_on(
         ("output", output.len(), output_len),
     ];
     check_lengths(&format!("depthwise convolution {shape:?}"), lengths)?;
-    if let Some(bias) = epilogue.bias.filter(|bias| bias.len() != shape.channels) {
-        return Err(Error::invalid_argument(format!(
-            "depthwise convolution bias of {} elements for {} channels",
-            bias.len(),
-            shape.channels
-        )));
-    }
-    if channels.start > channels.end || channels.end > shape.channels || rows.start > rows.end || rows.end > ho {
-        return Err(Error::invalid_argument(format!(
-            "depthwise convolution tile of channels {channels:?} and rows {rows:?} outside {} channels of {ho} rows",
-            shape.channels
-        )));
-    }
+    let outputs = ("channels", shape.channels, ho);
+    check_bias_and_tile("depthwise convolution", outputs, epilogue.bias, (&channels, &rows))?;
     if channels.is_empty() || rows.is_empty() {
         return Ok(());
     }

@@ -112,6 +112,19 @@ fn overlap((a0, a1): (usize, usize), (b0, b1): (usize, usize)) -> bool {
     a0 < a1 && b0 < b1 && a0 < b1 && b0 < a1
 }
 
+/// An entry's packed parameters, and its memory check (`None` for a null context).
+///
+/// # Safety
+/// `params` points at a `P`, and `context` is null or points at a [`MemoryCheck`] that outlives
+/// the call.
+unsafe fn entry_args<'a, P: Copy>(params: *mut c_void, context: *mut c_void) -> (P, Option<&'a MemoryCheck>) {
+    // SAFETY: `params` points at a `P`, per the caller's contract.
+    let p = unsafe { *(params as *const P) };
+    // SAFETY: a non-null context points at a `MemoryCheck`, per the caller's contract.
+    let check = unsafe { (context as *const MemoryCheck).as_ref() };
+    (p, check)
+}
+
 /// `halo_matmul_f32_v0`: see [`MatmulParamsV0`]. Returns 0, or 1 when the call cannot be
 /// carried out (overflowing spans, unknown flags, overlapping rows, an output overlapping an
 /// input, memory outside the calling dispatch's bindings, no [`MemoryCheck`]), which fails the
@@ -122,13 +135,11 @@ fn overlap((a0, a1): (usize, usize), (b0, b1): (usize, usize)) -> bool {
 /// [`MemoryCheck`] whose `within` only vouches for memory that is valid for the access asked
 /// (and, for writes, that nothing else touches during the call).
 pub unsafe extern "C" fn matmul_f32_v0(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
-    // SAFETY: the caller passes a pointer to the packed parameters, per this entry's contract.
-    let p = unsafe { *(params as *const MatmulParamsV0) };
+    // SAFETY: `params` and `context` are as this entry's contract says.
+    let (p, check) = unsafe { entry_args::<MatmulParamsV0>(params, context) };
     if p.flags & !(MATMUL_BIAS | MATMUL_RELU) != 0 {
         return 1;
     }
-    // SAFETY: a non-null context points at a `MemoryCheck`, per the contract.
-    let check = unsafe { (context as *const MemoryCheck).as_ref() };
     // SAFETY: forwarded from the caller.
     unsafe { matmul_entry(p, check) }
 }
@@ -139,10 +150,8 @@ pub unsafe extern "C" fn matmul_f32_v0(params: *mut c_void, context: *mut c_void
 /// # Safety
 /// As [`matmul_f32_v0`].
 pub unsafe extern "C" fn matmul_f32_v1(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
-    // SAFETY: the caller passes a pointer to the packed parameters, per this entry's contract.
-    let p = unsafe { *(params as *const MatmulParamsV0) };
-    // SAFETY: a non-null context points at a `MemoryCheck`, per the contract.
-    let check = unsafe { (context as *const MemoryCheck).as_ref() };
+    // SAFETY: `params` and `context` are as this entry's contract says.
+    let (p, check) = unsafe { entry_args::<MatmulParamsV0>(params, context) };
     // SAFETY: forwarded from the caller.
     unsafe { matmul_entry(p, check) }
 }
@@ -290,13 +299,11 @@ pub struct Conv2dParamsV1 {
 /// # Safety
 /// As [`matmul_f32_v0`], for a [`Conv2dParamsV0`].
 pub unsafe extern "C" fn conv2d_f32_v0(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
-    // SAFETY: the caller passes a pointer to the packed parameters, per this entry's contract.
-    let v0 = unsafe { *(params as *const Conv2dParamsV0) };
+    // SAFETY: `params` and `context` are as this entry's contract says.
+    let (v0, check) = unsafe { entry_args::<Conv2dParamsV0>(params, context) };
     if v0.flags & CONV_RELU6 != 0 {
         return 1;
     }
-    // SAFETY: a non-null context points at a `MemoryCheck`, per the contract.
-    let check = unsafe { (context as *const MemoryCheck).as_ref() };
     // SAFETY: forwarded from the caller.
     unsafe {
         conv2d(
@@ -316,13 +323,11 @@ pub unsafe extern "C" fn conv2d_f32_v0(params: *mut c_void, context: *mut c_void
 /// # Safety
 /// As [`matmul_f32_v0`], for a [`Conv2dParamsV1`].
 pub unsafe extern "C" fn conv2d_f32_v1(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
-    // SAFETY: the caller passes a pointer to the packed parameters, per this entry's contract.
-    let p = unsafe { *(params as *const Conv2dParamsV1) };
+    // SAFETY: `params` and `context` are as this entry's contract says.
+    let (p, check) = unsafe { entry_args::<Conv2dParamsV1>(params, context) };
     if p.v0.flags & CONV_RELU6 != 0 {
         return 1;
     }
-    // SAFETY: a non-null context points at a `MemoryCheck`, per the contract.
-    let check = unsafe { (context as *const MemoryCheck).as_ref() };
     // SAFETY: forwarded from the caller.
     unsafe { conv2d(p, check) }
 }
@@ -333,10 +338,8 @@ pub unsafe extern "C" fn conv2d_f32_v1(params: *mut c_void, context: *mut c_void
 /// # Safety
 /// As [`matmul_f32_v0`], for a [`Conv2dParamsV1`].
 pub unsafe extern "C" fn conv2d_f32_v2(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
-    // SAFETY: the caller passes a pointer to the packed parameters, per this entry's contract.
-    let p = unsafe { *(params as *const Conv2dParamsV1) };
-    // SAFETY: a non-null context points at a `MemoryCheck`, per the contract.
-    let check = unsafe { (context as *const MemoryCheck).as_ref() };
+    // SAFETY: `params` and `context` are as this entry's contract says.
+    let (p, check) = unsafe { entry_args::<Conv2dParamsV1>(params, context) };
     // SAFETY: forwarded from the caller.
     unsafe { conv2d(p, check) }
 }
@@ -486,10 +489,9 @@ pub unsafe extern "C" fn depthwise_conv2d_f32_v0(
     context: *mut c_void,
     _reserved: *mut c_void,
 ) -> c_int {
-    // SAFETY: the caller passes a pointer to the packed parameters, per this entry's contract.
-    let p = unsafe { *(params as *const DepthwiseParamsV0) };
-    // SAFETY: a non-null context points at a `MemoryCheck`, per the contract.
-    let Some(check) = (unsafe { (context as *const MemoryCheck).as_ref() }) else {
+    // SAFETY: `params` and `context` are as this entry's contract says.
+    let (p, check) = unsafe { entry_args::<DepthwiseParamsV0>(params, context) };
+    let Some(check) = check else {
         return 1;
     };
     let shape = DepthwiseShape {
