@@ -44,11 +44,15 @@ pub struct CompileArgs {
     #[arg(long = "graph-rewrite", visible_alias = "graph_rewrite", conflicts_with = "tune")]
     pub graph_rewrite: Option<String>,
     /// Have f32 matmuls and convolutions (stride 1 or 2) call halo's own kernels instead of IREE's
-    /// code for them: the program then runs only on halo's CPU drivers (IREE's runtime refuses it
-    /// at load). CPU devices only. With `--tune`, variants with and without them are timed and
-    /// the kernels stay only where they win.
-    #[arg(long)]
+    /// code for them: the default on CPU devices; an error for any other device. The program then
+    /// runs only on halo's CPU drivers (IREE's runtime refuses it at load). With `--tune`,
+    /// variants with and without them are timed and the kernels stay only where they win.
+    #[arg(long, conflicts_with = "portable")]
     pub kernels: bool,
+    /// Only IREE's own code, no call of halo's kernels: the program runs on IREE's runtime too
+    /// (and `--tune` times only such variants).
+    #[arg(long)]
+    pub portable: bool,
     /// Add a function per batch size (`--batch-sizes=1,2,4,8`: `@f_b1` ... `@f_b8`) beside an
     /// ONNX model's function, whose inputs and outputs must lead with a symbolic batch
     /// dimension: each compiles with its shapes known, which IREE makes faster code of than of
@@ -144,6 +148,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
     // Before the compiler is looked for: a wrong size is the user's first thing to fix.
     let batch_sizes = halo_compile::batch_sizes_for(&args.model, &args.batch_sizes)?;
     let toolchain = Toolchain::locate(args.iree_compile.as_deref())?;
+    let kernels = kernel_use(args, &target);
     let request = CompileRequest {
         model: args.model.clone(),
         output: args.output.clone(),
@@ -151,7 +156,7 @@ pub fn run(args: &CompileArgs) -> Result<()> {
         flag_set,
         extra_flags: args.compiler_flags.clone(),
         graph_rewrite,
-        kernels: kernel_use(args),
+        kernels,
         batch_sizes: batch_sizes.clone(),
         stop: None,
     };
@@ -195,11 +200,14 @@ pub fn run(args: &CompileArgs) -> Result<()> {
     outln!("flags: {}", report.flags.join(" "))
 }
 
-fn kernel_use(args: &CompileArgs) -> KernelUse {
+/// `--kernels`, `--portable`, else the target's default.
+fn kernel_use(args: &CompileArgs, target: &Target) -> KernelUse {
     if args.kernels {
         KernelUse::HaloKernels
-    } else {
+    } else if args.portable {
         KernelUse::Portable
+    } else {
+        KernelUse::default_for(target)
     }
 }
 
@@ -238,6 +246,7 @@ fn run_tune(args: &CompileArgs, target: Target) -> Result<()> {
             .or_else(TuneCache::default_root)
             .map(TuneCache::new)
     };
+    let kernels = kernel_use(args, &target);
     let request = TuneRequest {
         model: args.model.clone(),
         output: args.output.clone(),
@@ -247,7 +256,7 @@ fn run_tune(args: &CompileArgs, target: Target) -> Result<()> {
             .unwrap_or_else(|| args.output.with_extension("tune.json")),
         target,
         extra_flags: args.compiler_flags.clone(),
-        kernels: kernel_use(args),
+        kernels,
         workload: Workload {
             device: args.device.clone(),
             function: args.function.clone(),

@@ -3,6 +3,7 @@
 
 mod common;
 
+use halo_compile::KERNEL_IMPORTS;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -162,7 +163,6 @@ fn tuning_keeps_a_variant_that_gives_the_recorded_answers_and_caches_it() {
                 vmfb.to_str().unwrap(),
                 "--target-chip=x86-64-v2",
                 "--tune",
-                "--kernels",
                 "--tune-min-time=0.05",
                 "--tune-cache",
                 cache.to_str().unwrap(),
@@ -183,7 +183,8 @@ fn tuning_keeps_a_variant_that_gives_the_recorded_answers_and_caches_it() {
         serde_json::from_str(&std::fs::read_to_string(out.path().join("onnx_mlp.tune.json")).unwrap()).unwrap();
     let variants = report["variants"].as_array().unwrap();
     // The model has no convolution, so `o3-shift-depthwise-only` and `o3-keep-convolutions`
-    // would repeat `fast-o3`; `--kernels` adds `fast-kernels` and `fast-o3-kernels`.
+    // would repeat `fast-o3`; halo's kernels (on the CPU by default) add `fast-kernels` and
+    // `fast-o3-kernels`.
     assert_eq!(variants.len(), 12, "{report:#}");
     let calling: Vec<&str> = variants
         .iter()
@@ -393,6 +394,8 @@ fn bad_settings_end_in_errors_that_name_them() {
     }
 }
 
+/// `--portable`: IREE's code only (the program runs on IREE's runtime too), with the graph
+/// rewrites.
 #[test]
 fn compiled_benchmark_models_give_onnxruntimes_answers() {
     let Some(compiler) = real_compiler("compiled_benchmark_models_give_onnxruntimes_answers") else {
@@ -434,7 +437,13 @@ fn compiled_benchmark_models_give_onnxruntimes_answers() {
         let vmfb = out.path().join(format!("{model}.vmfb"));
         let onnx = fixtures.join(format!("{model}.onnx"));
         let output = halo(
-            &["compile", onnx.to_str().unwrap(), "-o", vmfb.to_str().unwrap()],
+            &[
+                "compile",
+                onnx.to_str().unwrap(),
+                "-o",
+                vmfb.to_str().unwrap(),
+                "--portable",
+            ],
             &[("HALO_IREE_COMPILE", &compiler)],
         );
         assert!(
@@ -443,6 +452,12 @@ fn compiled_benchmark_models_give_onnxruntimes_answers() {
             String::from_utf8_lossy(&output.stderr)
         );
         let compiled = String::from_utf8_lossy(&output.stdout);
+        assert!(!compiled.contains("halo's kernels"), "{model}: {compiled}");
+        let program = std::fs::read(&vmfb).unwrap();
+        let calls_kernels = KERNEL_IMPORTS
+            .iter()
+            .any(|name| program.windows(name.len()).any(|w| w == name.as_bytes()));
+        assert!(!calls_kernels, "{model}: --portable left a call of halo's kernels");
         match rewritten {
             Some(line) => assert!(compiled.contains(line), "{model}: {compiled}"),
             None => assert!(!compiled.contains("graph rewrite"), "{model}: {compiled}"),
@@ -457,7 +472,7 @@ fn compiled_benchmark_models_give_onnxruntimes_answers() {
     }
 }
 
-/// `--kernels`: the MLP's and the encoder's matmuls call halo's matmul kernel, SqueezeNet's 3x3 convolutions (bias
+/// By default on the CPU (`--kernels`): the MLP's and the encoder's matmuls call halo's matmul kernel, SqueezeNet's 3x3 convolutions (bias
 /// and ReLU fused; its stem's stride 2 through its input's phases) its convolution kernel and
 /// its 1x1 ones the matmul kernel, ShuffleNet v2's and MobileNet-v2's depthwise convolutions
 /// (strides 1 and 2; MobileNet's with ReLU6 fused, as into its stem and 1x1 convolutions) the
@@ -470,19 +485,12 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
         return;
     };
     let out = tempfile::tempdir().unwrap();
-    let compile = |model: &str, device: &str| {
+    let compile = |model: &str, flags: &[&str]| {
         let onnx = repo().join(format!("fixtures/benchmark-models/{model}.onnx"));
         let vmfb = out.path().join(format!("{model}.vmfb"));
-        let (input, output, device) = (
-            onnx.to_str().unwrap(),
-            vmfb.to_str().unwrap(),
-            format!("--device={device}"),
-        );
-        let result = halo(
-            &["compile", input, "-o", output, "--kernels", &device],
-            &[("HALO_IREE_COMPILE", &compiler)],
-        );
-        (result, vmfb)
+        let mut args = vec!["compile", onnx.to_str().unwrap(), "-o", vmfb.to_str().unwrap()];
+        args.extend(flags);
+        (halo(&args, &[("HALO_IREE_COMPILE", &compiler)]), vmfb)
     };
     // The encoder's projections are MatMuls of [1, tokens, K] by [K, N], which arrive as batch
     // matmuls of one batch against a broadcast matrix; its attention's are batch matmuls, which
@@ -507,7 +515,7 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
         ),
     ];
     for (model, kernels) in models {
-        let (output, vmfb) = compile(model, "local-task");
+        let (output, vmfb) = compile(model, &[]);
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert!(
             output.status.success(),
@@ -530,8 +538,13 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
             assert_recorded_answers(model, &vmfb, device);
         }
     }
-    let stderr = String::from_utf8_lossy(&compile("mlp", "vulkan").0.stderr).into_owned();
+    let stderr = String::from_utf8_lossy(&compile("mlp", &["--kernels", "--device=vulkan"]).0.stderr).into_owned();
     assert!(stderr.contains("--kernels needs a CPU device"), "{stderr}");
+    let stderr = String::from_utf8_lossy(&compile("mlp", &["--kernels", "--portable"]).0.stderr).into_owned();
+    assert!(
+        stderr.contains("'--kernels' cannot be used with '--portable'"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -28,10 +28,9 @@ pub const KERNEL_IMPORTS: &[&str] = &[
 ];
 
 /// Whether the program may call halo's kernels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KernelUse {
     /// Only IREE's own code: the program runs on IREE's runtime too.
-    #[default]
     Portable,
     /// f32 matmuls, and convolutions of one group or depthwise, of stride 1 or 2, call halo's
     /// kernels; the program runs only on halo's CPU drivers.
@@ -39,6 +38,16 @@ pub enum KernelUse {
 }
 
 impl KernelUse {
+    /// What `halo compile` does for `target` unless told otherwise: halo's kernels on the CPU,
+    /// where they ran every model of the benchmark set as fast as IREE's code or faster (README,
+    /// `--kernels`), and IREE's code alone on the other devices, for which halo has no kernels.
+    pub fn default_for(target: &Target) -> KernelUse {
+        match target.kind {
+            TargetKind::Cpu => KernelUse::HaloKernels,
+            TargetKind::Vulkan | TargetKind::Cuda | TargetKind::Hip | TargetKind::Metal => KernelUse::Portable,
+        }
+    }
+
     /// Checks that `target` can run the choice.
     ///
     /// # Errors
@@ -120,6 +129,22 @@ fn kernels_spec() -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cpu_calls_halos_kernels_by_default_and_other_devices_do_not() {
+        let cases = [
+            ("local-task", None, KernelUse::HaloKernels),
+            ("local-sync", None, KernelUse::HaloKernels),
+            ("vulkan", Some("ampere"), KernelUse::Portable),
+            ("cuda", Some("sm_80"), KernelUse::Portable),
+            ("metal", None, KernelUse::Portable),
+        ];
+        for (device, chip, expected) in cases {
+            let target = Target::for_device(device, chip).unwrap();
+            assert_eq!(KernelUse::default_for(&target), expected, "{device}");
+            assert!(KernelUse::default_for(&target).check(&target).is_ok(), "{device}");
+        }
+    }
 
     #[test]
     fn the_spec_matches_each_stride_with_its_own_matchers_and_calls() {

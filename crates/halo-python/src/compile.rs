@@ -13,11 +13,12 @@ use std::path::PathBuf;
 
 /// Compiles `model` (`.onnx`, `.mlir`, `.mlirbc`) into `output` for `device` with the pinned
 /// `iree-compile` (`iree_compile`, else `HALO_IREE_COMPILE`, else `PATH`), trying the flag sets
-/// best first as `halo compile` does; returns what was done as a dict. With `kernels`, f32
-/// matmuls and convolutions call halo's own CPU kernels (`halo compile --kernels`): the program
-/// then runs only on halo.
+/// best first as `halo compile` does; returns what was done as a dict. `kernels`: whether f32
+/// matmuls and convolutions call halo's own CPU kernels, the program then running only on halo
+/// (`True` as `halo compile --kernels`, `False` as `--portable`, `None` the device's default:
+/// on the CPU, yes).
 #[pyfunction]
-#[pyo3(signature = (model, output, device = "local-task", target_chip = None, flag_set = "best", extra_flags = Vec::new(), iree_compile = None, graph_rewrite = None, kernels = false))]
+#[pyo3(signature = (model, output, device = "local-task", target_chip = None, flag_set = "best", extra_flags = Vec::new(), iree_compile = None, graph_rewrite = None, kernels = None))]
 #[allow(clippy::too_many_arguments, reason = "keyword arguments of one Python function")]
 pub fn compile<'py>(
     py: Python<'py>,
@@ -29,7 +30,7 @@ pub fn compile<'py>(
     extra_flags: Vec<String>,
     iree_compile: Option<PathBuf>,
     graph_rewrite: Option<&str>,
-    kernels: bool,
+    kernels: Option<bool>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let mut target = Target::for_device(device, target_chip).py()?;
     settle_chip(py, &mut target, device)?;
@@ -37,11 +38,11 @@ pub fn compile<'py>(
     let request = CompileRequest {
         model,
         output,
+        kernels: kernel_use(kernels, &target),
         target,
         flag_set: FlagSet::from_name(flag_set).py()?,
         extra_flags,
         graph_rewrite: graph_rewrite.map(GraphRewrite::from_name).transpose().py()?,
-        kernels: kernel_use(kernels),
         batch_sizes: Vec::new(),
         stop: None,
     };
@@ -72,10 +73,11 @@ pub fn compile<'py>(
 /// Tunes `model` as `halo compile --tune` does: every variant of the documented flag space is
 /// compiled, timed on `device` with the inputs in the `.npy` file `inputs` (or inputs generated
 /// from the declaration) and checked against the baseline; the fastest goes to `output` and the
-/// JSON report to `report`. With `kernels`, variants calling halo's kernels join the space.
+/// JSON report to `report`. Variants calling halo's kernels join the space where `kernels`
+/// (as in [`compile`]) lets them.
 /// Returns (report JSON, whether it came from the cache, warnings).
 #[pyfunction]
-#[pyo3(signature = (model, output, report, device = "local-task", target_chip = None, extra_flags = Vec::new(), iree_compile = None, inputs = None, function = None, tolerance = 1e-4, min_time = 3.0, compile_timeout = 600.0, jobs = None, cache = None, use_cache = true, kernels = false))]
+#[pyo3(signature = (model, output, report, device = "local-task", target_chip = None, extra_flags = Vec::new(), iree_compile = None, inputs = None, function = None, tolerance = 1e-4, min_time = 3.0, compile_timeout = 600.0, jobs = None, cache = None, use_cache = true, kernels = None))]
 #[allow(clippy::too_many_arguments, reason = "keyword arguments of one Python function")]
 pub fn tune(
     py: Python<'_>,
@@ -94,7 +96,7 @@ pub fn tune(
     jobs: Option<usize>,
     cache: Option<PathBuf>,
     use_cache: bool,
-    kernels: bool,
+    kernels: Option<bool>,
 ) -> PyResult<(String, bool, Vec<String>)> {
     let tolerance = checked_tolerance(tolerance, "tolerance").py()?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -105,9 +107,9 @@ pub fn tune(
         model,
         output,
         report,
+        kernels: kernel_use(kernels, &target),
         target,
         extra_flags,
-        kernels: kernel_use(kernels),
         workload: Workload {
             device: device.to_string(),
             function,
@@ -162,10 +164,11 @@ fn warn_about(py: Python<'_>, target: &Target) -> PyResult<()> {
     PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyUserWarning>(), &message, 1)
 }
 
-fn kernel_use(kernels: bool) -> KernelUse {
-    if kernels {
-        KernelUse::HaloKernels
-    } else {
-        KernelUse::Portable
+/// `kernels` as asked, else the target's default.
+fn kernel_use(kernels: Option<bool>, target: &Target) -> KernelUse {
+    match kernels {
+        Some(true) => KernelUse::HaloKernels,
+        Some(false) => KernelUse::Portable,
+        None => KernelUse::default_for(target),
     }
 }

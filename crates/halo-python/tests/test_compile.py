@@ -150,7 +150,7 @@ def test_compile_rewrites_a_cnns_3x3_convolutions_and_keeps_onnxruntimes_answers
         halo.compile(benchmark_models / "squeezenet.onnx", tmp_path / "x.vmfb", graph_rewrite="all-of-them")
     compiler_or_skip()
     output = tmp_path / "squeezenet.vmfb"
-    summary = halo.compile(benchmark_models / "squeezenet.onnx", output, target_chip=PORTABLE_CHIP)
+    summary = halo.compile(benchmark_models / "squeezenet.onnx", output, target_chip=PORTABLE_CHIP, kernels=False)
     assert (summary["graph_rewrite"], summary["rewritten_nodes"]) == ("convolutions-as-shifts", 29)
     result = halo.load(output, "local-sync").squeezenet(np.load(benchmark_models / "squeezenet.input.npy"))
     expected = np.load(benchmark_models / "squeezenet.expected.npy")
@@ -158,22 +158,24 @@ def test_compile_rewrites_a_cnns_3x3_convolutions_and_keeps_onnxruntimes_answers
 
 
 def test_compile_with_halos_kernels_calls_them_and_keeps_onnxruntimes_answers(tmp_path):
-    # `halo compile --kernels` from Python: the test-scale SqueezeNet's convolutions (its
-    # stride-2 stem among them) call halo's convolution kernel; such a program runs only on halo.
+    # `halo compile` from Python: on the CPU, by default, the test-scale SqueezeNet's
+    # convolutions (its stride-2 stem among them) call halo's convolution kernel; such a program
+    # runs only on halo. `kernels=False` is `--portable`.
     benchmark_models = MODELS.parent / "benchmark-models"
     compiler_or_skip()
     with pytest.raises(halo.InvalidArgumentError, match="needs a CPU device"):
         halo.compile(benchmark_models / "squeezenet.onnx", tmp_path / "x.vmfb", device="vulkan", target_chip="ampere",
                      kernels=True)
     output = tmp_path / "squeezenet.vmfb"
-    summary = halo.compile(benchmark_models / "squeezenet.onnx", output, target_chip=PORTABLE_CHIP, kernels=True)
+    summary = halo.compile(benchmark_models / "squeezenet.onnx", output, target_chip=PORTABLE_CHIP)
     assert summary["kernels"] is True
     assert b"halo_conv2d_f32_v2" in output.read_bytes()
     expected = np.load(benchmark_models / "squeezenet.expected.npy")
     for device in ("local-sync", "local-task"):
         result = halo.load(output, device).squeezenet(np.load(benchmark_models / "squeezenet.input.npy"))
         np.testing.assert_allclose(result.numpy(), expected, rtol=1e-4, atol=1e-5)
-    portable = halo.compile(benchmark_models / "squeezenet.onnx", tmp_path / "p.vmfb", target_chip=PORTABLE_CHIP)
+    portable = halo.compile(benchmark_models / "squeezenet.onnx", tmp_path / "p.vmfb", target_chip=PORTABLE_CHIP,
+                            kernels=False)
     assert portable["kernels"] is False
     assert b"halo_conv2d_f32_v2" not in (tmp_path / "p.vmfb").read_bytes()
     module = halo.compile_onnx(MODELS.parent / "benchmark-models" / "mlp.onnx", "local-sync",

@@ -2,7 +2,8 @@
 //!
 //! A user of Triton drops `model.onnx` into a repository folder and serves it; here the same
 //! folder serves through the pinned `iree-compile` (found as `halo compile` finds it), with the
-//! best flags known for the model's first device. The program is kept in a cache folder, keyed
+//! best flags known for the model's first device (and halo's kernels on the CPU, as `halo compile`
+//! does). The program is kept in a cache folder, keyed
 //! by everything it depends on, so a restart, a reload or a second replica sharing the folder
 //! loads it without compiling again.
 
@@ -53,6 +54,7 @@ fn compile_cached(source: &Path, device: &str, stop: &CancelToken) -> Result<Pat
         tracing::warn!(model = %source.display(), "{caution}");
     }
     let toolchain = Toolchain::locate(None)?;
+    let kernels = KernelUse::default_for(&target);
     let cache = cache_root();
     let output = cache.join(format!(
         "{}.vmfb",
@@ -61,6 +63,7 @@ fn compile_cached(source: &Path, device: &str, stop: &CancelToken) -> Result<Pat
             &target.flags().join(" "),
             toolchain.version(),
             &SPACE_VERSION.to_string(),
+            &format!("{kernels:?}"),
             &cpu_description(),
         ])
     ));
@@ -79,7 +82,7 @@ fn compile_cached(source: &Path, device: &str, stop: &CancelToken) -> Result<Pat
             flag_set: FlagSet::Best,
             extra_flags: Vec::new(),
             graph_rewrite: None,
-            kernels: KernelUse::Portable,
+            kernels,
             batch_sizes: Vec::new(),
             stop: Some(stop.flag()),
         },

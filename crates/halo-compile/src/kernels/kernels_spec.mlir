@@ -1,4 +1,4 @@
-// halo compile --kernels, passed to iree-compile as --iree-preprocessing-transform-spec-filename:
+// halo compile (on CPU devices, unless --portable), passed to iree-compile as --iree-preprocessing-transform-spec-filename:
 // - every f32 linalg.matmul that starts from zeros (linalg.fill 0), and every batch matmul of one
 //   batch against a broadcast matrix (ONNX's MatMul of [1, M, K] by [K, N]: a transformer's
 //   projections), becomes a dispatch calling halo's matmul kernel (halo_matmul_f32_v0,

@@ -15,7 +15,7 @@
 //! | `o3-distribution-32`, `o3-distribution-128` | `fast-o3` with the workgroup distribution tile size `--iree-llvmcpu-distribution-size` at 32 and 128 (more or fewer, smaller or larger workgroups) |
 //! | `o3-shift-depthwise-only` | `fast-o3` with only depthwise convolutions written as shifted sums |
 //! | `o3-keep-convolutions` | `fast-o3` with every convolution left as ONNX `Conv` |
-//! | `fast-kernels`, `fast-o3-kernels` | `fast` and `fast-o3` with halo's own kernels ([`KernelUse::HaloKernels`]), only when `--kernels` lets them in: a program calling them runs only on halo, and they win on some models and lose on others |
+//! | `fast-kernels`, `fast-o3-kernels` | `fast` and `fast-o3` with halo's own kernels ([`KernelUse::HaloKernels`]), on CPU devices unless `--portable` keeps them out: a program calling them runs only on halo |
 //!
 //! Every other CPU variant but `iree-default` compiles the ONNX graph with its depthwise and
 //! narrowing convolutions written as shifted sums ([`GraphRewrite::ConvolutionsAsShifts`]). A

@@ -165,7 +165,7 @@ def tune(
     compile_timeout: float = 600.0,
     jobs: Optional[int] = None,
     cache: Optional[Union[str, "os.PathLike[str]", bool]] = None,
-    kernels: bool = False,
+    kernels: Optional[bool] = None,
 ) -> dict:
     """Tunes a model as `halo compile --tune` does: every variant of the documented flag space is
     compiled (in parallel up to the core count), timed on `device` with `inputs` (arrays, one per
@@ -173,9 +173,10 @@ def tune(
     default compile; the fastest within `tolerance` is written to `output`. Returns the report
     (also written to `report`, default `output` with `.tune.json`) with `cache_hit` and
     `warnings` added. `cache`: a folder, False for none, None for the default
-    (`HALO_TUNE_CACHE`, else `~/.cache/halo/tune`). With `kernels`, variants calling halo's own
-    CPU kernels join the space (`halo compile --tune --kernels`); the report's `chosen_kernels`
-    says whether the program written calls them, and then it runs only on halo."""
+    (`HALO_TUNE_CACHE`, else `~/.cache/halo/tune`). Variants calling halo's own CPU kernels join
+    the space unless `kernels` is False (None: on CPU devices, as `halo compile --tune`); the
+    report's `chosen_kernels` says whether the program written calls them, and then it runs only
+    on halo."""
     import json
 
     uri = device.uri if isinstance(device, Device) else device
@@ -216,7 +217,7 @@ def _compile_and_load(
     output: Optional[Union[str, "os.PathLike[str]"]],
     extra_flags: Sequence[str],
     tune_inputs: Optional[Sequence[Any]],
-    kernels: bool,
+    kernels: Optional[bool],
 ) -> Module:
     model = pathlib.Path(model)
     if model.suffix not in suffixes:
@@ -250,7 +251,7 @@ def compile_onnx(
     output: Optional[Union[str, "os.PathLike[str]"]] = None,
     extra_flags: Sequence[str] = (),
     tune_inputs: Optional[Sequence[Any]] = None,
-    kernels: bool = False,
+    kernels: Optional[bool] = None,
 ) -> Module:
     """Compiles an ONNX model as `halo compile` does (the pinned iree-compile 3.13 from
     `halo[compile]`, the best flags known for the device; for this machine's CPU, or the CUDA
@@ -258,9 +259,10 @@ def compile_onnx(
     loads it on `device`. The
     `.vmfb` goes to `output`, or to a temporary file that is removed once loaded. With
     `tune_inputs` (arrays, one per argument) it is tuned on them instead, as `halo.tune` does.
-    With `kernels`, f32 matmuls and convolutions call halo's own CPU kernels where they apply
-    (`halo compile --kernels`; with `tune_inputs`, only where they win): such a program runs only
-    on halo's CPU drivers, never on IREE's runtime."""
+    f32 matmuls and convolutions call halo's own CPU kernels where they apply unless `kernels` is
+    False (None: on CPU devices, as `halo compile`; False as `halo compile --portable`; with
+    `tune_inputs`, only where they win): such a program runs only on halo's CPU drivers, never on
+    IREE's runtime."""
     return _compile_and_load(model, (".onnx",), device, target_chip, output, extra_flags, tune_inputs, kernels)
 
 
@@ -272,7 +274,7 @@ def compile_mlir(
     output: Optional[Union[str, "os.PathLike[str]"]] = None,
     extra_flags: Sequence[str] = (),
     tune_inputs: Optional[Sequence[Any]] = None,
-    kernels: bool = False,
+    kernels: Optional[bool] = None,
 ) -> Module:
     """As `compile_onnx`, for MLIR (`.mlir` text or `.mlirbc` bytecode)."""
     return _compile_and_load(model, (".mlir", ".mlirbc"), device, target_chip, output, extra_flags, tune_inputs,

@@ -116,7 +116,7 @@ def compile(
     extra_flags: Sequence[str] = (),
     iree_compile: Optional[_Path] = None,
     graph_rewrite: Optional[str] = None,
-    kernels: bool = False,
+    kernels: Optional[bool] = None,
 ) -> dict[str, Any]: ...
 def compile_onnx(
     model: _Path,
@@ -126,7 +126,7 @@ def compile_onnx(
     output: Optional[_Path] = None,
     extra_flags: Sequence[str] = (),
     tune_inputs: Optional[Sequence[Any]] = None,
-    kernels: bool = False,
+    kernels: Optional[bool] = None,
 ) -> Module: ...
 def compile_mlir(
     model: _Path,
@@ -136,7 +136,7 @@ def compile_mlir(
     output: Optional[_Path] = None,
     extra_flags: Sequence[str] = (),
     tune_inputs: Optional[Sequence[Any]] = None,
-    kernels: bool = False,
+    kernels: Optional[bool] = None,
 ) -> Module: ...
 def tune(
     model: _Path,
@@ -153,7 +153,7 @@ def tune(
     compile_timeout: float = 600.0,
     jobs: Optional[int] = None,
     cache: Optional[Union[_Path, bool]] = None,
-    kernels: bool = False,
+    kernels: Optional[bool] = None,
 ) -> dict[str, Any]: ...
 
 class TraceWriter:
