@@ -19,7 +19,7 @@
 //! multiplied: a stride-2 3x3 convolution written as a unit-stride one over the phases (a 2x2
 //! filter on four times the channels) would multiply 16 taps' worth, 7 of them zeros.
 
-use crate::matmul::{accumulate_sum_on, activate};
+use crate::matmul::{multiply_sum_on, Bias, Epilogue};
 use crate::{Activation, KernelPath, Matrix, MatrixMut};
 use halo_hal::{Error, Result};
 use std::ops::Range;
@@ -264,12 +264,15 @@ fn compute_wide(
     let c = shape.channels;
     let (ph, pw) = shape.phase_size();
     let (s, d) = (shape.stride, shape.dilation);
-    for (row, f) in filters.clone().enumerate() {
-        tile.row_mut(row).fill(epilogue.bias.map_or(0.0, |bias| bias[f]));
-    }
+    let tile_epilogue = Epilogue {
+        bias: epilogue
+            .bias
+            .map_or(Bias::None, |bias| Bias::PerRow(&bias[filters.clone()])),
+        activation: epilogue.activation,
+    };
     if c == 0 {
         // No input channels: the output is the bias alone, and the input holds nothing to view.
-        activate(&mut tile, epilogue.activation);
+        multiply_sum_on(path, &[], &mut tile, &tile_epilogue);
         return Ok(());
     }
     let taps = shape.kernel_height * shape.kernel_width;
@@ -296,8 +299,7 @@ fn compute_wide(
             terms.push((a, b));
         }
     }
-    accumulate_sum_on(path, &terms, &mut tile);
-    activate(&mut tile, epilogue.activation);
+    multiply_sum_on(path, &terms, &mut tile, &tile_epilogue);
     Ok(())
 }
 
