@@ -214,7 +214,8 @@ fn kernel_use(args: &CompileArgs, target: &Target) -> KernelUse {
 /// Tells the user that the program written calls halo's kernels.
 fn say_kernels_are_used() -> Result<()> {
     outln!(
-        "halo's kernels ({}) where they apply: this program runs only on halo's CPU drivers",
+        "halo's kernels ({}) where they apply: this program runs only on halo's CPU drivers \
+         (--portable writes one that IREE's runtime runs too)",
         KERNEL_IMPORTS.join(", ")
     )
 }
