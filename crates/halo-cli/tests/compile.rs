@@ -472,7 +472,8 @@ fn compiled_benchmark_models_give_onnxruntimes_answers() {
     }
 }
 
-/// By default on the CPU (`--kernels`): the MLP's and the encoder's matmuls call halo's matmul kernel, SqueezeNet's 3x3 convolutions (bias
+/// By default on the CPU (`--kernels`): the MLP's and the encoder's matmuls call halo's matmul kernel
+/// (their bias and ReLU fused), SqueezeNet's 3x3 convolutions (bias
 /// and ReLU fused; its stem's stride 2 through its input's phases) its convolution kernel and
 /// its 1x1 ones the matmul kernel, ShuffleNet v2's and MobileNet-v2's depthwise convolutions
 /// (strides 1 and 2; MobileNet's with ReLU6 fused, as into its stem and 1x1 convolutions) the
@@ -496,8 +497,12 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
     // matmuls of one batch against a broadcast matrix; its attention's are batch matmuls, which
     // have a dispatch of their own.
     let models = [
-        ("mlp", &["halo_matmul_f32_v0"][..]),
-        ("encoder", &["halo_matmul_f32_v0", "halo_batch_matmul_tile"]),
+        // Every dense layer's bias and ReLU fused into the product.
+        ("mlp", &["halo_matmul_f32_v0", "halo_dense_tile"][..]),
+        (
+            "encoder",
+            &["halo_matmul_f32_v0", "halo_dense_tile", "halo_batch_matmul_tile"],
+        ),
         ("squeezenet", &["halo_conv2d_f32_v2", "halo_pointwise_tile"]),
         (
             "shufflenet_v2",

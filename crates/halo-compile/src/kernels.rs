@@ -131,6 +131,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_spec_takes_matmuls_with_a_bias_before_bare_ones() {
+        let spec = kernels_spec().unwrap();
+        let at = |name: &str| {
+            assert_eq!(spec.matches(name).count(), 1, "{name}");
+            spec.find(name).unwrap()
+        };
+        let with_relu = at("@match_matmul_add_relu -> @call_halo_matmul_add_relu\n");
+        let with_bias = at("@match_matmul_add -> @call_halo_matmul_add,");
+        let projection = at("@match_batch1_matmul_add -> @call_halo_batch1_matmul_add\n");
+        let bare = at("@match_matmul -> @call_halo_matmul,");
+        assert!(with_relu < with_bias && with_bias < bare && projection < bare);
+        assert_eq!(spec.matches("transform.foreach_match in %func").count(), 3);
+    }
+
+    #[test]
     fn the_cpu_calls_halos_kernels_by_default_and_other_devices_do_not() {
         let cases = [
             ("local-task", None, KernelUse::HaloKernels),

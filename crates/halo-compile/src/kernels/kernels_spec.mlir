@@ -4,9 +4,10 @@
 //   projections), becomes a dispatch calling halo's matmul kernel (halo_matmul_f32_v0,
 //   crates/halo-kernels/src/import.rs), one workgroup per 48 rows by 192 columns of the output,
 //   the rows' workgroups one after another so that a strip of the right-hand matrix (a layer's
-//   weights, read from memory) is read once and reused from cache; its bias and activation stay
-//   IREE's. Measured on ViT-S/16 (2 cores): 70.0 ms a call with IREE's code, 62.0 with one
-//   workgroup per 48 x 192 taken a column strip at a time, 58.6 a row strip at a time;
+//   weights, read from memory) is read once and reused from cache. A bias added per column after
+//   it, and a ReLU after that, are fused (the kernel's flags), in a pass of their own before the
+//   plain matmuls. Measured on ViT-S/16 (2 cores): 70.0 ms a call with IREE's code, 62.0 with
+//   one workgroup per 48 x 192 taken a column strip at a time, 58.6 a row strip at a time;
 // - every f32 batch matmul that starts from zeros (attention's products of queries and keys, and
 //   of weights and values) too, with the batch as the grid's third dimension (ViT-S/16: 58.4 to
 //   57.0 ms);
@@ -25,7 +26,8 @@
 //   bias (the importer's broadcast form) and with or without a ReLU or a Clip(0, 6) after it,
 //   becomes a dispatch calling halo_depthwise_conv2d_f32_v0 with all of it fused
 //   (crates/halo-kernels/src/depthwise.rs), one workgroup per group of whole channel planes.
-//   The matchers are tried in two passes, the forms with an activation first.
+//   The matchers are tried in three passes: the forms with an activation, then the matmuls with
+//   a bias, then the rest.
 //
 // The part between `halo:per-stride` markers is written once per stride by halo compile
 // (crates/halo-compile/src/kernels.rs), with STRIDE replaced: a matcher compares the
@@ -1099,9 +1101,210 @@ module attributes {transform.with_named_sequence} {
 
 // halo:per-stride end
 
-  // Two passes: foreach_match tries the matchers on each operation in order of the function, so
-  // in one pass a convolution would be taken alone before the activation after it is reached.
-  // The first takes the forms with an activation, the second the rest.
+  // A matmul with its bias (one per column) and ReLU or none: the matmul's 48 x 192 tiles, the
+  // bias and activation fused (`halo_matmul_f32_v0`'s flags).
+  stream.executable private @halo_dense_executable {
+    stream.executable.export public @halo_dense_tile workgroups(%m: index, %n: index) -> (index, index, index) {
+      %x = affine.apply affine_map<()[s0] -> (s0 ceildiv 192)>()[%n]
+      %y = affine.apply affine_map<()[s0] -> (s0 ceildiv 48)>()[%m]
+      %c1 = arith.constant 1 : index
+      stream.return %y, %x, %c1 : index, index, index
+    }
+    builtin.module {
+      func.func private @halo_matmul_f32_v0(memref<f32>, index, memref<f32>, index, memref<f32>, index,
+          memref<f32>, index, index, index, index, index, index, index, index) attributes {llvm.bareptr = true}
+      func.func @halo_dense_tile(%ab: !stream.binding, %bb: !stream.binding, %biasb: !stream.binding,
+                                 %cb: !stream.binding, %m: index, %n: index, %k: index, %flags: index) {
+        %c0 = arith.constant 0 : index
+        %id = stream.dispatch.workgroup.id[1] : index
+        %idy = stream.dispatch.workgroup.id[0] : index
+        %col = affine.apply affine_map<()[s0] -> (s0 * 192)>()[%id]
+        %cols = affine.min affine_map<()[s0, s1] -> (192, s1 - s0 * 192)>()[%id, %n]
+        %row = affine.apply affine_map<()[s0] -> (s0 * 48)>()[%idy]
+        %rows = affine.min affine_map<()[s0, s1] -> (48, s1 - s0 * 48)>()[%idy, %m]
+        %a = stream.binding.subspan %ab[%c0] : !stream.binding -> memref<?x?xf32>{%m, %k}
+        %b = stream.binding.subspan %bb[%c0] : !stream.binding -> memref<?x?xf32>{%k, %n}
+        %bias = stream.binding.subspan %biasb[%c0] : !stream.binding -> memref<?xf32>{%n}
+        %c = stream.binding.subspan %cb[%c0] : !stream.binding -> memref<?x?xf32>{%m, %n}
+        %ap, %ao, %as0, %as1, %at0, %at1 = iree_codegen.extract_strided_metadata %a
+            : memref<?x?xf32> -> memref<f32>, index, index, index, index, index
+        %bp, %bo, %bs0, %bs1, %bt0, %bt1 = iree_codegen.extract_strided_metadata %b
+            : memref<?x?xf32> -> memref<f32>, index, index, index, index, index
+        %biasp, %biaso, %biass, %biast = iree_codegen.extract_strided_metadata %bias
+            : memref<?xf32> -> memref<f32>, index, index, index
+        %cp, %co, %cs0, %cs1, %ct0, %ct1 = iree_codegen.extract_strided_metadata %c
+            : memref<?x?xf32> -> memref<f32>, index, index, index, index, index
+        %a_tile = affine.apply affine_map<()[s0, s1, s2] -> (s0 + s1 * s2)>()[%ao, %row, %at0]
+        %b_tile = arith.addi %bo, %col : index
+        %bias_tile = arith.addi %biaso, %col : index
+        %c_tile = affine.apply affine_map<()[s0, s1, s2, s3] -> (s0 + s1 * s2 + s3)>()[%co, %row, %ct0, %col]
+        func.call @halo_matmul_f32_v0(%ap, %a_tile, %bp, %b_tile, %biasp, %bias_tile, %cp, %c_tile, %rows, %cols, %k, %at0, %bt0, %ct0, %flags)
+            : (memref<f32>, index, memref<f32>, index, memref<f32>, index, memref<f32>, index,
+               index, index, index, index, index, index, index) -> ()
+        return
+      }
+    }
+  }
+
+  util.func private @halo_dense(%lhs: tensor<?x?xf32>, %rhs: tensor<?x?xf32>, %bias: tensor<?xf32>,
+                                %flags: index) -> tensor<?x?xf32> {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %m = tensor.dim %lhs, %c0 : tensor<?x?xf32>
+    %k = tensor.dim %lhs, %c1 : tensor<?x?xf32>
+    %n = tensor.dim %rhs, %c1 : tensor<?x?xf32>
+    %r = flow.dispatch @halo_dense_executable::@halo_dense_tile[%m, %n](%lhs, %rhs, %bias, %m, %n, %k, %flags)
+        : (tensor<?x?xf32>{%m, %k}, tensor<?x?xf32>{%k, %n}, tensor<?xf32>{%n}, index, index, index, index)
+          -> tensor<?x?xf32>{%m, %n}
+    util.return %r : tensor<?x?xf32>
+  }
+
+  // ONNX's MatMul, Add of a bias per column and Relu (a dense layer).
+  transform.named_sequence @match_matmul_add_relu(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
+      ^bb0(%lhs: tensor<?x?xf32>, %rhs: tensor<?x?xf32>, %bias: tensor<?xf32>, %init: tensor<?x?xf32>):
+        %zero = arith.constant 0.0 : f32
+        %fill = linalg.fill ins(%zero : f32) outs(%init : tensor<?x?xf32>) -> tensor<?x?xf32>
+        %product = linalg.matmul ins(%lhs, %rhs : tensor<?x?xf32>, tensor<?x?xf32>)
+            outs(%fill : tensor<?x?xf32>) -> tensor<?x?xf32>
+        %sum = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+            iterator_types = ["parallel", "parallel"]}
+            ins(%product, %bias : tensor<?x?xf32>, tensor<?xf32>) outs(%init : tensor<?x?xf32>) {
+          ^bb0(%in: f32, %b: f32, %out: f32):
+            %added = arith.addf %in, %b : f32
+            linalg.yield %added : f32
+        } -> tensor<?x?xf32>
+        %relu = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+            iterator_types = ["parallel", "parallel"]}
+            ins(%sum : tensor<?x?xf32>) outs(%init : tensor<?x?xf32>) {
+          ^bb0(%in: f32, %out: f32):
+            %positive = arith.cmpf ugt, %in, %zero : f32
+            %kept = arith.select %positive, %in, %zero : f32
+            linalg.yield %kept : f32
+        } -> tensor<?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
+  // ONNX's MatMul and Add of a bias per column.
+  transform.named_sequence @match_matmul_add(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
+      ^bb0(%lhs: tensor<?x?xf32>, %rhs: tensor<?x?xf32>, %bias: tensor<?xf32>, %init: tensor<?x?xf32>):
+        %zero = arith.constant 0.0 : f32
+        %fill = linalg.fill ins(%zero : f32) outs(%init : tensor<?x?xf32>) -> tensor<?x?xf32>
+        %product = linalg.matmul ins(%lhs, %rhs : tensor<?x?xf32>, tensor<?x?xf32>)
+            outs(%fill : tensor<?x?xf32>) -> tensor<?x?xf32>
+        %sum = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+            iterator_types = ["parallel", "parallel"]}
+            ins(%product, %bias : tensor<?x?xf32>, tensor<?xf32>) outs(%init : tensor<?x?xf32>) {
+          ^bb0(%in: f32, %b: f32, %out: f32):
+            %added = arith.addf %in, %b : f32
+            linalg.yield %added : f32
+        } -> tensor<?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
+  util.func private @halo_matmul_add_relu(%lhs: tensor<?x?xf32>, %rhs: tensor<?x?xf32>, %bias: tensor<?xf32>,
+                                          %init: tensor<?x?xf32>) -> tensor<?x?xf32> {
+    %flags = arith.constant 3 : index
+    %r = util.call @halo_dense(%lhs, %rhs, %bias, %flags) : (tensor<?x?xf32>, tensor<?x?xf32>, tensor<?xf32>, index) -> tensor<?x?xf32>
+    util.return %r : tensor<?x?xf32>
+  }
+
+  util.func private @halo_matmul_add(%lhs: tensor<?x?xf32>, %rhs: tensor<?x?xf32>, %bias: tensor<?xf32>,
+                                     %init: tensor<?x?xf32>) -> tensor<?x?xf32> {
+    %flags = arith.constant 1 : index
+    %r = util.call @halo_dense(%lhs, %rhs, %bias, %flags) : (tensor<?x?xf32>, tensor<?x?xf32>, tensor<?xf32>, index) -> tensor<?x?xf32>
+    util.return %r : tensor<?x?xf32>
+  }
+
+  transform.named_sequence @call_halo_matmul_add_relu(%ins: !transform.any_value {transform.readonly},
+                                                      %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_dense_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_dense into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_matmul_add_relu into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
+  transform.named_sequence @call_halo_matmul_add(%ins: !transform.any_value {transform.readonly},
+                                                 %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_dense_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_dense into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_matmul_add into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
+  // ONNX's MatMul of a [1, M, K] tensor by a [K, N] one (as a batch matmul of one against the
+  // second broadcast) and Add of a bias per column: a transformer's projection.
+  transform.named_sequence @match_batch1_matmul_add(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
+      ^bb0(%lhs: tensor<1x?x?xf32>, %w: tensor<?x?xf32>, %w_init: tensor<1x?x?xf32>, %bias: tensor<?xf32>,
+           %init: tensor<1x?x?xf32>):
+        %zero = arith.constant 0.0 : f32
+        %rhs = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>],
+                               iterator_types = ["parallel", "parallel", "parallel"]}
+            ins(%w : tensor<?x?xf32>) outs(%w_init : tensor<1x?x?xf32>) {
+          ^bb0(%in: f32, %out: f32):
+            linalg.yield %in : f32
+        } -> tensor<1x?x?xf32>
+        %fill = linalg.fill ins(%zero : f32) outs(%init : tensor<1x?x?xf32>) -> tensor<1x?x?xf32>
+        %product = linalg.batch_matmul ins(%lhs, %rhs : tensor<1x?x?xf32>, tensor<1x?x?xf32>)
+            outs(%fill : tensor<1x?x?xf32>) -> tensor<1x?x?xf32>
+        %sum = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d2)>,
+                             affine_map<(d0, d1, d2) -> (d0, d1, d2)>],
+            iterator_types = ["parallel", "parallel", "parallel"]}
+            ins(%product, %bias : tensor<1x?x?xf32>, tensor<?xf32>) outs(%init : tensor<1x?x?xf32>) {
+          ^bb0(%in: f32, %b: f32, %out: f32):
+            %added = arith.addf %in, %b : f32
+            linalg.yield %added : f32
+        } -> tensor<1x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
+  util.func private @halo_batch1_matmul_add(%lhs: tensor<1x?x?xf32>, %w: tensor<?x?xf32>, %w_init: tensor<1x?x?xf32>,
+                                            %bias: tensor<?xf32>, %init: tensor<1x?x?xf32>) -> tensor<1x?x?xf32> {
+    %c1 = arith.constant 1 : index
+    %m = tensor.dim %lhs, %c1 : tensor<1x?x?xf32>
+    %n = tensor.dim %w, %c1 : tensor<?x?xf32>
+    %lhs2 = tensor.collapse_shape %lhs [[0, 1], [2]] : tensor<1x?x?xf32> into tensor<?x?xf32>
+    %r = util.call @halo_dense(%lhs2, %w, %bias, %c1) : (tensor<?x?xf32>, tensor<?x?xf32>, tensor<?xf32>, index) -> tensor<?x?xf32>
+    %r3 = tensor.expand_shape %r [[0, 1], [2]] output_shape [1, %m, %n] : tensor<?x?xf32> into tensor<1x?x?xf32>
+    util.return %r3 : tensor<1x?x?xf32>
+  }
+
+  transform.named_sequence @call_halo_batch1_matmul_add(%ins: !transform.any_value {transform.readonly},
+                                                        %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_dense_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_dense into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_batch1_matmul_add into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
+  // Three passes: foreach_match tries the matchers on each operation in order of the function,
+  // so in one pass a convolution or matmul would be taken alone before the activation or bias
+  // after it is reached. The first takes the forms with an activation, the second matmuls with a
+  // bias, the third the rest.
   transform.named_sequence @__transform_main(%module: !transform.any_op) {
     %funcs = transform.structured.match ops{["util.func"]} in %module : (!transform.any_op) -> !transform.any_op
     transform.foreach %funcs : !transform.any_op {
@@ -1117,8 +1320,16 @@ module attributes {transform.with_named_sequence} {
           @match_conv2d_add_relu_sSTRIDE -> @call_halo_conv2d_add_relu_sSTRIDE,
           @match_conv2d_relu_sSTRIDE -> @call_halo_conv2d_relu_sSTRIDE,
 // halo:per-stride-matches end
-          @match_batch1_matmul -> @call_halo_batch1_matmul,
-          @match_batch_matmul -> @call_halo_batch_matmul
+          @match_matmul_add_relu -> @call_halo_matmul_add_relu
+        : (!transform.any_op) -> (!transform.any_op)
+    }
+    transform.apply_dce to %module : !transform.any_op
+    %funcs_biased = transform.structured.match ops{["util.func"]} in %module : (!transform.any_op) -> !transform.any_op
+    transform.foreach %funcs_biased : !transform.any_op {
+      ^bb1(%func: !transform.any_op):
+        transform.foreach_match in %func
+          @match_matmul_add -> @call_halo_matmul_add,
+          @match_batch1_matmul_add -> @call_halo_batch1_matmul_add
         : (!transform.any_op) -> (!transform.any_op)
     }
     transform.apply_dce to %module : !transform.any_op
@@ -1133,7 +1344,9 @@ module attributes {transform.with_named_sequence} {
           @match_conv2d_add_sSTRIDE -> @call_halo_conv2d_add_sSTRIDE,
           @match_conv2d_sSTRIDE -> @call_halo_conv2d_sSTRIDE,
 // halo:per-stride-plain-matches end
-          @match_matmul -> @call_halo_matmul
+          @match_matmul -> @call_halo_matmul,
+          @match_batch1_matmul -> @call_halo_batch1_matmul,
+          @match_batch_matmul -> @call_halo_batch_matmul
         : (!transform.any_op) -> (!transform.any_op)
     }
     transform.apply_dce to %module : !transform.any_op
