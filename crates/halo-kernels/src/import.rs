@@ -381,17 +381,10 @@ unsafe fn conv2d(
         (p.bias, p.bias_offset, p.filters),
     ];
     // SAFETY: forwarded from the caller: `check` vouches only for valid memory.
-    let operands = unsafe { conv_operands(check, inputs, (p.output, p.output_offset, output_len), p.flags) };
-    let Some(ConvOperands {
-        input,
-        weights,
-        epilogue,
-        output,
-    }) = operands
-    else {
+    let Some(ops) = (unsafe { conv_operands(check, inputs, (p.output, p.output_offset, output_len), p.flags) }) else {
         return 1;
     };
-    c_int::from(conv2d_tile(&shape, input, weights, output, &epilogue, tile).is_err())
+    c_int::from(conv2d_tile(&shape, ops.input, ops.weights, ops.output, &ops.epilogue, tile).is_err())
 }
 
 /// The tile `begin..begin + count` of each of two dimensions (`None` on overflow).
@@ -515,17 +508,10 @@ pub unsafe extern "C" fn depthwise_conv2d_f32_v0(
         (p.bias, p.bias_offset, p.channels),
     ];
     // SAFETY: forwarded from the caller: `check` vouches only for valid memory.
-    let operands = unsafe { conv_operands(check, inputs, (p.output, p.output_offset, output_len), p.flags) };
-    let Some(ConvOperands {
-        input,
-        weights,
-        epilogue,
-        output,
-    }) = operands
-    else {
+    let Some(ops) = (unsafe { conv_operands(check, inputs, (p.output, p.output_offset, output_len), p.flags) }) else {
         return 1;
     };
-    c_int::from(depthwise_tile(&shape, input, weights, output, &epilogue, tile).is_err())
+    c_int::from(depthwise_tile(&shape, ops.input, ops.weights, ops.output, &ops.epilogue, tile).is_err())
 }
 
 /// The three input spans and the output span an entry point was handed, each `(base, offset,
