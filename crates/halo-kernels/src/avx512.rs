@@ -37,9 +37,9 @@ use std::arch::x86_64::{
 };
 
 /// A micro tile's shape: `V` vectors of 16 columns by as many rows as fill 24 accumulators.
-/// Two shapes, and each product takes the one that wastes fewer lanes and rows on its edges:
-/// 12 x 32 suits 49-column products (7x7 images), 8 x 48 suits 64-channel convolutions and
-/// rows of 230 columns.
+/// Products of one or two rows take [`Few`]; the others take the shape of [`Narrow`] and
+/// [`Wide`] that wastes fewer lanes and rows on its edges: 12 x 32 suits 49-column products
+/// (7x7 images), 8 x 48 suits 64-channel convolutions and rows of 230 columns.
 trait Shape {
     /// Vectors of 16 columns.
     const V: usize;
@@ -66,9 +66,34 @@ fn waste(m: usize, n: usize, mr: usize, nr: usize) -> usize {
     m.div_ceil(mr) * mr * n.div_ceil(nr) * nr - m * n
 }
 
-/// Whether the [`Wide`] shape wastes fewer lanes than [`Narrow`] on an `m` x `n` product.
-fn wide_fits_better(m: usize, n: usize) -> bool {
-    waste(m, n, Wide::MR, Wide::NR) < waste(m, n, Narrow::MR, Narrow::NR)
+/// 2 rows by 192 columns, for products of one or two rows (a dense layer at batch 1): their
+/// few rows would leave the other shapes' accumulators idle and their FMAs waiting on each
+/// other, and a workgroup's tile of `b` (about 170 columns) is read one whole row at a time.
+struct Few;
+impl Shape for Few {
+    const V: usize = 12;
+}
+
+/// Which micro tile suits a product of `m` rows by `n` columns.
+#[derive(Clone, Copy)]
+enum Choice {
+    Narrow,
+    Wide,
+    Few,
+}
+
+impl Choice {
+    /// The shape for an `m` x `n` product: [`Few`] up to its rows, else the one of [`Wide`] and
+    /// [`Narrow`] that wastes fewer lanes.
+    fn of(m: usize, n: usize) -> Choice {
+        if m <= Few::MR {
+            Choice::Few
+        } else if waste(m, n, Wide::MR, Wide::NR) < waste(m, n, Narrow::MR, Narrow::NR) {
+            Choice::Wide
+        } else {
+            Choice::Narrow
+        }
+    }
 }
 
 /// Length of the inner-dimension stretch one micro tile accumulates between loads of `c`.
@@ -108,10 +133,10 @@ pub(crate) fn multiply(a: &Matrix<'_>, b: &Matrix<'_>, c: &mut MatrixMut<'_>, ep
     debug_assert!(b.rows == a.cols && c.rows == a.rows && c.cols == b.cols && a.cols > 0);
     // SAFETY: the CPU has AVX-512F (checked above), which is all the functions' code needs.
     unsafe {
-        if wide_fits_better(c.rows, c.cols) {
-            multiply_blocks::<Wide>(a, b, c, epilogue);
-        } else {
-            multiply_blocks::<Narrow>(a, b, c, epilogue);
+        match Choice::of(c.rows, c.cols) {
+            Choice::Few => multiply_blocks::<Few>(a, b, c, epilogue),
+            Choice::Wide => multiply_blocks::<Wide>(a, b, c, epilogue),
+            Choice::Narrow => multiply_blocks::<Narrow>(a, b, c, epilogue),
         }
     }
     true
@@ -130,10 +155,10 @@ pub(crate) fn multiply_sum(terms: &[(Matrix<'_>, Matrix<'_>)], c: &mut MatrixMut
         .all(|(a, b)| a.rows == c.rows && b.cols == c.cols && a.cols == b.rows));
     // SAFETY: the CPU has AVX-512F (checked above), which is all the functions' code needs.
     unsafe {
-        if wide_fits_better(c.rows, c.cols) {
-            multiply_sum_tiles::<Wide>(terms, c, epilogue);
-        } else {
-            multiply_sum_tiles::<Narrow>(terms, c, epilogue);
+        match Choice::of(c.rows, c.cols) {
+            Choice::Few => multiply_sum_tiles::<Few>(terms, c, epilogue),
+            Choice::Wide => multiply_sum_tiles::<Wide>(terms, c, epilogue),
+            Choice::Narrow => multiply_sum_tiles::<Narrow>(terms, c, epilogue),
         }
     }
     true
@@ -268,14 +293,17 @@ fn pack_b(b: &Matrix<'_>, (p0, kc): (usize, usize), (j0, nc): (usize, usize), nr
 unsafe fn multiply_blocks<S: Shape>(a: &Matrix<'_>, b: &Matrix<'_>, c: &mut MatrixMut<'_>, epilogue: &Epilogue<'_>) {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     let pack = packs_b(m, n);
+    // Blocks of columns keep `b` in L2 while several row panels pass over it; one panel needs
+    // none, and [`Few`]'s strips do not divide `NC`.
+    let block_cols = if pack || m > S::MR { NC } else { n.max(1) };
     PACKED_B.with_borrow_mut(|packed| {
         if pack {
             packed.resize(KC * NC, 0.0);
         }
         for p0 in (0..k).step_by(KC) {
             let kc = KC.min(k - p0);
-            for j0 in (0..n).step_by(NC) {
-                let nc = NC.min(n - j0);
+            for j0 in (0..n).step_by(block_cols) {
+                let nc = block_cols.min(n - j0);
                 if pack {
                     pack_b(b, (p0, kc), (j0, nc), S::NR, packed);
                 }
@@ -376,6 +404,8 @@ unsafe fn micro_tile_of_rows<S: Shape>(rows: usize, tile: &Tile<'_>) {
             (2, 3) => micro_tile::<3, 2>(tile),
             (2, 2) => micro_tile::<2, 2>(tile),
             (2, _) => micro_tile::<1, 2>(tile),
+            (12, 2) => micro_tile::<2, 12>(tile),
+            (12, _) => micro_tile::<1, 12>(tile),
             (_, 8) => micro_tile::<8, 3>(tile),
             (_, 7) => micro_tile::<7, 3>(tile),
             (_, 6) => micro_tile::<6, 3>(tile),

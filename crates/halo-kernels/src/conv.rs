@@ -117,7 +117,7 @@ thread_local! {
 }
 
 /// Output channels `filters` and output rows `rows` of the convolution, on the calling thread,
-/// by the [best](KernelPath::best_for) path for the tile.
+/// by the [best](KernelPath::best) path.
 ///
 /// # Errors
 /// As [`conv2d_tile_on`].
@@ -129,7 +129,7 @@ pub fn conv2d_tile(
     epilogue: &ConvEpilogue<'_>,
     (filters, rows): (Range<usize>, Range<usize>),
 ) -> Result<()> {
-    let path = KernelPath::best_for(filters.len());
+    let path = KernelPath::best();
     conv2d_tile_on(path, shape, input, weights, output, epilogue, (filters, rows))
 }
 
