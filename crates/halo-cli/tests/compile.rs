@@ -554,6 +554,65 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
 }
 
 #[test]
+fn dense_layers_wider_than_a_kernel_tile_give_the_answers_of_iree_s_code() {
+    let test = "dense_layers_wider_than_a_kernel_tile_give_the_answers_of_iree_s_code";
+    let Some(compiler) = real_compiler(test) else {
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let source = repo().join("fixtures/kernels/wide_dense.mlir");
+    let compile = |name: &str, flags: &[&str]| {
+        let vmfb = out.path().join(name);
+        let mut args = vec!["compile", source.to_str().unwrap(), "-o", vmfb.to_str().unwrap()];
+        args.extend(flags);
+        let output = halo(&args, &[("HALO_IREE_COMPILE", &compiler)]);
+        assert!(output.status.success(), "{output:?}");
+        vmfb
+    };
+    let (kernels, portable) = (compile("kernels.vmfb", &[]), compile("portable.vmfb", &["--portable"]));
+    let program = std::fs::read(&kernels).unwrap();
+    let tile = b"halo_dense_tile";
+    assert!(
+        program.windows(tile.len()).any(|w| w == tile),
+        "the layers call halo's kernel"
+    );
+    let answer = |vmfb: &Path, function: &str, input: &str| {
+        let module = format!("--module={}", vmfb.display());
+        let function = format!("--function={function}");
+        let run = halo(
+            &[
+                "run-module",
+                &module,
+                &function,
+                input,
+                "--output_max_element_count=4096",
+            ],
+            &[],
+        );
+        assert!(run.status.success(), "{run:?}");
+        let text = String::from_utf8_lossy(&run.stdout).into_owned();
+        let values = text.rsplit_once('=').map_or("", |(_, values)| values);
+        let values: Vec<f64> = values
+            .split(|c: char| c.is_whitespace() || c == '[' || c == ']')
+            .filter(|t| !t.is_empty())
+            .map(|t| t.parse().unwrap())
+            .collect();
+        values
+    };
+    for (function, input, count) in [
+        ("dense", "--input=5x70xf32=0.5", 2000),
+        ("dense_row", "--input=1x70xf32=0.5", 400),
+    ] {
+        let (got, want) = (answer(&kernels, function, input), answer(&portable, function, input));
+        assert_eq!((got.len(), want.len()), (count, count), "{function}");
+        // Sums of 70 products of about 0.1 in another order: a few float roundings apart.
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!((g - w).abs() <= 1e-5, "{function}[{i}]: {g} against {w}");
+        }
+    }
+}
+
+#[test]
 fn batch_sizes_add_a_function_per_size_giving_the_models_answers_and_a_fixed_batch_is_refused() {
     let Some(compiler) =
         real_compiler("batch_sizes_add_a_function_per_size_giving_the_models_answers_and_a_fixed_batch_is_refused")

@@ -1102,7 +1102,10 @@ module attributes {transform.with_named_sequence} {
 // halo:per-stride end
 
   // A matmul with its bias (one per column) and ReLU or none: the matmul's 48 x 192 tiles, the
-  // bias and activation fused (`halo_matmul_f32_v0`'s flags).
+  // bias and activation fused (`halo_matmul_f32_v0`'s flags). The weights come packed by
+  // @halo_dense: each workgroup's 192 columns lie together, K rows of 192 (of N when N is
+  // smaller), so a tile reads one contiguous block instead of K rows a whole matrix width apart
+  // (which at 4 KiB apart also fall into the same cache sets).
   stream.executable private @halo_dense_executable {
     stream.executable.export public @halo_dense_tile workgroups(%m: index, %n: index) -> (index, index, index) {
       %x = affine.apply affine_map<()[s0] -> (s0 ceildiv 192)>()[%n]
@@ -1122,23 +1125,26 @@ module attributes {transform.with_named_sequence} {
         %cols = affine.min affine_map<()[s0, s1] -> (192, s1 - s0 * 192)>()[%id, %n]
         %row = affine.apply affine_map<()[s0] -> (s0 * 48)>()[%idy]
         %rows = affine.min affine_map<()[s0, s1] -> (48, s1 - s0 * 48)>()[%idy, %m]
+        %t = affine.min affine_map<()[s0] -> (192, s0)>()[%n]
+        %tiles = affine.apply affine_map<()[s0] -> (s0 ceildiv 192)>()[%n]
+        %b_len = affine.apply affine_map<()[s0, s1, s2] -> (s0 * s1 * s2)>()[%tiles, %k, %t]
         %a = stream.binding.subspan %ab[%c0] : !stream.binding -> memref<?x?xf32>{%m, %k}
-        %b = stream.binding.subspan %bb[%c0] : !stream.binding -> memref<?x?xf32>{%k, %n}
+        %b = stream.binding.subspan %bb[%c0] : !stream.binding -> memref<?xf32>{%b_len}
         %bias = stream.binding.subspan %biasb[%c0] : !stream.binding -> memref<?xf32>{%n}
         %c = stream.binding.subspan %cb[%c0] : !stream.binding -> memref<?x?xf32>{%m, %n}
         %ap, %ao, %as0, %as1, %at0, %at1 = iree_codegen.extract_strided_metadata %a
             : memref<?x?xf32> -> memref<f32>, index, index, index, index, index
-        %bp, %bo, %bs0, %bs1, %bt0, %bt1 = iree_codegen.extract_strided_metadata %b
-            : memref<?x?xf32> -> memref<f32>, index, index, index, index, index
+        %bp, %bo, %bs0, %bt0 = iree_codegen.extract_strided_metadata %b
+            : memref<?xf32> -> memref<f32>, index, index, index
         %biasp, %biaso, %biass, %biast = iree_codegen.extract_strided_metadata %bias
             : memref<?xf32> -> memref<f32>, index, index, index
         %cp, %co, %cs0, %cs1, %ct0, %ct1 = iree_codegen.extract_strided_metadata %c
             : memref<?x?xf32> -> memref<f32>, index, index, index, index, index
         %a_tile = affine.apply affine_map<()[s0, s1, s2] -> (s0 + s1 * s2)>()[%ao, %row, %at0]
-        %b_tile = arith.addi %bo, %col : index
+        %b_tile = affine.apply affine_map<()[s0, s1, s2, s3] -> (s0 + s1 * s2 * s3)>()[%bo, %id, %k, %t]
         %bias_tile = arith.addi %biaso, %col : index
         %c_tile = affine.apply affine_map<()[s0, s1, s2, s3] -> (s0 + s1 * s2 + s3)>()[%co, %row, %ct0, %col]
-        func.call @halo_matmul_f32_v0(%ap, %a_tile, %bp, %b_tile, %biasp, %bias_tile, %cp, %c_tile, %rows, %cols, %k, %at0, %bt0, %ct0, %flags)
+        func.call @halo_matmul_f32_v0(%ap, %a_tile, %bp, %b_tile, %biasp, %bias_tile, %cp, %c_tile, %rows, %cols, %k, %at0, %t, %ct0, %flags)
             : (memref<f32>, index, memref<f32>, index, memref<f32>, index, memref<f32>, index,
                index, index, index, index, index, index, index) -> ()
         return
@@ -1146,15 +1152,30 @@ module attributes {transform.with_named_sequence} {
     }
   }
 
+  // The weights [K, N] packed as [ceil(N / 192), K, min(N, 192)], zero-padded past N: for a
+  // constant matrix (a dense layer's weights), IREE evaluates the packing once, at compile time.
   util.func private @halo_dense(%lhs: tensor<?x?xf32>, %rhs: tensor<?x?xf32>, %bias: tensor<?xf32>,
                                 %flags: index) -> tensor<?x?xf32> {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
+    %zero = arith.constant 0.0 : f32
     %m = tensor.dim %lhs, %c0 : tensor<?x?xf32>
     %k = tensor.dim %lhs, %c1 : tensor<?x?xf32>
     %n = tensor.dim %rhs, %c1 : tensor<?x?xf32>
-    %r = flow.dispatch @halo_dense_executable::@halo_dense_tile[%m, %n](%lhs, %rhs, %bias, %m, %n, %k, %flags)
-        : (tensor<?x?xf32>{%m, %k}, tensor<?x?xf32>{%k, %n}, tensor<?xf32>{%n}, index, index, index, index)
+    %t = affine.min affine_map<()[s0] -> (192, s0)>()[%n]
+    %tiles = affine.apply affine_map<()[s0] -> (s0 ceildiv 192)>()[%n]
+    %extra = affine.apply affine_map<()[s0, s1, s2] -> (s0 * s1 - s2)>()[%tiles, %t, %n]
+    %padded = tensor.pad %rhs low[0, 0] high[0, %extra] {
+      ^bb0(%i: index, %j: index):
+        tensor.yield %zero : f32
+    } : tensor<?x?xf32> to tensor<?x?xf32>
+    %strips = tensor.expand_shape %padded [[0], [1, 2]] output_shape [%k, %tiles, %t] : tensor<?x?xf32> into tensor<?x?x?xf32>
+    %empty = tensor.empty(%tiles, %k, %t) : tensor<?x?x?xf32>
+    %packed = linalg.transpose ins(%strips : tensor<?x?x?xf32>) outs(%empty : tensor<?x?x?xf32>) permutation = [1, 0, 2]
+    %b_len = affine.apply affine_map<()[s0, s1, s2] -> (s0 * s1 * s2)>()[%tiles, %k, %t]
+    %b1 = tensor.collapse_shape %packed [[0, 1, 2]] : tensor<?x?x?xf32> into tensor<?xf32>
+    %r = flow.dispatch @halo_dense_executable::@halo_dense_tile[%m, %n](%lhs, %b1, %bias, %m, %n, %k, %flags)
+        : (tensor<?x?xf32>{%m, %k}, tensor<?xf32>{%b_len}, tensor<?xf32>{%n}, index, index, index, index)
           -> tensor<?x?xf32>{%m, %n}
     util.return %r : tensor<?x?xf32>
   }
