@@ -169,7 +169,7 @@ pub fn conv2d_tile_on(
         ("filters", weights.len(), weights_len),
         ("output", output.len(), output_len),
     ];
-    check_lengths(&format!("convolution {shape:?}"), lengths)?;
+    check_lengths(|| format!("convolution {shape:?}"), lengths)?;
     check_bias_and_tile(
         "convolution",
         ("filters", shape.filters, ho),
@@ -218,10 +218,11 @@ pub fn conv2d_tile_on(
 ///
 /// # Errors
 /// `InvalidArgument` naming the operation, the slice and both lengths.
-pub(crate) fn check_lengths(operation: &str, slices: [(&str, usize, usize); 3]) -> Result<()> {
+pub(crate) fn check_lengths(operation: impl FnOnce() -> String, slices: [(&str, usize, usize); 3]) -> Result<()> {
     match slices.into_iter().find(|&(_, len, needed)| len < needed) {
         Some((what, len, needed)) => Err(Error::invalid_argument(format!(
-            "{operation}: the {what} holds {len} elements of the {needed} it needs"
+            "{}: the {what} holds {len} elements of the {needed} it needs",
+            operation()
         ))),
         None => Ok(()),
     }

@@ -12,7 +12,12 @@
 //! `s x s` phases, after which each tap is again a shifted view, of one phase.
 //!
 //! The multiply-adds are plain loops that the compiler vectorizes, built once per instruction
-//! set ([`DepthwisePath`]): they are bound by memory, not arithmetic.
+//! set ([`DepthwisePath`]). On AVX-512, strides 1 and 2 take [`avx512`] instead, which sums
+//! every tap in registers: 1.3-2x the plain loops' rate (`examples/depthwise_rate`, 144x58x58
+//! 3x3 26.5 -> 35.5 GFLOP/s, 384x16x16 16.3 -> 24.1; MobileNet-v2 7.7 -> 6.8 ms a call).
+
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 
 use crate::conv::{check_bias_and_tile, check_lengths};
 use crate::{ConvEpilogue, ConvShape};
@@ -177,7 +182,7 @@ pub fn depthwise_tile_on(
         ("filters", weights.len(), weights_len),
         ("output", output.len(), output_len),
     ];
-    check_lengths(&format!("depthwise convolution {shape:?}"), lengths)?;
+    check_lengths(|| format!("depthwise convolution {shape:?}"), lengths)?;
     let outputs = ("channels", shape.channels, ho);
     check_bias_and_tile("depthwise convolution", outputs, epilogue.bias, (&channels, &rows))?;
     if channels.is_empty() || rows.is_empty() {
@@ -190,6 +195,12 @@ pub fn depthwise_tile_on(
         epilogue,
         output_size: (ho, wo),
     };
+    #[cfg(target_arch = "x86_64")]
+    if path == DepthwisePath::Avx512 && shape.stride <= 2 {
+        // SAFETY: `is_available` found AVX-512F on this CPU; the slices were checked above.
+        unsafe { job.tile_registers(output, (channels, rows)) };
+        return Ok(());
+    }
     let scratch_len = job.phases_len() + job.wide_len(rows.len());
     SCRATCH.with_borrow_mut(|scratch| {
         if scratch.len() < scratch_len {

@@ -1,0 +1,177 @@
+//! The AVX-512 path for strides 1 and 2: each vector of 16 output columns is summed over every
+//! tap in registers, starting from the bias, and stored once with the activation applied. The
+//! plain loops of the parent module instead add each tap to a stretch of the output in memory
+//! (a load, an FMA and a store per tap and vector) and, for stride 2, first copy the plane into
+//! its phases. Here a stride-2 tap reads 32 consecutive input columns and keeps the even ones
+//! (one permute). A block of output rows is summed at once, so that its sums are independent
+//! chains of FMAs rather than one chain waiting on each FMA's latency.
+
+use super::Job;
+use crate::Activation;
+use std::arch::x86_64::{
+    __m512, __m512i, __mmask16, _mm512_fmadd_ps, _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_max_ps,
+    _mm512_min_ps, _mm512_permutex2var_ps, _mm512_set1_ps, _mm512_setr_epi32, _mm512_setzero_ps,
+};
+use std::ops::Range;
+
+/// The first `count` lanes (0 to 16).
+fn lanes(count: usize) -> __mmask16 {
+    match count {
+        0 => 0,
+        16.. => 0xffff,
+        count => (1u16 << count) - 1,
+    }
+}
+
+/// Where one block of output is computed: up to `R` output rows from `row` on, and up to `16 V`
+/// columns from `column` on, of one channel.
+struct Block<'a> {
+    /// The channel's input plane.
+    plane: &'a [f32],
+    /// The channel's taps, `[kernel_height][kernel_width]`.
+    taps: &'a [f32],
+    bias: f32,
+    /// First output row, and how many rows from it the block holds.
+    row: usize,
+    rows: usize,
+    /// First output column, and how many columns from it the block holds.
+    column: usize,
+    count: usize,
+}
+
+/// Output rows of one block with as many vectors a row: enough that the block's sums are 8 to 16
+/// independent chains of FMAs (one chain per row would wait on each FMA's latency), and few
+/// enough that a small plane's last block does not compute many rows past its end.
+const fn block_rows(vectors: usize) -> usize {
+    if vectors >= 4 {
+        4
+    } else {
+        8
+    }
+}
+
+impl Job<'_> {
+    /// The tile by this path: the caller checked the slices and that the stride is 1 or 2.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn tile_registers(&self, output: &mut [f32], (channels, rows): (Range<usize>, Range<usize>)) {
+        let s = self.shape;
+        let (hp, wp, kh, kw) = (s.padded_height, s.padded_width, s.kernel_height, s.kernel_width);
+        let (ho, wo) = self.output_size;
+        // Vectors a row: the fewest that hold a row, at most 4.
+        let vectors = match wo.div_ceil(16) {
+            1 => 1,
+            2 => 2,
+            _ => 4,
+        };
+        let block_height = block_rows(vectors);
+        for ch in channels {
+            let plane = &self.input[ch * hp * wp..][..hp * wp];
+            let taps = &self.weights[ch * kh * kw..][..kh * kw];
+            let bias = self.epilogue.bias.map_or(0.0, |bias| bias[ch]);
+            let out = &mut output[ch * ho * wo..][..ho * wo];
+            for row in rows.clone().step_by(block_height) {
+                let mut column = 0;
+                while column < wo {
+                    let count = (wo - column).min(16 * vectors);
+                    let block = Block {
+                        plane,
+                        taps,
+                        bias,
+                        row,
+                        rows: block_height.min(rows.end - row),
+                        column,
+                        count,
+                    };
+                    // SAFETY: the CPU has AVX-512F (the contract); `block` reads only inside
+                    // `plane` and writes only inside `out`.
+                    unsafe {
+                        match (s.stride, vectors) {
+                            (1, 1) => self.block::<1, 1, { block_rows(1) }>(&block, out),
+                            (1, 2) => self.block::<1, 2, { block_rows(2) }>(&block, out),
+                            (1, _) => self.block::<1, 4, { block_rows(4) }>(&block, out),
+                            (_, 1) => self.block::<2, 1, { block_rows(1) }>(&block, out),
+                            (_, 2) => self.block::<2, 2, { block_rows(2) }>(&block, out),
+                            (_, _) => self.block::<2, 4, { block_rows(4) }>(&block, out),
+                        }
+                    }
+                    column += count;
+                }
+            }
+        }
+    }
+
+    /// The block's outputs in `out` (the channel's output plane), for stride `S`, with `V`
+    /// vectors a row and at most `R` rows.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn block<const S: usize, const V: usize, const R: usize>(&self, block: &Block<'_>, out: &mut [f32]) {
+        let shape = self.shape;
+        let (wp, kw, d) = (shape.padded_width, shape.kernel_width, shape.dilation);
+        let wo = self.output_size.1;
+        // Output lanes of each vector, and for stride 2 the input positions of its two loads:
+        // lane i reads position 2i, so 2 * lanes - 1 positions (the odd ones between are read and
+        // dropped, and lie inside the row as they come before the last one used).
+        let counts: [usize; V] = std::array::from_fn(|v| block.count.saturating_sub(16 * v).min(16));
+        let masks: [__mmask16; V] = std::array::from_fn(|v| lanes(counts[v]));
+        let spans: [usize; V] = std::array::from_fn(|v| (2 * counts[v]).saturating_sub(1));
+        let low: [__mmask16; V] = std::array::from_fn(|v| lanes(spans[v].min(16)));
+        let high: [__mmask16; V] = std::array::from_fn(|v| lanes(spans[v].saturating_sub(16)));
+        let even: __m512i = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        let mut sums: [[__m512; V]; R] = [[_mm512_set1_ps(block.bias); V]; R];
+        // Each row's first input, at its first tap; a row past the block's repeats its last (and
+        // is not stored), so that all R rows are summed and the sums stay in registers.
+        let first = block.plane.as_ptr().wrapping_add(block.column * S);
+        let starts: [*const f32; R] =
+            std::array::from_fn(|j| first.wrapping_add((block.row + j.min(block.rows - 1)) * S * wp));
+        for (tap, &weight) in block.taps.iter().enumerate() {
+            let (dy, dx) = (tap / kw, tap % kw);
+            let weight = _mm512_set1_ps(weight);
+            let offset = dy * d * wp + dx * d;
+            for (start, row_sums) in starts.iter().zip(sums.iter_mut()) {
+                let start = start.wrapping_add(offset);
+                for (v, sum) in row_sums.iter_mut().enumerate() {
+                    let inputs = if S == 1 {
+                        // SAFETY: lane i < counts[v] reads column column + 16v + i + dx d of
+                        // input row (row + j) + dy d, inside the plane as the output's last
+                        // column's last tap is; masked-out lanes are not read.
+                        unsafe { _mm512_maskz_loadu_ps(masks[v], start.wrapping_add(16 * v)) }
+                    } else {
+                        // SAFETY: positions below spans[v] from 2 (column + 16v) + dx d of input
+                        // row 2 (row + j) + dy d lie inside that row, the last of them being the
+                        // last used column's; masked-out lanes are not read.
+                        let (first, second) = unsafe {
+                            (
+                                _mm512_maskz_loadu_ps(low[v], start.wrapping_add(32 * v)),
+                                _mm512_maskz_loadu_ps(high[v], start.wrapping_add(32 * v + 16)),
+                            )
+                        };
+                        _mm512_permutex2var_ps(first, even, second)
+                    };
+                    *sum = _mm512_fmadd_ps(weight, inputs, *sum);
+                }
+            }
+        }
+        let (zero, six) = (_mm512_setzero_ps(), _mm512_set1_ps(6.0));
+        for (j, row_sums) in sums.into_iter().enumerate().take(block.rows) {
+            let line = &mut out[(block.row + j) * wo..][..wo];
+            let start = line.as_mut_ptr().wrapping_add(block.column);
+            for (v, sum) in row_sums.into_iter().enumerate() {
+                // `max` gives its second operand where the first is NaN: NaN goes to 0, as the
+                // plain path's activation has it.
+                let value = match self.epilogue.activation {
+                    Activation::Identity => sum,
+                    Activation::Relu => _mm512_max_ps(sum, zero),
+                    Activation::Relu6 => _mm512_min_ps(_mm512_max_ps(sum, zero), six),
+                };
+                // SAFETY: lanes below counts[v] are columns column + 16v + i < wo of `line`;
+                // masked-out lanes are not written.
+                unsafe { _mm512_mask_storeu_ps(start.wrapping_add(16 * v), masks[v], value) };
+            }
+        }
+    }
+}
