@@ -412,6 +412,30 @@ mod tests {
             )
     }
 
+    /// MobileNet's and EfficientNet's filters (3x3 and 5x5, dilation 1, stride 1 or 2), which
+    /// the general strategy draws rarely.
+    fn square_shape_and_tiles() -> impl Strategy<Value = (DepthwiseShape, usize, usize)> {
+        (
+            1usize..12,
+            prop_oneof![Just(3usize), Just(5)],
+            1usize..3,
+            0usize..24,
+            0usize..80,
+        )
+            .prop_flat_map(|(channels, kernel, stride, extra_h, extra_w)| {
+                let shape = DepthwiseShape {
+                    channels,
+                    padded_height: kernel + extra_h,
+                    padded_width: kernel + extra_w,
+                    kernel_height: kernel,
+                    kernel_width: kernel,
+                    stride,
+                    dilation: 1,
+                };
+                (Just(shape), 1..=channels, 1..=extra_h / stride + 1)
+            })
+    }
+
     fn activation() -> impl Strategy<Value = Activation> {
         prop_oneof![
             Just(Activation::Identity),
@@ -425,7 +449,7 @@ mod tests {
         /// definition's values.
         #[test]
         fn tiled_depthwise_convolutions_match_the_definition(
-            (shape, channels_per_tile, rows_per_tile) in shape_and_tiles(),
+            (shape, channels_per_tile, rows_per_tile) in prop_oneof![shape_and_tiles(), square_shape_and_tiles()],
             bias in any::<bool>(), activation in activation(), seed in any::<u64>(),
         ) {
             let [input_len, weights_len, output_len] = shape.lengths().unwrap();
