@@ -506,14 +506,14 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
         ("squeezenet", &["halo_conv2d_f32_v2", "halo_pointwise_tile"]),
         (
             "shufflenet_v2",
-            &["halo_depthwise_conv2d_f32_v0", "halo_depthwise_tile"],
+            &["halo_depthwise_conv2d_f32_v1", "halo_depthwise_padded_tile"],
         ),
         // ReLU6 fused into each kind of convolution: the stem, the depthwise and the 1x1 ones.
         (
             "mobilenet_v2",
             &[
                 "halo_conv2d_tile",
-                "halo_depthwise_tile",
+                "halo_depthwise_padded_tile",
                 "halo_pointwise_tile",
                 "halo_matmul_f32_v1",
             ],
@@ -530,7 +530,8 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
         assert!(
             stdout.contains(
                 "halo's kernels (halo_matmul_f32_v0, halo_matmul_f32_v1, halo_conv2d_f32_v2, \
-                 halo_depthwise_conv2d_f32_v0) where they apply: this program runs only on halo's CPU drivers \
+                 halo_depthwise_conv2d_f32_v0, halo_depthwise_conv2d_f32_v1) where they apply: this program runs \
+                 only on halo's CPU drivers \
                  (--portable writes one that IREE's runtime runs too)"
             ),
             "{stdout}"
@@ -559,32 +560,62 @@ fn dense_layers_wider_than_a_kernel_tile_give_the_answers_of_iree_s_code() {
     let Some(compiler) = real_compiler(test) else {
         return;
     };
+    // Sums of 70 products of about 0.1 in another order: a few float roundings apart.
+    let calls = [("dense", "5x70xf32=0.5", 2000), ("dense_row", "1x70xf32=0.5", 400)];
+    kernels_give_the_answers_of_iree_s_code(&compiler, "wide_dense.mlir", &calls, &["halo_dense_tile"], 1e-5);
+}
+
+#[test]
+fn depthwise_convolutions_get_their_padding_from_the_kernel_only_where_it_is_even_zeros() {
+    let test = "depthwise_convolutions_get_their_padding_from_the_kernel_only_where_it_is_even_zeros";
+    let Some(compiler) = real_compiler(test) else {
+        return;
+    };
+    let calls = [
+        ("even", "1x4x9x11xf32=0.5", 396),
+        ("uneven", "1x4x9x11xf32=0.5", 396),
+        ("ones", "1x4x9x11xf32=0.5", 396),
+    ];
+    // The padded form for @even, the unpadded one (after IREE's pad) for the other two.
+    let tiles = ["halo_depthwise_padded_tile", "halo_depthwise_tile"];
+    kernels_give_the_answers_of_iree_s_code(&compiler, "padded_depthwise.mlir", &calls, &tiles, 1e-5);
+}
+
+/// Compiles `fixtures/kernels/<source>` with halo's kernels and with `--portable`, checks that
+/// the first program calls each of `tiles`, and that each call `(function, input, elements)`
+/// gives the same `elements` values from both, within `tolerance`.
+fn kernels_give_the_answers_of_iree_s_code(
+    compiler: &Path,
+    source: &str,
+    calls: &[(&str, &str, usize)],
+    tiles: &[&str],
+    tolerance: f64,
+) {
     let out = tempfile::tempdir().unwrap();
-    let source = repo().join("fixtures/kernels/wide_dense.mlir");
+    let source = repo().join("fixtures/kernels").join(source);
     let compile = |name: &str, flags: &[&str]| {
         let vmfb = out.path().join(name);
         let mut args = vec!["compile", source.to_str().unwrap(), "-o", vmfb.to_str().unwrap()];
         args.extend(flags);
-        let output = halo(&args, &[("HALO_IREE_COMPILE", &compiler)]);
+        let output = halo(&args, &[("HALO_IREE_COMPILE", compiler)]);
         assert!(output.status.success(), "{output:?}");
         vmfb
     };
     let (kernels, portable) = (compile("kernels.vmfb", &[]), compile("portable.vmfb", &["--portable"]));
     let program = std::fs::read(&kernels).unwrap();
-    let tile = b"halo_dense_tile";
-    assert!(
-        program.windows(tile.len()).any(|w| w == tile),
-        "the layers call halo's kernel"
-    );
+    for tile in tiles {
+        let named = program.windows(tile.len()).any(|w| w == tile.as_bytes());
+        assert!(named, "the program calls halo's kernel through {tile}");
+    }
     let answer = |vmfb: &Path, function: &str, input: &str| {
         let module = format!("--module={}", vmfb.display());
-        let function = format!("--function={function}");
+        let (function, input) = (format!("--function={function}"), format!("--input={input}"));
         let run = halo(
             &[
                 "run-module",
                 &module,
                 &function,
-                input,
+                &input,
                 "--output_max_element_count=4096",
             ],
             &[],
@@ -592,22 +623,17 @@ fn dense_layers_wider_than_a_kernel_tile_give_the_answers_of_iree_s_code() {
         assert!(run.status.success(), "{run:?}");
         let text = String::from_utf8_lossy(&run.stdout).into_owned();
         let values = text.rsplit_once('=').map_or("", |(_, values)| values);
-        let values: Vec<f64> = values
+        values
             .split(|c: char| c.is_whitespace() || c == '[' || c == ']')
             .filter(|t| !t.is_empty())
             .map(|t| t.parse().unwrap())
-            .collect();
-        values
+            .collect::<Vec<f64>>()
     };
-    for (function, input, count) in [
-        ("dense", "--input=5x70xf32=0.5", 2000),
-        ("dense_row", "--input=1x70xf32=0.5", 400),
-    ] {
+    for &(function, input, count) in calls {
         let (got, want) = (answer(&kernels, function, input), answer(&portable, function, input));
         assert_eq!((got.len(), want.len()), (count, count), "{function}");
-        // Sums of 70 products of about 0.1 in another order: a few float roundings apart.
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert!((g - w).abs() <= 1e-5, "{function}[{i}]: {g} against {w}");
+            assert!((g - w).abs() <= tolerance, "{function}[{i}]: {g} against {w}");
         }
     }
 }

@@ -12,8 +12,9 @@ use std::path::Path;
 
 /// The spec that turns f32 matmuls into calls of `halo_matmul_f32_v0`, convolutions of one group
 /// (bias and ReLU included) into calls of `halo_conv2d_f32_v2`, and depthwise ones (bias and ReLU
-/// or ReLU6 included) into calls of `halo_depthwise_conv2d_f32_v0`, with its per-stride part still
-/// to be written out ([`kernels_spec`]).
+/// or ReLU6 included) into calls of `halo_depthwise_conv2d_f32_v0` (`_v1` when the kernel adds
+/// the zero padding before them), with its per-stride part still to be written out
+/// ([`kernels_spec`]).
 const KERNELS_SPEC: &str = include_str!("kernels/kernels_spec.mlir");
 
 /// The strides of the convolutions halo's kernel takes.
@@ -25,6 +26,7 @@ pub const KERNEL_IMPORTS: &[&str] = &[
     "halo_matmul_f32_v1",
     "halo_conv2d_f32_v2",
     "halo_depthwise_conv2d_f32_v0",
+    "halo_depthwise_conv2d_f32_v1",
 ];
 
 /// Whether the program may call halo's kernels.
@@ -107,6 +109,7 @@ fn kernels_spec() -> Result<String> {
     let mut spec = KERNELS_SPEC.to_string();
     for marker in [
         "halo:per-stride",
+        "halo:per-stride-padded-matches",
         "halo:per-stride-matches",
         "halo:per-stride-plain-matches",
     ] {
@@ -123,7 +126,8 @@ fn kernels_spec() -> Result<String> {
             .collect();
         spec = format!("{head}{blocks}{tail}");
     }
-    Ok(spec)
+    // A list of matches whose last entries come from a per-stride part ends without a comma.
+    Ok(spec.replace(",\n        : (!transform.any_op)", "\n        : (!transform.any_op)"))
 }
 
 #[cfg(test)]
@@ -142,7 +146,15 @@ mod tests {
         let projection = at("@match_batch1_matmul_add -> @call_halo_batch1_matmul_add\n");
         let bare = at("@match_matmul -> @call_halo_matmul,");
         assert!(with_relu < with_bias && with_bias < bare && projection < bare);
-        assert_eq!(spec.matches("transform.foreach_match in %func").count(), 3);
+        // A padded depthwise convolution the kernel takes whole is tried first, in a pass of its
+        // own: one it declines is left for the unpadded forms of the next.
+        let padded = at("@match_depthwise_padded_relu6_s1 -> @call_halo_depthwise_padded_relu6_s1,");
+        let unpadded = at("@match_depthwise_relu6_s1 -> @call_halo_depthwise_relu6_s1,");
+        let second_pass = spec
+            .find("transform.foreach_match in %func")
+            .map(|first| first + 1 + spec[first + 1..].find("transform.foreach_match in %func").unwrap_or(0));
+        assert!(padded < second_pass.unwrap() && second_pass.unwrap() < unpadded);
+        assert_eq!(spec.matches("transform.foreach_match in %func").count(), 4);
     }
 
     #[test]
@@ -175,11 +187,13 @@ mod tests {
                 format!("util.func private @halo_conv2d_flags_s{stride}("),
                 format!("@match_depthwise_relu6_s{stride} -> @call_halo_depthwise_relu6_s{stride},"),
                 format!("util.func private @halo_depthwise_s{stride}("),
+                format!("@match_depthwise_padded_relu6_s{stride} -> @call_halo_depthwise_padded_relu6_s{stride},"),
+                format!("util.func private @halo_depthwise_padded_s{stride}("),
             ] {
                 assert_eq!(spec.matches(&name).count(), 1, "{name}");
             }
             let strided = format!("strides = dense<{stride}> : vector<2xi64>");
-            assert_eq!(spec.matches(&strided).count(), 13, "{strided}");
+            assert_eq!(spec.matches(&strided).count(), 16, "{strided}");
         }
         // Outside the per-stride parts the word stays as written, in the header's comment.
         assert_eq!(spec.matches("STRIDE").count(), 1);

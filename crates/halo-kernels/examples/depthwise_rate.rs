@@ -34,6 +34,7 @@ fn shape(text: &str) -> Option<DepthwiseShape> {
         kernel_width: kernel,
         stride: stride.parse().ok()?,
         dilation: 1,
+        padding: halo_kernels::Padding::NONE,
     })
 }
 

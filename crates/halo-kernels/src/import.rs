@@ -20,7 +20,7 @@
 use crate::matrix::span;
 use crate::{
     conv2d_tile, depthwise_tile, matmul, Activation, Bias, ConvEpilogue, ConvShape, DepthwiseShape, Epilogue, Matrix,
-    MatrixMut,
+    MatrixMut, Padding,
 };
 use std::ffi::{c_int, c_void};
 use std::ops::Range;
@@ -36,6 +36,7 @@ pub const ENTRY_POINTS: &[(&str, EntryPoint)] = &[
     ("halo_conv2d_f32_v1", conv2d_f32_v1),
     ("halo_conv2d_f32_v2", conv2d_f32_v2),
     ("halo_depthwise_conv2d_f32_v0", depthwise_conv2d_f32_v0),
+    ("halo_depthwise_conv2d_f32_v1", depthwise_conv2d_f32_v1),
 ];
 
 /// `flags` bit: `bias` points at one element per output column, added to every row.
@@ -472,6 +473,24 @@ pub struct DepthwiseParamsV0 {
     pub flags: usize,
 }
 
+/// What `halo_depthwise_conv2d_f32_v1` receives: [`DepthwiseParamsV0`]'s fields, then the
+/// zeros around the input that the kernel adds itself ([`Padding`]): the input holds only the
+/// part of the padded extent inside them.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct DepthwiseParamsV1 {
+    /// The tile, the padded extent included.
+    pub v0: DepthwiseParamsV0,
+    /// Rows of zeros above the input.
+    pub pad_top: usize,
+    /// Rows of zeros below it.
+    pub pad_bottom: usize,
+    /// Columns of zeros to its left.
+    pub pad_left: usize,
+    /// Columns of zeros to its right.
+    pub pad_right: usize,
+}
+
 /// `halo_depthwise_conv2d_f32_v0`: see [`DepthwiseParamsV0`]. Returns 0, or 1 when the call
 /// cannot be carried out (as [`conv2d_f32_v0`]).
 ///
@@ -484,6 +503,37 @@ pub unsafe extern "C" fn depthwise_conv2d_f32_v0(
 ) -> c_int {
     // SAFETY: `params` and `context` are as this entry's contract says.
     let (p, check) = unsafe { entry_args::<DepthwiseParamsV0>(params, context) };
+    // SAFETY: forwarded from the caller.
+    unsafe { depthwise_entry(&p, Padding::NONE, check) }
+}
+
+/// `halo_depthwise_conv2d_f32_v1`: see [`DepthwiseParamsV1`]. Returns 0, or 1 when the call
+/// cannot be carried out (as [`conv2d_f32_v0`]).
+///
+/// # Safety
+/// As [`matmul_f32_v0`], for a [`DepthwiseParamsV1`].
+pub unsafe extern "C" fn depthwise_conv2d_f32_v1(
+    params: *mut c_void,
+    context: *mut c_void,
+    _reserved: *mut c_void,
+) -> c_int {
+    // SAFETY: `params` and `context` are as this entry's contract says.
+    let (p, check) = unsafe { entry_args::<DepthwiseParamsV1>(params, context) };
+    let padding = Padding {
+        top: p.pad_top,
+        bottom: p.pad_bottom,
+        left: p.pad_left,
+        right: p.pad_right,
+    };
+    // SAFETY: forwarded from the caller.
+    unsafe { depthwise_entry(&p.v0, padding, check) }
+}
+
+/// Both depthwise entries: the tile `p` asks for, its input inside `padding`.
+///
+/// # Safety
+/// `check` vouches only for valid memory.
+unsafe fn depthwise_entry(p: &DepthwiseParamsV0, padding: Padding, check: Option<&MemoryCheck>) -> c_int {
     let Some(check) = check else {
         return 1;
     };
@@ -495,6 +545,7 @@ pub unsafe extern "C" fn depthwise_conv2d_f32_v0(
         kernel_width: p.kernel_width,
         stride: p.stride,
         dilation: p.dilation,
+        padding,
     };
     let (Some([input_len, weights_len, output_len]), Some(tile)) = (
         shape.lengths(),
@@ -876,5 +927,57 @@ mod tests {
         let mut unlent = [0f32; 9];
         assert_eq!(call(params(&mut unlent, 0, 1, 0)), 1, "the output is not lent");
         assert_eq!(unlent, [0.0; 9]);
+        // _v1 adds the zeros itself: the 3x3 input padded by one row above and one column on
+        // each side is a 4x5 extent, whose 3x4 outputs per channel are those of the library call.
+        let mut padded = [99.0f32; 24];
+        lend(&padded, true);
+        let padding = Padding {
+            top: 1,
+            bottom: 0,
+            left: 1,
+            right: 1,
+        };
+        let v0 = DepthwiseParamsV0 {
+            padded_height: 4,
+            padded_width: 5,
+            row_count: 3,
+            output_offset: 0,
+            channel_count: 2,
+            ..params(&mut padded, 0, 1, CONV_BIAS)
+        };
+        let mut v1 = DepthwiseParamsV1 {
+            v0,
+            pad_top: 1,
+            pad_bottom: 0,
+            pad_left: 1,
+            pad_right: 1,
+        };
+        let context = (&raw const CHECK).cast_mut().cast();
+        // SAFETY: the check vouches only for the live slices the test lent.
+        let rc = unsafe { depthwise_conv2d_f32_v1((&raw mut v1).cast(), context, std::ptr::null_mut()) };
+        assert_eq!(rc, 0);
+        let shape = DepthwiseShape {
+            channels: 2,
+            padded_height: 4,
+            padded_width: 5,
+            kernel_height: 2,
+            kernel_width: 2,
+            stride: 1,
+            dilation: 1,
+            padding,
+        };
+        let mut expected = [0f32; 24];
+        let epilogue = ConvEpilogue {
+            bias: Some(&bias),
+            activation: Activation::Identity,
+        };
+        depthwise_tile(&shape, &input, &weights[1..], &mut expected, &epilogue, (0..2, 0..3)).unwrap();
+        assert_eq!(padded, expected);
+        // The first output is the top-left window: zeros but for input[0] under the last tap.
+        assert_eq!(padded[0], 0.5 + 1.0);
+        v1.pad_left = 5;
+        // SAFETY: as above.
+        let rc = unsafe { depthwise_conv2d_f32_v1((&raw mut v1).cast(), context, std::ptr::null_mut()) };
+        assert_eq!(rc, 1, "padding wider than the extent");
     }
 }

@@ -41,6 +41,6 @@ mod matrix;
 mod test_values;
 
 pub use conv::{conv2d_tile, conv2d_tile_on, ConvEpilogue, ConvShape};
-pub use depthwise::{depthwise_tile, depthwise_tile_on, DepthwisePath, DepthwiseShape};
+pub use depthwise::{depthwise_tile, depthwise_tile_on, DepthwisePath, DepthwiseShape, Padding};
 pub use matmul::{matmul, matmul_on, Activation, Bias, Epilogue, KernelPath};
 pub use matrix::{Matrix, MatrixMut};

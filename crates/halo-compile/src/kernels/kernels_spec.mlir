@@ -334,6 +334,105 @@ module attributes {transform.with_named_sequence} {
     util.return %r4 : tensor<1x?x?x?xf32>
   }
 
+  // A depthwise convolution whose zero padding the kernel adds itself (halo_depthwise_conv2d_f32_v1):
+  // the input arrives unpadded, and IREE never writes the padded tensor out.
+  stream.executable private @halo_depthwise_padded_executable {
+    stream.executable.export public @halo_depthwise_padded_tile workgroups(%c: index, %ho: index, %wo: index) -> (index, index, index) {
+      %c1 = arith.constant 1 : index
+      %c4096 = arith.constant 4096 : index
+      %plane = arith.muli %ho, %wo : index
+      %plane1 = arith.maxui %plane, %c1 : index
+      %fit = arith.divui %c4096, %plane1 : index
+      %per_tile = arith.maxui %fit, %c1 : index
+      %x = arith.ceildivui %c, %per_tile : index
+      stream.return %x, %c1, %c1 : index, index, index
+    }
+    builtin.module {
+      func.func private @halo_depthwise_conv2d_f32_v1(memref<f32>, index, memref<f32>, index, memref<f32>, index,
+          memref<f32>, index, index, index, index, index, index, index, index, index, index, index, index,
+          index, index, index, index, index) attributes {llvm.bareptr = true}
+      func.func @halo_depthwise_padded_tile(%xb: !stream.binding, %wb: !stream.binding, %biasb: !stream.binding,
+                                            %ob: !stream.binding, %c: index, %h: index, %w_in: index,
+                                            %kh: index, %kw: index, %s: index, %pad_h: index, %pad_w: index,
+                                            %flags: index) {
+        %c0 = arith.constant 0 : index
+        %c1 = arith.constant 1 : index
+        %c4096 = arith.constant 4096 : index
+        %hp = affine.apply affine_map<()[s0, s1] -> (s0 + s1 * 2)>()[%h, %pad_h]
+        %wp = affine.apply affine_map<()[s0, s1] -> (s0 + s1 * 2)>()[%w_in, %pad_w]
+        %ho_span = arith.subi %hp, %kh : index
+        %ho_steps = arith.divui %ho_span, %s : index
+        %ho = arith.addi %ho_steps, %c1 : index
+        %wo_span = arith.subi %wp, %kw : index
+        %wo_steps = arith.divui %wo_span, %s : index
+        %wo = arith.addi %wo_steps, %c1 : index
+        %plane = arith.muli %ho, %wo : index
+        %plane1 = arith.maxui %plane, %c1 : index
+        %fit = arith.divui %c4096, %plane1 : index
+        %per_tile = arith.maxui %fit, %c1 : index
+        %tx = stream.dispatch.workgroup.id[0] : index
+        %first = arith.muli %tx, %per_tile : index
+        %left = arith.subi %c, %first : index
+        %count = arith.minui %per_tile, %left : index
+        %x_len = affine.apply affine_map<()[s0, s1, s2] -> (s0 * s1 * s2)>()[%c, %h, %w_in]
+        %w_len = affine.apply affine_map<()[s0, s1, s2] -> (s0 * s1 * s2)>()[%c, %kh, %kw]
+        %o_len = affine.apply affine_map<()[s0, s1, s2] -> (s0 * s1 * s2)>()[%c, %ho, %wo]
+        %x = stream.binding.subspan %xb[%c0] : !stream.binding -> memref<?xf32>{%x_len}
+        %w = stream.binding.subspan %wb[%c0] : !stream.binding -> memref<?xf32>{%w_len}
+        %bias = stream.binding.subspan %biasb[%c0] : !stream.binding -> memref<?xf32>{%c}
+        %o = stream.binding.subspan %ob[%c0] : !stream.binding -> memref<?xf32>{%o_len}
+        %xp, %xo, %xs, %xt = iree_codegen.extract_strided_metadata %x : memref<?xf32> -> memref<f32>, index, index, index
+        %wq, %wo2, %ws, %wt = iree_codegen.extract_strided_metadata %w : memref<?xf32> -> memref<f32>, index, index, index
+        %bp, %bo, %bs, %bt = iree_codegen.extract_strided_metadata %bias : memref<?xf32> -> memref<f32>, index, index, index
+        %op, %oo, %os, %ot = iree_codegen.extract_strided_metadata %o : memref<?xf32> -> memref<f32>, index, index, index
+        func.call @halo_depthwise_conv2d_f32_v1(%xp, %xo, %wq, %wo2, %bp, %bo, %op, %oo, %c, %hp, %wp, %kh, %kw,
+                                                %s, %c1, %first, %count, %c0, %ho, %flags,
+                                                %pad_h, %pad_h, %pad_w, %pad_w)
+            : (memref<f32>, index, memref<f32>, index, memref<f32>, index, memref<f32>, index,
+               index, index, index, index, index, index, index, index, index, index, index, index,
+               index, index, index, index) -> ()
+        return
+      }
+    }
+  }
+
+  // `%x` padded by as many zeros on each side of a dimension (the calls check it) is `%padded`,
+  // of which only the size is read: once the calls are inlined that is a constant, and the pad
+  // itself has no use left.
+  util.func private @halo_depthwise_padded(%x: tensor<1x?x?x?xf32>, %padded: tensor<1x?x?x?xf32>,
+                                           %w: tensor<?x?x?xf32>, %bias: tensor<?xf32>, %s: index,
+                                           %flags: index) -> tensor<1x?x?x?xf32> {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c = tensor.dim %w, %c0 : tensor<?x?x?xf32>
+    %kh = tensor.dim %w, %c1 : tensor<?x?x?xf32>
+    %kw = tensor.dim %w, %c2 : tensor<?x?x?xf32>
+    %h = tensor.dim %x, %c2 : tensor<1x?x?x?xf32>
+    %wd = tensor.dim %x, %c3 : tensor<1x?x?x?xf32>
+    %hp = tensor.dim %padded, %c2 : tensor<1x?x?x?xf32>
+    %wp = tensor.dim %padded, %c3 : tensor<1x?x?x?xf32>
+    %pad_h = affine.apply affine_map<()[s0, s1] -> ((s0 - s1) floordiv 2)>()[%hp, %h]
+    %pad_w = affine.apply affine_map<()[s0, s1] -> ((s0 - s1) floordiv 2)>()[%wp, %wd]
+    %ho_span = arith.subi %hp, %kh : index
+    %ho_steps = arith.divui %ho_span, %s : index
+    %ho = arith.addi %ho_steps, %c1 : index
+    %wo_span = arith.subi %wp, %kw : index
+    %wo_steps = arith.divui %wo_span, %s : index
+    %wo = arith.addi %wo_steps, %c1 : index
+    %x_len = affine.apply affine_map<()[s0, s1, s2] -> (s0 * s1 * s2)>()[%c, %h, %wd]
+    %w_len = affine.apply affine_map<()[s0, s1, s2] -> (s0 * s1 * s2)>()[%c, %kh, %kw]
+    %o_len = affine.apply affine_map<()[s0, s1, s2] -> (s0 * s1 * s2)>()[%c, %ho, %wo]
+    %x1 = tensor.collapse_shape %x [[0, 1, 2, 3]] : tensor<1x?x?x?xf32> into tensor<?xf32>
+    %w1 = tensor.collapse_shape %w [[0, 1, 2]] : tensor<?x?x?xf32> into tensor<?xf32>
+    %r = flow.dispatch @halo_depthwise_padded_executable::@halo_depthwise_padded_tile[%c, %ho, %wo](%x1, %w1, %bias, %c, %h, %wd, %kh, %kw, %s, %pad_h, %pad_w, %flags)
+        : (tensor<?xf32>{%x_len}, tensor<?xf32>{%w_len}, tensor<?xf32>{%c}, index, index, index, index, index, index, index, index, index)
+          -> tensor<?xf32>{%o_len}
+    %r4 = tensor.expand_shape %r [[0, 1, 2, 3]] output_shape [1, %c, %ho, %wo] : tensor<?xf32> into tensor<1x?x?x?xf32>
+    util.return %r4 : tensor<1x?x?x?xf32>
+  }
+
   util.func private @halo_matmul(%lhs: tensor<?x?xf32>, %rhs: tensor<?x?xf32>, %init: tensor<?x?xf32>) -> tensor<?x?xf32> {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
@@ -1099,6 +1198,240 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 
+  util.func private @halo_depthwise_padded_relu6_sSTRIDE(%x: tensor<1x?x?x?xf32>, %padded: tensor<1x?x?x?xf32>,
+      %w: tensor<?x?x?xf32>, %bias: tensor<?xf32>, %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %s = arith.constant STRIDE : index
+    %flags = arith.constant 5 : index
+    %r = util.call @halo_depthwise_padded(%x, %padded, %w, %bias, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<1x?x?x?xf32>, tensor<?x?x?xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  util.func private @halo_depthwise_padded_relu_sSTRIDE(%x: tensor<1x?x?x?xf32>, %padded: tensor<1x?x?x?xf32>,
+      %w: tensor<?x?x?xf32>, %bias: tensor<?xf32>, %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %s = arith.constant STRIDE : index
+    %flags = arith.constant 3 : index
+    %r = util.call @halo_depthwise_padded(%x, %padded, %w, %bias, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<1x?x?x?xf32>, tensor<?x?x?xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  util.func private @halo_depthwise_padded_sSTRIDE(%x: tensor<1x?x?x?xf32>, %padded: tensor<1x?x?x?xf32>,
+      %w: tensor<?x?x?xf32>, %bias: tensor<?xf32>, %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %s = arith.constant STRIDE : index
+    %flags = arith.constant 1 : index
+    %r = util.call @halo_depthwise_padded(%x, %padded, %w, %bias, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<1x?x?x?xf32>, tensor<?x?x?xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  // As @match_depthwise_relu6_sSTRIDE, the input padded by a tensor.pad (which a matcher can only
+  // name; the call checks the rest).
+  transform.named_sequence @match_depthwise_padded_relu6_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
+      ^bb0(%w: tensor<?x?x?xf32>, %bias: tensor<?xf32>, %init: tensor<1x?x?x?xf32>):
+        %low = arith.constant dense<0.0> : tensor<1xf32>
+        %high = arith.constant dense<6.0> : tensor<1xf32>
+        %c1 = arith.constant 1 : index
+        %source = tensor.empty(%c1, %c1, %c1) : tensor<1x?x?x?xf32>
+        %pad_value = arith.constant 0.0 : f32
+        %padded = tensor.pad %source low[0, 0, 0, 0] high[0, 0, 0, 0] {
+          ^bb1(%i: index, %j: index, %k: index, %l: index):
+            tensor.yield %pad_value : f32
+        } {match.operation_name_only} : tensor<1x?x?x?xf32> to tensor<1x?x?x?xf32>
+        %biased = linalg.broadcast ins(%bias : tensor<?xf32>) outs(%init : tensor<1x?x?x?xf32>) dimensions = [0, 2, 3]
+        %conv = linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
+            ins(%padded, %w : tensor<1x?x?x?xf32>, tensor<?x?x?xf32>) outs(%biased : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
+        %clip = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (0)>,
+                             affine_map<(d0, d1, d2, d3) -> (0)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%conv, %low, %high : tensor<1x?x?x?xf32>, tensor<1xf32>, tensor<1xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %lo: f32, %hi: f32, %out: f32):
+            %below = arith.cmpf ult, %in, %lo : f32
+            %raised = arith.select %below, %lo, %in : f32
+            %above = arith.cmpf ugt, %raised, %hi : f32
+            %clipped = arith.select %above, %hi, %raised : f32
+            linalg.yield %clipped : f32
+        } -> tensor<1x?x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
+  // Calls the kernel when the pad adds zeros, as many on each side of a dimension (1 to 3, as
+  // 3x3, 5x5 and 7x7 filters keep the size); otherwise leaves the pad and the convolution to the
+  // later passes. Each check fails silently and ends the sequence.
+  transform.named_sequence @call_halo_depthwise_padded_relu6_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                        %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    // A silenceable failure inside a sequence that suppresses them goes on to the next
+    // operation; one inside a sequence that propagates them ends it, and the outer one
+    // swallows it.
+    transform.sequence %root : !transform.any_op failures(suppress) {
+    ^bb0(%outer: !transform.any_op):
+      transform.sequence %outer : !transform.any_op failures(propagate) {
+      ^bb1(%r: !transform.any_op):
+        %conv = transform.get_producer_of_operand %r[0] : (!transform.any_op) -> !transform.any_op
+        %pad = transform.get_producer_of_operand %conv[0] : (!transform.any_op) -> !transform.any_op
+        %one = transform.param.constant 1 : i64 -> !transform.param<i64>
+        %yield = transform.structured.match ops{["tensor.yield"]} in %pad : (!transform.any_op) -> !transform.any_op
+        %value = transform.get_producer_of_operand %yield[0] : (!transform.any_op) -> !transform.any_op
+        %zero = transform.structured.match ops{["arith.constant"]} attributes {value = 0.0 : f32} in %value : (!transform.any_op) -> !transform.any_op
+        %zeros = transform.num_associations %zero : (!transform.any_op) -> !transform.param<i64>
+        transform.match.param.cmpi eq %zeros, %one : !transform.param<i64>
+        %by1 = transform.structured.match ops{["tensor.pad"]} attributes {static_low = array<i64: 0, 0, 1, 1>, static_high = array<i64: 0, 0, 1, 1>} in %pad : (!transform.any_op) -> !transform.any_op
+        %by2 = transform.structured.match ops{["tensor.pad"]} attributes {static_low = array<i64: 0, 0, 2, 2>, static_high = array<i64: 0, 0, 2, 2>} in %pad : (!transform.any_op) -> !transform.any_op
+        %by3 = transform.structured.match ops{["tensor.pad"]} attributes {static_low = array<i64: 0, 0, 3, 3>, static_high = array<i64: 0, 0, 3, 3>} in %pad : (!transform.any_op) -> !transform.any_op
+        %even = transform.merge_handles %by1, %by2, %by3 : !transform.any_op
+        %evens = transform.num_associations %even : (!transform.any_op) -> !transform.param<i64>
+        transform.match.param.cmpi eq %evens, %one : !transform.param<i64>
+        %source = transform.get_operand %pad[0] : (!transform.any_op) -> !transform.any_value
+        %padded = transform.get_result %pad[0] : (!transform.any_op) -> !transform.any_value
+        %args = transform.merge_handles %source, %padded, %ins : !transform.any_value
+        %module = transform.util.get_nearest_symbol_table %r : (!transform.any_op) -> !transform.any_op
+        %executable = transform.util.import_symbol @halo_depthwise_padded_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+        %helper = transform.util.import_symbol @halo_depthwise_padded into %module if undefined : (!transform.any_op) -> !transform.any_op
+        %func = transform.util.import_symbol @halo_depthwise_padded_relu6_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+        transform.util.cast_and_call %func(%args) -> %out after %r {
+          transform.type_conversion.tensor.cast_shape_dynamic_dims
+        } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+      }
+    }
+    transform.yield
+  }
+
+  // As @match_depthwise_relu_sSTRIDE, the input padded by a tensor.pad (which a matcher can only
+  // name; the call checks the rest).
+  transform.named_sequence @match_depthwise_padded_relu_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
+      ^bb0(%w: tensor<?x?x?xf32>, %bias: tensor<?xf32>, %init: tensor<1x?x?x?xf32>):
+        %zero = arith.constant 0.0 : f32
+        %c1 = arith.constant 1 : index
+        %source = tensor.empty(%c1, %c1, %c1) : tensor<1x?x?x?xf32>
+        %pad_value = arith.constant 0.0 : f32
+        %padded = tensor.pad %source low[0, 0, 0, 0] high[0, 0, 0, 0] {
+          ^bb1(%i: index, %j: index, %k: index, %l: index):
+            tensor.yield %pad_value : f32
+        } {match.operation_name_only} : tensor<1x?x?x?xf32> to tensor<1x?x?x?xf32>
+        %biased = linalg.broadcast ins(%bias : tensor<?xf32>) outs(%init : tensor<1x?x?x?xf32>) dimensions = [0, 2, 3]
+        %conv = linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
+            ins(%padded, %w : tensor<1x?x?x?xf32>, tensor<?x?x?xf32>) outs(%biased : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
+        %relu = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%conv : tensor<1x?x?x?xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %out: f32):
+            %positive = arith.cmpf ugt, %in, %zero : f32
+            %kept = arith.select %positive, %in, %zero : f32
+            linalg.yield %kept : f32
+        } -> tensor<1x?x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
+  // Calls the kernel when the pad adds zeros, as many on each side of a dimension (1 to 3, as
+  // 3x3, 5x5 and 7x7 filters keep the size); otherwise leaves the pad and the convolution to the
+  // later passes. Each check fails silently and ends the sequence.
+  transform.named_sequence @call_halo_depthwise_padded_relu_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                        %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    // A silenceable failure inside a sequence that suppresses them goes on to the next
+    // operation; one inside a sequence that propagates them ends it, and the outer one
+    // swallows it.
+    transform.sequence %root : !transform.any_op failures(suppress) {
+    ^bb0(%outer: !transform.any_op):
+      transform.sequence %outer : !transform.any_op failures(propagate) {
+      ^bb1(%r: !transform.any_op):
+        %conv = transform.get_producer_of_operand %r[0] : (!transform.any_op) -> !transform.any_op
+        %pad = transform.get_producer_of_operand %conv[0] : (!transform.any_op) -> !transform.any_op
+        %one = transform.param.constant 1 : i64 -> !transform.param<i64>
+        %yield = transform.structured.match ops{["tensor.yield"]} in %pad : (!transform.any_op) -> !transform.any_op
+        %value = transform.get_producer_of_operand %yield[0] : (!transform.any_op) -> !transform.any_op
+        %zero = transform.structured.match ops{["arith.constant"]} attributes {value = 0.0 : f32} in %value : (!transform.any_op) -> !transform.any_op
+        %zeros = transform.num_associations %zero : (!transform.any_op) -> !transform.param<i64>
+        transform.match.param.cmpi eq %zeros, %one : !transform.param<i64>
+        %by1 = transform.structured.match ops{["tensor.pad"]} attributes {static_low = array<i64: 0, 0, 1, 1>, static_high = array<i64: 0, 0, 1, 1>} in %pad : (!transform.any_op) -> !transform.any_op
+        %by2 = transform.structured.match ops{["tensor.pad"]} attributes {static_low = array<i64: 0, 0, 2, 2>, static_high = array<i64: 0, 0, 2, 2>} in %pad : (!transform.any_op) -> !transform.any_op
+        %by3 = transform.structured.match ops{["tensor.pad"]} attributes {static_low = array<i64: 0, 0, 3, 3>, static_high = array<i64: 0, 0, 3, 3>} in %pad : (!transform.any_op) -> !transform.any_op
+        %even = transform.merge_handles %by1, %by2, %by3 : !transform.any_op
+        %evens = transform.num_associations %even : (!transform.any_op) -> !transform.param<i64>
+        transform.match.param.cmpi eq %evens, %one : !transform.param<i64>
+        %source = transform.get_operand %pad[0] : (!transform.any_op) -> !transform.any_value
+        %padded = transform.get_result %pad[0] : (!transform.any_op) -> !transform.any_value
+        %args = transform.merge_handles %source, %padded, %ins : !transform.any_value
+        %module = transform.util.get_nearest_symbol_table %r : (!transform.any_op) -> !transform.any_op
+        %executable = transform.util.import_symbol @halo_depthwise_padded_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+        %helper = transform.util.import_symbol @halo_depthwise_padded into %module if undefined : (!transform.any_op) -> !transform.any_op
+        %func = transform.util.import_symbol @halo_depthwise_padded_relu_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+        transform.util.cast_and_call %func(%args) -> %out after %r {
+          transform.type_conversion.tensor.cast_shape_dynamic_dims
+        } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+      }
+    }
+    transform.yield
+  }
+
+  // As @match_depthwise_sSTRIDE, the input padded by a tensor.pad (which a matcher can only
+  // name; the call checks the rest).
+  transform.named_sequence @match_depthwise_padded_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
+      ^bb0(%w: tensor<?x?x?xf32>, %bias: tensor<?xf32>, %init: tensor<1x?x?x?xf32>):
+        %c1 = arith.constant 1 : index
+        %source = tensor.empty(%c1, %c1, %c1) : tensor<1x?x?x?xf32>
+        %pad_value = arith.constant 0.0 : f32
+        %padded = tensor.pad %source low[0, 0, 0, 0] high[0, 0, 0, 0] {
+          ^bb1(%i: index, %j: index, %k: index, %l: index):
+            tensor.yield %pad_value : f32
+        } {match.operation_name_only} : tensor<1x?x?x?xf32> to tensor<1x?x?x?xf32>
+        %biased = linalg.broadcast ins(%bias : tensor<?xf32>) outs(%init : tensor<1x?x?x?xf32>) dimensions = [0, 2, 3]
+        %conv = linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
+            ins(%padded, %w : tensor<1x?x?x?xf32>, tensor<?x?x?xf32>) outs(%biased : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
+  // Calls the kernel when the pad adds zeros, as many on each side of a dimension (1 to 3, as
+  // 3x3, 5x5 and 7x7 filters keep the size); otherwise leaves the pad and the convolution to the
+  // later passes. Each check fails silently and ends the sequence.
+  transform.named_sequence @call_halo_depthwise_padded_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                        %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    // A silenceable failure inside a sequence that suppresses them goes on to the next
+    // operation; one inside a sequence that propagates them ends it, and the outer one
+    // swallows it.
+    transform.sequence %root : !transform.any_op failures(suppress) {
+    ^bb0(%outer: !transform.any_op):
+      transform.sequence %outer : !transform.any_op failures(propagate) {
+      ^bb1(%r: !transform.any_op):
+        %conv = transform.merge_handles %r : !transform.any_op
+        %pad = transform.get_producer_of_operand %conv[0] : (!transform.any_op) -> !transform.any_op
+        %one = transform.param.constant 1 : i64 -> !transform.param<i64>
+        %yield = transform.structured.match ops{["tensor.yield"]} in %pad : (!transform.any_op) -> !transform.any_op
+        %value = transform.get_producer_of_operand %yield[0] : (!transform.any_op) -> !transform.any_op
+        %zero = transform.structured.match ops{["arith.constant"]} attributes {value = 0.0 : f32} in %value : (!transform.any_op) -> !transform.any_op
+        %zeros = transform.num_associations %zero : (!transform.any_op) -> !transform.param<i64>
+        transform.match.param.cmpi eq %zeros, %one : !transform.param<i64>
+        %by1 = transform.structured.match ops{["tensor.pad"]} attributes {static_low = array<i64: 0, 0, 1, 1>, static_high = array<i64: 0, 0, 1, 1>} in %pad : (!transform.any_op) -> !transform.any_op
+        %by2 = transform.structured.match ops{["tensor.pad"]} attributes {static_low = array<i64: 0, 0, 2, 2>, static_high = array<i64: 0, 0, 2, 2>} in %pad : (!transform.any_op) -> !transform.any_op
+        %by3 = transform.structured.match ops{["tensor.pad"]} attributes {static_low = array<i64: 0, 0, 3, 3>, static_high = array<i64: 0, 0, 3, 3>} in %pad : (!transform.any_op) -> !transform.any_op
+        %even = transform.merge_handles %by1, %by2, %by3 : !transform.any_op
+        %evens = transform.num_associations %even : (!transform.any_op) -> !transform.param<i64>
+        transform.match.param.cmpi eq %evens, %one : !transform.param<i64>
+        %source = transform.get_operand %pad[0] : (!transform.any_op) -> !transform.any_value
+        %padded = transform.get_result %pad[0] : (!transform.any_op) -> !transform.any_value
+        %args = transform.merge_handles %source, %padded, %ins : !transform.any_value
+        %module = transform.util.get_nearest_symbol_table %r : (!transform.any_op) -> !transform.any_op
+        %executable = transform.util.import_symbol @halo_depthwise_padded_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+        %helper = transform.util.import_symbol @halo_depthwise_padded into %module if undefined : (!transform.any_op) -> !transform.any_op
+        %func = transform.util.import_symbol @halo_depthwise_padded_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+        transform.util.cast_and_call %func(%args) -> %out after %r {
+          transform.type_conversion.tensor.cast_shape_dynamic_dims
+        } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+      }
+    }
+    transform.yield
+  }
+
 // halo:per-stride end
 
   // A matmul with its bias (one per column) and ReLU or none: the matmul's 48 x 192 tiles, the
@@ -1327,6 +1660,18 @@ module attributes {transform.with_named_sequence} {
   // after it is reached. The first takes the forms with an activation, the second matmuls with a
   // bias, the third the rest.
   transform.named_sequence @__transform_main(%module: !transform.any_op) {
+    %funcs_padded = transform.structured.match ops{["util.func"]} in %module : (!transform.any_op) -> !transform.any_op
+    transform.foreach %funcs_padded : !transform.any_op {
+      ^bb1(%func: !transform.any_op):
+        transform.foreach_match in %func
+// halo:per-stride-padded-matches begin
+          @match_depthwise_padded_relu6_sSTRIDE -> @call_halo_depthwise_padded_relu6_sSTRIDE,
+          @match_depthwise_padded_relu_sSTRIDE -> @call_halo_depthwise_padded_relu_sSTRIDE,
+          @match_depthwise_padded_sSTRIDE -> @call_halo_depthwise_padded_sSTRIDE,
+// halo:per-stride-padded-matches end
+        : (!transform.any_op) -> (!transform.any_op)
+    }
+    transform.apply_dce to %module : !transform.any_op
     %funcs = transform.structured.match ops{["util.func"]} in %module : (!transform.any_op) -> !transform.any_op
     transform.foreach %funcs : !transform.any_op {
       ^bb1(%func: !transform.any_op):

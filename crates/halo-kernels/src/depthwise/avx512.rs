@@ -56,9 +56,14 @@ impl Job<'_> {
     /// # Safety
     /// The CPU has AVX-512F.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn tile_registers(&self, output: &mut [f32], (channels, rows): (Range<usize>, Range<usize>)) {
+    pub(super) unsafe fn tile_registers(
+        &self,
+        output: &mut [f32],
+        room: &mut [f32],
+        (channels, rows): (Range<usize>, Range<usize>),
+    ) {
         let s = self.shape;
-        let (hp, wp, kh, kw) = (s.padded_height, s.padded_width, s.kernel_height, s.kernel_width);
+        let (kh, kw) = (s.kernel_height, s.kernel_width);
         let (ho, wo) = self.output_size;
         // Vectors a row: the fewest that hold a row, at most 4.
         let vectors = match wo.div_ceil(16) {
@@ -68,7 +73,7 @@ impl Job<'_> {
         };
         let block_height = block_rows(vectors);
         for ch in channels {
-            let plane = &self.input[ch * hp * wp..][..hp * wp];
+            let plane = self.plane(ch, room);
             let taps = &self.weights[ch * kh * kw..][..kh * kw];
             let bias = self.epilogue.bias.map_or(0.0, |bias| bias[ch]);
             let out = &mut output[ch * ho * wo..][..ho * wo];
