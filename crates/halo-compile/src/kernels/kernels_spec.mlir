@@ -25,9 +25,11 @@
 // - every f32 depthwise convolution of stride 1 or 2 and dilation 1 on a batch of one, with its
 //   bias (the importer's broadcast form) and with or without a ReLU or a Clip(0, 6) after it,
 //   becomes a dispatch calling halo_depthwise_conv2d_f32_v0 with all of it fused
-//   (crates/halo-kernels/src/depthwise.rs), one workgroup per group of whole channel planes.
-//   The matchers are tried in three passes: the forms with an activation, then the matmuls with
-//   a bias, then the rest.
+//   (crates/halo-kernels/src/depthwise.rs), one workgroup per group of whole channel planes;
+//   halo_depthwise_conv2d_f32_v1 when its input comes through a pad of zeros, as many on each
+//   side, which the kernel then adds itself.
+//   The matchers are tried in four passes: the depthwise convolutions after such a pad, the
+//   forms with an activation, then the matmuls with a bias, then the rest.
 //
 // The part between `halo:per-stride` markers is written once per stride by halo compile
 // (crates/halo-compile/src/kernels.rs), with STRIDE replaced: a matcher compares the
@@ -303,8 +305,8 @@ module attributes {transform.with_named_sequence} {
     }
   }
 
-  // Filters [C, KH, KW] as the kernel takes them; the input padded before (its tensor.pad stays
-  // IREE's: a transform matcher cannot take the pad, whose body yields a value from outside it).
+  // Filters [C, KH, KW] as the kernel takes them; the input padded before, by a pad that
+  // @even_zero_padding_of did not accept (or none).
   util.func private @halo_depthwise(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?xf32>, %bias: tensor<?xf32>,
                                     %s: index, %flags: index) -> tensor<1x?x?x?xf32> {
     %c0 = arith.constant 0 : index
@@ -623,6 +625,29 @@ module attributes {transform.with_named_sequence} {
     util.return %r4 : tensor<1x?x?x?xf32>
   }
 
+
+  // The input and the result of the tensor.pad before `%conv` when it adds zeros, as many on each
+  // side of a dimension (1 to 3, as 3x3, 5x5 and 7x7 filters keep the size); a silenceable
+  // failure otherwise.
+  transform.named_sequence @even_zero_padding_of(%conv: !transform.any_op {transform.readonly})
+      -> (!transform.any_value, !transform.any_value) {
+    %pad = transform.get_producer_of_operand %conv[0] : (!transform.any_op) -> !transform.any_op
+    %one = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %yield = transform.structured.match ops{["tensor.yield"]} in %pad : (!transform.any_op) -> !transform.any_op
+    %value = transform.get_producer_of_operand %yield[0] : (!transform.any_op) -> !transform.any_op
+    %zero = transform.structured.match ops{["arith.constant"]} attributes {value = 0.0 : f32} in %value : (!transform.any_op) -> !transform.any_op
+    %zeros = transform.num_associations %zero : (!transform.any_op) -> !transform.param<i64>
+    transform.match.param.cmpi eq %zeros, %one : !transform.param<i64>
+    %by1 = transform.structured.match ops{["tensor.pad"]} attributes {static_low = array<i64: 0, 0, 1, 1>, static_high = array<i64: 0, 0, 1, 1>} in %pad : (!transform.any_op) -> !transform.any_op
+    %by2 = transform.structured.match ops{["tensor.pad"]} attributes {static_low = array<i64: 0, 0, 2, 2>, static_high = array<i64: 0, 0, 2, 2>} in %pad : (!transform.any_op) -> !transform.any_op
+    %by3 = transform.structured.match ops{["tensor.pad"]} attributes {static_low = array<i64: 0, 0, 3, 3>, static_high = array<i64: 0, 0, 3, 3>} in %pad : (!transform.any_op) -> !transform.any_op
+    %even = transform.merge_handles %by1, %by2, %by3 : !transform.any_op
+    %evens = transform.num_associations %even : (!transform.any_op) -> !transform.param<i64>
+    transform.match.param.cmpi eq %evens, %one : !transform.param<i64>
+    %source = transform.get_operand %pad[0] : (!transform.any_op) -> !transform.any_value
+    %padded = transform.get_result %pad[0] : (!transform.any_op) -> !transform.any_value
+    transform.yield %source, %padded : !transform.any_value, !transform.any_value
+  }
 
 // halo:per-stride begin
 
@@ -1258,9 +1283,8 @@ module attributes {transform.with_named_sequence} {
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
-  // Calls the kernel when the pad adds zeros, as many on each side of a dimension (1 to 3, as
-  // 3x3, 5x5 and 7x7 filters keep the size); otherwise leaves the pad and the convolution to the
-  // later passes. Each check fails silently and ends the sequence.
+  // Calls the kernel when @even_zero_padding_of accepts the pad; otherwise leaves the pad and the
+  // convolution to the later passes.
   transform.named_sequence @call_halo_depthwise_padded_relu6_sSTRIDE(%ins: !transform.any_value {transform.readonly},
                                         %out: !transform.any_value {transform.readonly}) {
     %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
@@ -1272,21 +1296,8 @@ module attributes {transform.with_named_sequence} {
       transform.sequence %outer : !transform.any_op failures(propagate) {
       ^bb1(%r: !transform.any_op):
         %conv = transform.get_producer_of_operand %r[0] : (!transform.any_op) -> !transform.any_op
-        %pad = transform.get_producer_of_operand %conv[0] : (!transform.any_op) -> !transform.any_op
-        %one = transform.param.constant 1 : i64 -> !transform.param<i64>
-        %yield = transform.structured.match ops{["tensor.yield"]} in %pad : (!transform.any_op) -> !transform.any_op
-        %value = transform.get_producer_of_operand %yield[0] : (!transform.any_op) -> !transform.any_op
-        %zero = transform.structured.match ops{["arith.constant"]} attributes {value = 0.0 : f32} in %value : (!transform.any_op) -> !transform.any_op
-        %zeros = transform.num_associations %zero : (!transform.any_op) -> !transform.param<i64>
-        transform.match.param.cmpi eq %zeros, %one : !transform.param<i64>
-        %by1 = transform.structured.match ops{["tensor.pad"]} attributes {static_low = array<i64: 0, 0, 1, 1>, static_high = array<i64: 0, 0, 1, 1>} in %pad : (!transform.any_op) -> !transform.any_op
-        %by2 = transform.structured.match ops{["tensor.pad"]} attributes {static_low = array<i64: 0, 0, 2, 2>, static_high = array<i64: 0, 0, 2, 2>} in %pad : (!transform.any_op) -> !transform.any_op
-        %by3 = transform.structured.match ops{["tensor.pad"]} attributes {static_low = array<i64: 0, 0, 3, 3>, static_high = array<i64: 0, 0, 3, 3>} in %pad : (!transform.any_op) -> !transform.any_op
-        %even = transform.merge_handles %by1, %by2, %by3 : !transform.any_op
-        %evens = transform.num_associations %even : (!transform.any_op) -> !transform.param<i64>
-        transform.match.param.cmpi eq %evens, %one : !transform.param<i64>
-        %source = transform.get_operand %pad[0] : (!transform.any_op) -> !transform.any_value
-        %padded = transform.get_result %pad[0] : (!transform.any_op) -> !transform.any_value
+        %source, %padded = transform.include @even_zero_padding_of failures(propagate) (%conv)
+            : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
         %args = transform.merge_handles %source, %padded, %ins : !transform.any_value
         %module = transform.util.get_nearest_symbol_table %r : (!transform.any_op) -> !transform.any_op
         %executable = transform.util.import_symbol @halo_depthwise_padded_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
@@ -1329,9 +1340,8 @@ module attributes {transform.with_named_sequence} {
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
-  // Calls the kernel when the pad adds zeros, as many on each side of a dimension (1 to 3, as
-  // 3x3, 5x5 and 7x7 filters keep the size); otherwise leaves the pad and the convolution to the
-  // later passes. Each check fails silently and ends the sequence.
+  // Calls the kernel when @even_zero_padding_of accepts the pad; otherwise leaves the pad and the
+  // convolution to the later passes.
   transform.named_sequence @call_halo_depthwise_padded_relu_sSTRIDE(%ins: !transform.any_value {transform.readonly},
                                         %out: !transform.any_value {transform.readonly}) {
     %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
@@ -1343,21 +1353,8 @@ module attributes {transform.with_named_sequence} {
       transform.sequence %outer : !transform.any_op failures(propagate) {
       ^bb1(%r: !transform.any_op):
         %conv = transform.get_producer_of_operand %r[0] : (!transform.any_op) -> !transform.any_op
-        %pad = transform.get_producer_of_operand %conv[0] : (!transform.any_op) -> !transform.any_op
-        %one = transform.param.constant 1 : i64 -> !transform.param<i64>
-        %yield = transform.structured.match ops{["tensor.yield"]} in %pad : (!transform.any_op) -> !transform.any_op
-        %value = transform.get_producer_of_operand %yield[0] : (!transform.any_op) -> !transform.any_op
-        %zero = transform.structured.match ops{["arith.constant"]} attributes {value = 0.0 : f32} in %value : (!transform.any_op) -> !transform.any_op
-        %zeros = transform.num_associations %zero : (!transform.any_op) -> !transform.param<i64>
-        transform.match.param.cmpi eq %zeros, %one : !transform.param<i64>
-        %by1 = transform.structured.match ops{["tensor.pad"]} attributes {static_low = array<i64: 0, 0, 1, 1>, static_high = array<i64: 0, 0, 1, 1>} in %pad : (!transform.any_op) -> !transform.any_op
-        %by2 = transform.structured.match ops{["tensor.pad"]} attributes {static_low = array<i64: 0, 0, 2, 2>, static_high = array<i64: 0, 0, 2, 2>} in %pad : (!transform.any_op) -> !transform.any_op
-        %by3 = transform.structured.match ops{["tensor.pad"]} attributes {static_low = array<i64: 0, 0, 3, 3>, static_high = array<i64: 0, 0, 3, 3>} in %pad : (!transform.any_op) -> !transform.any_op
-        %even = transform.merge_handles %by1, %by2, %by3 : !transform.any_op
-        %evens = transform.num_associations %even : (!transform.any_op) -> !transform.param<i64>
-        transform.match.param.cmpi eq %evens, %one : !transform.param<i64>
-        %source = transform.get_operand %pad[0] : (!transform.any_op) -> !transform.any_value
-        %padded = transform.get_result %pad[0] : (!transform.any_op) -> !transform.any_value
+        %source, %padded = transform.include @even_zero_padding_of failures(propagate) (%conv)
+            : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
         %args = transform.merge_handles %source, %padded, %ins : !transform.any_value
         %module = transform.util.get_nearest_symbol_table %r : (!transform.any_op) -> !transform.any_op
         %executable = transform.util.import_symbol @halo_depthwise_padded_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
@@ -1390,9 +1387,8 @@ module attributes {transform.with_named_sequence} {
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
-  // Calls the kernel when the pad adds zeros, as many on each side of a dimension (1 to 3, as
-  // 3x3, 5x5 and 7x7 filters keep the size); otherwise leaves the pad and the convolution to the
-  // later passes. Each check fails silently and ends the sequence.
+  // Calls the kernel when @even_zero_padding_of accepts the pad; otherwise leaves the pad and the
+  // convolution to the later passes.
   transform.named_sequence @call_halo_depthwise_padded_sSTRIDE(%ins: !transform.any_value {transform.readonly},
                                         %out: !transform.any_value {transform.readonly}) {
     %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
@@ -1404,21 +1400,8 @@ module attributes {transform.with_named_sequence} {
       transform.sequence %outer : !transform.any_op failures(propagate) {
       ^bb1(%r: !transform.any_op):
         %conv = transform.merge_handles %r : !transform.any_op
-        %pad = transform.get_producer_of_operand %conv[0] : (!transform.any_op) -> !transform.any_op
-        %one = transform.param.constant 1 : i64 -> !transform.param<i64>
-        %yield = transform.structured.match ops{["tensor.yield"]} in %pad : (!transform.any_op) -> !transform.any_op
-        %value = transform.get_producer_of_operand %yield[0] : (!transform.any_op) -> !transform.any_op
-        %zero = transform.structured.match ops{["arith.constant"]} attributes {value = 0.0 : f32} in %value : (!transform.any_op) -> !transform.any_op
-        %zeros = transform.num_associations %zero : (!transform.any_op) -> !transform.param<i64>
-        transform.match.param.cmpi eq %zeros, %one : !transform.param<i64>
-        %by1 = transform.structured.match ops{["tensor.pad"]} attributes {static_low = array<i64: 0, 0, 1, 1>, static_high = array<i64: 0, 0, 1, 1>} in %pad : (!transform.any_op) -> !transform.any_op
-        %by2 = transform.structured.match ops{["tensor.pad"]} attributes {static_low = array<i64: 0, 0, 2, 2>, static_high = array<i64: 0, 0, 2, 2>} in %pad : (!transform.any_op) -> !transform.any_op
-        %by3 = transform.structured.match ops{["tensor.pad"]} attributes {static_low = array<i64: 0, 0, 3, 3>, static_high = array<i64: 0, 0, 3, 3>} in %pad : (!transform.any_op) -> !transform.any_op
-        %even = transform.merge_handles %by1, %by2, %by3 : !transform.any_op
-        %evens = transform.num_associations %even : (!transform.any_op) -> !transform.param<i64>
-        transform.match.param.cmpi eq %evens, %one : !transform.param<i64>
-        %source = transform.get_operand %pad[0] : (!transform.any_op) -> !transform.any_value
-        %padded = transform.get_result %pad[0] : (!transform.any_op) -> !transform.any_value
+        %source, %padded = transform.include @even_zero_padding_of failures(propagate) (%conv)
+            : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
         %args = transform.merge_handles %source, %padded, %ins : !transform.any_value
         %module = transform.util.get_nearest_symbol_table %r : (!transform.any_op) -> !transform.any_op
         %executable = transform.util.import_symbol @halo_depthwise_padded_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
