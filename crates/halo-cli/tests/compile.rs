@@ -575,22 +575,30 @@ fn depthwise_convolutions_get_their_padding_from_the_kernel_only_where_it_is_eve
         ("even", "1x4x9x11xf32=0.5", 396),
         ("uneven", "1x4x9x11xf32=0.5", 396),
         ("ones", "1x4x9x11xf32=0.5", 396),
+        // Sums of -22 to 22: both bounds of the clip are reached.
+        ("even_relu6", "1x4x9x11xf32=2", 396),
     ];
     // The padded form for @even, the unpadded one (after IREE's pad) for the other two.
     let tiles = ["halo_depthwise_padded_tile", "halo_depthwise_tile"];
-    kernels_give_the_answers_of_iree_s_code(&compiler, "padded_depthwise.mlir", &calls, &tiles, 1e-5);
+    let program = kernels_give_the_answers_of_iree_s_code(&compiler, "padded_depthwise.mlir", &calls, &tiles, 1e-5);
+    // @even_relu6's pad and clip are the kernel's: no dispatch of IREE's code is left to it.
+    let own = b"even_relu6_dispatch";
+    assert!(
+        !program.windows(own.len()).any(|w| w == own),
+        "@even_relu6 has dispatches besides the kernel's"
+    );
 }
 
 /// Compiles `fixtures/kernels/<source>` with halo's kernels and with `--portable`, checks that
 /// the first program calls each of `tiles`, and that each call `(function, input, elements)`
-/// gives the same `elements` values from both, within `tolerance`.
+/// gives the same `elements` values from both, within `tolerance`. Returns the first program.
 fn kernels_give_the_answers_of_iree_s_code(
     compiler: &Path,
     source: &str,
     calls: &[(&str, &str, usize)],
     tiles: &[&str],
     tolerance: f64,
-) {
+) -> Vec<u8> {
     let out = tempfile::tempdir().unwrap();
     let source = repo().join("fixtures/kernels").join(source);
     let compile = |name: &str, flags: &[&str]| {
@@ -636,6 +644,7 @@ fn kernels_give_the_answers_of_iree_s_code(
             assert!((g - w).abs() <= tolerance, "{function}[{i}]: {g} against {w}");
         }
     }
+    program
 }
 
 #[test]

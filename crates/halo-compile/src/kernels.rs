@@ -111,6 +111,7 @@ fn kernels_spec() -> Result<String> {
         "halo:per-stride",
         "halo:per-stride-padded-matches",
         "halo:per-stride-matches",
+        "halo:per-stride-later-matches",
         "halo:per-stride-plain-matches",
     ] {
         let (begin, end) = (format!("// {marker} begin\n"), format!("// {marker} end\n"));
@@ -146,15 +147,23 @@ mod tests {
         let projection = at("@match_batch1_matmul_add -> @call_halo_batch1_matmul_add\n");
         let bare = at("@match_matmul -> @call_halo_matmul,");
         assert!(with_relu < with_bias && with_bias < bare && projection < bare);
-        // A padded depthwise convolution the kernel takes whole is tried first, in a pass of its
-        // own: one it declines is left for the unpadded forms of the next.
-        let padded = at("@match_depthwise_padded_relu6_s1 -> @call_halo_depthwise_padded_relu6_s1,");
-        let unpadded = at("@match_depthwise_relu6_s1 -> @call_halo_depthwise_relu6_s1,");
-        let second_pass = spec
-            .find("transform.foreach_match in %func")
-            .map(|first| first + 1 + spec[first + 1..].find("transform.foreach_match in %func").unwrap_or(0));
-        assert!(padded < second_pass.unwrap() && second_pass.unwrap() < unpadded);
-        assert_eq!(spec.matches("transform.foreach_match in %func").count(), 4);
+        // A padded depthwise convolution with its activation is tried first, in a pass of its
+        // own: one the kernel declines is left for the unpadded forms of the next. Without an
+        // activation it is tried after those (before, it would be taken alone and its activation
+        // left to IREE) and before the unpadded form, in a pass of its own: one the kernel
+        // declines is not tried again in the same pass.
+        let passes: Vec<usize> = spec
+            .match_indices("transform.foreach_match in %func")
+            .map(|(at, _)| at)
+            .collect();
+        assert_eq!(passes.len(), 4);
+        let padded_relu6 = at("@match_depthwise_padded_relu6_s1 -> @call_halo_depthwise_padded_relu6_s1,");
+        let padded_relu = at("@match_depthwise_padded_relu_s2 -> @call_halo_depthwise_padded_relu_s2\n");
+        let unpadded_relu6 = at("@match_depthwise_relu6_s1 -> @call_halo_depthwise_relu6_s1,");
+        assert!(padded_relu6 < passes[1] && padded_relu < passes[1] && passes[1] < unpadded_relu6);
+        let padded = at("@match_depthwise_padded_s1 -> @call_halo_depthwise_padded_s1,");
+        let unpadded = at("@match_depthwise_s1 -> @call_halo_depthwise_s1,");
+        assert!(passes[2] < padded && padded < passes[3] && passes[3] < unpadded);
     }
 
     #[test]

@@ -28,8 +28,9 @@
 //   (crates/halo-kernels/src/depthwise.rs), one workgroup per group of whole channel planes;
 //   halo_depthwise_conv2d_f32_v1 when its input comes through a pad of zeros, as many on each
 //   side, which the kernel then adds itself.
-//   The matchers are tried in four passes: the depthwise convolutions after such a pad, the
-//   forms with an activation, then the matmuls with a bias, then the rest.
+//   The matchers are tried in four passes: the depthwise convolutions with an activation after
+//   such a pad, the other forms with an activation, then those after such a pad without one and
+//   the matmuls with a bias, then the rest.
 //
 // The part between `halo:per-stride` markers is written once per stride by halo compile
 // (crates/halo-compile/src/kernels.rs), with STRIDE replaced: a matcher compares the
@@ -1419,9 +1420,9 @@ module attributes {transform.with_named_sequence} {
 
   // A matmul with its bias (one per column) and ReLU or none: the matmul's 48 x 192 tiles, the
   // bias and activation fused (`halo_matmul_f32_v0`'s flags). The weights come packed by
-  // @halo_dense: each workgroup's 192 columns lie together, K rows of 192 (of N when N is
-  // smaller), so a tile reads one contiguous block instead of K rows a whole matrix width apart
-  // (which at 4 KiB apart also fall into the same cache sets).
+  // @halo_dense: each workgroup's columns lie together, K rows of 192 (of what is left past the
+  // last whole 192 for the last workgroup), so a tile reads one contiguous block instead of K
+  // rows a whole matrix width apart (which at 4 KiB apart also fall into the same cache sets).
   stream.executable private @halo_dense_executable {
     stream.executable.export public @halo_dense_tile workgroups(%m: index, %n: index) -> (index, index, index) {
       %x = affine.apply affine_map<()[s0] -> (s0 ceildiv 192)>()[%n]
@@ -1441,9 +1442,7 @@ module attributes {transform.with_named_sequence} {
         %cols = affine.min affine_map<()[s0, s1] -> (192, s1 - s0 * 192)>()[%id, %n]
         %row = affine.apply affine_map<()[s0] -> (s0 * 48)>()[%idy]
         %rows = affine.min affine_map<()[s0, s1] -> (48, s1 - s0 * 48)>()[%idy, %m]
-        %t = affine.min affine_map<()[s0] -> (192, s0)>()[%n]
-        %tiles = affine.apply affine_map<()[s0] -> (s0 ceildiv 192)>()[%n]
-        %b_len = affine.apply affine_map<()[s0, s1, s2] -> (s0 * s1 * s2)>()[%tiles, %k, %t]
+        %b_len = arith.muli %k, %n : index
         %a = stream.binding.subspan %ab[%c0] : !stream.binding -> memref<?x?xf32>{%m, %k}
         %b = stream.binding.subspan %bb[%c0] : !stream.binding -> memref<?xf32>{%b_len}
         %bias = stream.binding.subspan %biasb[%c0] : !stream.binding -> memref<?xf32>{%n}
@@ -1457,10 +1456,10 @@ module attributes {transform.with_named_sequence} {
         %cp, %co, %cs0, %cs1, %ct0, %ct1 = iree_codegen.extract_strided_metadata %c
             : memref<?x?xf32> -> memref<f32>, index, index, index, index, index
         %a_tile = affine.apply affine_map<()[s0, s1, s2] -> (s0 + s1 * s2)>()[%ao, %row, %at0]
-        %b_tile = affine.apply affine_map<()[s0, s1, s2, s3] -> (s0 + s1 * s2 * s3)>()[%bo, %id, %k, %t]
+        %b_tile = affine.apply affine_map<()[s0, s1, s2] -> (s0 + s1 * s2 * 192)>()[%bo, %id, %k]
         %bias_tile = arith.addi %biaso, %col : index
         %c_tile = affine.apply affine_map<()[s0, s1, s2, s3] -> (s0 + s1 * s2 + s3)>()[%co, %row, %ct0, %col]
-        func.call @halo_matmul_f32_v0(%ap, %a_tile, %bp, %b_tile, %biasp, %bias_tile, %cp, %c_tile, %rows, %cols, %k, %at0, %t, %ct0, %flags)
+        func.call @halo_matmul_f32_v0(%ap, %a_tile, %bp, %b_tile, %biasp, %bias_tile, %cp, %c_tile, %rows, %cols, %k, %at0, %cols, %ct0, %flags)
             : (memref<f32>, index, memref<f32>, index, memref<f32>, index, memref<f32>, index,
                index, index, index, index, index, index, index) -> ()
         return
@@ -1468,28 +1467,34 @@ module attributes {transform.with_named_sequence} {
     }
   }
 
-  // The weights [K, N] packed as [ceil(N / 192), K, min(N, 192)], zero-padded past N: for a
-  // constant matrix (a dense layer's weights), IREE evaluates the packing once, at compile time.
+  // The weights [K, N] packed by workgroup: the whole strips of 192 columns as [N / 192, K, 192],
+  // then the last N % 192 columns as [K, N % 192], in one run of K * N floats. For a constant
+  // matrix (a dense layer's weights) IREE evaluates the packing once, at compile time, which it
+  // does only for a result no larger than its source by more than 1 MiB (a zero-padded last strip
+  // of 2048 rows, ResNet-50's classifier, was larger and was packed on every call).
   util.func private @halo_dense(%lhs: tensor<?x?xf32>, %rhs: tensor<?x?xf32>, %bias: tensor<?xf32>,
                                 %flags: index) -> tensor<?x?xf32> {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
-    %zero = arith.constant 0.0 : f32
     %m = tensor.dim %lhs, %c0 : tensor<?x?xf32>
     %k = tensor.dim %lhs, %c1 : tensor<?x?xf32>
     %n = tensor.dim %rhs, %c1 : tensor<?x?xf32>
-    %t = affine.min affine_map<()[s0] -> (192, s0)>()[%n]
-    %tiles = affine.apply affine_map<()[s0] -> (s0 ceildiv 192)>()[%n]
-    %extra = affine.apply affine_map<()[s0, s1, s2] -> (s0 * s1 - s2)>()[%tiles, %t, %n]
-    %padded = tensor.pad %rhs low[0, 0] high[0, %extra] {
-      ^bb0(%i: index, %j: index):
-        tensor.yield %zero : f32
-    } : tensor<?x?xf32> to tensor<?x?xf32>
-    %strips = tensor.expand_shape %padded [[0], [1, 2]] output_shape [%k, %tiles, %t] : tensor<?x?xf32> into tensor<?x?x?xf32>
-    %empty = tensor.empty(%tiles, %k, %t) : tensor<?x?x?xf32>
-    %packed = linalg.transpose ins(%strips : tensor<?x?x?xf32>) outs(%empty : tensor<?x?x?xf32>) permutation = [1, 0, 2]
-    %b_len = affine.apply affine_map<()[s0, s1, s2] -> (s0 * s1 * s2)>()[%tiles, %k, %t]
-    %b1 = tensor.collapse_shape %packed [[0, 1, 2]] : tensor<?x?x?xf32> into tensor<?xf32>
+    %whole = affine.apply affine_map<()[s0] -> (s0 floordiv 192)>()[%n]
+    %head = affine.apply affine_map<()[s0] -> ((s0 floordiv 192) * 192)>()[%n]
+    %rest = affine.apply affine_map<()[s0] -> (s0 mod 192)>()[%n]
+    %left = tensor.extract_slice %rhs[0, 0] [%k, %head] [1, 1] : tensor<?x?xf32> to tensor<?x?xf32>
+    %strips = tensor.expand_shape %left [[0], [1, 2]] output_shape [%k, %whole, 192] : tensor<?x?xf32> into tensor<?x?x192xf32>
+    %empty = tensor.empty(%whole, %k) : tensor<?x?x192xf32>
+    %packed = linalg.transpose ins(%strips : tensor<?x?x192xf32>) outs(%empty : tensor<?x?x192xf32>) permutation = [1, 0, 2]
+    %packed1 = tensor.collapse_shape %packed [[0, 1, 2]] : tensor<?x?x192xf32> into tensor<?xf32>
+    %right = tensor.extract_slice %rhs[0, %head] [%k, %rest] [1, 1] : tensor<?x?xf32> to tensor<?x?xf32>
+    %right1 = tensor.collapse_shape %right [[0, 1]] : tensor<?x?xf32> into tensor<?xf32>
+    %b_len = arith.muli %k, %n : index
+    %head_len = arith.muli %k, %head : index
+    %rest_len = arith.muli %k, %rest : index
+    %all = tensor.empty(%b_len) : tensor<?xf32>
+    %b0 = tensor.insert_slice %packed1 into %all[0] [%head_len] [1] : tensor<?xf32> into tensor<?xf32>
+    %b1 = tensor.insert_slice %right1 into %b0[%head_len] [%rest_len] [1] : tensor<?xf32> into tensor<?xf32>
     %r = flow.dispatch @halo_dense_executable::@halo_dense_tile[%m, %n](%lhs, %b1, %bias, %m, %n, %k, %flags)
         : (tensor<?x?xf32>{%m, %k}, tensor<?xf32>{%b_len}, tensor<?xf32>{%n}, index, index, index, index)
           -> tensor<?x?xf32>{%m, %n}
@@ -1638,10 +1643,13 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 
-  // Three passes: foreach_match tries the matchers on each operation in order of the function,
+  // Four passes: foreach_match tries the matchers on each operation in order of the function,
   // so in one pass a convolution or matmul would be taken alone before the activation or bias
-  // after it is reached. The first takes the forms with an activation, the second matmuls with a
-  // bias, the third the rest.
+  // after it is reached, and an operation whose call declines it is not tried again in the same
+  // pass. The first takes the padded depthwise forms with an activation (before the unpadded
+  // forms of the second could take the pad's result as their input), the second the other forms
+  // with an activation, the third the padded depthwise form without one and matmuls with a bias,
+  // the last the rest (a padded depthwise convolution the third declined among them).
   transform.named_sequence @__transform_main(%module: !transform.any_op) {
     %funcs_padded = transform.structured.match ops{["util.func"]} in %module : (!transform.any_op) -> !transform.any_op
     transform.foreach %funcs_padded : !transform.any_op {
@@ -1650,7 +1658,6 @@ module attributes {transform.with_named_sequence} {
 // halo:per-stride-padded-matches begin
           @match_depthwise_padded_relu6_sSTRIDE -> @call_halo_depthwise_padded_relu6_sSTRIDE,
           @match_depthwise_padded_relu_sSTRIDE -> @call_halo_depthwise_padded_relu_sSTRIDE,
-          @match_depthwise_padded_sSTRIDE -> @call_halo_depthwise_padded_sSTRIDE,
 // halo:per-stride-padded-matches end
         : (!transform.any_op) -> (!transform.any_op)
     }
@@ -1677,6 +1684,9 @@ module attributes {transform.with_named_sequence} {
     transform.foreach %funcs_biased : !transform.any_op {
       ^bb1(%func: !transform.any_op):
         transform.foreach_match in %func
+// halo:per-stride-later-matches begin
+          @match_depthwise_padded_sSTRIDE -> @call_halo_depthwise_padded_sSTRIDE,
+// halo:per-stride-later-matches end
           @match_matmul_add -> @call_halo_matmul_add,
           @match_batch1_matmul_add -> @call_halo_batch1_matmul_add
         : (!transform.any_op) -> (!transform.any_op)
