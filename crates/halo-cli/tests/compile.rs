@@ -508,7 +508,8 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
             "shufflenet_v2",
             &["halo_depthwise_conv2d_f32_v1", "halo_depthwise_padded_tile"],
         ),
-        // ReLU6 fused into each kind of convolution: the stem, the depthwise and the 1x1 ones.
+        // ReLU6 fused into each kind of convolution: the stem, the depthwise and the 1x1 ones;
+        // a block's sum with its input into the 1x1 convolution that ends it.
         (
             "mobilenet_v2",
             &[
@@ -516,6 +517,8 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
                 "halo_depthwise_padded_tile",
                 "halo_pointwise_tile",
                 "halo_matmul_f32_v1",
+                "halo_pointwise_residual_tile",
+                "halo_matmul_f32_v2",
             ],
         ),
     ];
@@ -529,8 +532,8 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
         );
         assert!(
             stdout.contains(
-                "halo's kernels (halo_matmul_f32_v0, halo_matmul_f32_v1, halo_conv2d_f32_v2, \
-                 halo_depthwise_conv2d_f32_v0, halo_depthwise_conv2d_f32_v1) where they apply: this program runs \
+                "halo's kernels (halo_matmul_f32_v0, halo_matmul_f32_v1, halo_matmul_f32_v2, \
+                 halo_conv2d_f32_v2, halo_depthwise_conv2d_f32_v0, halo_depthwise_conv2d_f32_v1) where they apply: this program runs \
                  only on halo's CPU drivers \
                  (--portable writes one that IREE's runtime runs too)"
             ),
@@ -587,6 +590,30 @@ fn depthwise_convolutions_get_their_padding_from_the_kernel_only_where_it_is_eve
         !program.windows(own.len()).any(|w| w == own),
         "@even_relu6 has dispatches besides the kernel's"
     );
+}
+
+#[test]
+fn a_1x1_convolution_summed_with_another_tensor_gets_the_sum_from_the_kernel() {
+    let test = "a_1x1_convolution_summed_with_another_tensor_gets_the_sum_from_the_kernel";
+    let Some(compiler) = real_compiler(test) else {
+        return;
+    };
+    // -1.5 to 1.5, varying along rows and across channels: a residual read at the wrong place
+    // shows in the answers.
+    let values: Vec<String> = (0..240)
+        .map(|i| (f64::from((i * 7) % 13) / 4.0 - 1.5).to_string())
+        .collect();
+    let input = format!("1x8x5x6xf32={}", values.join(" "));
+    let calls = [("sum_relu", input.as_str(), 240), ("sum", input.as_str(), 240)];
+    let tiles = ["halo_pointwise_residual_tile"];
+    let program = kernels_give_the_answers_of_iree_s_code(&compiler, "residual_pointwise.mlir", &calls, &tiles, 1e-5);
+    for function in ["sum_relu", "sum"] {
+        let own = format!("{function}_dispatch");
+        assert!(
+            !program.windows(own.len()).any(|w| w == own.as_bytes()),
+            "@{function} has dispatches besides the kernel's"
+        );
+    }
 }
 
 /// Compiles `fixtures/kernels/<source>` with halo's kernels and with `--portable`, checks that

@@ -10,11 +10,12 @@ use crate::target::{Target, TargetKind};
 use halo_hal::{Error, Result};
 use std::path::Path;
 
-/// The spec that turns f32 matmuls into calls of `halo_matmul_f32_v0`, convolutions of one group
-/// (bias and ReLU included) into calls of `halo_conv2d_f32_v2`, and depthwise ones (bias and ReLU
-/// or ReLU6 included) into calls of `halo_depthwise_conv2d_f32_v0` (`_v1` when the kernel adds
-/// the zero padding before them), with its per-stride part still to be written out
-/// ([`kernels_spec`]).
+/// The spec that turns f32 matmuls into calls of `halo_matmul_f32_v0`, 1x1 convolutions (bias,
+/// activation and a residual sum included) into calls of `halo_matmul_f32_v1` and `_v2`,
+/// other convolutions of one group (bias and ReLU included) into calls of `halo_conv2d_f32_v2`,
+/// and depthwise ones (bias and ReLU or ReLU6 included) into calls of
+/// `halo_depthwise_conv2d_f32_v0` (`_v1` when the kernel adds the zero padding before them),
+/// with its per-stride part still to be written out ([`kernels_spec`]).
 const KERNELS_SPEC: &str = include_str!("kernels/kernels_spec.mlir");
 
 /// The strides of the convolutions halo's kernel takes.
@@ -24,6 +25,7 @@ const STRIDES: [usize; 2] = [1, 2];
 pub const KERNEL_IMPORTS: &[&str] = &[
     "halo_matmul_f32_v0",
     "halo_matmul_f32_v1",
+    "halo_matmul_f32_v2",
     "halo_conv2d_f32_v2",
     "halo_depthwise_conv2d_f32_v0",
     "halo_depthwise_conv2d_f32_v1",
@@ -164,6 +166,14 @@ mod tests {
         let padded = at("@match_depthwise_padded_s1 -> @call_halo_depthwise_padded_s1,");
         let unpadded = at("@match_depthwise_s1 -> @call_halo_depthwise_s1,");
         assert!(passes[2] < padded && padded < passes[3] && passes[3] < unpadded);
+        // A 1x1 convolution whose result is summed with another tensor before a ReLU is taken at
+        // the ReLU in the second pass; without a ReLU, at the sum in the third, after the sums
+        // with a ReLU were taken and before the convolution alone could be.
+        let residual_relu = at("@match_pointwise_add_residual_relu_s1 -> @call_halo_pointwise_add_residual_relu_s1,");
+        let residual = at("@match_pointwise_add_residual_s1 -> @call_halo_pointwise_add_residual_s1,");
+        let alone = at("@match_pointwise_add_s1 -> @call_halo_pointwise_add_s1,");
+        assert!(passes[1] < residual_relu && residual_relu < passes[2]);
+        assert!(passes[2] < residual && residual < passes[3] && passes[3] < alone);
     }
 
     #[test]
@@ -192,6 +202,10 @@ mod tests {
                 format!("@call_halo_conv2d_s{stride}("),
                 format!("util.func private @halo_conv2d_relu_s{stride}("),
                 format!("@match_pointwise_s{stride} -> @call_halo_pointwise_s{stride},"),
+                format!(
+                    "@match_residual_add_pointwise_relu_s{stride} -> @call_halo_pointwise_add_residual_relu_s{stride},"
+                ),
+                format!("util.func private @halo_pointwise_add_residual_s{stride}("),
                 format!("@match_conv2d_s{stride} -> @call_halo_conv2d_s{stride},"),
                 format!("util.func private @halo_conv2d_flags_s{stride}("),
                 format!("@match_depthwise_relu6_s{stride} -> @call_halo_depthwise_relu6_s{stride},"),
@@ -202,7 +216,7 @@ mod tests {
                 assert_eq!(spec.matches(&name).count(), 1, "{name}");
             }
             let strided = format!("strides = dense<{stride}> : vector<2xi64>");
-            assert_eq!(spec.matches(&strided).count(), 16, "{strided}");
+            assert_eq!(spec.matches(&strided).count(), 20, "{strided}");
         }
         // Outside the per-stride parts the word stays as written, in the header's comment.
         assert_eq!(spec.matches("STRIDE").count(), 1);

@@ -8,9 +8,9 @@
 //! of the 32 vector registers while the inner dimension streams through; a broadcast of one `a`
 //! element feeds two or three FMAs. A micro tile may add up several products ([`Terms`]: a
 //! convolution's taps) before it stores `c` once. Its sums start from the bias (or zeros) and
-//! get the activation before that store, so `c` is never read first nor passed over again
-//! (MobileNet-v2 went from 7.9 to 7.5 ms a call on 2 cores, its 1x1 convolutions having 16-96
-//! input channels to sum). Row panels of `a` are read in place and stay in
+//! the residual, and get the activation before that store, so `c` is never read first nor passed
+//! over again (MobileNet-v2 went from 7.9 to 7.5 ms a call on 2 cores, its 1x1 convolutions
+//! having 16-96 input channels to sum). Row panels of `a` are read in place and stay in
 //! L1 while they pass over every strip of `b`. A large product first copies a [`KC`] x [`NC`]
 //! block of `b` into contiguous, zero-padded strips ([`packs_b`]); a small one, such as a
 //! workgroup's tile, reads `b` in place. Partial tiles use masked loads and stores: nothing
@@ -32,8 +32,8 @@
 use crate::matmul::{Activation, Bias, Epilogue};
 use crate::matrix::{Matrix, MatrixMut};
 use std::arch::x86_64::{
-    __m512, __mmask16, _mm512_fmadd_ps, _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_max_ps, _mm512_min_ps,
-    _mm512_set1_ps, _mm512_setzero_ps, _mm_prefetch, _MM_HINT_T0,
+    __m512, __mmask16, _mm512_add_ps, _mm512_fmadd_ps, _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_max_ps,
+    _mm512_min_ps, _mm512_set1_ps, _mm512_setzero_ps, _mm_prefetch, _MM_HINT_T0,
 };
 
 /// A micro tile's shape: `V` vectors of 16 columns by as many rows as fill 24 accumulators.
@@ -122,10 +122,10 @@ pub(crate) fn available() -> bool {
     std::arch::is_x86_feature_detected!("avx512f")
 }
 
-/// `c = activation(a·b + bias)` when [`available`]; returns whether it ran. The views' sizes
-/// agree (`a` is `m`x`k` with `k > 0`, `b` `k`x`n`, `c` `m`x`n`), and so does the bias. The
-/// bias and activation are applied in the micro tiles' registers, so `c` is written once per
-/// block of the inner dimension and never read first.
+/// `c = activation(a·b + bias + residual)` when [`available`]; returns whether it ran. The views'
+/// sizes agree (`a` is `m`x`k` with `k > 0`, `b` `k`x`n`, `c` and the residual `m`x`n`), and so
+/// does the bias. The bias, residual and activation are applied in the micro tiles' registers,
+/// so `c` is written once per block of the inner dimension and never read first.
 pub(crate) fn multiply(a: &Matrix<'_>, b: &Matrix<'_>, c: &mut MatrixMut<'_>, epilogue: &Epilogue<'_>) -> bool {
     if !available() {
         return false;
@@ -142,10 +142,10 @@ pub(crate) fn multiply(a: &Matrix<'_>, b: &Matrix<'_>, c: &mut MatrixMut<'_>, ep
     true
 }
 
-/// `c = activation(Σ a·b + bias)` over `terms` when [`available`]; returns whether it ran. Every
-/// term's `a` has `c`'s rows and every `b` its columns, and each `a`'s columns are its `b`'s
-/// rows; the bias agrees with `c`. `b` is read in place and each tile of `c` is stored once for
-/// all the terms: a convolution's taps are such terms.
+/// `c = activation(Σ a·b + bias + residual)` over `terms` when [`available`]; returns whether it
+/// ran. Every term's `a` has `c`'s rows and every `b` its columns, and each `a`'s columns are its
+/// `b`'s rows; the bias and the residual agree with `c`. `b` is read in place and each tile of
+/// `c` is stored once for all the terms: a convolution's taps are such terms.
 pub(crate) fn multiply_sum(terms: &[(Matrix<'_>, Matrix<'_>)], c: &mut MatrixMut<'_>, epilogue: &Epilogue<'_>) -> bool {
     if !available() {
         return false;
@@ -175,6 +175,16 @@ enum TileStart {
     RowBias(*const f32),
     /// One value per column, from this address on (the tile's first column's).
     ColumnBias(*const f32),
+}
+
+/// The residual's element at `row`, `col` and its row stride, for the first block of the inner
+/// dimension (a later block starts from `c`, which holds it already).
+fn residual_at(residual: Option<Matrix<'_>>, first: bool, row: usize, col: usize) -> Option<(*const f32, usize)> {
+    let residual = residual.filter(|_| first)?;
+    Some((
+        residual.data.as_ptr().wrapping_add(row * residual.row_stride + col),
+        residual.row_stride,
+    ))
 }
 
 impl TileStart {
@@ -241,7 +251,8 @@ impl Terms<'_> {
 
 /// Where one micro tile reads and writes: rows `row..` of every term's `a`, columns `col..` of
 /// every term's `b`, and `c`, the tile's first element; `columns` of them lie inside `c`. Its
-/// sums start from `start` and get `activation` before they are stored.
+/// sums start from `start` plus the `residual` (its element at the tile's first, and its row
+/// stride) and get `activation` before they are stored.
 struct Tile<'t> {
     terms: Terms<'t>,
     row: usize,
@@ -250,6 +261,7 @@ struct Tile<'t> {
     ldc: usize,
     columns: usize,
     start: TileStart,
+    residual: Option<(*const f32, usize)>,
     activation: Activation,
 }
 
@@ -329,6 +341,7 @@ unsafe fn multiply_blocks<S: Shape>(a: &Matrix<'_>, b: &Matrix<'_>, c: &mut Matr
                             ldc: c.row_stride,
                             columns: S::NR.min(j0 + nc - j),
                             start: TileStart::of(&epilogue.bias, p0 == 0, i, j),
+                            residual: residual_at(epilogue.residual, p0 == 0, i, j),
                             activation: if p0 + kc == k {
                                 epilogue.activation
                             } else {
@@ -337,10 +350,10 @@ unsafe fn multiply_blocks<S: Shape>(a: &Matrix<'_>, b: &Matrix<'_>, c: &mut Matr
                         };
                         // SAFETY: rows i..min(i+MR, m) and inner indices p0..p0+kc lie inside
                         // `a`, the tile's columns of those inner indices inside `b` (or strip
-                        // `s`, which holds kc x NR floats), and of those rows inside `c` (the
-                        // views' extents were checked against their slices), as do the bias's
-                        // elements for those rows or columns (it agrees with `c`); `c` is
-                        // borrowed mutably, so nothing else reads or writes it; the CPU has
+                        // `s`, which holds kc x NR floats), and of those rows inside `c` and the
+                        // residual (the views' extents were checked against their slices), as do
+                        // the bias's elements for those rows or columns (it agrees with `c`); `c`
+                        // is borrowed mutably, so nothing else reads or writes it; the CPU has
                         // AVX-512F.
                         unsafe { micro_tile_of_rows::<S>(m - i, &tile) };
                     }
@@ -371,13 +384,14 @@ unsafe fn multiply_sum_tiles<S: Shape>(
                 ldc: c.row_stride,
                 columns: S::NR.min(n - j),
                 start: TileStart::of(&epilogue.bias, true, i, j),
+                residual: residual_at(epilogue.residual, true, i, j),
                 activation: epilogue.activation,
             };
             // SAFETY: rows i..min(i+MR, m) of every term's `a` and the tile's columns of its
-            // `b` lie inside those views, and those of `c` inside `c` (the views' extents were
-            // checked against their slices), as do the bias's elements for those rows or
-            // columns (it agrees with `c`); `c` is borrowed mutably, so nothing else reads or
-            // writes it; the CPU has AVX-512F.
+            // `b` lie inside those views, and those of `c` inside `c` and the residual (the
+            // views' extents were checked against their slices), as do the bias's elements for
+            // those rows or columns (it agrees with `c`); `c` is borrowed mutably, so nothing
+            // else reads or writes it; the CPU has AVX-512F.
             unsafe { micro_tile_of_rows::<S>(m - i, &tile) };
         }
     }
@@ -424,8 +438,9 @@ unsafe fn micro_tile_of_rows<S: Shape>(rows: usize, tile: &Tile<'_>) {
 /// # Safety
 /// For every term, row `i < R`, inner index `p < kc` and column `j` below the tile's `columns`
 /// (at most `16 V`): `a + (row+i)*lda + p` and `b + p*ldb + col + j` are valid for reads, and
-/// `c + i*ldc + j` for reads and writes that nothing else sees during the call; a row bias is
-/// valid for `R` reads, a column bias for the tile's `columns`.
+/// `c + i*ldc + j` for reads and writes that nothing else sees during the call, and so is
+/// `residual + i*ldr + j` for reads; a row bias is valid for `R` reads, a column bias for the
+/// tile's `columns`.
 #[target_feature(enable = "avx512f")]
 unsafe fn micro_tile<const R: usize, const V: usize>(tile: &Tile<'_>) {
     let masks = column_masks::<V>(tile.columns);
@@ -443,6 +458,16 @@ unsafe fn micro_tile<const R: usize, const V: usize>(tile: &Tile<'_>) {
             TileStart::ColumnBias(bias) => unsafe { _mm512_maskz_loadu_ps(masks[v], bias.wrapping_add(16 * v)) },
         })
     });
+    if let Some((residual, ldr)) = tile.residual {
+        for (i, row) in acc.iter_mut().enumerate() {
+            for (v, sum) in row.iter_mut().enumerate() {
+                // SAFETY: row i's columns of the residual in the tile are valid (the contract);
+                // masked-out lanes are never read.
+                let r = unsafe { _mm512_maskz_loadu_ps(masks[v], residual.wrapping_add(i * ldr + 16 * v)) };
+                *sum = _mm512_add_ps(*sum, r);
+            }
+        }
+    }
     for t in 0..tile.terms.len() {
         let term = tile.terms.get(t);
         let a_rows: [*const f32; R] = std::array::from_fn(|i| term.a.wrapping_add((tile.row + i) * term.lda));

@@ -269,6 +269,7 @@ fn compute_wide(
         bias: epilogue
             .bias
             .map_or(Bias::None, |bias| Bias::PerRow(&bias[filters.clone()])),
+        residual: None,
         activation: epilogue.activation,
     };
     if c == 0 {

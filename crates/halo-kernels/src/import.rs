@@ -32,6 +32,7 @@ pub type EntryPoint = unsafe extern "C" fn(params: *mut c_void, context: *mut c_
 pub const ENTRY_POINTS: &[(&str, EntryPoint)] = &[
     ("halo_matmul_f32_v0", matmul_f32_v0),
     ("halo_matmul_f32_v1", matmul_f32_v1),
+    ("halo_matmul_f32_v2", matmul_f32_v2),
     ("halo_conv2d_f32_v0", conv2d_f32_v0),
     ("halo_conv2d_f32_v1", conv2d_f32_v1),
     ("halo_conv2d_f32_v2", conv2d_f32_v2),
@@ -50,6 +51,9 @@ pub const MATMUL_BIAS_PER_ROW: usize = 4;
 /// `flags` bit of `halo_matmul_f32_v1`: ReLU6 (`Clip(0, 6)`) on the result; not with
 /// [`MATMUL_RELU`].
 pub const MATMUL_RELU6: usize = 8;
+/// `flags` bit of `halo_matmul_f32_v2`: the residual ([`MatmulParamsV2`]) is added with the bias,
+/// before the activation.
+pub const MATMUL_RESIDUAL: usize = 16;
 
 /// What `halo_matmul_f32_v0` and `_v1` receive: `c = activation(a·b + bias)` for row-major f32
 /// matrices, `a` `m`x`k`, `b` `k`x`n`, `c` `m`x`n`.
@@ -87,6 +91,21 @@ pub struct MatmulParamsV0 {
     /// [`MATMUL_BIAS`] and [`MATMUL_RELU`] (`_v1`: or [`MATMUL_BIAS_PER_ROW`] and
     /// [`MATMUL_RELU6`]).
     pub flags: usize,
+}
+
+/// What `halo_matmul_f32_v2` receives: [`MatmulParamsV0`]'s fields, then an `m`x`n` matrix added
+/// to the product with the bias ([`MATMUL_RESIDUAL`]): the other branch of a residual connection.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct MatmulParamsV2 {
+    /// The product, its bias, output and flags.
+    pub v0: MatmulParamsV0,
+    /// Base of the residual's binding (read only with [`MATMUL_RESIDUAL`]).
+    pub residual: *const f32,
+    /// First element of the residual in it.
+    pub residual_offset: usize,
+    /// Elements between rows of the residual.
+    pub residual_stride: usize,
 }
 
 /// What every entry point's `context` points at: how it learns that the memory a kernel handed
@@ -142,7 +161,7 @@ pub unsafe extern "C" fn matmul_f32_v0(params: *mut c_void, context: *mut c_void
         return 1;
     }
     // SAFETY: forwarded from the caller.
-    unsafe { matmul_entry(p, check) }
+    unsafe { matmul_entry(p, None, check) }
 }
 
 /// `halo_matmul_f32_v1`: [`matmul_f32_v0`] whose `flags` may also ask for a bias per row
@@ -154,14 +173,32 @@ pub unsafe extern "C" fn matmul_f32_v1(params: *mut c_void, context: *mut c_void
     // SAFETY: `params` and `context` are as this entry's contract says.
     let (p, check) = unsafe { entry_args::<MatmulParamsV0>(params, context) };
     // SAFETY: forwarded from the caller.
-    unsafe { matmul_entry(p, check) }
+    unsafe { matmul_entry(p, None, check) }
 }
 
-/// Both matmul entries' work, once their parameters are read.
+/// `halo_matmul_f32_v2`: [`matmul_f32_v1`] whose `flags` may also ask for a residual
+/// ([`MATMUL_RESIDUAL`]); see [`MatmulParamsV2`].
+///
+/// # Safety
+/// As [`matmul_f32_v0`], `params` pointing at a [`MatmulParamsV2`].
+pub unsafe extern "C" fn matmul_f32_v2(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
+    // SAFETY: `params` and `context` are as this entry's contract says.
+    let (p, check) = unsafe { entry_args::<MatmulParamsV2>(params, context) };
+    let residual = (p.v0.flags & MATMUL_RESIDUAL != 0).then_some((p.residual, p.residual_offset, p.residual_stride));
+    // SAFETY: forwarded from the caller.
+    unsafe { matmul_entry(p.v0, residual, check) }
+}
+
+/// The matmul entries' work, once their parameters are read: `residual` is `(base, offset,
+/// row stride)` when the flags ask for one (only `_v2`'s may).
 ///
 /// # Safety
 /// As [`matmul_f32_v0`]: `check` vouches only for memory valid for the access asked.
-unsafe fn matmul_entry(p: MatmulParamsV0, check: Option<&MemoryCheck>) -> c_int {
+unsafe fn matmul_entry(
+    p: MatmulParamsV0,
+    residual: Option<(*const f32, usize, usize)>,
+    check: Option<&MemoryCheck>,
+) -> c_int {
     let Some(check) = check else {
         return 1;
     };
@@ -177,35 +214,47 @@ unsafe fn matmul_entry(p: MatmulParamsV0, check: Option<&MemoryCheck>) -> c_int 
         MATMUL_BIAS_PER_ROW => p.m,
         _ => return 1,
     };
-    let (Some(a_len), Some(b_len), Some(c_len)) = (
+    let known = MATMUL_BIAS | MATMUL_RELU | MATMUL_BIAS_PER_ROW | MATMUL_RELU6 | MATMUL_RESIDUAL;
+    if p.flags & !known != 0 || (p.flags & MATMUL_RESIDUAL != 0) != residual.is_some() {
+        return 1;
+    }
+    // An absent residual is an empty span of `a`, which the check vouches for with `a`.
+    let (residual, residual_offset, residual_stride, residual_rows) = match residual {
+        Some((base, offset, stride)) => (base, offset, stride, p.m),
+        None => (p.a, p.a_offset, 0, 0),
+    };
+    let (Some(a_len), Some(b_len), Some(c_len), Some(residual_len)) = (
         span(p.m, p.k, p.a_stride),
         span(p.k, p.n, p.b_stride),
         span(p.m, p.n, p.c_stride),
+        span(residual_rows, p.n, residual_stride),
     ) else {
         return 1;
     };
-    if p.flags & !(MATMUL_BIAS | MATMUL_RELU | MATMUL_BIAS_PER_ROW | MATMUL_RELU6) != 0 {
-        return 1;
-    }
     let inputs = [
         (p.a, p.a_offset, a_len),
         (p.b, p.b_offset, b_len),
         (p.bias, p.bias_offset, bias_len),
+        (residual, residual_offset, residual_len),
     ];
     // SAFETY: forwarded from the caller: `check` vouches only for valid memory.
-    let Some(([a, b, bias], c)) = (unsafe { lent(check, inputs, (p.c, p.c_offset, c_len)) }) else {
+    let Some(([a, b, bias, residual], c)) = (unsafe { lent(check, inputs, (p.c, p.c_offset, c_len)) }) else {
         return 1;
-    };
-    let epilogue = Epilogue {
-        bias: match p.flags & (MATMUL_BIAS | MATMUL_BIAS_PER_ROW) {
-            MATMUL_BIAS => Bias::PerColumn(bias),
-            MATMUL_BIAS_PER_ROW => Bias::PerRow(bias),
-            _ => Bias::None,
-        },
-        activation,
     };
     let result = Matrix::new(a, p.m, p.k, p.a_stride).and_then(|a| {
         let b = Matrix::new(b, p.k, p.n, p.b_stride)?;
+        let epilogue = Epilogue {
+            bias: match p.flags & (MATMUL_BIAS | MATMUL_BIAS_PER_ROW) {
+                MATMUL_BIAS => Bias::PerColumn(bias),
+                MATMUL_BIAS_PER_ROW => Bias::PerRow(bias),
+                _ => Bias::None,
+            },
+            residual: match p.flags & MATMUL_RESIDUAL {
+                0 => None,
+                _ => Some(Matrix::new(residual, p.m, p.n, residual_stride)?),
+            },
+            activation,
+        };
         matmul(a, b, MatrixMut::new(c, p.m, p.n, p.c_stride)?, &epilogue)
     });
     c_int::from(result.is_err())
@@ -565,18 +614,18 @@ unsafe fn depthwise_entry(p: &DepthwiseParamsV0, padding: Padding, check: Option
     c_int::from(depthwise_tile(&shape, ops.input, ops.weights, ops.output, &ops.epilogue, tile).is_err())
 }
 
-/// The three input spans and the output span an entry point was handed, each `(base, offset,
-/// len)` in elements, as slices: `None` when a span overflows, `check` does not vouch for it (for
+/// The input spans and the output span an entry point was handed, each `(base, offset, len)` in
+/// elements, as slices: `None` when a span overflows, `check` does not vouch for it (for
 /// writes, the output), or the output overlaps an input. Entry points touch nothing before this.
 ///
 /// # Safety
 /// `check.within` only vouches for memory that is valid for the access asked (and, for writes,
 /// that nothing else touches while the slices live).
-unsafe fn lent<'a>(
+unsafe fn lent<'a, const N: usize>(
     check: &MemoryCheck,
-    inputs: [(*const f32, usize, usize); 3],
+    inputs: [(*const f32, usize, usize); N],
     (output, output_offset, output_len): (*mut f32, usize, usize),
-) -> Option<([&'a [f32]; 3], &'a mut [f32])> {
+) -> Option<([&'a [f32]; N], &'a mut [f32])> {
     let output_bytes = byte_range(output, output_offset, output_len)?;
     let vouched = |(start, end): (usize, usize), write| (check.within)(start, end - start, write);
     for (base, offset, len) in inputs {
@@ -706,6 +755,45 @@ mod tests {
         for both in [MATMUL_BIAS | MATMUL_BIAS_PER_ROW, MATMUL_RELU | MATMUL_RELU6, 16] {
             assert_eq!(call_v1(params(&a, &b2, &bias, &mut c, [2, 3, 2], both)), 1, "{both}");
         }
+    }
+
+    #[test]
+    fn the_v2_entry_point_adds_the_residual_it_is_lent_and_refuses_one_it_is_not() {
+        // a·b = [[1, 2, 1], [3, 4, 1]] (as above), a bias per row (0.5 and -10 from element 2),
+        // then a residual of rows 4 elements apart, then ReLU.
+        let a = [9.0, 1.0, 2.0, 3.0, 4.0];
+        let b = [1.0, 0.0, -1.0, 0.0, 1.0, 1.0];
+        let bias = [7.0, 7.0, 0.5, -10.0, 0.0];
+        let residual = [1.0, 1.0, -5.0, 99.0, 20.0, 20.0, 20.0];
+        let mut c = [99.0f32; 9];
+        let call_v2 = |c: &mut [f32], flags: usize| {
+            let mut params = MatmulParamsV2 {
+                v0: params(&a, &b, &bias, c, [2, 3, 2], flags),
+                residual: residual.as_ptr(),
+                residual_offset: 0,
+                residual_stride: 4,
+            };
+            let context = (&raw const CHECK).cast_mut().cast();
+            // SAFETY: the check vouches only for the live slices the test lent.
+            unsafe { matmul_f32_v2((&raw mut params).cast(), context, std::ptr::null_mut()) }
+        };
+        for input in [&a[..], &b, &bias] {
+            lend(input, false);
+        }
+        lend(&c, true);
+        let flags = MATMUL_BIAS_PER_ROW | MATMUL_RELU | MATMUL_RESIDUAL;
+        assert_eq!(call_v2(&mut c, flags), 1, "the residual is not lent");
+        assert_eq!(c, [99.0; 9]);
+        lend(&residual, false);
+        assert_eq!(call_v2(&mut c, flags), 0);
+        assert_eq!(c, [99.0, 99.0, 99.0, 2.5, 3.5, 0.0, 13.0, 14.0, 11.0]);
+        assert_eq!(call_v2(&mut c, MATMUL_BIAS_PER_ROW), 0, "no residual without its flag");
+        assert_eq!(c, [99.0, 99.0, 99.0, 1.5, 2.5, 1.5, -7.0, -6.0, -9.0]);
+        let mut v1 = params(&a, &b, &bias, &mut c, [2, 3, 2], flags);
+        let context = (&raw const CHECK).cast_mut().cast();
+        // SAFETY: the check vouches only for the live slices the test lent.
+        let rc = unsafe { matmul_f32_v1((&raw mut v1).cast(), context, std::ptr::null_mut()) };
+        assert_eq!(rc, 1, "v1 has no residual to add");
     }
 
     #[test]

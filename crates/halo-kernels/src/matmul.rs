@@ -62,7 +62,10 @@ pub enum Bias<'a> {
 pub struct Epilogue<'a> {
     /// Added to the product.
     pub bias: Bias<'a>,
-    /// Applied after the bias.
+    /// Added to the product with the bias: a matrix of the output's size (the other branch of a
+    /// residual connection), so that the sum is not written out and read back to be added.
+    pub residual: Option<Matrix<'a>>,
+    /// Applied after the bias and the residual.
     pub activation: Activation,
 }
 
@@ -70,6 +73,7 @@ impl Epilogue<'_> {
     /// The bare product.
     pub const NONE: Epilogue<'static> = Epilogue {
         bias: Bias::None,
+        residual: None,
         activation: Activation::Identity,
     };
 }
@@ -122,12 +126,12 @@ pub fn matmul(a: Matrix<'_>, b: Matrix<'_>, c: MatrixMut<'_>, epilogue: &Epilogu
     matmul_on(KernelPath::best(), a, b, c, epilogue)
 }
 
-/// `c = activation(a·b + bias)`, on the calling thread, by `path`.
+/// `c = activation(a·b + bias + residual)`, on the calling thread, by `path`.
 ///
 /// # Errors
-/// `InvalidArgument` naming the sizes when `a`'s columns are not `b`'s rows, `c` is not
-/// `a.rows() x b.cols()`, or the bias is not one element per output column (or row); `Unavailable` when
-/// this CPU does not run `path`.
+/// `InvalidArgument` naming the sizes when `a`'s columns are not `b`'s rows, `c` or the residual
+/// is not `a.rows() x b.cols()`, or the bias is not one element per output column (or row);
+/// `Unavailable` when this CPU does not run `path`.
 pub fn matmul_on(
     path: KernelPath,
     a: Matrix<'_>,
@@ -162,6 +166,12 @@ pub fn matmul_on(
         }
         _ => {}
     }
+    if let Some(residual) = epilogue.residual.filter(|r| r.rows != m || r.cols != n) {
+        return Err(Error::invalid_argument(format!(
+            "matmul residual of {}x{} for a {m}x{n} output",
+            residual.rows, residual.cols
+        )));
+    }
     match path {
         #[cfg(target_arch = "x86_64")]
         KernelPath::Avx512 if k > 0 && crate::avx512::multiply(&a, &b, &mut c, epilogue) => {}
@@ -170,9 +180,9 @@ pub fn matmul_on(
     Ok(())
 }
 
-/// `c = activation(Σ a·b + bias)` over `terms` by `path`, which this CPU runs; the caller checked
-/// that the sizes agree (every `a` has `c`'s rows, every `b` its columns, the bias one element
-/// per row or column of `c`).
+/// `c = activation(Σ a·b + bias + residual)` over `terms` by `path`, which this CPU runs; the
+/// caller checked that the sizes agree (every `a` has `c`'s rows, every `b` its columns, the bias
+/// one element per row or column of `c`, the residual `c`'s size).
 pub(crate) fn multiply_sum_on(
     path: KernelPath,
     terms: &[(Matrix<'_>, Matrix<'_>)],
@@ -189,14 +199,20 @@ pub(crate) fn multiply_sum_on(
     }
 }
 
-/// [`multiply_sum_on`] through the `gemm` crate: the bias written, the products added, then the
-/// activation.
+/// [`multiply_sum_on`] through the `gemm` crate: the bias and the residual written, the products
+/// added, then the activation.
 fn multiply_portably(terms: &[(Matrix<'_>, Matrix<'_>)], c: &mut MatrixMut<'_>, epilogue: &Epilogue<'_>) {
     for row in 0..c.rows {
         match epilogue.bias {
             Bias::None => c.row_mut(row).fill(0.0),
             Bias::PerColumn(bias) => c.row_mut(row).copy_from_slice(bias),
             Bias::PerRow(bias) => c.row_mut(row).fill(bias[row]),
+        }
+        if let Some(residual) = &epilogue.residual {
+            c.row_mut(row)
+                .iter_mut()
+                .zip(residual.row(row))
+                .for_each(|(x, r)| *x += r);
         }
     }
     for (a, b) in terms.iter().filter(|(a, b)| a.rows > 0 && a.cols > 0 && b.cols > 0) {
@@ -264,19 +280,22 @@ mod tests {
     use proptest::prelude::*;
 
     /// The plain triple loop, in f64.
-    fn reference(a: &Matrix<'_>, b: &Matrix<'_>, bias: Bias<'_>, activation: Activation) -> Vec<f64> {
+    fn reference(a: &Matrix<'_>, b: &Matrix<'_>, epilogue: &Epilogue<'_>) -> Vec<f64> {
         let mut out = Vec::with_capacity(a.rows * b.cols);
         for i in 0..a.rows {
             for j in 0..b.cols {
-                let mut sum = match bias {
+                let mut sum = match epilogue.bias {
                     Bias::None => 0.0,
                     Bias::PerColumn(bias) => f64::from(bias[j]),
                     Bias::PerRow(bias) => f64::from(bias[i]),
                 };
+                if let Some(residual) = &epilogue.residual {
+                    sum += f64::from(residual.data[i * residual.row_stride + j]);
+                }
                 for p in 0..a.cols {
                     sum += f64::from(a.data[i * a.row_stride + p]) * f64::from(b.data[p * b.row_stride + j]);
                 }
-                out.push(match activation {
+                out.push(match epilogue.activation {
                     Activation::Identity => sum,
                     Activation::Relu => sum.max(0.0),
                     Activation::Relu6 => sum.clamp(0.0, 6.0),
@@ -320,13 +339,14 @@ mod tests {
         prop_oneof![Just(BiasKind::None), Just(BiasKind::PerColumn), Just(BiasKind::PerRow)]
     }
 
-    /// One product of the given shape on `path` against [`reference`], padding of `c` untouched.
+    /// One product of the given shape on `path` against [`reference`], padding of `c` untouched;
+    /// with `residual`, a residual whose rows are `pad_b` elements longer than `c`'s.
     #[allow(clippy::too_many_arguments)]
     fn check_product(
         path: KernelPath,
         (m, n, k): (usize, usize, usize),
         (pad_a, pad_b, pad_c): (usize, usize, usize),
-        bias: BiasKind,
+        (bias, residual): (BiasKind, bool),
         activation: Activation,
         seed: u64,
     ) -> std::result::Result<(), TestCaseError> {
@@ -334,6 +354,7 @@ mod tests {
         let a_data = values(m * lda, seed);
         let b_data = values(k * ldb, seed ^ 1);
         let bias_data = values(m.max(n), seed ^ 2);
+        let residual_data = values(m * ldb, seed ^ 3);
         let sentinel = 12345.0f32;
         let mut c_data = vec![sentinel; m * ldc];
         let a = Matrix::new(&a_data, m, k, lda).unwrap();
@@ -344,10 +365,11 @@ mod tests {
                 BiasKind::PerColumn => Bias::PerColumn(&bias_data[..n]),
                 BiasKind::PerRow => Bias::PerRow(&bias_data[..m]),
             },
+            residual: residual.then(|| Matrix::new(&residual_data, m, n, ldb).unwrap()),
             activation,
         };
         matmul_on(path, a, b, MatrixMut::new(&mut c_data, m, n, ldc).unwrap(), &epilogue).unwrap();
-        let expected = reference(&a, &b, epilogue.bias, activation);
+        let expected = reference(&a, &b, &epilogue);
         for i in 0..m {
             for j in 0..n {
                 let got = f64::from(c_data[i * ldc + j]);
@@ -380,8 +402,8 @@ mod tests {
             for activation in [Activation::Relu, Activation::Relu6] {
                 let mut c = vec![1.0; m * n];
                 let epilogue = Epilogue {
-                    bias: Bias::None,
                     activation,
+                    ..Epilogue::NONE
                 };
                 let (a, b) = (Matrix::new(&a, m, k, k).unwrap(), Matrix::new(&b, k, n, n).unwrap());
                 matmul_on(path, a, b, MatrixMut::new(&mut c, m, n, n).unwrap(), &epilogue).unwrap();
@@ -395,10 +417,10 @@ mod tests {
         fn products_match_the_triple_loop_for_any_sizes_strides_and_epilogue(
             m in 0usize..20, n in 0usize..40, k in 0usize..40,
             pads in (0usize..5, 0usize..5, 0usize..5),
-            bias in bias_kind(), activation in activation(), seed in any::<u64>(),
+            bias in bias_kind(), residual in any::<bool>(), activation in activation(), seed in any::<u64>(),
         ) {
             for path in paths_here() {
-                check_product(path, (m, n, k), pads, bias, activation, seed)?;
+                check_product(path, (m, n, k), pads, (bias, residual), activation, seed)?;
             }
         }
     }
@@ -411,10 +433,10 @@ mod tests {
         fn products_across_kernel_blocks_match_the_triple_loop(
             m in prop_oneof![1usize..3, 8usize..40, 190usize..200], n in prop_oneof![30usize..70, 1000usize..1090], k in 250usize..530,
             pads in (0usize..3, 0usize..3, 0usize..3),
-            bias in bias_kind(), activation in activation(), seed in any::<u64>(),
+            bias in bias_kind(), residual in any::<bool>(), activation in activation(), seed in any::<u64>(),
         ) {
             for path in paths_here() {
-                check_product(path, (m, n, k), pads, bias, activation, seed)?;
+                check_product(path, (m, n, k), pads, (bias, residual), activation, seed)?;
             }
         }
     }
@@ -430,7 +452,7 @@ mod tests {
         let b = Matrix::new(&data, 3, 2, 2).unwrap();
         let short_bias = Epilogue {
             bias: Bias::PerColumn(&data[..3]),
-            activation: Activation::Identity,
+            ..Epilogue::NONE
         };
         let error = matmul(a, b, MatrixMut::new(&mut out, 2, 2, 2).unwrap(), &short_bias).unwrap_err();
         assert!(
@@ -439,11 +461,20 @@ mod tests {
         );
         let long_row_bias = Epilogue {
             bias: Bias::PerRow(&data[..3]),
-            activation: Activation::Identity,
+            ..Epilogue::NONE
         };
         let error = matmul(a, b, MatrixMut::new(&mut out, 2, 2, 2).unwrap(), &long_row_bias).unwrap_err();
         assert!(
             error.to_string().contains("bias of 3 elements for 2 output rows"),
+            "{error}"
+        );
+        let narrow_residual = Epilogue {
+            residual: Some(Matrix::new(&data, 2, 1, 1).unwrap()),
+            ..Epilogue::NONE
+        };
+        let error = matmul(a, b, MatrixMut::new(&mut out, 2, 2, 2).unwrap(), &narrow_residual).unwrap_err();
+        assert!(
+            error.to_string().contains("residual of 2x1 for a 2x2 output"),
             "{error}"
         );
     }

@@ -61,6 +61,12 @@ impl<'a> Matrix<'a> {
     pub fn cols(&self) -> usize {
         self.cols
     }
+
+    /// Row `row`'s `cols` elements.
+    pub(crate) fn row(&self, row: usize) -> &'a [f32] {
+        let start = row * self.row_stride;
+        &self.data[start..start + self.cols]
+    }
 }
 
 /// A writable `rows` x `cols` row-major view, rows `row_stride` elements apart.

@@ -22,6 +22,8 @@
 // - every f32 1x1 convolution of stride 1 or 2 on a batch of one, in the same forms, becomes a
 //   product of its filters [F, C] by its input [C, H * W] (at stride 2, its every other row and
 //   column, gathered first) through halo_matmul_f32_v1, bias (one per row) and activation fused;
+//   through halo_matmul_f32_v2 with a tensor added to its result fused too (a residual block's
+//   end, in halo's rewrite's form), and the ReLU after that sum if there is one;
 // - every f32 depthwise convolution of stride 1 or 2 and dilation 1 on a batch of one, with its
 //   bias (the importer's broadcast form) and with or without a ReLU or a Clip(0, 6) after it,
 //   becomes a dispatch calling halo_depthwise_conv2d_f32_v0 with all of it fused
@@ -247,6 +249,89 @@ module attributes {transform.with_named_sequence} {
           -> tensor<?x?xf32>{%f, %n}
     %r4 = tensor.expand_shape %r [[0, 1], [2, 3]] output_shape [1, %f, %ho, %wo] : tensor<?x?xf32> into tensor<1x?x?x?xf32>
     util.return %r4 : tensor<1x?x?x?xf32>
+  }
+
+  // A 1x1 convolution that ends a residual block: @halo_pointwise_executable's tiles, the other
+  // branch [F, H * W] added with the bias (halo_matmul_f32_v2), so the convolution's result is
+  // not written out and read back to be added.
+  stream.executable private @halo_pointwise_residual_executable {
+    stream.executable.export public @halo_pointwise_residual_tile workgroups(%m: index, %n: index) -> (index, index, index) {
+      %x = affine.apply affine_map<()[s0] -> (s0 ceildiv 192)>()[%n]
+      %y = affine.apply affine_map<()[s0] -> (s0 ceildiv 48)>()[%m]
+      %c1 = arith.constant 1 : index
+      stream.return %y, %x, %c1 : index, index, index
+    }
+    builtin.module {
+      func.func private @halo_matmul_f32_v2(memref<f32>, index, memref<f32>, index, memref<f32>, index,
+          memref<f32>, index, index, index, index, index, index, index, index,
+          memref<f32>, index, index) attributes {llvm.bareptr = true}
+      func.func @halo_pointwise_residual_tile(%ab: !stream.binding, %bb: !stream.binding, %biasb: !stream.binding,
+                                              %rb: !stream.binding, %cb: !stream.binding,
+                                              %m: index, %n: index, %k: index, %flags: index) {
+        %c0 = arith.constant 0 : index
+        %id = stream.dispatch.workgroup.id[1] : index
+        %idy = stream.dispatch.workgroup.id[0] : index
+        %col = affine.apply affine_map<()[s0] -> (s0 * 192)>()[%id]
+        %cols = affine.min affine_map<()[s0, s1] -> (192, s1 - s0 * 192)>()[%id, %n]
+        %row = affine.apply affine_map<()[s0] -> (s0 * 48)>()[%idy]
+        %rows = affine.min affine_map<()[s0, s1] -> (48, s1 - s0 * 48)>()[%idy, %m]
+        %a = stream.binding.subspan %ab[%c0] : !stream.binding -> memref<?x?xf32>{%m, %k}
+        %b = stream.binding.subspan %bb[%c0] : !stream.binding -> memref<?x?xf32>{%k, %n}
+        %bias = stream.binding.subspan %biasb[%c0] : !stream.binding -> memref<?xf32>{%m}
+        %r = stream.binding.subspan %rb[%c0] : !stream.binding -> memref<?x?xf32>{%m, %n}
+        %c = stream.binding.subspan %cb[%c0] : !stream.binding -> memref<?x?xf32>{%m, %n}
+        %ap, %ao, %as0, %as1, %at0, %at1 = iree_codegen.extract_strided_metadata %a
+            : memref<?x?xf32> -> memref<f32>, index, index, index, index, index
+        %bp, %bo, %bs0, %bs1, %bt0, %bt1 = iree_codegen.extract_strided_metadata %b
+            : memref<?x?xf32> -> memref<f32>, index, index, index, index, index
+        %biasp, %biaso, %biass, %biast = iree_codegen.extract_strided_metadata %bias
+            : memref<?xf32> -> memref<f32>, index, index, index
+        %rp, %ro, %rs0, %rs1, %rt0, %rt1 = iree_codegen.extract_strided_metadata %r
+            : memref<?x?xf32> -> memref<f32>, index, index, index, index, index
+        %cp, %co, %cs0, %cs1, %ct0, %ct1 = iree_codegen.extract_strided_metadata %c
+            : memref<?x?xf32> -> memref<f32>, index, index, index, index, index
+        %a_tile = affine.apply affine_map<()[s0, s1, s2] -> (s0 + s1 * s2)>()[%ao, %row, %at0]
+        %b_tile = arith.addi %bo, %col : index
+        %bias_tile = arith.addi %biaso, %row : index
+        %r_tile = affine.apply affine_map<()[s0, s1, s2, s3] -> (s0 + s1 * s2 + s3)>()[%ro, %row, %rt0, %col]
+        %c_tile = affine.apply affine_map<()[s0, s1, s2, s3] -> (s0 + s1 * s2 + s3)>()[%co, %row, %ct0, %col]
+        func.call @halo_matmul_f32_v2(%ap, %a_tile, %bp, %b_tile, %biasp, %bias_tile, %cp, %c_tile, %rows, %cols, %k, %at0, %bt0, %ct0, %flags,
+                                      %rp, %r_tile, %rt0)
+            : (memref<f32>, index, memref<f32>, index, memref<f32>, index, memref<f32>, index,
+               index, index, index, index, index, index, index, memref<f32>, index, index) -> ()
+        return
+      }
+    }
+  }
+
+  // @halo_pointwise with `%res` (the convolution's output size) added with the bias.
+  util.func private @halo_pointwise_residual(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<?xf32>,
+                                             %res: tensor<1x?x?x?xf32>, %s: index, %flags: index) -> tensor<1x?x?x?xf32> {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %f = tensor.dim %w, %c0 : tensor<?x?x1x1xf32>
+    %c = tensor.dim %w, %c1 : tensor<?x?x1x1xf32>
+    %h = tensor.dim %x, %c2 : tensor<1x?x?x?xf32>
+    %wd = tensor.dim %x, %c3 : tensor<1x?x?x?xf32>
+    %h_last = arith.subi %h, %c1 : index
+    %h_steps = arith.divui %h_last, %s : index
+    %ho = arith.addi %h_steps, %c1 : index
+    %w_last = arith.subi %wd, %c1 : index
+    %w_steps = arith.divui %w_last, %s : index
+    %wo = arith.addi %w_steps, %c1 : index
+    %n = affine.apply affine_map<()[s0, s1] -> (s0 * s1)>()[%ho, %wo]
+    %strided = tensor.extract_slice %x[0, 0, 0, 0] [1, %c, %ho, %wo] [1, 1, %s, %s]
+        : tensor<1x?x?x?xf32> to tensor<1x?x?x?xf32>
+    %b = tensor.collapse_shape %strided [[0, 1], [2, 3]] : tensor<1x?x?x?xf32> into tensor<?x?xf32>
+    %a = tensor.collapse_shape %w [[0], [1, 2, 3]] : tensor<?x?x1x1xf32> into tensor<?x?xf32>
+    %r = tensor.collapse_shape %res [[0, 1], [2, 3]] : tensor<1x?x?x?xf32> into tensor<?x?xf32>
+    %o = flow.dispatch @halo_pointwise_residual_executable::@halo_pointwise_residual_tile[%f, %n](%a, %b, %bias, %r, %f, %n, %c, %flags)
+        : (tensor<?x?xf32>{%f, %c}, tensor<?x?xf32>{%c, %n}, tensor<?xf32>{%f}, tensor<?x?xf32>{%f, %n}, index, index, index, index)
+          -> tensor<?x?xf32>{%f, %n}
+    %o4 = tensor.expand_shape %o [[0, 1], [2, 3]] output_shape [1, %f, %ho, %wo] : tensor<?x?xf32> into tensor<1x?x?x?xf32>
+    util.return %o4 : tensor<1x?x?x?xf32>
   }
 
   // A depthwise convolution: one workgroup per group of whole channel planes, about 4096 output
@@ -675,7 +760,7 @@ module attributes {transform.with_named_sequence} {
   }
 
   // Flags of halo_matmul_f32_v1 for a 1x1 convolution: 4 adds the bias per row, 2 applies ReLU,
-  // 8 ReLU6.
+  // 8 ReLU6; of _v2, 16 adds the residual.
 
   util.func private @halo_pointwise_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<?xf32>,
       %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
@@ -789,6 +874,194 @@ module attributes {transform.with_named_sequence} {
     } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
     transform.yield
   }
+  // A 1x1 convolution (halo's rewrite's form: from zeros, then its bias) whose result is added to
+  // another tensor of its size (in either order), with or without a ReLU after the sum: the
+  // end of a residual block (ResNet's, with the ReLU; MobileNet-v2's, without).
+
+  util.func private @halo_pointwise_add_residual_relu_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<1x?x1x1xf32>,
+      %res: tensor<1x?x?x?xf32>, %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %s = arith.constant STRIDE : index
+    %flags = arith.constant 22 : index
+    %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
+    %r = util.call @halo_pointwise_residual(%x, %w, %b, %res, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, tensor<1x?x?x?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  transform.named_sequence @call_halo_pointwise_add_residual_relu_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                                   %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_pointwise_residual_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_pointwise_residual into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_pointwise_add_residual_relu_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
+  util.func private @halo_pointwise_add_residual_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<1x?x1x1xf32>,
+      %res: tensor<1x?x?x?xf32>, %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %s = arith.constant STRIDE : index
+    %flags = arith.constant 20 : index
+    %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
+    %r = util.call @halo_pointwise_residual(%x, %w, %b, %res, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, tensor<1x?x?x?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  transform.named_sequence @call_halo_pointwise_add_residual_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                                   %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_pointwise_residual_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_pointwise_residual into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_pointwise_add_residual_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
+  transform.named_sequence @match_pointwise_add_residual_relu_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
+      ^bb0(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<1x?x1x1xf32>, %res: tensor<1x?x?x?xf32>,
+           %init: tensor<1x?x?x?xf32>):
+        %zero = arith.constant 0.0 : f32
+        %zeros = linalg.fill ins(%zero : f32) outs(%init : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
+        %product = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
+            ins(%x, %w : tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>) outs(%zeros : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
+        %conv = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>,
+                             affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%product, %bias : tensor<1x?x?x?xf32>, tensor<1x?x1x1xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %b: f32, %out: f32):
+            %biased = arith.addf %in, %b : f32
+            linalg.yield %biased : f32
+        } -> tensor<1x?x?x?xf32>
+        %sum = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>,
+                             affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%conv, %res : tensor<1x?x?x?xf32>, tensor<1x?x?x?xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %other: f32, %out: f32):
+            %added = arith.addf %in, %other : f32
+            linalg.yield %added : f32
+        } -> tensor<1x?x?x?xf32>
+        %relu = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%sum : tensor<1x?x?x?xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %out: f32):
+            %positive = arith.cmpf ugt, %in, %zero : f32
+            %kept = arith.select %positive, %in, %zero : f32
+            linalg.yield %kept : f32
+        } -> tensor<1x?x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
+  transform.named_sequence @match_residual_add_pointwise_relu_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
+      ^bb0(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<1x?x1x1xf32>, %res: tensor<1x?x?x?xf32>,
+           %init: tensor<1x?x?x?xf32>):
+        %zero = arith.constant 0.0 : f32
+        %zeros = linalg.fill ins(%zero : f32) outs(%init : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
+        %product = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
+            ins(%x, %w : tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>) outs(%zeros : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
+        %conv = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>,
+                             affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%product, %bias : tensor<1x?x?x?xf32>, tensor<1x?x1x1xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %b: f32, %out: f32):
+            %biased = arith.addf %in, %b : f32
+            linalg.yield %biased : f32
+        } -> tensor<1x?x?x?xf32>
+        %sum = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>,
+                             affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%res, %conv : tensor<1x?x?x?xf32>, tensor<1x?x?x?xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %other: f32, %out: f32):
+            %added = arith.addf %in, %other : f32
+            linalg.yield %added : f32
+        } -> tensor<1x?x?x?xf32>
+        %relu = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%sum : tensor<1x?x?x?xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %out: f32):
+            %positive = arith.cmpf ugt, %in, %zero : f32
+            %kept = arith.select %positive, %in, %zero : f32
+            linalg.yield %kept : f32
+        } -> tensor<1x?x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
+  transform.named_sequence @match_pointwise_add_residual_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
+      ^bb0(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<1x?x1x1xf32>, %res: tensor<1x?x?x?xf32>,
+           %init: tensor<1x?x?x?xf32>):
+        %zero = arith.constant 0.0 : f32
+        %zeros = linalg.fill ins(%zero : f32) outs(%init : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
+        %product = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
+            ins(%x, %w : tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>) outs(%zeros : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
+        %conv = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>,
+                             affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%product, %bias : tensor<1x?x?x?xf32>, tensor<1x?x1x1xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %b: f32, %out: f32):
+            %biased = arith.addf %in, %b : f32
+            linalg.yield %biased : f32
+        } -> tensor<1x?x?x?xf32>
+        %sum = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>,
+                             affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%conv, %res : tensor<1x?x?x?xf32>, tensor<1x?x?x?xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %other: f32, %out: f32):
+            %added = arith.addf %in, %other : f32
+            linalg.yield %added : f32
+        } -> tensor<1x?x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
+  transform.named_sequence @match_residual_add_pointwise_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
+      ^bb0(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<1x?x1x1xf32>, %res: tensor<1x?x?x?xf32>,
+           %init: tensor<1x?x?x?xf32>):
+        %zero = arith.constant 0.0 : f32
+        %zeros = linalg.fill ins(%zero : f32) outs(%init : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
+        %product = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
+            ins(%x, %w : tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>) outs(%zeros : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
+        %conv = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>,
+                             affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%product, %bias : tensor<1x?x?x?xf32>, tensor<1x?x1x1xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %b: f32, %out: f32):
+            %biased = arith.addf %in, %b : f32
+            linalg.yield %biased : f32
+        } -> tensor<1x?x?x?xf32>
+        %sum = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>,
+                             affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%res, %conv : tensor<1x?x?x?xf32>, tensor<1x?x?x?xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %other: f32, %out: f32):
+            %added = arith.addf %in, %other : f32
+            linalg.yield %added : f32
+        } -> tensor<1x?x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
   // Flags of halo_conv2d_f32_v2: 1 adds the bias, 2 applies ReLU, 4 ReLU6.
   util.func private @halo_conv2d_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<?xf32>,
                                            %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
@@ -1648,8 +1921,10 @@ module attributes {transform.with_named_sequence} {
   // after it is reached, and an operation whose call declines it is not tried again in the same
   // pass. The first takes the padded depthwise forms with an activation (before the unpadded
   // forms of the second could take the pad's result as their input), the second the other forms
-  // with an activation, the third the padded depthwise form without one and matmuls with a bias,
-  // the last the rest (a padded depthwise convolution the third declined among them).
+  // with an activation (a 1x1 convolution's sum with another tensor before a ReLU among them),
+  // the third the padded depthwise form without one, 1x1 convolutions summed with another tensor
+  // and matmuls with a bias, the last the rest (a padded depthwise convolution the third declined
+  // among them).
   transform.named_sequence @__transform_main(%module: !transform.any_op) {
     %funcs_padded = transform.structured.match ops{["util.func"]} in %module : (!transform.any_op) -> !transform.any_op
     transform.foreach %funcs_padded : !transform.any_op {
@@ -1667,6 +1942,8 @@ module attributes {transform.with_named_sequence} {
       ^bb1(%func: !transform.any_op):
         transform.foreach_match in %func
 // halo:per-stride-matches begin
+          @match_pointwise_add_residual_relu_sSTRIDE -> @call_halo_pointwise_add_residual_relu_sSTRIDE,
+          @match_residual_add_pointwise_relu_sSTRIDE -> @call_halo_pointwise_add_residual_relu_sSTRIDE,
           @match_depthwise_relu6_sSTRIDE -> @call_halo_depthwise_relu6_sSTRIDE,
           @match_depthwise_relu_sSTRIDE -> @call_halo_depthwise_relu_sSTRIDE,
           @match_pointwise_add_relu6_sSTRIDE -> @call_halo_pointwise_add_relu6_sSTRIDE,
@@ -1685,6 +1962,8 @@ module attributes {transform.with_named_sequence} {
       ^bb1(%func: !transform.any_op):
         transform.foreach_match in %func
 // halo:per-stride-later-matches begin
+          @match_pointwise_add_residual_sSTRIDE -> @call_halo_pointwise_add_residual_sSTRIDE,
+          @match_residual_add_pointwise_sSTRIDE -> @call_halo_pointwise_add_residual_sSTRIDE,
           @match_depthwise_padded_sSTRIDE -> @call_halo_depthwise_padded_sSTRIDE,
 // halo:per-stride-later-matches end
           @match_matmul_add -> @call_halo_matmul_add,
