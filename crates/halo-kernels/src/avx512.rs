@@ -458,14 +458,12 @@ unsafe fn micro_tile<const R: usize, const V: usize>(tile: &Tile<'_>) {
             TileStart::ColumnBias(bias) => unsafe { _mm512_maskz_loadu_ps(masks[v], bias.wrapping_add(16 * v)) },
         })
     });
+    // The residual is added after the products, its lines asked for before them, so that no sum
+    // waits on a read from memory while the products run.
     if let Some((residual, ldr)) = tile.residual {
-        for (i, row) in acc.iter_mut().enumerate() {
-            for (v, sum) in row.iter_mut().enumerate() {
-                // SAFETY: row i's columns of the residual in the tile are valid (the contract);
-                // masked-out lanes are never read.
-                let r = unsafe { _mm512_maskz_loadu_ps(masks[v], residual.wrapping_add(i * ldr + 16 * v)) };
-                *sum = _mm512_add_ps(*sum, r);
-            }
+        for i in 0..R {
+            // Hints only: they never fault, wherever they point.
+            (0..V).for_each(|v| _mm_prefetch::<_MM_HINT_T0>(residual.wrapping_add(i * ldr + 16 * v).cast()));
         }
     }
     for t in 0..tile.terms.len() {
@@ -487,6 +485,16 @@ unsafe fn micro_tile<const R: usize, const V: usize>(tile: &Tile<'_>) {
                 for (sum, b_vector) in row.iter_mut().zip(b_vectors) {
                     *sum = _mm512_fmadd_ps(a, b_vector, *sum);
                 }
+            }
+        }
+    }
+    if let Some((residual, ldr)) = tile.residual {
+        for (i, row) in acc.iter_mut().enumerate() {
+            for (v, sum) in row.iter_mut().enumerate() {
+                // SAFETY: row i's columns of the residual in the tile are valid (the contract);
+                // masked-out lanes are never read.
+                let r = unsafe { _mm512_maskz_loadu_ps(masks[v], residual.wrapping_add(i * ldr + 16 * v)) };
+                *sum = _mm512_add_ps(*sum, r);
             }
         }
     }
