@@ -1,8 +1,9 @@
 //! GFLOP/s of [`conv2d_tile`] on one thread over a whole convolution, tile by tile as a dispatch's
 //! workgroups compute it (48 filters by about 256 columns of the input's phase width), on
-//! ResNet-50's 3x3 and 1x1 convolutions and its 7x7 stride-2 stem.
+//! ResNet-50's 3x3 and 1x1 convolutions, its 7x7 stride-2 stem, and ResNeXt-50's grouped 3x3
+//! convolutions (32 groups).
 //!
-//! `cargo run --release -p halo-kernels --example conv_rate [CxFxHPxWPxK[/STRIDE] ...]`
+//! `cargo run --release -p halo-kernels --example conv_rate [CxFxHPxWPxK[/STRIDE][gGROUPS] ...]`
 
 use halo_kernels::{conv2d_tile, Activation, ConvEpilogue, ConvShape};
 use std::time::Instant;
@@ -23,9 +24,15 @@ const SHAPES: &[&str] = &[
     "128x128x58x58x3/2",
     "256x256x30x30x3/2",
     "512x512x16x16x3/2",
+    "128x128x58x58x3g32",
+    "256x256x30x30x3g32",
+    "512x512x16x16x3g32",
+    "1024x1024x9x9x3g32",
+    "256x256x58x58x3/2g32",
 ];
 
 fn shape(text: &str) -> Option<ConvShape> {
+    let (text, groups) = text.split_once('g').unwrap_or((text, "1"));
     let (sizes, stride) = text.split_once('/').unwrap_or((text, "1"));
     let parts: Vec<usize> = sizes.split('x').map(|part| part.parse().ok()).collect::<Option<_>>()?;
     let [channels, filters, padded_height, padded_width, kernel] = parts[..] else {
@@ -33,6 +40,7 @@ fn shape(text: &str) -> Option<ConvShape> {
     };
     Some(ConvShape {
         stride: stride.parse().ok()?,
+        groups: groups.parse().ok()?,
         ..ConvShape::unit(channels, filters, (padded_height, padded_width), (kernel, kernel))
     })
 }
@@ -44,17 +52,18 @@ fn main() {
     } else {
         asked.iter().map(String::as_str).collect()
     };
-    println!("shape (CxFxHPxWPxK/STRIDE)\thot GFLOP/s\tcold GFLOP/s");
+    println!("shape (CxFxHPxWPxK/STRIDEgGROUPS)\thot GFLOP/s\tcold GFLOP/s");
     for text in texts {
         let Some(shape) = shape(text).filter(|shape| shape.output_size().is_ok()) else {
-            eprintln!("'{text}' is not CxFxHPxWPxK[/STRIDE] with the filter inside the input");
+            eprintln!("'{text}' is not CxFxHPxWPxK[/STRIDE][gGROUPS] with the filter inside the input and groups dividing C and F");
             std::process::exit(2);
         };
         let (ho, wo) = shape.output_size().unwrap();
         let taps = shape.kernel_height * shape.kernel_width;
         let (ph, pw) = shape.phase_size();
         let input_len = shape.stride * shape.stride * shape.channels * ph * pw;
-        let weights_len = taps * shape.filters * shape.channels;
+        let per_group = shape.channels / shape.groups;
+        let weights_len = taps * shape.filters * per_group;
         // Enough copies of the input and filters to fill COLD_BYTES, for the cold runs.
         let copies = (COLD_BYTES / 4 / (input_len + weights_len).max(1)).max(1);
         let operands: Vec<(Vec<f32>, Vec<f32>)> = (0..copies)
@@ -67,7 +76,7 @@ fn main() {
             activation: Activation::Relu,
         };
         let rows_per_tile = (256 / pw).max(1);
-        let flops = 2.0 * (shape.filters * ho * wo * shape.channels * taps) as f64;
+        let flops = 2.0 * (shape.filters * ho * wo * per_group * taps) as f64;
         let mut rates = Vec::new();
         for cold in [false, true] {
             let mut next = 0;

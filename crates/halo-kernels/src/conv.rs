@@ -1,4 +1,4 @@
-//! 2-D convolutions of one group, of any stride and dilation, over an input padded beforehand:
+//! 2-D convolutions of any group count, stride and dilation, over an input padded beforehand:
 //! one matmul per filter tap over a shifted view of the input, with no copy of its windows.
 //!
 //! Why this shape: IREE 3.13 (and halo's graph rewrite before it) computes a 3x3 convolution by
@@ -18,21 +18,30 @@
 //! output is computed over the phase width. Dilation only moves the taps. Only the real taps are
 //! multiplied: a stride-2 3x3 convolution written as a unit-stride one over the phases (a 2x2
 //! filter on four times the channels) would multiply 16 taps' worth, 7 of them zeros.
+//!
+//! Groups (ResNeXt's 32 groups of 4 to 32 channels) are separate convolutions of the same shape,
+//! group `g` reading only its own channels, which are the phase's planes `g C/G ..`: a group's
+//! tap is the same shifted view, started that many planes later, so a tile spanning several
+//! groups is a product per group.
 
 use crate::matmul::{multiply_sum_on, Bias, Epilogue};
 use crate::{Activation, KernelPath, Matrix, MatrixMut};
 use halo_hal::{Error, Result};
 use std::ops::Range;
 
-/// The sizes of a convolution: `filters` x `channels` filters of `kernel_height` x
+/// The sizes of a convolution: `filters` filters of `channels / groups` x `kernel_height` x
 /// `kernel_width` over a `channels` x `padded_height` x `padded_width` input, output positions
-/// `stride` input positions apart and taps `dilation` apart.
+/// `stride` input positions apart and taps `dilation` apart; filter `f` reads the input channels
+/// of its group, `f / (filters / groups)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConvShape {
-    /// Input channels.
+    /// Input channels (of all the groups).
     pub channels: usize,
-    /// Output channels.
+    /// Output channels (of all the groups).
     pub filters: usize,
+    /// Groups, each `channels / groups` input channels to `filters / groups` outputs (1 or
+    /// more, dividing both).
+    pub groups: usize,
     /// Input rows, padding included.
     pub padded_height: usize,
     /// Input columns, padding included.
@@ -48,11 +57,12 @@ pub struct ConvShape {
 }
 
 impl ConvShape {
-    /// A unit-stride, undilated convolution.
+    /// A unit-stride, undilated convolution of one group.
     pub fn unit(channels: usize, filters: usize, padded: (usize, usize), kernel: (usize, usize)) -> Self {
         ConvShape {
             channels,
             filters,
+            groups: 1,
             padded_height: padded.0,
             padded_width: padded.1,
             kernel_height: kernel.0,
@@ -65,9 +75,16 @@ impl ConvShape {
     /// Output rows and columns.
     ///
     /// # Errors
-    /// `InvalidArgument` when the filter is empty or, dilated, larger than the padded input, or
-    /// the stride or dilation is 0.
+    /// `InvalidArgument` when the filter is empty or, dilated, larger than the padded input, the
+    /// stride or dilation is 0, or the groups do not divide the channels and the filters.
     pub fn output_size(&self) -> Result<(usize, usize)> {
+        let g = self.groups;
+        if g == 0 || !self.channels.is_multiple_of(g) || !self.filters.is_multiple_of(g) {
+            return Err(Error::invalid_argument(format!(
+                "a convolution of {} channels to {} filters in {g} groups: the groups do not divide them",
+                self.channels, self.filters
+            )));
+        }
         let (kh, kw, s, d) = (self.kernel_height, self.kernel_width, self.stride, self.dilation);
         let span = |taps: usize| taps.checked_sub(1)?.checked_mul(d)?.checked_add(1);
         match (span(kh), span(kw)) {
@@ -95,7 +112,8 @@ impl ConvShape {
         let taps = self.kernel_height.checked_mul(self.kernel_width)?;
         Some([
             phases.checked_mul(self.channels)?.checked_mul(ph)?.checked_mul(pw)?,
-            taps.checked_mul(self.filters)?.checked_mul(self.channels)?,
+            taps.checked_mul(self.filters)?
+                .checked_mul(self.channels / self.groups)?,
             self.filters.checked_mul(ho)?.checked_mul(wo)?,
         ])
     }
@@ -139,8 +157,8 @@ pub fn conv2d_tile(
 /// `input` is the padded input's `stride x stride` phases, row phase first, each `channels`
 /// planes of the [phase size](ConvShape::phase_size) (for stride 1: `channels` planes of
 /// `padded_height` x `padded_width`); `weights` are ordered
-/// `[kernel_height][kernel_width][filters][channels]` (tap first); `output` is `filters` planes
-/// of the output size, of which only the tile is written.
+/// `[kernel_height][kernel_width][filters][channels / groups]` (tap first); `output` is
+/// `filters` planes of the output size, of which only the tile is written.
 ///
 /// # Errors
 /// `InvalidArgument` naming what is wrong when a slice is shorter than the shape needs, the bias
@@ -253,32 +271,68 @@ pub(crate) fn check_bias_and_tile(
     Ok(())
 }
 
-/// The tile over the phase width into `tile` (`filters` rows, from output row `first_row`).
+/// The tile over the phase width into `tile` (`filters` rows, from output row `first_row`): a
+/// product per group that the filters span.
 fn compute_wide(
     path: KernelPath,
     shape: &ConvShape,
     (input, weights): (&[f32], &[f32]),
     epilogue: &ConvEpilogue<'_>,
     (filters, first_row): (Range<usize>, usize),
-    mut tile: MatrixMut<'_>,
+    tile: MatrixMut<'_>,
 ) -> Result<()> {
-    let c = shape.channels;
-    let (ph, pw) = shape.phase_size();
-    let (s, d) = (shape.stride, shape.dilation);
-    let tile_epilogue = Epilogue {
-        bias: epilogue
-            .bias
-            .map_or(Bias::None, |bias| Bias::PerRow(&bias[filters.clone()])),
-        residual: None,
-        activation: epilogue.activation,
-    };
+    let per_group = shape.filters / shape.groups;
+    let (cols, row_stride) = (tile.cols, tile.row_stride);
+    let mut rest = tile.data;
+    let mut terms = Vec::new();
+    let mut f = filters.start;
+    while f < filters.end {
+        let group = f / per_group;
+        let group_filters = f..filters.end.min((group + 1) * per_group);
+        let rows = group_filters.len();
+        let split = (rows * row_stride).min(rest.len());
+        let (group_rows, later) = std::mem::take(&mut rest).split_at_mut(split);
+        rest = later;
+        let mut group_tile = MatrixMut::new(group_rows, rows, cols, row_stride)?;
+        let tile_epilogue = Epilogue {
+            bias: epilogue
+                .bias
+                .map_or(Bias::None, |bias| Bias::PerRow(&bias[group_filters.clone()])),
+            residual: None,
+            activation: epilogue.activation,
+        };
+        tap_terms(
+            shape,
+            (input, weights),
+            (group, group_filters.clone(), first_row),
+            cols,
+            &mut terms,
+        )?;
+        multiply_sum_on(path, &terms, &mut group_tile, &tile_epilogue);
+        f = group_filters.end;
+    }
+    Ok(())
+}
+
+/// Into `terms`, one product per filter tap for filters `filters` of group `group`, from output
+/// row `first_row`, over `cols` columns of the phase width: the tap's filters (`filters` x
+/// `channels / groups`) by the group's input seen from the tap's offset. None when the group has
+/// no input channels (the output is then the bias alone).
+fn tap_terms<'a>(
+    shape: &ConvShape,
+    (input, weights): (&'a [f32], &'a [f32]),
+    (group, filters, first_row): (usize, Range<usize>, usize),
+    cols: usize,
+    terms: &mut Vec<(Matrix<'a>, Matrix<'a>)>,
+) -> Result<()> {
+    terms.clear();
+    let c = shape.channels / shape.groups;
     if c == 0 {
-        // No input channels: the output is the bias alone, and the input holds nothing to view.
-        multiply_sum_on(path, &[], &mut tile, &tile_epilogue);
         return Ok(());
     }
+    let (ph, pw) = shape.phase_size();
+    let (s, d) = (shape.stride, shape.dilation);
     let taps = shape.kernel_height * shape.kernel_width;
-    let mut terms = Vec::new();
     terms
         .try_reserve_exact(taps)
         .map_err(|_| Error::resource_exhausted(format!("no memory for the {taps} taps of a convolution")))?;
@@ -293,15 +347,13 @@ fn compute_wide(
             )?;
             let (ry, rx) = (dy * d, dx * d);
             let phase = (ry % s) * s + rx % s;
-            let shift = phase * c * ph * pw + (first_row + ry / s) * pw + rx / s;
+            let shift = (phase * shape.groups + group) * c * ph * pw + (first_row + ry / s) * pw + rx / s;
             let from_shift = input.get(shift..).ok_or_else(|| {
                 Error::invalid_argument(format!("convolution {shape:?}: tap ({dy}, {dx}) starts past the input"))
             })?;
-            let b = Matrix::new(from_shift, c, tile.cols, ph * pw)?;
-            terms.push((a, b));
+            terms.push((a, Matrix::new(from_shift, c, cols, ph * pw)?));
         }
     }
-    multiply_sum_on(path, &terms, &mut tile, &tile_epilogue);
     Ok(())
 }
 
@@ -322,16 +374,18 @@ mod tests {
             shape.kernel_width,
         );
         let (s, d) = (shape.stride, shape.dilation);
+        let (cg, fg) = (c / shape.groups, shape.filters / shape.groups);
         let mut out = Vec::new();
         for f in 0..shape.filters {
             for y in 0..ho {
                 for x in 0..wo {
                     let mut sum = bias.map_or(0.0, |bias| f64::from(bias[f]));
-                    for ch in 0..c {
+                    for ch in 0..cg {
                         for dy in 0..kh {
                             for dx in 0..kw {
-                                let w = weights[((dy * kw + dx) * shape.filters + f) * c + ch];
-                                let v = input[ch * hp * wp + (s * y + d * dy) * wp + s * x + d * dx];
+                                let w = weights[((dy * kw + dx) * shape.filters + f) * cg + ch];
+                                let input_ch = f / fg * cg + ch;
+                                let v = input[input_ch * hp * wp + (s * y + d * dy) * wp + s * x + d * dx];
                                 sum += f64::from(w) * f64::from(v);
                             }
                         }
@@ -372,10 +426,11 @@ mod tests {
         })
     }
 
+    /// Shapes of 1 to 3 groups, each of 0 to 11 channels to 1 to 14 filters, with tiles of up
+    /// to all the filters (so spanning groups) and rows.
     fn shape_and_tiles() -> impl Strategy<Value = (ConvShape, usize, usize)> {
         (
-            0usize..24,
-            1usize..30,
+            (0usize..12, 1usize..15, 1usize..4),
             1usize..4,
             1usize..4,
             1usize..4,
@@ -384,10 +439,20 @@ mod tests {
             0usize..12,
         )
             .prop_flat_map(
-                |(channels, filters, kernel_height, kernel_width, stride, dilation, extra_h, extra_w)| {
+                |(
+                    (per_group, filters_per_group, groups),
+                    kernel_height,
+                    kernel_width,
+                    stride,
+                    dilation,
+                    extra_h,
+                    extra_w,
+                )| {
+                    let (channels, filters) = (per_group * groups, filters_per_group * groups);
                     let shape = ConvShape {
                         channels,
                         filters,
+                        groups,
                         padded_height: (kernel_height - 1) * dilation + 1 + extra_h,
                         padded_width: (kernel_width - 1) * dilation + 1 + extra_w,
                         kernel_height,
@@ -432,7 +497,7 @@ mod tests {
                     }
                 }
                 for (i, (&got, want)) in output.iter().zip(&expected).enumerate() {
-                    let tolerance = 1e-5 * (shape.channels * shape.kernel_height * shape.kernel_width) as f64 + 1e-6;
+                    let tolerance = 1e-5 * (shape.channels / shape.groups * shape.kernel_height * shape.kernel_width) as f64 + 1e-6;
                     prop_assert!((f64::from(got) - want).abs() <= tolerance, "{path:?} {shape:?} [{i}]: {got} against {want}");
                 }
                 prop_assert_eq!(&output[output_len..], &[sentinel; 3][..], "{:?}: written past the output", path);
@@ -471,6 +536,12 @@ mod tests {
             };
             let message = call(&bad, &input, &mut output, &epilogue, (0..3, 0..3));
             let named = format!("a 3x3 filter of stride {stride} and dilation {dilation} over a 5x5 padded input");
+            assert!(message.contains(&named), "{message}");
+        }
+        for groups in [0, 2] {
+            let grouped = ConvShape { groups, ..shape };
+            let message = call(&grouped, &input, &mut output, &epilogue, (0..3, 0..3));
+            let named = format!("2 channels to 3 filters in {groups} groups: the groups do not divide them");
             assert!(message.contains(&named), "{message}");
         }
         let message = call(&shape, &input[..49], &mut output, &epilogue, (0..3, 0..3));

@@ -112,6 +112,7 @@ impl DepthwiseShape {
         ConvShape {
             channels: 1,
             filters: 1,
+            groups: 1,
             padded_height: self.padded_height,
             padded_width: self.padded_width,
             kernel_height: self.kernel_height,

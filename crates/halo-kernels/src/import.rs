@@ -36,6 +36,7 @@ pub const ENTRY_POINTS: &[(&str, EntryPoint)] = &[
     ("halo_conv2d_f32_v0", conv2d_f32_v0),
     ("halo_conv2d_f32_v1", conv2d_f32_v1),
     ("halo_conv2d_f32_v2", conv2d_f32_v2),
+    ("halo_conv2d_f32_v3", conv2d_f32_v3),
     ("halo_depthwise_conv2d_f32_v0", depthwise_conv2d_f32_v0),
     ("halo_depthwise_conv2d_f32_v1", depthwise_conv2d_f32_v1),
 ];
@@ -354,17 +355,13 @@ pub unsafe extern "C" fn conv2d_f32_v0(params: *mut c_void, context: *mut c_void
     if v0.flags & CONV_RELU6 != 0 {
         return 1;
     }
+    let v1 = Conv2dParamsV1 {
+        v0,
+        stride: 1,
+        dilation: 1,
+    };
     // SAFETY: forwarded from the caller.
-    unsafe {
-        conv2d(
-            Conv2dParamsV1 {
-                v0,
-                stride: 1,
-                dilation: 1,
-            },
-            check,
-        )
-    }
+    unsafe { conv2d(Conv2dParamsV3 { v1, groups: 1 }, check) }
 }
 
 /// `halo_conv2d_f32_v1`: see [`Conv2dParamsV1`]. Returns 0, or 1 when the call cannot be
@@ -374,12 +371,12 @@ pub unsafe extern "C" fn conv2d_f32_v0(params: *mut c_void, context: *mut c_void
 /// As [`matmul_f32_v0`], for a [`Conv2dParamsV1`].
 pub unsafe extern "C" fn conv2d_f32_v1(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
     // SAFETY: `params` and `context` are as this entry's contract says.
-    let (p, check) = unsafe { entry_args::<Conv2dParamsV1>(params, context) };
-    if p.v0.flags & CONV_RELU6 != 0 {
+    let (v1, check) = unsafe { entry_args::<Conv2dParamsV1>(params, context) };
+    if v1.v0.flags & CONV_RELU6 != 0 {
         return 1;
     }
     // SAFETY: forwarded from the caller.
-    unsafe { conv2d(p, check) }
+    unsafe { conv2d(Conv2dParamsV3 { v1, groups: 1 }, check) }
 }
 
 /// `halo_conv2d_f32_v2`: [`conv2d_f32_v1`] whose `flags` may also ask for ReLU6
@@ -389,7 +386,32 @@ pub unsafe extern "C" fn conv2d_f32_v1(params: *mut c_void, context: *mut c_void
 /// As [`matmul_f32_v0`], for a [`Conv2dParamsV1`].
 pub unsafe extern "C" fn conv2d_f32_v2(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
     // SAFETY: `params` and `context` are as this entry's contract says.
-    let (p, check) = unsafe { entry_args::<Conv2dParamsV1>(params, context) };
+    let (v1, check) = unsafe { entry_args::<Conv2dParamsV1>(params, context) };
+    // SAFETY: forwarded from the caller.
+    unsafe { conv2d(Conv2dParamsV3 { v1, groups: 1 }, check) }
+}
+
+/// What `halo_conv2d_f32_v3` receives: [`Conv2dParamsV1`] for a convolution of `groups` groups
+/// (`channels` and `filters` count all of them; the filters are ordered
+/// `[kernel_height][kernel_width][filters][channels / groups]`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct Conv2dParamsV3 {
+    /// Everything but the groups.
+    pub v1: Conv2dParamsV1,
+    /// Groups, dividing `channels` and `filters`.
+    pub groups: usize,
+}
+
+/// `halo_conv2d_f32_v3`: [`conv2d_f32_v2`] for grouped convolutions too (see
+/// [`Conv2dParamsV3`]). Returns 0, or 1 when the call cannot be carried out (as
+/// [`conv2d_f32_v0`], and groups that do not divide the channels and filters).
+///
+/// # Safety
+/// As [`matmul_f32_v0`], for a [`Conv2dParamsV3`].
+pub unsafe extern "C" fn conv2d_f32_v3(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
+    // SAFETY: `params` and `context` are as this entry's contract says.
+    let (p, check) = unsafe { entry_args::<Conv2dParamsV3>(params, context) };
     // SAFETY: forwarded from the caller.
     unsafe { conv2d(p, check) }
 }
@@ -399,11 +421,14 @@ pub unsafe extern "C" fn conv2d_f32_v2(params: *mut c_void, context: *mut c_void
 /// # Safety
 /// As [`matmul_f32_v0`]: `check` vouches only for memory valid for the access asked.
 unsafe fn conv2d(
-    Conv2dParamsV1 {
-        v0: p,
-        stride,
-        dilation,
-    }: Conv2dParamsV1,
+    Conv2dParamsV3 {
+        v1: Conv2dParamsV1 {
+            v0: p,
+            stride,
+            dilation,
+        },
+        groups,
+    }: Conv2dParamsV3,
     check: Option<&MemoryCheck>,
 ) -> c_int {
     let Some(check) = check else {
@@ -412,6 +437,7 @@ unsafe fn conv2d(
     let shape = ConvShape {
         channels: p.channels,
         filters: p.filters,
+        groups,
         padded_height: p.padded_height,
         padded_width: p.padded_width,
         kernel_height: p.kernel_height,
@@ -953,6 +979,60 @@ mod tests {
         };
         assert_eq!(rc, 0);
         assert_eq!(output, [6.0; 4]);
+    }
+
+    #[test]
+    fn the_grouped_convolution_entry_point_gives_each_group_its_own_channels() {
+        // Two groups of one channel to one filter over 3x3 planes, 2x2 filters of 1s and of 2s:
+        // filter 0 sums channel 0's windows, filter 1 doubles channel 1's (10 times channel 0).
+        let plane = [1.0, 2.0, 0.0, 0.5, 1.0, 1.0, 0.0, -1.0, 2.0];
+        let input: Vec<f32> = plane.iter().chain(&plane.map(|v| 10.0 * v)).copied().collect();
+        let weights = [1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0, 2.0];
+        let mut output = [0f32; 8];
+        for lent in [&input[..], &weights] {
+            lend(lent, false);
+        }
+        lend(&output, true);
+        let params = |output: &mut [f32], groups| Conv2dParamsV3 {
+            v1: Conv2dParamsV1 {
+                v0: Conv2dParamsV0 {
+                    input: input.as_ptr(),
+                    input_offset: 0,
+                    weights: weights.as_ptr(),
+                    weights_offset: 0,
+                    bias: weights.as_ptr(),
+                    bias_offset: 0,
+                    output: output.as_mut_ptr(),
+                    output_offset: 0,
+                    channels: 2,
+                    filters: 2,
+                    padded_height: 3,
+                    padded_width: 3,
+                    kernel_height: 2,
+                    kernel_width: 2,
+                    filter_begin: 0,
+                    filter_count: 2,
+                    row_begin: 0,
+                    row_count: 2,
+                    flags: 0,
+                },
+                stride: 1,
+                dilation: 1,
+            },
+            groups,
+        };
+        let call = |mut params: Conv2dParamsV3| {
+            let context = (&raw const CHECK).cast_mut().cast();
+            // SAFETY: the check vouches only for the live slices the test lent.
+            unsafe { conv2d_f32_v3((&raw mut params).cast(), context, std::ptr::null_mut()) }
+        };
+        assert_eq!(call(params(&mut output, 2)), 0);
+        let sums = [4.5, 4.0, 0.5, 3.0];
+        let doubled = sums.map(|v| 20.0 * v);
+        assert_eq!(output[..4], sums);
+        assert_eq!(output[4..], doubled);
+        assert_eq!(call(params(&mut output, 3)), 1, "3 groups of 2 channels");
+        assert_eq!(call(params(&mut output, 0)), 1, "no groups");
     }
 
     #[test]
