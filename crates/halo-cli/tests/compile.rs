@@ -503,7 +503,7 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
             "encoder",
             &["halo_matmul_f32_v0", "halo_dense_tile", "halo_batch_matmul_tile"],
         ),
-        ("squeezenet", &["halo_conv2d_f32_v2", "halo_pointwise_tile"]),
+        ("squeezenet", &["halo_conv2d_f32_v3", "halo_pointwise_tile"]),
         (
             "shufflenet_v2",
             &["halo_depthwise_conv2d_f32_v1", "halo_depthwise_padded_tile"],
@@ -533,7 +533,7 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
         assert!(
             stdout.contains(
                 "halo's kernels (halo_matmul_f32_v0, halo_matmul_f32_v1, halo_matmul_f32_v2, \
-                 halo_conv2d_f32_v2, halo_depthwise_conv2d_f32_v0, halo_depthwise_conv2d_f32_v1) where they apply: this program runs \
+                 halo_conv2d_f32_v3, halo_depthwise_conv2d_f32_v0, halo_depthwise_conv2d_f32_v1) where they apply: this program runs \
                  only on halo's CPU drivers \
                  (--portable writes one that IREE's runtime runs too)"
             ),
@@ -637,6 +637,54 @@ fn a_1x1_convolution_summed_with_another_tensor_gets_the_sum_from_the_kernel() {
             !program.windows(own.len()).any(|w| w == own.as_bytes()),
             "@{function} has dispatches besides the kernel's"
         );
+    }
+}
+
+#[test]
+fn a_grouped_convolution_calls_the_convolution_kernel_with_its_bias_and_relu() {
+    let test = "a_grouped_convolution_calls_the_convolution_kernel_with_its_bias_and_relu";
+    let Some(compiler) = real_compiler(test) else {
+        return;
+    };
+    // -1.5 to 1.5, varying along rows and across channels: a group reading another's channels,
+    // or a tap the wrong plane, shows in the answers.
+    let values: Vec<String> = (0..1188)
+        .map(|i| (f64::from((i * 7) % 13) / 4.0 - 1.5).to_string())
+        .collect();
+    let input = format!("1x12x9x11xf32={}", values.join(" "));
+    let calls = [
+        ("grouped_relu", input.as_str(), 594),
+        ("grouped_s2", input.as_str(), 180),
+    ];
+    let program = kernels_give_the_answers_of_iree_s_code(
+        &compiler,
+        ("grouped_conv.mlir", &[]),
+        &calls,
+        &["halo_conv2d_tile", "halo_conv2d_f32_v3"],
+        1e-5,
+    );
+    // What is left of IREE's code is the pad (and, at stride 2, the split into phases): no
+    // convolution, bias or ReLU of its own.
+    for function in ["grouped_relu", "grouped_s2"] {
+        let prefix = format!("{function}_dispatch_");
+        let dispatches: Vec<String> = program
+            .windows(prefix.len())
+            .enumerate()
+            .filter(|(_, w)| *w == prefix.as_bytes())
+            .map(|(at, _)| {
+                let name = program[at..]
+                    .iter()
+                    .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_');
+                String::from_utf8(name.copied().collect()).unwrap()
+            })
+            .collect();
+        assert!(!dispatches.is_empty(), "@{function} has no dispatch of its pad");
+        for name in &dispatches {
+            assert!(
+                name.ends_with("slow_memcpy") || name.contains("_transpose_"),
+                "@{function} keeps IREE's {name}"
+            );
+        }
     }
 }
 

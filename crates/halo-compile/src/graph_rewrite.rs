@@ -36,7 +36,9 @@
 //! One convolution at a time (`halo benchmark-module`, `fast-o3`, host CPU, 2-core EPYC, ms per
 //! call, ResNeXt-50's shapes as channels×side/stride): 128×56 3.75 → 2.5, 256×28 5.1 → 1.4,
 //! 512×14 3.3 → 0.9, 1024×7 3.1 → 0.6, 256×56/2 5.2 → 2.0, 512×28/2 5.2 → 1.2, 1024×14/2 3.1 →
-//! 0.76; the whole ResNeXt-50, 120 → 68 ms per call.
+//! 0.76; the whole ResNeXt-50, 120 → 68 ms per call. With halo's kernels they stay
+//! convolutions (their bias separated), which the convolution kernel computes group by group
+//! without copying the windows.
 //!
 //! Max pools: IREE compiles them to a scalar loop nest too; the largest of the windows, strided
 //! as a depthwise convolution's, vectorizes (see [`max_of_windows`]).
@@ -119,7 +121,8 @@ pub(crate) struct Rewritten {
 /// model does not decode (the importer will say why), its operator set predates the node forms
 /// the rewrite writes (opset 11), or its weights live in external files, which a rewritten copy
 /// elsewhere could not find. With [`KernelUse::HaloKernels`], unit-stride convolutions of one
-/// group keep their form (their bias separated), for halo's convolution kernel to take.
+/// group and grouped convolutions with a bias keep their form (their bias separated), for halo's
+/// convolution kernel to take.
 pub(crate) fn rewrite(bytes: &[u8], rewrite: GraphRewrite, kernels: KernelUse) -> Option<Rewritten> {
     if rewrite == GraphRewrite::None {
         return None;
@@ -854,8 +857,10 @@ fn pooled_first_nodes(
     std::iter::once(moved_pool).chain(conv_nodes).collect()
 }
 
-/// `node` with its bias added by an `Add` after it, when it is a convolution of one group with a
-/// bias whose filter is an initializer of `weights` (one that [`Convolution::of`] leaves to IREE).
+/// `node` with its bias added by an `Add` after it, when it is a convolution that is not
+/// depthwise with a bias whose filter is an initializer of `weights` (one that
+/// [`Convolution::of`] leaves to IREE, or to halo's kernels, whose grouped matchers take this
+/// form).
 ///
 /// IREE makes such a convolution a matmul whose accumulator starts as the bias: with data tiling
 /// it first writes the bias, broadcast to the whole output, in the packed layout, and the matmul
@@ -869,8 +874,11 @@ fn bias_separated(node: &NodeProto, weights: &HashMap<&str, &[i64]>, names: &mut
     }
     let group = int_of(node, "group", 1);
     let bias = node.input.get(2).filter(|name| !name.is_empty())?;
-    let filter_rank = weights.get(node.input[1].as_str())?.len();
-    if group != 1 || node.input.len() != 3 || filter_rank < 3 {
+    let filter = weights.get(node.input[1].as_str())?;
+    let filter_rank = filter.len();
+    // Depthwise convolutions keep their bias: the spec's depthwise matchers take the importer's form.
+    let depthwise = group > 1 && filter.get(..2) == Some(&[group, 1]);
+    if group < 1 || depthwise || node.input.len() != 3 || filter_rank < 3 {
         return None;
     }
     let output = &node.output[0];
@@ -1490,6 +1498,29 @@ mod tests {
                 "{inputs:?} {strides:?}: {ops:?}"
             );
         }
+        // Grouped ones with a bias, of strides 1 and 2, stay convolutions, their bias separated;
+        // without a bias, or of uneven strides, they are still the rewrite's batched matmul.
+        let grouped = |bias: bool, strides: &[i64]| {
+            let mut attributes = attributes();
+            attributes.extend([int("group", 2), ints("strides", strides)]);
+            ops_with_kernels(&one_conv(&[4, 3, 3, 3], bias, attributes))
+        };
+        for strides in [[1, 1], [2, 2]] {
+            let ops = grouped(true, &strides);
+            let (first, last) = (ops.first().unwrap(), ops.last().unwrap());
+            assert!(
+                first.ends_with("/Conv") && last.ends_with("/Add"),
+                "{strides:?}: {ops:?}"
+            );
+            assert!(ops.iter().all(|op| op.contains("halo_bias")), "{strides:?}: {ops:?}");
+        }
+        for (bias, strides) in [(false, [1, 1]), (true, [1, 2])] {
+            let ops = grouped(bias, &strides);
+            assert!(
+                ops.iter().any(|op| op.contains("halo_grouped")),
+                "{bias} {strides:?}: {ops:?}"
+            );
+        }
     }
 
     /// A model of one `Conv` from `x` to `y` with filter `w` of `dims`, bias `b` when asked.
@@ -1688,10 +1719,21 @@ mod tests {
         let out = rewritten_once(&biased(&[4, 8, 1], vec![]));
         let graph = out.graph.as_ref().unwrap();
         assert_eq!(constant(graph, &graph.node[2].input[1]), [1, -1, 1]);
-        // Grouped convolutions, filters computed in the graph, and the rewrites that only touch
-        // depthwise convolutions leave the bias where it is.
-        let grouped = biased(&[4, 4, 1, 1], vec![int("group", 2)]);
-        assert!(rewritten_by(&grouped, GraphRewrite::ConvolutionsAsShifts).is_none());
+        // Grouped convolutions have theirs separated too (halo's grouped kernel matchers take
+        // that form); depthwise ones, filters computed in the graph, and the rewrites that only
+        // touch depthwise convolutions leave the bias where it is.
+        let grouped = rewritten_once(&biased(&[4, 4, 1, 1], vec![int("group", 2)]));
+        let ops: Vec<_> = grouped
+            .graph
+            .as_ref()
+            .unwrap()
+            .node
+            .iter()
+            .map(|n| n.op_type())
+            .collect();
+        assert_eq!(ops, ["Conv", "Constant", "Reshape", "Add", "Relu"]);
+        let depthwise = biased(&[4, 1, 7, 7], vec![int("group", 4)]);
+        assert!(rewritten_by(&depthwise, GraphRewrite::ConvolutionsAsShifts).is_none());
         let mut computed = biased(&[4, 8, 1, 1], vec![]);
         computed.graph.as_mut().unwrap().initializer.retain(|t| t.name() != "w");
         assert!(rewritten_by(&computed, GraphRewrite::ConvolutionsAsShifts).is_none());

@@ -16,9 +16,12 @@
 //   its bias in either form it arrives in (the importer's: the convolution starts from the
 //   broadcast bias; halo's graph rewrite's: it starts from zeros and a [1, F, 1, 1] bias is added
 //   after it) and with or without a ReLU (or, in the second form, a Clip(0, 6)) after that,
-//   becomes a dispatch calling halo_conv2d_f32_v2 with them fused (crates/halo-kernels/src/conv.rs), one
+//   becomes a dispatch calling halo_conv2d_f32_v3 with them fused (crates/halo-kernels/src/conv.rs), one
 //   workgroup per 48 output channels by as many output rows as make about 256 columns of the
 //   input's phase width. A stride-2 convolution's input is first split into its four phases;
+// - every f32 grouped convolution (linalg.conv_2d_ngchw_gfchw between the importer's split and
+//   join of the channels) in halo's graph rewrite's form, with a ReLU after it or not, the same
+//   way, the kernel told the groups;
 // - every f32 1x1 convolution of stride 1 or 2 on a batch of one, in the same forms, becomes a
 //   product of its filters [F, C] by its input [C, H * W] (at stride 2, its every other row and
 //   column, gathered first) through halo_matmul_f32_v1, bias (one per row) and activation fused;
@@ -130,12 +133,12 @@ module attributes {transform.with_named_sequence} {
       stream.return %x, %y, %c1 : index, index, index
     }
     builtin.module {
-      func.func private @halo_conv2d_f32_v2(memref<f32>, index, memref<f32>, index, memref<f32>, index,
+      func.func private @halo_conv2d_f32_v3(memref<f32>, index, memref<f32>, index, memref<f32>, index,
           memref<f32>, index, index, index, index, index, index, index, index, index, index, index, index,
-          index, index) attributes {llvm.bareptr = true}
+          index, index, index) attributes {llvm.bareptr = true}
       func.func @halo_conv2d_tile(%xb: !stream.binding, %wb: !stream.binding, %biasb: !stream.binding,
                                   %ob: !stream.binding, %c: index, %f: index, %hp: index, %wp: index,
-                                  %kh: index, %kw: index, %s: index, %flags: index) {
+                                  %kh: index, %kw: index, %s: index, %flags: index, %groups: index) {
         %c0 = arith.constant 0 : index
         %c1 = arith.constant 1 : index
         %c256 = arith.constant 256 : index
@@ -148,7 +151,8 @@ module attributes {transform.with_named_sequence} {
         %ph = arith.ceildivui %hp, %s : index
         %pw = arith.ceildivui %wp, %s : index
         %x_len = affine.apply affine_map<()[s0, s1, s2, s3] -> (s0 * s0 * s1 * s2 * s3)>()[%s, %c, %ph, %pw]
-        %w_len = affine.apply affine_map<()[s0, s1, s2, s3] -> (s0 * s1 * s2 * s3)>()[%kh, %kw, %f, %c]
+        %cg = arith.divui %c, %groups : index
+        %w_len = affine.apply affine_map<()[s0, s1, s2, s3] -> (s0 * s1 * s2 * s3)>()[%kh, %kw, %f, %cg]
         %o_len = affine.apply affine_map<()[s0, s1, s2] -> (s0 * s1 * s2)>()[%f, %ho, %wo]
         %wide = arith.divui %c256, %pw : index
         %rows_per_tile = arith.maxui %wide, %c1 : index
@@ -167,10 +171,10 @@ module attributes {transform.with_named_sequence} {
         %wq, %wo2, %ws, %wt = iree_codegen.extract_strided_metadata %w : memref<?xf32> -> memref<f32>, index, index, index
         %bp, %bo, %bs, %bt = iree_codegen.extract_strided_metadata %bias : memref<?xf32> -> memref<f32>, index, index, index
         %op, %oo, %os, %ot = iree_codegen.extract_strided_metadata %o : memref<?xf32> -> memref<f32>, index, index, index
-        func.call @halo_conv2d_f32_v2(%xp, %xo, %wq, %wo2, %bp, %bo, %op, %oo, %c, %f, %hp, %wp, %kh, %kw,
-                                      %filter, %filters, %row, %rows, %flags, %s, %c1)
+        func.call @halo_conv2d_f32_v3(%xp, %xo, %wq, %wo2, %bp, %bo, %op, %oo, %c, %f, %hp, %wp, %kh, %kw,
+                                      %filter, %filters, %row, %rows, %flags, %s, %c1, %groups)
             : (memref<f32>, index, memref<f32>, index, memref<f32>, index, memref<f32>, index,
-               index, index, index, index, index, index, index, index, index, index, index, index, index) -> ()
+               index, index, index, index, index, index, index, index, index, index, index, index, index, index) -> ()
         return
       }
     }
@@ -638,7 +642,8 @@ module attributes {transform.with_named_sequence} {
   }
 
 
-  // The filters go tap first, [KH, KW, F, C]; IREE reorders constant filters once, when it compiles.
+  // The filters [F, C / G, KH, KW] go tap first, [KH, KW, F, C / G]; IREE reorders constant
+  // filters once, when it compiles. The groups are the input's channels over the filters'.
   util.func private @halo_conv2d_flags_s1(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<?xf32>,
                                        %flags: index) -> tensor<1x?x?x?xf32> {
     %c0 = arith.constant 0 : index
@@ -646,7 +651,9 @@ module attributes {transform.with_named_sequence} {
     %c2 = arith.constant 2 : index
     %c3 = arith.constant 3 : index
     %f = tensor.dim %w, %c0 : tensor<?x?x?x?xf32>
-    %c = tensor.dim %w, %c1 : tensor<?x?x?x?xf32>
+    %cg = tensor.dim %w, %c1 : tensor<?x?x?x?xf32>
+    %c = tensor.dim %x, %c1 : tensor<1x?x?x?xf32>
+    %groups = arith.divui %c, %cg : index
     %kh = tensor.dim %w, %c2 : tensor<?x?x?x?xf32>
     %kw = tensor.dim %w, %c3 : tensor<?x?x?x?xf32>
     %hp = tensor.dim %x, %c2 : tensor<1x?x?x?xf32>
@@ -654,14 +661,14 @@ module attributes {transform.with_named_sequence} {
     %ho = affine.apply affine_map<()[s0, s1] -> (s0 - s1 + 1)>()[%hp, %kh]
     %wo = affine.apply affine_map<()[s0, s1] -> (s0 - s1 + 1)>()[%wp, %kw]
     %x_len = affine.apply affine_map<()[s0, s1, s2] -> (s0 * s1 * s2)>()[%c, %hp, %wp]
-    %w_len = affine.apply affine_map<()[s0, s1, s2, s3] -> (s0 * s1 * s2 * s3)>()[%kh, %kw, %f, %c]
+    %w_len = affine.apply affine_map<()[s0, s1, s2, s3] -> (s0 * s1 * s2 * s3)>()[%kh, %kw, %f, %cg]
     %o_len = affine.apply affine_map<()[s0, s1, s2] -> (s0 * s1 * s2)>()[%f, %ho, %wo]
-    %taps_first = tensor.empty(%kh, %kw, %f, %c) : tensor<?x?x?x?xf32>
+    %taps_first = tensor.empty(%kh, %kw, %f, %cg) : tensor<?x?x?x?xf32>
     %wt = linalg.transpose ins(%w : tensor<?x?x?x?xf32>) outs(%taps_first : tensor<?x?x?x?xf32>) permutation = [2, 3, 0, 1]
     %x1 = tensor.collapse_shape %x [[0, 1, 2, 3]] : tensor<1x?x?x?xf32> into tensor<?xf32>
     %w1 = tensor.collapse_shape %wt [[0, 1, 2, 3]] : tensor<?x?x?x?xf32> into tensor<?xf32>
-    %r = flow.dispatch @halo_conv2d_executable::@halo_conv2d_tile[%f, %ho, %wp](%x1, %w1, %bias, %c, %f, %hp, %wp, %kh, %kw, %c1, %flags)
-        : (tensor<?xf32>{%x_len}, tensor<?xf32>{%w_len}, tensor<?xf32>{%f}, index, index, index, index, index, index, index, index)
+    %r = flow.dispatch @halo_conv2d_executable::@halo_conv2d_tile[%f, %ho, %wp](%x1, %w1, %bias, %c, %f, %hp, %wp, %kh, %kw, %c1, %flags, %groups)
+        : (tensor<?xf32>{%x_len}, tensor<?xf32>{%w_len}, tensor<?xf32>{%f}, index, index, index, index, index, index, index, index, index)
           -> tensor<?xf32>{%o_len}
     %r4 = tensor.expand_shape %r [[0, 1, 2, 3]] output_shape [1, %f, %ho, %wo] : tensor<?xf32> into tensor<1x?x?x?xf32>
     util.return %r4 : tensor<1x?x?x?xf32>
@@ -677,7 +684,9 @@ module attributes {transform.with_named_sequence} {
     %c3 = arith.constant 3 : index
     %zero = arith.constant 0.0 : f32
     %f = tensor.dim %w, %c0 : tensor<?x?x?x?xf32>
-    %c = tensor.dim %w, %c1 : tensor<?x?x?x?xf32>
+    %cg = tensor.dim %w, %c1 : tensor<?x?x?x?xf32>
+    %c = tensor.dim %x, %c1 : tensor<1x?x?x?xf32>
+    %groups = arith.divui %c, %cg : index
     %kh = tensor.dim %w, %c2 : tensor<?x?x?x?xf32>
     %kw = tensor.dim %w, %c3 : tensor<?x?x?x?xf32>
     %hp = tensor.dim %x, %c2 : tensor<1x?x?x?xf32>
@@ -689,7 +698,7 @@ module attributes {transform.with_named_sequence} {
     %ho = affine.apply affine_map<()[s0, s1] -> ((s0 - s1) floordiv 2 + 1)>()[%hp, %kh]
     %wo = affine.apply affine_map<()[s0, s1] -> ((s0 - s1) floordiv 2 + 1)>()[%wp, %kw]
     %x_len = affine.apply affine_map<()[s0, s1, s2] -> (s0 * s1 * s2 * 4)>()[%c, %ph, %pw]
-    %w_len = affine.apply affine_map<()[s0, s1, s2, s3] -> (s0 * s1 * s2 * s3)>()[%kh, %kw, %f, %c]
+    %w_len = affine.apply affine_map<()[s0, s1, s2, s3] -> (s0 * s1 * s2 * s3)>()[%kh, %kw, %f, %cg]
     %o_len = affine.apply affine_map<()[s0, s1, s2] -> (s0 * s1 * s2)>()[%f, %ho, %wo]
     %even = tensor.pad %x low[0, 0, 0, 0] high[0, 0, %extra_h, %extra_w] {
       ^bb0(%i: index, %j: index, %k: index, %l: index):
@@ -700,12 +709,12 @@ module attributes {transform.with_named_sequence} {
     %phases_empty = tensor.empty(%c, %ph, %pw) : tensor<2x2x1x?x?x?xf32>
     %phases = linalg.transpose ins(%split : tensor<1x?x?x2x?x2xf32>) outs(%phases_empty : tensor<2x2x1x?x?x?xf32>)
         permutation = [3, 5, 0, 1, 2, 4]
-    %taps_first = tensor.empty(%kh, %kw, %f, %c) : tensor<?x?x?x?xf32>
+    %taps_first = tensor.empty(%kh, %kw, %f, %cg) : tensor<?x?x?x?xf32>
     %wt = linalg.transpose ins(%w : tensor<?x?x?x?xf32>) outs(%taps_first : tensor<?x?x?x?xf32>) permutation = [2, 3, 0, 1]
     %x1 = tensor.collapse_shape %phases [[0, 1, 2, 3, 4, 5]] : tensor<2x2x1x?x?x?xf32> into tensor<?xf32>
     %w1 = tensor.collapse_shape %wt [[0, 1, 2, 3]] : tensor<?x?x?x?xf32> into tensor<?xf32>
-    %r = flow.dispatch @halo_conv2d_executable::@halo_conv2d_tile[%f, %ho, %pw](%x1, %w1, %bias, %c, %f, %hp, %wp, %kh, %kw, %c2, %flags)
-        : (tensor<?xf32>{%x_len}, tensor<?xf32>{%w_len}, tensor<?xf32>{%f}, index, index, index, index, index, index, index, index)
+    %r = flow.dispatch @halo_conv2d_executable::@halo_conv2d_tile[%f, %ho, %pw](%x1, %w1, %bias, %c, %f, %hp, %wp, %kh, %kw, %c2, %flags, %groups)
+        : (tensor<?xf32>{%x_len}, tensor<?xf32>{%w_len}, tensor<?xf32>{%f}, index, index, index, index, index, index, index, index, index)
           -> tensor<?xf32>{%o_len}
     %r4 = tensor.expand_shape %r [[0, 1, 2, 3]] output_shape [1, %f, %ho, %wo] : tensor<?xf32> into tensor<1x?x?x?xf32>
     util.return %r4 : tensor<1x?x?x?xf32>
@@ -1062,7 +1071,7 @@ module attributes {transform.with_named_sequence} {
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
-  // Flags of halo_conv2d_f32_v2: 1 adds the bias, 2 applies ReLU, 4 ReLU6.
+  // Flags of halo_conv2d_f32_v3: 1 adds the bias, 2 applies ReLU, 4 ReLU6.
   util.func private @halo_conv2d_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<?xf32>,
                                            %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
     %flags = arith.constant 1 : index
@@ -1689,6 +1698,118 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 
+
+  // A grouped convolution in halo's graph rewrite's form: the input's and the output's channels
+  // split into [G, C / G] around linalg.conv_2d_ngchw_gfchw (filters [G, F / G, C / G, KH, KW])
+  // from zeros, its result's channels joined again, then a [1, F, 1, 1] bias added, and a ReLU
+  // after that or not. The kernel takes the joined input and the filters as [F, C / G, KH, KW].
+  transform.named_sequence @match_grouped_conv2d_add_relu_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
+      ^bb0(%x: tensor<1x?x?x?x?xf32>, %w: tensor<?x?x?x?x?xf32>, %bias: tensor<1x?x1x1xf32>, %groups_init: tensor<1x?x?x?x?xf32>,
+           %init: tensor<1x?x?x?xf32>):
+        %zero = arith.constant 0.0 : f32
+        %zeros = linalg.fill ins(%zero : f32) outs(%groups_init : tensor<1x?x?x?x?xf32>) -> tensor<1x?x?x?x?xf32>
+        %grouped = linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
+            ins(%x, %w : tensor<1x?x?x?x?xf32>, tensor<?x?x?x?x?xf32>) outs(%zeros : tensor<1x?x?x?x?xf32>) -> tensor<1x?x?x?x?xf32>
+        %product = tensor.collapse_shape %grouped [[0], [1, 2], [3], [4]] : tensor<1x?x?x?x?xf32> into tensor<1x?x?x?xf32>
+        %conv = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>,
+                             affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%product, %bias : tensor<1x?x?x?xf32>, tensor<1x?x1x1xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %b: f32, %out: f32):
+            %sum = arith.addf %in, %b : f32
+            linalg.yield %sum : f32
+        } -> tensor<1x?x?x?xf32>
+        %relu = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%conv : tensor<1x?x?x?xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %out: f32):
+            %positive = arith.cmpf ugt, %in, %zero : f32
+            %kept = arith.select %positive, %in, %zero : f32
+            linalg.yield %kept : f32
+        } -> tensor<1x?x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
+  transform.named_sequence @match_grouped_conv2d_add_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
+      ^bb0(%x: tensor<1x?x?x?x?xf32>, %w: tensor<?x?x?x?x?xf32>, %bias: tensor<1x?x1x1xf32>, %groups_init: tensor<1x?x?x?x?xf32>,
+           %init: tensor<1x?x?x?xf32>):
+        %zero = arith.constant 0.0 : f32
+        %zeros = linalg.fill ins(%zero : f32) outs(%groups_init : tensor<1x?x?x?x?xf32>) -> tensor<1x?x?x?x?xf32>
+        %grouped = linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
+            ins(%x, %w : tensor<1x?x?x?x?xf32>, tensor<?x?x?x?x?xf32>) outs(%zeros : tensor<1x?x?x?x?xf32>) -> tensor<1x?x?x?x?xf32>
+        %product = tensor.collapse_shape %grouped [[0], [1, 2], [3], [4]] : tensor<1x?x?x?x?xf32> into tensor<1x?x?x?xf32>
+        %conv = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>,
+                             affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%product, %bias : tensor<1x?x?x?xf32>, tensor<1x?x1x1xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %b: f32, %out: f32):
+            %sum = arith.addf %in, %b : f32
+            linalg.yield %sum : f32
+        } -> tensor<1x?x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
+  // @halo_conv2d_add_sSTRIDE's work with the groups' axes joined (flags as there).
+  util.func private @halo_grouped_conv2d_flags_sSTRIDE(%x: tensor<1x?x?x?x?xf32>, %w: tensor<?x?x?x?x?xf32>, %bias: tensor<1x?x1x1xf32>,
+                                                        %flags: index) -> tensor<1x?x?x?xf32> {
+    %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
+    %joined = tensor.collapse_shape %x [[0], [1, 2], [3], [4]] : tensor<1x?x?x?x?xf32> into tensor<1x?x?x?xf32>
+    %filters = tensor.collapse_shape %w [[0, 1], [2], [3], [4]] : tensor<?x?x?x?x?xf32> into tensor<?x?x?x?xf32>
+    %r = util.call @halo_conv2d_flags_sSTRIDE(%joined, %filters, %b, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x?x?xf32>, tensor<?xf32>, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  util.func private @halo_grouped_conv2d_add_relu_sSTRIDE(%x: tensor<1x?x?x?x?xf32>, %w: tensor<?x?x?x?x?xf32>, %bias: tensor<1x?x1x1xf32>,
+      %groups_init: tensor<1x?x?x?x?xf32>, %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %flags = arith.constant 3 : index
+    %r = util.call @halo_grouped_conv2d_flags_sSTRIDE(%x, %w, %bias, %flags)
+        : (tensor<1x?x?x?x?xf32>, tensor<?x?x?x?x?xf32>, tensor<1x?x1x1xf32>, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  util.func private @halo_grouped_conv2d_add_sSTRIDE(%x: tensor<1x?x?x?x?xf32>, %w: tensor<?x?x?x?x?xf32>, %bias: tensor<1x?x1x1xf32>,
+      %groups_init: tensor<1x?x?x?x?xf32>, %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %flags = arith.constant 1 : index
+    %r = util.call @halo_grouped_conv2d_flags_sSTRIDE(%x, %w, %bias, %flags)
+        : (tensor<1x?x?x?x?xf32>, tensor<?x?x?x?x?xf32>, tensor<1x?x1x1xf32>, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  transform.named_sequence @call_halo_grouped_conv2d_add_relu_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                                                 %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_conv2d_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_conv2d_flags_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %grouped = transform.util.import_symbol @halo_grouped_conv2d_flags_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_grouped_conv2d_add_relu_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
+  transform.named_sequence @call_halo_grouped_conv2d_add_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                                                 %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_conv2d_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_conv2d_flags_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %grouped = transform.util.import_symbol @halo_grouped_conv2d_flags_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_grouped_conv2d_add_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
 // halo:per-stride end
 
   // A matmul with its bias (one per column) and ReLU or none: the matmul's 48 x 192 tiles, the
@@ -1952,6 +2073,7 @@ module attributes {transform.with_named_sequence} {
           @match_conv2d_add_relu6_sSTRIDE -> @call_halo_conv2d_add_relu6_sSTRIDE,
           @match_conv2d_add_relu_sSTRIDE -> @call_halo_conv2d_add_relu_sSTRIDE,
           @match_conv2d_relu_sSTRIDE -> @call_halo_conv2d_relu_sSTRIDE,
+          @match_grouped_conv2d_add_relu_sSTRIDE -> @call_halo_grouped_conv2d_add_relu_sSTRIDE,
 // halo:per-stride-matches end
           @match_matmul_add_relu -> @call_halo_matmul_add_relu
         : (!transform.any_op) -> (!transform.any_op)
@@ -1981,6 +2103,7 @@ module attributes {transform.with_named_sequence} {
           @match_pointwise_sSTRIDE -> @call_halo_pointwise_sSTRIDE,
           @match_conv2d_add_sSTRIDE -> @call_halo_conv2d_add_sSTRIDE,
           @match_conv2d_sSTRIDE -> @call_halo_conv2d_sSTRIDE,
+          @match_grouped_conv2d_add_sSTRIDE -> @call_halo_grouped_conv2d_add_sSTRIDE,
 // halo:per-stride-plain-matches end
           @match_matmul -> @call_halo_matmul,
           @match_batch1_matmul -> @call_halo_batch1_matmul,
