@@ -316,7 +316,7 @@ fn compute_wide(
 
 /// Into `terms`, one product per filter tap for filters `filters` of group `group`, from output
 /// row `first_row`, over `cols` columns of the phase width: the tap's filters (`filters` x
-/// `channels / groups`) by the group's input seen from the tap's offset. None when the group has
+/// `channels / groups`) by the group's input seen from the tap's offset; none when the group has
 /// no input channels (the output is then the bias alone).
 fn tap_terms<'a>(
     shape: &ConvShape,
