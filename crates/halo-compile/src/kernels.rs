@@ -74,8 +74,8 @@ impl KernelUse {
     ///   37.5-39.3 with them);
     /// - depthwise convolutions with a bias, of a stride of [`STRIDES`] along both axes: the
     ///   forms the spec's depthwise matchers take (any other would be left to IREE's scalar code);
-    /// - grouped convolutions with a bias, of a stride of [`STRIDES`] along both axes, which the
-    ///   rewrite then gives only their bias separated, the form the spec's grouped matchers take
+    /// - grouped convolutions of a stride of [`STRIDES`] along both axes, which the rewrite then
+    ///   gives only their bias separated, if they have one: the forms the spec's grouped matchers take
     ///   (ResNeXt-50's: the kernel ran its seven shapes at 45-100 GFLOP/s a core, `conv_rate`,
     ///   where the rewrite's batched matmul over copied windows spent about 55 worker-ms a call
     ///   on their 0.46 GFLOP).
@@ -83,13 +83,15 @@ impl KernelUse {
         self == KernelUse::HaloKernels
             && match kind {
                 ConvolutionKind::Dense { .. } => true,
-                ConvolutionKind::Depthwise | ConvolutionKind::Grouped { .. } => {
-                    biased
-                        && strides[0] == strides[1]
-                        && STRIDES.iter().any(|&stride| i64::try_from(stride) == Ok(strides[0]))
-                }
+                ConvolutionKind::Depthwise => biased && Self::takes_strides(strides),
+                ConvolutionKind::Grouped { .. } => Self::takes_strides(strides),
                 ConvolutionKind::Narrowing { .. } => false,
             }
+    }
+
+    /// Whether the spec's convolution matchers take `strides`: one of [`STRIDES`] along both axes.
+    fn takes_strides(strides: [i64; 2]) -> bool {
+        strides[0] == strides[1] && STRIDES.iter().any(|&stride| i64::try_from(stride) == Ok(strides[0]))
     }
 
     /// The `iree-compile` flags that make the choice, writing the spec they name into `scratch`.
@@ -219,12 +221,14 @@ mod tests {
                 format!("util.func private @halo_depthwise_padded_s{stride}("),
                 format!("@match_grouped_conv2d_add_relu_s{stride} -> @call_halo_grouped_conv2d_add_relu_s{stride},"),
                 format!("@match_grouped_conv2d_add_s{stride} -> @call_halo_grouped_conv2d_add_s{stride},"),
+                format!("@match_grouped_conv2d_relu_s{stride} -> @call_halo_grouped_conv2d_relu_s{stride},"),
+                format!("@match_grouped_conv2d_s{stride} -> @call_halo_grouped_conv2d_s{stride},"),
                 format!("util.func private @halo_grouped_conv2d_flags_s{stride}("),
             ] {
                 assert_eq!(spec.matches(&name).count(), 1, "{name}");
             }
             let strided = format!("strides = dense<{stride}> : vector<2xi64>");
-            assert_eq!(spec.matches(&strided).count(), 22, "{strided}");
+            assert_eq!(spec.matches(&strided).count(), 24, "{strided}");
         }
         // Outside the per-stride parts the word stays as written, in the header's comment.
         assert_eq!(spec.matches("STRIDE").count(), 1);

@@ -20,8 +20,8 @@
 //   workgroup per 48 output channels by as many output rows as make about 256 columns of the
 //   input's phase width. A stride-2 convolution's input is first split into its four phases;
 // - every f32 grouped convolution (linalg.conv_2d_ngchw_gfchw between the importer's split and
-//   join of the channels) in halo's graph rewrite's form, with a ReLU after it or not, the same
-//   way, the kernel told the groups;
+//   join of the channels) in halo's graph rewrite's form (its bias added after the join) or
+//   without a bias, with a ReLU after it or not, the same way, the kernel told the groups;
 // - every f32 1x1 convolution of stride 1 or 2 on a batch of one, in the same forms, becomes a
 //   product of its filters [F, C] by its input [C, H * W] (at stride 2, its every other row and
 //   column, gathered first) through halo_matmul_f32_v1, bias (one per row) and activation fused;
@@ -1756,30 +1756,44 @@ module attributes {transform.with_named_sequence} {
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
-  // @halo_conv2d_add_sSTRIDE's work with the groups' axes joined (flags as there).
-  util.func private @halo_grouped_conv2d_flags_sSTRIDE(%x: tensor<1x?x?x?x?xf32>, %w: tensor<?x?x?x?x?xf32>, %bias: tensor<1x?x1x1xf32>,
+  // @halo_conv2d_flags_sSTRIDE's work with the groups' axes joined.
+  util.func private @halo_grouped_conv2d_flags_sSTRIDE(%x: tensor<1x?x?x?x?xf32>, %w: tensor<?x?x?x?x?xf32>, %bias: tensor<?xf32>,
                                                         %flags: index) -> tensor<1x?x?x?xf32> {
-    %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
     %joined = tensor.collapse_shape %x [[0], [1, 2], [3], [4]] : tensor<1x?x?x?x?xf32> into tensor<1x?x?x?xf32>
     %filters = tensor.collapse_shape %w [[0, 1], [2], [3], [4]] : tensor<?x?x?x?x?xf32> into tensor<?x?x?x?xf32>
-    %r = util.call @halo_conv2d_flags_sSTRIDE(%joined, %filters, %b, %flags)
+    %r = util.call @halo_conv2d_flags_sSTRIDE(%joined, %filters, %bias, %flags)
         : (tensor<1x?x?x?xf32>, tensor<?x?x?x?xf32>, tensor<?xf32>, index) -> tensor<1x?x?x?xf32>
     util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  // Zeros for the bias binding of a convolution with none (its flags leave them unread).
+  util.func private @halo_grouped_no_bias_sSTRIDE(%w: tensor<?x?x?x?x?xf32>) -> tensor<?xf32> {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %zero = arith.constant 0.0 : f32
+    %groups = tensor.dim %w, %c0 : tensor<?x?x?x?x?xf32>
+    %per_group = tensor.dim %w, %c1 : tensor<?x?x?x?x?xf32>
+    %f = arith.muli %groups, %per_group : index
+    %empty = tensor.empty(%f) : tensor<?xf32>
+    %zeros = linalg.fill ins(%zero : f32) outs(%empty : tensor<?xf32>) -> tensor<?xf32>
+    util.return %zeros : tensor<?xf32>
   }
 
   util.func private @halo_grouped_conv2d_add_relu_sSTRIDE(%x: tensor<1x?x?x?x?xf32>, %w: tensor<?x?x?x?x?xf32>, %bias: tensor<1x?x1x1xf32>,
       %groups_init: tensor<1x?x?x?x?xf32>, %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
     %flags = arith.constant 3 : index
-    %r = util.call @halo_grouped_conv2d_flags_sSTRIDE(%x, %w, %bias, %flags)
-        : (tensor<1x?x?x?x?xf32>, tensor<?x?x?x?x?xf32>, tensor<1x?x1x1xf32>, index) -> tensor<1x?x?x?xf32>
+    %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
+    %r = util.call @halo_grouped_conv2d_flags_sSTRIDE(%x, %w, %b, %flags)
+        : (tensor<1x?x?x?x?xf32>, tensor<?x?x?x?x?xf32>, tensor<?xf32>, index) -> tensor<1x?x?x?xf32>
     util.return %r : tensor<1x?x?x?xf32>
   }
 
   util.func private @halo_grouped_conv2d_add_sSTRIDE(%x: tensor<1x?x?x?x?xf32>, %w: tensor<?x?x?x?x?xf32>, %bias: tensor<1x?x1x1xf32>,
       %groups_init: tensor<1x?x?x?x?xf32>, %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
     %flags = arith.constant 1 : index
-    %r = util.call @halo_grouped_conv2d_flags_sSTRIDE(%x, %w, %bias, %flags)
-        : (tensor<1x?x?x?x?xf32>, tensor<?x?x?x?x?xf32>, tensor<1x?x1x1xf32>, index) -> tensor<1x?x?x?xf32>
+    %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
+    %r = util.call @halo_grouped_conv2d_flags_sSTRIDE(%x, %w, %b, %flags)
+        : (tensor<1x?x?x?x?xf32>, tensor<?x?x?x?x?xf32>, tensor<?xf32>, index) -> tensor<1x?x?x?xf32>
     util.return %r : tensor<1x?x?x?xf32>
   }
 
@@ -1805,6 +1819,88 @@ module attributes {transform.with_named_sequence} {
     %helper = transform.util.import_symbol @halo_conv2d_flags_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
     %grouped = transform.util.import_symbol @halo_grouped_conv2d_flags_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
     %func = transform.util.import_symbol @halo_grouped_conv2d_add_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
+  // The same without a bias: the ReLU after the join, or nothing.
+  transform.named_sequence @match_grouped_conv2d_relu_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
+      ^bb0(%x: tensor<1x?x?x?x?xf32>, %w: tensor<?x?x?x?x?xf32>, %groups_init: tensor<1x?x?x?x?xf32>, %init: tensor<1x?x?x?xf32>):
+        %zero = arith.constant 0.0 : f32
+        %zeros = linalg.fill ins(%zero : f32) outs(%groups_init : tensor<1x?x?x?x?xf32>) -> tensor<1x?x?x?x?xf32>
+        %grouped = linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
+            ins(%x, %w : tensor<1x?x?x?x?xf32>, tensor<?x?x?x?x?xf32>) outs(%zeros : tensor<1x?x?x?x?xf32>) -> tensor<1x?x?x?x?xf32>
+        %product = tensor.collapse_shape %grouped [[0], [1, 2], [3], [4]] : tensor<1x?x?x?x?xf32> into tensor<1x?x?x?xf32>
+        %relu = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%product : tensor<1x?x?x?xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %out: f32):
+            %positive = arith.cmpf ugt, %in, %zero : f32
+            %kept = arith.select %positive, %in, %zero : f32
+            linalg.yield %kept : f32
+        } -> tensor<1x?x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
+  transform.named_sequence @match_grouped_conv2d_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
+      ^bb0(%x: tensor<1x?x?x?x?xf32>, %w: tensor<?x?x?x?x?xf32>, %groups_init: tensor<1x?x?x?x?xf32>):
+        %zero = arith.constant 0.0 : f32
+        %zeros = linalg.fill ins(%zero : f32) outs(%groups_init : tensor<1x?x?x?x?xf32>) -> tensor<1x?x?x?x?xf32>
+        %grouped = linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
+            ins(%x, %w : tensor<1x?x?x?x?xf32>, tensor<?x?x?x?x?xf32>) outs(%zeros : tensor<1x?x?x?x?xf32>) -> tensor<1x?x?x?x?xf32>
+        %product = tensor.collapse_shape %grouped [[0], [1, 2], [3], [4]] : tensor<1x?x?x?x?xf32> into tensor<1x?x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
+  util.func private @halo_grouped_conv2d_relu_sSTRIDE(%x: tensor<1x?x?x?x?xf32>, %w: tensor<?x?x?x?x?xf32>,
+      %groups_init: tensor<1x?x?x?x?xf32>, %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %flags = arith.constant 2 : index
+    %b = util.call @halo_grouped_no_bias_sSTRIDE(%w) : (tensor<?x?x?x?x?xf32>) -> tensor<?xf32>
+    %r = util.call @halo_grouped_conv2d_flags_sSTRIDE(%x, %w, %b, %flags)
+        : (tensor<1x?x?x?x?xf32>, tensor<?x?x?x?x?xf32>, tensor<?xf32>, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  util.func private @halo_grouped_conv2d_sSTRIDE(%x: tensor<1x?x?x?x?xf32>, %w: tensor<?x?x?x?x?xf32>,
+      %groups_init: tensor<1x?x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %flags = arith.constant 0 : index
+    %b = util.call @halo_grouped_no_bias_sSTRIDE(%w) : (tensor<?x?x?x?x?xf32>) -> tensor<?xf32>
+    %r = util.call @halo_grouped_conv2d_flags_sSTRIDE(%x, %w, %b, %flags)
+        : (tensor<1x?x?x?x?xf32>, tensor<?x?x?x?x?xf32>, tensor<?xf32>, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  transform.named_sequence @call_halo_grouped_conv2d_relu_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                                             %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_conv2d_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_conv2d_flags_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %grouped = transform.util.import_symbol @halo_grouped_conv2d_flags_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %zeros = transform.util.import_symbol @halo_grouped_no_bias_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_grouped_conv2d_relu_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
+  transform.named_sequence @call_halo_grouped_conv2d_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                                             %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_conv2d_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_conv2d_flags_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %grouped = transform.util.import_symbol @halo_grouped_conv2d_flags_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %zeros = transform.util.import_symbol @halo_grouped_no_bias_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_grouped_conv2d_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
     transform.util.cast_and_call %func(%ins) -> %out after %root {
       transform.type_conversion.tensor.cast_shape_dynamic_dims
     } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
@@ -2074,6 +2170,7 @@ module attributes {transform.with_named_sequence} {
           @match_conv2d_add_relu_sSTRIDE -> @call_halo_conv2d_add_relu_sSTRIDE,
           @match_conv2d_relu_sSTRIDE -> @call_halo_conv2d_relu_sSTRIDE,
           @match_grouped_conv2d_add_relu_sSTRIDE -> @call_halo_grouped_conv2d_add_relu_sSTRIDE,
+          @match_grouped_conv2d_relu_sSTRIDE -> @call_halo_grouped_conv2d_relu_sSTRIDE,
 // halo:per-stride-matches end
           @match_matmul_add_relu -> @call_halo_matmul_add_relu
         : (!transform.any_op) -> (!transform.any_op)
@@ -2087,6 +2184,7 @@ module attributes {transform.with_named_sequence} {
           @match_pointwise_add_residual_sSTRIDE -> @call_halo_pointwise_add_residual_sSTRIDE,
           @match_residual_add_pointwise_sSTRIDE -> @call_halo_pointwise_add_residual_sSTRIDE,
           @match_depthwise_padded_sSTRIDE -> @call_halo_depthwise_padded_sSTRIDE,
+          @match_grouped_conv2d_add_sSTRIDE -> @call_halo_grouped_conv2d_add_sSTRIDE,
 // halo:per-stride-later-matches end
           @match_matmul_add -> @call_halo_matmul_add,
           @match_batch1_matmul_add -> @call_halo_batch1_matmul_add
@@ -2103,7 +2201,7 @@ module attributes {transform.with_named_sequence} {
           @match_pointwise_sSTRIDE -> @call_halo_pointwise_sSTRIDE,
           @match_conv2d_add_sSTRIDE -> @call_halo_conv2d_add_sSTRIDE,
           @match_conv2d_sSTRIDE -> @call_halo_conv2d_sSTRIDE,
-          @match_grouped_conv2d_add_sSTRIDE -> @call_halo_grouped_conv2d_add_sSTRIDE,
+          @match_grouped_conv2d_sSTRIDE -> @call_halo_grouped_conv2d_sSTRIDE,
 // halo:per-stride-plain-matches end
           @match_matmul -> @call_halo_matmul,
           @match_batch1_matmul -> @call_halo_batch1_matmul,
