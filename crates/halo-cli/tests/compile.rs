@@ -621,12 +621,8 @@ fn a_1x1_convolution_summed_with_another_tensor_gets_the_sum_from_the_kernel() {
     let Some(compiler) = real_compiler(test) else {
         return;
     };
-    // -1.5 to 1.5, varying along rows and across channels: a residual read at the wrong place
-    // shows in the answers.
-    let values: Vec<String> = (0..240)
-        .map(|i| (f64::from((i * 7) % 13) / 4.0 - 1.5).to_string())
-        .collect();
-    let input = format!("1x8x5x6xf32={}", values.join(" "));
+    // A residual read at the wrong place shows in the answers.
+    let input = format!("1x8x5x6xf32={}", ripple(240));
     let calls = [("sum_relu", input.as_str(), 240), ("sum", input.as_str(), 240)];
     let tiles = ["halo_pointwise_residual_tile"];
     let program =
@@ -646,12 +642,8 @@ fn a_grouped_convolution_calls_the_convolution_kernel_with_its_bias_and_relu() {
     let Some(compiler) = real_compiler(test) else {
         return;
     };
-    // -1.5 to 1.5, varying along rows and across channels: a group reading another's channels,
-    // or a tap the wrong plane, shows in the answers.
-    let values: Vec<String> = (0..1188)
-        .map(|i| (f64::from((i * 7) % 13) / 4.0 - 1.5).to_string())
-        .collect();
-    let input = format!("1x12x9x11xf32={}", values.join(" "));
+    // A group reading another's channels, or a tap the wrong plane, shows in the answers.
+    let input = format!("1x12x9x11xf32={}", ripple(1188));
     let calls = [
         ("grouped_relu", input.as_str(), 594),
         ("grouped_s2", input.as_str(), 180),
@@ -688,6 +680,15 @@ fn a_grouped_convolution_calls_the_convolution_kernel_with_its_bias_and_relu() {
             );
         }
     }
+}
+
+/// `elements` values from -1.5 to 1.5, space-separated, that vary from one element to the next
+/// (so along rows and across channels) and repeat only every 13.
+fn ripple(elements: i32) -> String {
+    let values: Vec<String> = (0..elements)
+        .map(|i| (f64::from((i * 7) % 13) / 4.0 - 1.5).to_string())
+        .collect();
+    values.join(" ")
 }
 
 /// Compiles `fixtures/kernels/<source>` with halo's kernels and with `--portable`, checks that

@@ -860,6 +860,38 @@ mod tests {
         assert_eq!(c, [5.0; 4]);
     }
 
+    /// A convolution call over `channels` input planes of `side` x `side` to `filters` filters
+    /// of `kernel` x `kernel`, every filter and `rows` output rows, each slice from its start,
+    /// no flags: the tests change what they need from there.
+    fn conv_params(
+        (input, weights, bias): (&[f32], &[f32], &[f32]),
+        output: &mut [f32],
+        [channels, filters, side, kernel]: [usize; 4],
+        rows: usize,
+    ) -> Conv2dParamsV0 {
+        Conv2dParamsV0 {
+            input: input.as_ptr(),
+            input_offset: 0,
+            weights: weights.as_ptr(),
+            weights_offset: 0,
+            bias: bias.as_ptr(),
+            bias_offset: 0,
+            output: output.as_mut_ptr(),
+            output_offset: 0,
+            channels,
+            filters,
+            padded_height: side,
+            padded_width: side,
+            kernel_height: kernel,
+            kernel_width: kernel,
+            filter_begin: 0,
+            filter_count: filters,
+            row_begin: 0,
+            row_count: rows,
+            flags: 0,
+        }
+    }
+
     #[test]
     fn the_convolution_entry_point_computes_its_tile_and_refuses_what_it_is_not_lent() {
         // One channel, 3x3 input, a 2x2 filter of ones after one element, bias 0.5, ReLU:
@@ -873,25 +905,11 @@ mod tests {
         }
         lend(&output, true);
         let params = |output: &mut [f32], row_begin, flags| Conv2dParamsV0 {
-            input: input.as_ptr(),
-            input_offset: 0,
-            weights: weights.as_ptr(),
             weights_offset: 1,
-            bias: bias.as_ptr(),
-            bias_offset: 0,
-            output: output.as_mut_ptr(),
             output_offset: 1,
-            channels: 1,
-            filters: 1,
-            padded_height: 3,
-            padded_width: 3,
-            kernel_height: 2,
-            kernel_width: 2,
-            filter_begin: 0,
-            filter_count: 1,
             row_begin,
-            row_count: 1,
             flags,
+            ..conv_params((&input, &weights, &bias), output, [1, 1, 3, 2], 1)
         };
         let call = |mut params: Conv2dParamsV0| {
             let context = (&raw const CHECK).cast_mut().cast();
@@ -933,27 +951,7 @@ mod tests {
         }
         lend(&output, true);
         let params = |output: &mut [f32], stride| Conv2dParamsV1 {
-            v0: Conv2dParamsV0 {
-                input: input.as_ptr(),
-                input_offset: 0,
-                weights: weights.as_ptr(),
-                weights_offset: 0,
-                bias: weights.as_ptr(),
-                bias_offset: 0,
-                output: output.as_mut_ptr(),
-                output_offset: 0,
-                channels: 1,
-                filters: 1,
-                padded_height: 4,
-                padded_width: 4,
-                kernel_height: 2,
-                kernel_width: 2,
-                filter_begin: 0,
-                filter_count: 1,
-                row_begin: 0,
-                row_count: 2,
-                flags: 0,
-            },
+            v0: conv_params((&input, &weights, &weights), output, [1, 1, 4, 2], 2),
             stride,
             dilation: 1,
         };
@@ -995,27 +993,7 @@ mod tests {
         lend(&output, true);
         let params = |output: &mut [f32], groups| Conv2dParamsV3 {
             v1: Conv2dParamsV1 {
-                v0: Conv2dParamsV0 {
-                    input: input.as_ptr(),
-                    input_offset: 0,
-                    weights: weights.as_ptr(),
-                    weights_offset: 0,
-                    bias: weights.as_ptr(),
-                    bias_offset: 0,
-                    output: output.as_mut_ptr(),
-                    output_offset: 0,
-                    channels: 2,
-                    filters: 2,
-                    padded_height: 3,
-                    padded_width: 3,
-                    kernel_height: 2,
-                    kernel_width: 2,
-                    filter_begin: 0,
-                    filter_count: 2,
-                    row_begin: 0,
-                    row_count: 2,
-                    flags: 0,
-                },
+                v0: conv_params((&input, &weights, &weights), output, [2, 2, 3, 2], 2),
                 stride: 1,
                 dilation: 1,
             },

@@ -2139,9 +2139,10 @@ module attributes {transform.with_named_sequence} {
   // pass. The first takes the padded depthwise forms with an activation (before the unpadded
   // forms of the second could take the pad's result as their input), the second the other forms
   // with an activation (a 1x1 convolution's sum with another tensor before a ReLU among them),
-  // the third the padded depthwise form without one, 1x1 convolutions summed with another tensor
-  // and matmuls with a bias, the last the rest (a padded depthwise convolution the third declined
-  // among them).
+  // the third the padded depthwise form without one, 1x1 convolutions summed with another tensor,
+  // grouped convolutions with a bias (before the last pass's bare form could take their
+  // convolution from under the bias) and matmuls with a bias, the last the rest (a padded
+  // depthwise convolution the third declined among them).
   transform.named_sequence @__transform_main(%module: !transform.any_op) {
     %funcs_padded = transform.structured.match ops{["util.func"]} in %module : (!transform.any_op) -> !transform.any_op
     transform.foreach %funcs_padded : !transform.any_op {
