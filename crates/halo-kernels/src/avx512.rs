@@ -29,11 +29,13 @@
 //! Tried and dropped: packing `a` too (49-column products fell from about 110 to 72 GFLOP/s),
 //! `KC` of 128 or 384 and prefetching 24 or 64 rows ahead (within the noise).
 
-use crate::matmul::{Activation, Bias, Epilogue};
+use crate::activation::avx512::activated;
+use crate::matmul::{Bias, Epilogue};
 use crate::matrix::{Matrix, MatrixMut};
+use crate::Activation;
 use std::arch::x86_64::{
-    __m512, __mmask16, _mm512_add_ps, _mm512_fmadd_ps, _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_max_ps,
-    _mm512_min_ps, _mm512_set1_ps, _mm512_setzero_ps, _mm_prefetch, _MM_HINT_T0,
+    __m512, __mmask16, _mm512_add_ps, _mm512_fmadd_ps, _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_set1_ps,
+    _mm512_setzero_ps, _mm_prefetch, _MM_HINT_T0,
 };
 
 /// A micro tile's shape: `V` vectors of 16 columns by as many rows as fill 24 accumulators.
@@ -498,16 +500,9 @@ unsafe fn micro_tile<const R: usize, const V: usize>(tile: &Tile<'_>) {
             }
         }
     }
-    let (zero, six) = (_mm512_setzero_ps(), _mm512_set1_ps(6.0));
     for (i, row) in acc.into_iter().enumerate() {
         for (v, sum) in row.into_iter().enumerate() {
-            // `max` gives its second operand where the first is NaN, so NaN goes to 0 as
-            // `Activation::apply` has it.
-            let value = match tile.activation {
-                Activation::Identity => sum,
-                Activation::Relu => _mm512_max_ps(sum, zero),
-                Activation::Relu6 => _mm512_min_ps(_mm512_max_ps(sum, zero), six),
-            };
+            let value = activated(tile.activation, sum);
             // SAFETY: as for the loads of `c`; masked-out lanes are never written.
             unsafe { _mm512_mask_storeu_ps(c_row(i).wrapping_add(16 * v), masks[v], value) };
         }

@@ -360,11 +360,17 @@ fn tap_terms<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_values::values;
+    use crate::test_values::{any_activation, values};
     use proptest::prelude::*;
 
     /// The convolution by its definition, in f64, `[filters][rows][cols]`.
-    fn reference(shape: &ConvShape, input: &[f32], weights: &[f32], bias: Option<&[f32]>, relu: bool) -> Vec<f64> {
+    fn reference(
+        shape: &ConvShape,
+        input: &[f32],
+        weights: &[f32],
+        bias: Option<&[f32]>,
+        activation: Activation,
+    ) -> Vec<f64> {
         let (ho, wo) = shape.output_size().unwrap();
         let (c, hp, wp, kh, kw) = (
             shape.channels,
@@ -390,7 +396,7 @@ mod tests {
                             }
                         }
                     }
-                    out.push(if relu { sum.max(0.0) } else { sum });
+                    out.push(activation.reference(sum));
                 }
             }
         }
@@ -470,7 +476,7 @@ mod tests {
         #[test]
         fn tiled_convolutions_match_the_definition(
             (shape, filters_per_tile, rows_per_tile) in shape_and_tiles(),
-            bias in any::<bool>(), relu in any::<bool>(), seed in any::<u64>(),
+            bias in any::<bool>(), activation in any_activation(), seed in any::<u64>(),
         ) {
             let [_, weights_len, output_len] = shape.lengths().unwrap();
             let plain_len = shape.channels * shape.padded_height * shape.padded_width;
@@ -479,9 +485,9 @@ mod tests {
             let input = phases(&shape, &plain);
             let epilogue = ConvEpilogue {
                 bias: bias.then_some(&bias_data[..]),
-                activation: if relu { Activation::Relu } else { Activation::Identity },
+                activation,
             };
-            let expected = reference(&shape, &plain, &weights, epilogue.bias, relu);
+            let expected = reference(&shape, &plain, &weights, epilogue.bias, activation);
             let (ho, _) = shape.output_size().unwrap();
             for path in KernelPath::ALL {
                 if !path.is_available() {

@@ -445,7 +445,7 @@ fn multiply_add<const FUSED: bool>(out: &mut [f32], from: &[f32], weight: f32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_values::values;
+    use crate::test_values::{any_activation, values};
     use crate::Activation;
     use proptest::prelude::*;
 
@@ -479,11 +479,7 @@ mod tests {
                             sum += f64::from(w) * f64::from(v);
                         }
                     }
-                    out.push(match activation {
-                        Activation::Identity => sum,
-                        Activation::Relu => sum.max(0.0),
-                        Activation::Relu6 => sum.clamp(0.0, 6.0),
-                    });
+                    out.push(activation.reference(sum));
                 }
             }
         }
@@ -566,21 +562,13 @@ mod tests {
             .prop_map(|(shape, padding, channels, rows)| (DepthwiseShape { padding, ..shape }, channels, rows))
     }
 
-    fn activation() -> impl Strategy<Value = Activation> {
-        prop_oneof![
-            Just(Activation::Identity),
-            Just(Activation::Relu),
-            Just(Activation::Relu6)
-        ]
-    }
-
     proptest! {
         /// Tiles of every size, on every path, cover the output exactly and give the
         /// definition's values.
         #[test]
         fn tiled_depthwise_convolutions_match_the_definition(
             (shape, channels_per_tile, rows_per_tile) in prop_oneof![shape_and_tiles(), square_shape_and_tiles()],
-            bias in any::<bool>(), activation in activation(), seed in any::<u64>(),
+            bias in any::<bool>(), activation in any_activation(), seed in any::<u64>(),
         ) {
             let [input_len, weights_len, output_len] = shape.lengths().unwrap();
             // Scaled so that ReLU6's upper bound is crossed too.

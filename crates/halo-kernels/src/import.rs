@@ -33,12 +33,15 @@ pub const ENTRY_POINTS: &[(&str, EntryPoint)] = &[
     ("halo_matmul_f32_v0", matmul_f32_v0),
     ("halo_matmul_f32_v1", matmul_f32_v1),
     ("halo_matmul_f32_v2", matmul_f32_v2),
+    ("halo_matmul_f32_v3", matmul_f32_v3),
     ("halo_conv2d_f32_v0", conv2d_f32_v0),
     ("halo_conv2d_f32_v1", conv2d_f32_v1),
     ("halo_conv2d_f32_v2", conv2d_f32_v2),
     ("halo_conv2d_f32_v3", conv2d_f32_v3),
+    ("halo_conv2d_f32_v4", conv2d_f32_v4),
     ("halo_depthwise_conv2d_f32_v0", depthwise_conv2d_f32_v0),
     ("halo_depthwise_conv2d_f32_v1", depthwise_conv2d_f32_v1),
+    ("halo_depthwise_conv2d_f32_v2", depthwise_conv2d_f32_v2),
 ];
 
 /// `flags` bit: `bias` points at one element per output column, added to every row.
@@ -55,6 +58,15 @@ pub const MATMUL_RELU6: usize = 8;
 /// `flags` bit of `halo_matmul_f32_v2`: the residual ([`MatmulParamsV2`]) is added with the bias,
 /// before the activation.
 pub const MATMUL_RESIDUAL: usize = 16;
+/// `flags` bit of `halo_matmul_f32_v3`: SiLU (`x · sigmoid(x)`) on the result; not with another
+/// activation.
+pub const MATMUL_SILU: usize = 32;
+
+/// The `flags` bits each matmul entry knows; it refuses a call with any other.
+const MATMUL_V0_FLAGS: usize = MATMUL_BIAS | MATMUL_RELU;
+const MATMUL_V1_FLAGS: usize = MATMUL_V0_FLAGS | MATMUL_BIAS_PER_ROW | MATMUL_RELU6;
+const MATMUL_V2_FLAGS: usize = MATMUL_V1_FLAGS | MATMUL_RESIDUAL;
+const MATMUL_V3_FLAGS: usize = MATMUL_V2_FLAGS | MATMUL_SILU;
 
 /// What `halo_matmul_f32_v0` and `_v1` receive: `c = activation(a·b + bias)` for row-major f32
 /// matrices, `a` `m`x`k`, `b` `k`x`n`, `c` `m`x`n`.
@@ -90,11 +102,11 @@ pub struct MatmulParamsV0 {
     /// Elements between rows of `c`.
     pub c_stride: usize,
     /// [`MATMUL_BIAS`] and [`MATMUL_RELU`] (`_v1`: or [`MATMUL_BIAS_PER_ROW`] and
-    /// [`MATMUL_RELU6`]).
+    /// [`MATMUL_RELU6`]; `_v2`: and [`MATMUL_RESIDUAL`]; `_v3`: or [`MATMUL_SILU`]).
     pub flags: usize,
 }
 
-/// What `halo_matmul_f32_v2` receives: [`MatmulParamsV0`]'s fields, then an `m`x`n` matrix added
+/// What `halo_matmul_f32_v2` and `_v3` receive: [`MatmulParamsV0`]'s fields, then an `m`x`n` matrix added
 /// to the product with the bias ([`MATMUL_RESIDUAL`]): the other branch of a residual connection.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -158,11 +170,8 @@ unsafe fn entry_args<'a, P: Copy>(params: *mut c_void, context: *mut c_void) -> 
 pub unsafe extern "C" fn matmul_f32_v0(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
     // SAFETY: `params` and `context` are as this entry's contract says.
     let (p, check) = unsafe { entry_args::<MatmulParamsV0>(params, context) };
-    if p.flags & !(MATMUL_BIAS | MATMUL_RELU) != 0 {
-        return 1;
-    }
     // SAFETY: forwarded from the caller.
-    unsafe { matmul_entry(p, None, check) }
+    unsafe { matmul_entry(p, None, MATMUL_V0_FLAGS, check) }
 }
 
 /// `halo_matmul_f32_v1`: [`matmul_f32_v0`] whose `flags` may also ask for a bias per row
@@ -174,7 +183,7 @@ pub unsafe extern "C" fn matmul_f32_v1(params: *mut c_void, context: *mut c_void
     // SAFETY: `params` and `context` are as this entry's contract says.
     let (p, check) = unsafe { entry_args::<MatmulParamsV0>(params, context) };
     // SAFETY: forwarded from the caller.
-    unsafe { matmul_entry(p, None, check) }
+    unsafe { matmul_entry(p, None, MATMUL_V1_FLAGS, check) }
 }
 
 /// `halo_matmul_f32_v2`: [`matmul_f32_v1`] whose `flags` may also ask for a residual
@@ -183,30 +192,51 @@ pub unsafe extern "C" fn matmul_f32_v1(params: *mut c_void, context: *mut c_void
 /// # Safety
 /// As [`matmul_f32_v0`], `params` pointing at a [`MatmulParamsV2`].
 pub unsafe extern "C" fn matmul_f32_v2(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
-    // SAFETY: `params` and `context` are as this entry's contract says.
+    // SAFETY: forwarded from the caller.
+    unsafe { matmul_with_residual(params, context, MATMUL_V2_FLAGS) }
+}
+
+/// `halo_matmul_f32_v3`: [`matmul_f32_v2`] whose `flags` may also ask for SiLU
+/// ([`MATMUL_SILU`]).
+///
+/// # Safety
+/// As [`matmul_f32_v2`].
+pub unsafe extern "C" fn matmul_f32_v3(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
+    // SAFETY: forwarded from the caller.
+    unsafe { matmul_with_residual(params, context, MATMUL_V3_FLAGS) }
+}
+
+/// The entries that take a [`MatmulParamsV2`], knowing the flags `known`.
+///
+/// # Safety
+/// As [`matmul_f32_v2`].
+unsafe fn matmul_with_residual(params: *mut c_void, context: *mut c_void, known: usize) -> c_int {
+    // SAFETY: `params` and `context` are as the entry's contract says.
     let (p, check) = unsafe { entry_args::<MatmulParamsV2>(params, context) };
     let residual = (p.v0.flags & MATMUL_RESIDUAL != 0).then_some((p.residual, p.residual_offset, p.residual_stride));
     // SAFETY: forwarded from the caller.
-    unsafe { matmul_entry(p.v0, residual, check) }
+    unsafe { matmul_entry(p.v0, residual, known, check) }
 }
 
 /// The matmul entries' work, once their parameters are read: `residual` is `(base, offset,
-/// row stride)` when the flags ask for one (only `_v2`'s may).
+/// row stride)` when the flags ask for one; flags outside `known` are refused.
 ///
 /// # Safety
 /// As [`matmul_f32_v0`]: `check` vouches only for memory valid for the access asked.
 unsafe fn matmul_entry(
     p: MatmulParamsV0,
     residual: Option<(*const f32, usize, usize)>,
+    known: usize,
     check: Option<&MemoryCheck>,
 ) -> c_int {
     let Some(check) = check else {
         return 1;
     };
-    let activation = match p.flags & (MATMUL_RELU | MATMUL_RELU6) {
+    let activation = match p.flags & (MATMUL_RELU | MATMUL_RELU6 | MATMUL_SILU) {
         0 => Activation::Identity,
         MATMUL_RELU => Activation::Relu,
         MATMUL_RELU6 => Activation::Relu6,
+        MATMUL_SILU => Activation::Silu,
         _ => return 1,
     };
     let bias_len = match p.flags & (MATMUL_BIAS | MATMUL_BIAS_PER_ROW) {
@@ -215,7 +245,6 @@ unsafe fn matmul_entry(
         MATMUL_BIAS_PER_ROW => p.m,
         _ => return 1,
     };
-    let known = MATMUL_BIAS | MATMUL_RELU | MATMUL_BIAS_PER_ROW | MATMUL_RELU6 | MATMUL_RESIDUAL;
     if p.flags & !known != 0 || (p.flags & MATMUL_RESIDUAL != 0) != residual.is_some() {
         return 1;
     }
@@ -268,6 +297,16 @@ pub const CONV_RELU: usize = 2;
 /// `flags` bit of `halo_conv2d_f32_v2` and the depthwise entry: ReLU6 (`Clip(0, 6)`) on the
 /// result; not with [`CONV_RELU`].
 pub const CONV_RELU6: usize = 4;
+/// `flags` bit of `halo_conv2d_f32_v4` and `halo_depthwise_conv2d_f32_v2`: SiLU
+/// (`x · sigmoid(x)`) on the result; not with another activation.
+pub const CONV_SILU: usize = 8;
+
+/// The `flags` bits each convolution entry knows; it refuses a call with any other.
+const CONV_V0_FLAGS: usize = CONV_BIAS | CONV_RELU;
+const CONV_V2_FLAGS: usize = CONV_V0_FLAGS | CONV_RELU6;
+const CONV_V4_FLAGS: usize = CONV_V2_FLAGS | CONV_SILU;
+const DEPTHWISE_V0_FLAGS: usize = CONV_BIAS | CONV_RELU | CONV_RELU6;
+const DEPTHWISE_V2_FLAGS: usize = DEPTHWISE_V0_FLAGS | CONV_SILU;
 
 /// The bias and activation a convolution entry's `flags` ask for (`None` for unknown bits or
 /// two activations).
@@ -276,6 +315,7 @@ fn conv_epilogue(flags: usize, bias: &[f32]) -> Option<ConvEpilogue<'_>> {
         0 => Activation::Identity,
         CONV_RELU => Activation::Relu,
         CONV_RELU6 => Activation::Relu6,
+        CONV_SILU => Activation::Silu,
         _ => return None,
     };
     Some(ConvEpilogue {
@@ -326,7 +366,8 @@ pub struct Conv2dParamsV0 {
     pub row_begin: usize,
     /// Output rows in the tile.
     pub row_count: usize,
-    /// [`CONV_BIAS`] and [`CONV_RELU`] (`_v2`: or [`CONV_RELU6`]).
+    /// [`CONV_BIAS`] and [`CONV_RELU`] (`_v2`, `_v3`: or [`CONV_RELU6`]; `_v4`: or
+    /// [`CONV_SILU`]).
     pub flags: usize,
 }
 
@@ -352,16 +393,13 @@ pub struct Conv2dParamsV1 {
 pub unsafe extern "C" fn conv2d_f32_v0(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
     // SAFETY: `params` and `context` are as this entry's contract says.
     let (v0, check) = unsafe { entry_args::<Conv2dParamsV0>(params, context) };
-    if v0.flags & CONV_RELU6 != 0 {
-        return 1;
-    }
     let v1 = Conv2dParamsV1 {
         v0,
         stride: 1,
         dilation: 1,
     };
     // SAFETY: forwarded from the caller.
-    unsafe { conv2d(Conv2dParamsV3 { v1, groups: 1 }, check) }
+    unsafe { conv2d(Conv2dParamsV3 { v1, groups: 1 }, CONV_V0_FLAGS, check) }
 }
 
 /// `halo_conv2d_f32_v1`: see [`Conv2dParamsV1`]. Returns 0, or 1 when the call cannot be
@@ -372,11 +410,8 @@ pub unsafe extern "C" fn conv2d_f32_v0(params: *mut c_void, context: *mut c_void
 pub unsafe extern "C" fn conv2d_f32_v1(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
     // SAFETY: `params` and `context` are as this entry's contract says.
     let (v1, check) = unsafe { entry_args::<Conv2dParamsV1>(params, context) };
-    if v1.v0.flags & CONV_RELU6 != 0 {
-        return 1;
-    }
     // SAFETY: forwarded from the caller.
-    unsafe { conv2d(Conv2dParamsV3 { v1, groups: 1 }, check) }
+    unsafe { conv2d(Conv2dParamsV3 { v1, groups: 1 }, CONV_V0_FLAGS, check) }
 }
 
 /// `halo_conv2d_f32_v2`: [`conv2d_f32_v1`] whose `flags` may also ask for ReLU6
@@ -388,10 +423,10 @@ pub unsafe extern "C" fn conv2d_f32_v2(params: *mut c_void, context: *mut c_void
     // SAFETY: `params` and `context` are as this entry's contract says.
     let (v1, check) = unsafe { entry_args::<Conv2dParamsV1>(params, context) };
     // SAFETY: forwarded from the caller.
-    unsafe { conv2d(Conv2dParamsV3 { v1, groups: 1 }, check) }
+    unsafe { conv2d(Conv2dParamsV3 { v1, groups: 1 }, CONV_V2_FLAGS, check) }
 }
 
-/// What `halo_conv2d_f32_v3` receives: [`Conv2dParamsV1`] for a convolution of `groups` groups
+/// What `halo_conv2d_f32_v3` and `_v4` receive: [`Conv2dParamsV1`] for a convolution of `groups` groups
 /// (`channels` and `filters` count all of them; the filters are ordered
 /// `[kernel_height][kernel_width][filters][channels / groups]`).
 #[repr(C)]
@@ -413,10 +448,22 @@ pub unsafe extern "C" fn conv2d_f32_v3(params: *mut c_void, context: *mut c_void
     // SAFETY: `params` and `context` are as this entry's contract says.
     let (p, check) = unsafe { entry_args::<Conv2dParamsV3>(params, context) };
     // SAFETY: forwarded from the caller.
-    unsafe { conv2d(p, check) }
+    unsafe { conv2d(p, CONV_V2_FLAGS, check) }
 }
 
-/// The convolution entries' work, once their parameters are read.
+/// `halo_conv2d_f32_v4`: [`conv2d_f32_v3`] whose `flags` may also ask for SiLU ([`CONV_SILU`]).
+///
+/// # Safety
+/// As [`matmul_f32_v0`], for a [`Conv2dParamsV3`].
+pub unsafe extern "C" fn conv2d_f32_v4(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
+    // SAFETY: `params` and `context` are as this entry's contract says.
+    let (p, check) = unsafe { entry_args::<Conv2dParamsV3>(params, context) };
+    // SAFETY: forwarded from the caller.
+    unsafe { conv2d(p, CONV_V4_FLAGS, check) }
+}
+
+/// The convolution entries' work, once their parameters are read; flags outside `known` are
+/// refused.
 ///
 /// # Safety
 /// As [`matmul_f32_v0`]: `check` vouches only for memory valid for the access asked.
@@ -429,11 +476,15 @@ unsafe fn conv2d(
         },
         groups,
     }: Conv2dParamsV3,
+    known: usize,
     check: Option<&MemoryCheck>,
 ) -> c_int {
     let Some(check) = check else {
         return 1;
     };
+    if p.flags & !known != 0 {
+        return 1;
+    }
     let shape = ConvShape {
         channels: p.channels,
         filters: p.filters,
@@ -544,7 +595,7 @@ pub struct DepthwiseParamsV0 {
     pub row_begin: usize,
     /// Output rows in the tile.
     pub row_count: usize,
-    /// [`CONV_BIAS`], and [`CONV_RELU`] or [`CONV_RELU6`].
+    /// [`CONV_BIAS`], and [`CONV_RELU`] or [`CONV_RELU6`] (`_v2`: or [`CONV_SILU`]).
     pub flags: usize,
 }
 
@@ -579,7 +630,7 @@ pub unsafe extern "C" fn depthwise_conv2d_f32_v0(
     // SAFETY: `params` and `context` are as this entry's contract says.
     let (p, check) = unsafe { entry_args::<DepthwiseParamsV0>(params, context) };
     // SAFETY: forwarded from the caller.
-    unsafe { depthwise_entry(&p, Padding::NONE, check) }
+    unsafe { depthwise_entry(&p, Padding::NONE, DEPTHWISE_V0_FLAGS, check) }
 }
 
 /// `halo_depthwise_conv2d_f32_v1`: see [`DepthwiseParamsV1`]. Returns 0, or 1 when the call
@@ -593,6 +644,30 @@ pub unsafe extern "C" fn depthwise_conv2d_f32_v1(
     _reserved: *mut c_void,
 ) -> c_int {
     // SAFETY: `params` and `context` are as this entry's contract says.
+    // SAFETY: forwarded from the caller.
+    unsafe { depthwise_padded(params, context, DEPTHWISE_V0_FLAGS) }
+}
+
+/// `halo_depthwise_conv2d_f32_v2`: [`depthwise_conv2d_f32_v1`] whose `flags` may also ask for
+/// SiLU ([`CONV_SILU`]).
+///
+/// # Safety
+/// As [`matmul_f32_v0`], for a [`DepthwiseParamsV1`].
+pub unsafe extern "C" fn depthwise_conv2d_f32_v2(
+    params: *mut c_void,
+    context: *mut c_void,
+    _reserved: *mut c_void,
+) -> c_int {
+    // SAFETY: forwarded from the caller.
+    unsafe { depthwise_padded(params, context, DEPTHWISE_V2_FLAGS) }
+}
+
+/// The depthwise entries that take a [`DepthwiseParamsV1`], knowing the flags `known`.
+///
+/// # Safety
+/// As [`depthwise_conv2d_f32_v1`].
+unsafe fn depthwise_padded(params: *mut c_void, context: *mut c_void, known: usize) -> c_int {
+    // SAFETY: `params` and `context` are as the entry's contract says.
     let (p, check) = unsafe { entry_args::<DepthwiseParamsV1>(params, context) };
     let padding = Padding {
         top: p.pad_top,
@@ -601,17 +676,21 @@ pub unsafe extern "C" fn depthwise_conv2d_f32_v1(
         right: p.pad_right,
     };
     // SAFETY: forwarded from the caller.
-    unsafe { depthwise_entry(&p.v0, padding, check) }
+    unsafe { depthwise_entry(&p.v0, padding, known, check) }
 }
 
-/// Both depthwise entries: the tile `p` asks for, its input inside `padding`.
+/// The depthwise entries' work: the tile `p` asks for, its input inside `padding`; flags outside
+/// `known` are refused.
 ///
 /// # Safety
 /// `check` vouches only for valid memory.
-unsafe fn depthwise_entry(p: &DepthwiseParamsV0, padding: Padding, check: Option<&MemoryCheck>) -> c_int {
+unsafe fn depthwise_entry(p: &DepthwiseParamsV0, padding: Padding, known: usize, check: Option<&MemoryCheck>) -> c_int {
     let Some(check) = check else {
         return 1;
     };
+    if p.flags & !known != 0 {
+        return 1;
+    }
     let shape = DepthwiseShape {
         channels: p.channels,
         padded_height: p.padded_height,
@@ -1125,5 +1204,96 @@ mod tests {
         // SAFETY: as above.
         let rc = unsafe { depthwise_conv2d_f32_v1((&raw mut v1).cast(), context, std::ptr::null_mut()) };
         assert_eq!(rc, 1, "padding wider than the extent");
+    }
+
+    /// Calls `entry` with `params` and the test's memory check.
+    fn call_entry<P>(entry: EntryPoint, params: &mut P) -> c_int {
+        let context = (&raw const CHECK).cast_mut().cast();
+        // SAFETY: `entry` reads a prefix of `P` (every entry's parameters begin with those of
+        // the entries before it), and the check vouches only for the live slices the test lent.
+        unsafe { entry((params as *mut P).cast(), context, std::ptr::null_mut()) }
+    }
+
+    #[test]
+    fn silu_is_applied_by_the_newest_entries_and_refused_by_the_older_ones() {
+        // One element, 2 · 1 before the activation (plus a bias of 0 where there is one).
+        let (two, one, zero) = ([2.0f32; 3], [1.0f32; 1], [0.0f32; 3]);
+        let silu_of_2 = 2.0 / (1.0 + (-2.0f32).exp());
+        let mut out = [9.0f32; 4];
+        for lent in [&two[..], &one, &zero] {
+            lend(lent, false);
+        }
+        lend(&out, true);
+
+        let mut matmul = MatmulParamsV2 {
+            v0: params(&two, &one, &zero, &mut out, [1, 1, 1], MATMUL_BIAS | MATMUL_SILU),
+            residual: zero.as_ptr(),
+            residual_offset: 0,
+            residual_stride: 1,
+        };
+        for old in [matmul_f32_v0, matmul_f32_v1, matmul_f32_v2] {
+            assert_eq!(call_entry(old, &mut matmul), 1);
+        }
+        assert_eq!(out, [9.0; 4]);
+        assert_eq!(call_entry(matmul_f32_v3, &mut matmul), 0);
+        assert!((out[3] - silu_of_2).abs() < 1e-6, "matmul: {out:?}");
+        matmul.v0.flags |= MATMUL_RELU;
+        assert_eq!(call_entry(matmul_f32_v3, &mut matmul), 1, "two activations");
+
+        out = [9.0; 4];
+        let v0 = Conv2dParamsV0 {
+            flags: CONV_BIAS | CONV_SILU,
+            ..conv_params((&two, &one, &zero), &mut out, [1, 1, 1, 1], 1)
+        };
+        let mut conv = Conv2dParamsV3 {
+            v1: Conv2dParamsV1 {
+                v0,
+                stride: 1,
+                dilation: 1,
+            },
+            groups: 1,
+        };
+        for old in [conv2d_f32_v0, conv2d_f32_v1, conv2d_f32_v2, conv2d_f32_v3] {
+            assert_eq!(call_entry(old, &mut conv), 1);
+        }
+        assert_eq!(out, [9.0; 4]);
+        assert_eq!(call_entry(conv2d_f32_v4, &mut conv), 0);
+        assert!((out[0] - silu_of_2).abs() < 1e-6, "conv: {out:?}");
+
+        out = [9.0; 4];
+        let mut depthwise = DepthwiseParamsV1 {
+            v0: DepthwiseParamsV0 {
+                input: two.as_ptr(),
+                input_offset: 0,
+                weights: one.as_ptr(),
+                weights_offset: 0,
+                bias: zero.as_ptr(),
+                bias_offset: 0,
+                output: out.as_mut_ptr(),
+                output_offset: 0,
+                channels: 1,
+                padded_height: 1,
+                padded_width: 1,
+                kernel_height: 1,
+                kernel_width: 1,
+                stride: 1,
+                dilation: 1,
+                channel_begin: 0,
+                channel_count: 1,
+                row_begin: 0,
+                row_count: 1,
+                flags: CONV_SILU,
+            },
+            pad_top: 0,
+            pad_bottom: 0,
+            pad_left: 0,
+            pad_right: 0,
+        };
+        for old in [depthwise_conv2d_f32_v0, depthwise_conv2d_f32_v1] {
+            assert_eq!(call_entry(old, &mut depthwise), 1);
+        }
+        assert_eq!(out, [9.0; 4]);
+        assert_eq!(call_entry(depthwise_conv2d_f32_v2, &mut depthwise), 0);
+        assert!((out[0] - silu_of_2).abs() < 1e-6, "depthwise: {out:?}");
     }
 }

@@ -1,6 +1,6 @@
 //! halo's own CPU kernels, for IREE-compiled programs to call instead of the code IREE 3.13
 //! generates for the operations that dominate a model's time: matmuls ([`matmul()`]),
-//! convolutions of one group, of any stride and dilation ([`conv2d_tile`]), and depthwise
+//! convolutions of any group count, stride and dilation ([`conv2d_tile`]), and depthwise
 //! convolutions ([`depthwise_tile`]).
 //!
 //! Choices:
@@ -16,12 +16,13 @@
 //!   runs ResNet-50's and ViT-S's product shapes at 110-135 GFLOP/s on one core from cache,
 //!   `gemm` at 80-100 ([`KernelPath`], `examples/matmul_rate`).
 //! - **Epilogues are fused** the way onnxruntime fuses them: a bias (per column, per row, or per
-//!   filter), a residual sum (matmuls) and an activation (ReLU, ReLU6) applied to each output
+//!   filter), a residual sum (matmuls) and an activation (ReLU, ReLU6, SiLU) applied to each output
 //!   tile while it is still in registers on the AVX-512 path, in cache on the others
 //!   ([`Epilogue`], [`ConvEpilogue`]).
 //! - [`import`] is the C ABI an IREE executable calls (`halo_matmul_f32_v0`, `_v1` with a bias
-//!   per row and ReLU6, `_v2` with a residual added; `halo_conv2d_f32_v0` for unit strides, `_v1`
-//!   for any, `_v2` with ReLU6; `halo_depthwise_conv2d_f32_v0`, `_v1` adding the zero padding);
+//!   per row and ReLU6, `_v2` with a residual added, `_v3` with SiLU; `halo_conv2d_f32_v0` for
+//!   unit strides, `_v1` for any, `_v2` with ReLU6, `_v3` for any group count, `_v4` with SiLU;
+//!   `halo_depthwise_conv2d_f32_v0`, `_v1` adding the zero padding, `_v2` with SiLU);
 //!   the CPU drivers offer it to every executable they load, by name, as IREE's runtime offers a
 //!   plugin's.
 
@@ -32,6 +33,7 @@
     clippy::missing_safety_doc
 )]
 
+mod activation;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 mod conv;
@@ -42,7 +44,8 @@ mod matrix;
 #[cfg(test)]
 mod test_values;
 
+pub use activation::Activation;
 pub use conv::{conv2d_tile, conv2d_tile_on, ConvEpilogue, ConvShape};
 pub use depthwise::{depthwise_tile, depthwise_tile_on, DepthwisePath, DepthwiseShape, Padding};
-pub use matmul::{matmul, matmul_on, Activation, Bias, Epilogue, KernelPath};
+pub use matmul::{matmul, matmul_on, Bias, Epilogue, KernelPath};
 pub use matrix::{Matrix, MatrixMut};

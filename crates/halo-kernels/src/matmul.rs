@@ -1,49 +1,8 @@
 //! `C = activation(A·B + bias)` for f32 row-major matrices.
 
 use crate::matrix::{Matrix, MatrixMut};
+use crate::Activation;
 use halo_hal::{Error, Result};
-
-/// What is applied to each output element last.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Activation {
-    /// Nothing.
-    Identity,
-    /// `max(x, 0)`.
-    Relu,
-    /// `min(max(x, 0), 6)`: ONNX's `Clip(0, 6)` (MobileNet's activation).
-    Relu6,
-}
-
-impl Activation {
-    /// Applies the activation to every element of `values`.
-    pub(crate) fn apply(self, values: &mut [f32]) {
-        match self {
-            Activation::Identity => {}
-            Activation::Relu => values.iter_mut().for_each(|x| *x = x.max(0.0)),
-            Activation::Relu6 => values.iter_mut().for_each(|x| *x = relu6(*x)),
-        }
-    }
-
-    /// `to` = `from` with the activation applied (in one pass, so short rows are not copied by
-    /// a library call and then read again).
-    #[inline(always)]
-    pub(crate) fn copy(self, from: &[f32], to: &mut [f32]) {
-        let pairs = to.iter_mut().zip(from);
-        match self {
-            Activation::Identity => pairs.for_each(|(t, &f)| *t = f),
-            Activation::Relu => pairs.for_each(|(t, &f)| *t = f.max(0.0)),
-            Activation::Relu6 => pairs.for_each(|(t, &f)| *t = relu6(f)),
-        }
-    }
-}
-
-/// `min(max(x, 0), 6)`, NaN going to 0 as in the code IREE generates for ONNX's `Clip` (its
-/// first comparison is unordered, so NaN takes the lower bound), which `f32::clamp` would keep.
-#[inline(always)]
-#[allow(clippy::manual_clamp)]
-fn relu6(x: f32) -> f32 {
-    x.max(0.0).min(6.0)
-}
 
 /// What is added to the product.
 #[derive(Debug, Clone, Copy)]
@@ -276,7 +235,7 @@ mod product {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_values::values;
+    use crate::test_values::{any_activation, values};
     use proptest::prelude::*;
 
     /// The plain triple loop, in f64.
@@ -295,11 +254,7 @@ mod tests {
                 for p in 0..a.cols {
                     sum += f64::from(a.data[i * a.row_stride + p]) * f64::from(b.data[p * b.row_stride + j]);
                 }
-                out.push(match epilogue.activation {
-                    Activation::Identity => sum,
-                    Activation::Relu => sum.max(0.0),
-                    Activation::Relu6 => sum.clamp(0.0, 6.0),
-                });
+                out.push(epilogue.activation.reference(sum));
             }
         }
         out
@@ -325,14 +280,6 @@ mod tests {
         None,
         PerColumn,
         PerRow,
-    }
-
-    fn activation() -> impl Strategy<Value = Activation> {
-        prop_oneof![
-            Just(Activation::Identity),
-            Just(Activation::Relu),
-            Just(Activation::Relu6)
-        ]
     }
 
     fn bias_kind() -> impl Strategy<Value = BiasKind> {
@@ -417,7 +364,7 @@ mod tests {
         fn products_match_the_triple_loop_for_any_sizes_strides_and_epilogue(
             m in 0usize..20, n in 0usize..40, k in 0usize..40,
             pads in (0usize..5, 0usize..5, 0usize..5),
-            bias in bias_kind(), residual in any::<bool>(), activation in activation(), seed in any::<u64>(),
+            bias in bias_kind(), residual in any::<bool>(), activation in any_activation(), seed in any::<u64>(),
         ) {
             for path in paths_here() {
                 check_product(path, (m, n, k), pads, (bias, residual), activation, seed)?;
@@ -433,7 +380,7 @@ mod tests {
         fn products_across_kernel_blocks_match_the_triple_loop(
             m in prop_oneof![1usize..3, 8usize..40, 190usize..200], n in prop_oneof![30usize..70, 1000usize..1090], k in 250usize..530,
             pads in (0usize..3, 0usize..3, 0usize..3),
-            bias in bias_kind(), residual in any::<bool>(), activation in activation(), seed in any::<u64>(),
+            bias in bias_kind(), residual in any::<bool>(), activation in any_activation(), seed in any::<u64>(),
         ) {
             for path in paths_here() {
                 check_product(path, (m, n, k), pads, (bias, residual), activation, seed)?;

@@ -1,4 +1,7 @@
-//! Test inputs: reproducible pseudo-random floats in [-1, 1).
+//! Test inputs: reproducible pseudo-random floats in [-1, 1), and the activations to draw.
+
+use crate::Activation;
+use proptest::prelude::*;
 
 /// `len` values from `seed` (xorshift), the same on every run and machine.
 pub(crate) fn values(len: usize, seed: u64) -> Vec<f32> {
@@ -11,4 +14,14 @@ pub(crate) fn values(len: usize, seed: u64) -> Vec<f32> {
             ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
         })
         .collect()
+}
+
+/// Any activation the kernels apply.
+pub(crate) fn any_activation() -> impl Strategy<Value = Activation> {
+    prop_oneof![
+        Just(Activation::Identity),
+        Just(Activation::Relu),
+        Just(Activation::Relu6),
+        Just(Activation::Silu)
+    ]
 }

@@ -7,10 +7,10 @@
 //! chains of FMAs rather than one chain waiting on each FMA's latency.
 
 use super::Job;
-use crate::Activation;
+use crate::activation::avx512::activated;
 use std::arch::x86_64::{
-    __m512, __m512i, __mmask16, _mm512_fmadd_ps, _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_max_ps,
-    _mm512_min_ps, _mm512_permutex2var_ps, _mm512_set1_ps, _mm512_setr_epi32, _mm512_setzero_ps,
+    __m512, __m512i, __mmask16, _mm512_fmadd_ps, _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_permutex2var_ps,
+    _mm512_set1_ps, _mm512_setr_epi32,
 };
 use std::ops::Range;
 
@@ -161,18 +161,11 @@ impl Job<'_> {
                 }
             }
         }
-        let (zero, six) = (_mm512_setzero_ps(), _mm512_set1_ps(6.0));
         for (j, row_sums) in sums.into_iter().enumerate().take(block.rows) {
             let line = &mut out[(block.row + j) * wo..][..wo];
             let start = line.as_mut_ptr().wrapping_add(block.column);
             for (v, sum) in row_sums.into_iter().enumerate() {
-                // `max` gives its second operand where the first is NaN: NaN goes to 0, as the
-                // plain path's activation has it.
-                let value = match self.epilogue.activation {
-                    Activation::Identity => sum,
-                    Activation::Relu => _mm512_max_ps(sum, zero),
-                    Activation::Relu6 => _mm512_min_ps(_mm512_max_ps(sum, zero), six),
-                };
+                let value = activated(self.epilogue.activation, sum);
                 // SAFETY: lanes below counts[v] are columns column + 16v + i < wo of `line`;
                 // masked-out lanes are not written.
                 unsafe { _mm512_mask_storeu_ps(start.wrapping_add(16 * v), masks[v], value) };
