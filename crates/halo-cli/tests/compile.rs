@@ -503,10 +503,10 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
             "encoder",
             &["halo_matmul_f32_v0", "halo_dense_tile", "halo_batch_matmul_tile"],
         ),
-        ("squeezenet", &["halo_conv2d_f32_v3", "halo_pointwise_tile"]),
+        ("squeezenet", &["halo_conv2d_f32_v4", "halo_pointwise_tile"]),
         (
             "shufflenet_v2",
-            &["halo_depthwise_conv2d_f32_v1", "halo_depthwise_padded_tile"],
+            &["halo_depthwise_conv2d_f32_v2", "halo_depthwise_padded_tile"],
         ),
         // ReLU6 fused into each kind of convolution: the stem, the depthwise and the 1x1 ones;
         // a block's sum with its input into the 1x1 convolution that ends it.
@@ -516,9 +516,8 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
                 "halo_conv2d_tile",
                 "halo_depthwise_padded_tile",
                 "halo_pointwise_tile",
-                "halo_matmul_f32_v1",
                 "halo_pointwise_residual_tile",
-                "halo_matmul_f32_v2",
+                "halo_matmul_f32_v3",
             ],
         ),
     ];
@@ -532,8 +531,8 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
         );
         assert!(
             stdout.contains(
-                "halo's kernels (halo_matmul_f32_v0, halo_matmul_f32_v1, halo_matmul_f32_v2, \
-                 halo_conv2d_f32_v3, halo_depthwise_conv2d_f32_v0, halo_depthwise_conv2d_f32_v1) where they apply: this program runs \
+                "halo's kernels (halo_matmul_f32_v0, halo_matmul_f32_v3, halo_conv2d_f32_v4, \
+                 halo_depthwise_conv2d_f32_v2) where they apply: this program runs \
                  only on halo's CPU drivers \
                  (--portable writes one that IREE's runtime runs too)"
             ),
@@ -654,31 +653,81 @@ fn a_grouped_convolution_calls_the_convolution_kernel_with_its_bias_and_relu() {
         &compiler,
         ("grouped_conv.mlir", &[]),
         &calls,
-        &["halo_conv2d_tile", "halo_conv2d_f32_v3"],
+        &["halo_conv2d_tile", "halo_conv2d_f32_v4"],
         1e-5,
     );
-    // What is left of IREE's code is the pad (and, at stride 2, the split into phases): no
-    // convolution, bias or ReLU of its own, with a bias or without. (IREE keeps one copy of
-    // identical dispatches, so a function may have none under its own name.)
+    // With a bias or without, only the pad and the phase split are left.
     for function in ["grouped_relu", "grouped_s2", "bare_relu", "bare"] {
-        let prefix = format!("{function}_dispatch_");
-        let dispatches: Vec<String> = program
-            .windows(prefix.len())
-            .enumerate()
-            .filter(|(_, w)| *w == prefix.as_bytes())
-            .map(|(at, _)| {
-                let name = program[at..]
-                    .iter()
-                    .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_');
-                String::from_utf8(name.copied().collect()).unwrap()
-            })
-            .collect();
-        for name in &dispatches {
-            assert!(
-                name.ends_with("slow_memcpy") || name.contains("_transpose_"),
-                "@{function} keeps IREE's {name}"
-            );
-        }
+        assert_only_copies_are_left(&program, function);
+    }
+}
+
+#[test]
+fn a_silu_after_a_convolution_is_the_kernels_epilogue_and_a_gate_is_not_taken_for_one() {
+    let test = "a_silu_after_a_convolution_is_the_kernels_epilogue_and_a_gate_is_not_taken_for_one";
+    let Some(compiler) = real_compiler(test) else {
+        return;
+    };
+    // Sums of -5 to 5: the sigmoid's whole curve, both tails included.
+    let input = format!("1x8x9x11xf32={}", ripple(792));
+    let fused = [
+        ("pointwise_add_silu", 1188),
+        ("pointwise_silu_s2", 360),
+        ("conv_add_silu_s2", 360),
+        ("conv_silu", 1188),
+        ("depthwise_silu", 792),
+        ("depthwise_silu_s2", 160),
+    ];
+    let calls: Vec<(&str, &str, usize)> = fused
+        .iter()
+        .chain(&[("gated", 1188)])
+        .map(|&(function, count)| (function, input.as_str(), count))
+        .collect();
+    let tiles = [
+        "halo_pointwise_tile",
+        "halo_matmul_f32_v3",
+        "halo_conv2d_tile",
+        "halo_conv2d_f32_v4",
+        "halo_depthwise_padded_tile",
+        "halo_depthwise_tile",
+        "halo_depthwise_conv2d_f32_v2",
+    ];
+    let program = kernels_give_the_answers_of_iree_s_code(&compiler, ("silu.mlir", &[]), &calls, &tiles, 1e-5);
+    for (function, _) in fused {
+        assert_only_copies_are_left(&program, function);
+    }
+    // A product by the sigmoid of another value stays IREE's.
+    assert!(
+        !dispatches_of(&program, "gated").is_empty(),
+        "@gated's gate was fused into a kernel"
+    );
+}
+
+/// The names of the dispatches of IREE's code that `function` kept in `program`.
+fn dispatches_of(program: &[u8], function: &str) -> Vec<String> {
+    let prefix = format!("{function}_dispatch_");
+    program
+        .windows(prefix.len())
+        .enumerate()
+        .filter(|(_, w)| *w == prefix.as_bytes())
+        .map(|(at, _)| {
+            let name = program[at..]
+                .iter()
+                .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_');
+            String::from_utf8(name.copied().collect()).unwrap()
+        })
+        .collect()
+}
+
+/// What is left of IREE's code in `function` is pads and the split into phases: no
+/// convolution, bias or activation of its own. (IREE keeps one copy of identical dispatches, so a
+/// function may have none under its own name.)
+fn assert_only_copies_are_left(program: &[u8], function: &str) {
+    for name in dispatches_of(program, function) {
+        assert!(
+            name.contains("_slow_memcpy") || name.contains("_transpose_"),
+            "@{function} keeps IREE's {name}"
+        );
     }
 }
 

@@ -11,10 +11,10 @@ use halo_hal::{Error, Result};
 use std::path::Path;
 
 /// The spec that turns f32 matmuls into calls of `halo_matmul_f32_v0`, 1x1 convolutions (bias,
-/// activation and a residual sum included) into calls of `halo_matmul_f32_v1` and `_v2`,
-/// other convolutions, grouped ones too (bias and ReLU included), into calls of `halo_conv2d_f32_v3`,
-/// and depthwise ones (bias and ReLU or ReLU6 included) into calls of
-/// `halo_depthwise_conv2d_f32_v0` (`_v1` when the kernel adds the zero padding before them),
+/// activation and a residual sum included) into calls of `halo_matmul_f32_v3`, other
+/// convolutions, grouped ones too (bias and activation included), into calls of
+/// `halo_conv2d_f32_v4`, and depthwise ones (bias and activation included) into calls of
+/// `halo_depthwise_conv2d_f32_v2` (the kernel adding the zero padding before them where it can),
 /// with its per-stride part still to be written out ([`kernels_spec`]).
 const KERNELS_SPEC: &str = include_str!("kernels/kernels_spec.mlir");
 
@@ -24,11 +24,9 @@ const STRIDES: [usize; 2] = [1, 2];
 /// The imports a program compiled with [`KernelUse::HaloKernels`] may call.
 pub const KERNEL_IMPORTS: &[&str] = &[
     "halo_matmul_f32_v0",
-    "halo_matmul_f32_v1",
-    "halo_matmul_f32_v2",
-    "halo_conv2d_f32_v3",
-    "halo_depthwise_conv2d_f32_v0",
-    "halo_depthwise_conv2d_f32_v1",
+    "halo_matmul_f32_v3",
+    "halo_conv2d_f32_v4",
+    "halo_depthwise_conv2d_f32_v2",
 ];
 
 /// Whether the program may call halo's kernels.
@@ -167,9 +165,11 @@ mod tests {
             .collect();
         assert_eq!(passes.len(), 4);
         let padded_relu6 = at("@match_depthwise_padded_relu6_s1 -> @call_halo_depthwise_padded_relu6_s1,");
-        let padded_relu = at("@match_depthwise_padded_relu_s2 -> @call_halo_depthwise_padded_relu_s2\n");
+        let padded_relu = at("@match_depthwise_padded_relu_s2 -> @call_halo_depthwise_padded_relu_s2,");
+        let padded_silu = at("@match_depthwise_padded_silu_s2 -> @call_halo_depthwise_padded_silu_s2\n");
         let unpadded_relu6 = at("@match_depthwise_relu6_s1 -> @call_halo_depthwise_relu6_s1,");
-        assert!(padded_relu6 < passes[1] && padded_relu < passes[1] && passes[1] < unpadded_relu6);
+        assert!(padded_relu6 < passes[1] && padded_relu < passes[1] && padded_silu < passes[1]);
+        assert!(passes[1] < unpadded_relu6);
         let padded = at("@match_depthwise_padded_s1 -> @call_halo_depthwise_padded_s1,");
         let unpadded = at("@match_depthwise_s1 -> @call_halo_depthwise_s1,");
         assert!(passes[2] < padded && padded < passes[3] && passes[3] < unpadded);
@@ -181,6 +181,13 @@ mod tests {
         let alone = at("@match_pointwise_add_s1 -> @call_halo_pointwise_add_s1,");
         assert!(passes[1] < residual_relu && residual_relu < passes[2]);
         assert!(passes[2] < residual && residual < passes[3] && passes[3] < alone);
+        // A SiLU after a convolution is taken at its product in the second pass, before the
+        // convolution alone could be.
+        for kind in ["pointwise_add", "pointwise", "conv2d_add", "conv2d", "depthwise"] {
+            let silu = at(&format!("@match_{kind}_silu_s1 -> @call_halo_{kind}_silu_s1,"));
+            let alone = at(&format!("@match_{kind}_s1 -> @call_halo_{kind}_s1,"));
+            assert!(passes[1] < silu && silu < passes[2] && passes[3] < alone, "{kind}");
+        }
     }
 
     #[test]
@@ -224,6 +231,9 @@ mod tests {
                 format!("@match_grouped_conv2d_relu_s{stride} -> @call_halo_grouped_conv2d_relu_s{stride},"),
                 format!("@match_grouped_conv2d_s{stride} -> @call_halo_grouped_conv2d_s{stride},"),
                 format!("util.func private @halo_grouped_conv2d_flags_s{stride}("),
+                format!("@match_conv2d_silu_s{stride} -> @call_halo_conv2d_silu_s{stride},"),
+                format!("util.func private @halo_pointwise_add_silu_s{stride}("),
+                format!("transform.named_sequence @call_halo_depthwise_silu_s{stride}("),
             ] {
                 assert_eq!(spec.matches(&name).count(), 1, "{name}");
             }

@@ -309,7 +309,7 @@ for arg in "$@"; do
     --iree-llvmcpu-distribution-size=128) exec sleep 30;;
     --iree-dispatch-creation-enable-aggressive-fusion) echo "error: fusion refused" >&2; exit 1;;
     --iree-preprocessing-transform-spec-filename=*)
-      grep -q halo_conv2d_f32_v3 "${{arg#*=}}" || {{ echo "error: no kernels spec at ${{arg#*=}}" >&2; exit 1; }}
+      grep -q halo_conv2d_f32_v4 "${{arg#*=}}" || {{ echo "error: no kernels spec at ${{arg#*=}}" >&2; exit 1; }}
       echo "$*" >> "$(dirname "$0")/kernel-compiles.log";;
   esac
   if [ "$prev" = "-o" ]; then out="$arg"; fi; prev="$arg"

@@ -169,7 +169,7 @@ def test_compile_with_halos_kernels_calls_them_and_keeps_onnxruntimes_answers(tm
     output = tmp_path / "squeezenet.vmfb"
     summary = halo.compile(benchmark_models / "squeezenet.onnx", output, target_chip=PORTABLE_CHIP)
     assert summary["kernels"] is True
-    assert b"halo_conv2d_f32_v3" in output.read_bytes()
+    assert b"halo_conv2d_f32_v4" in output.read_bytes()
     expected = np.load(benchmark_models / "squeezenet.expected.npy")
     for device in ("local-sync", "local-task"):
         result = halo.load(output, device).squeezenet(np.load(benchmark_models / "squeezenet.input.npy"))
@@ -177,7 +177,7 @@ def test_compile_with_halos_kernels_calls_them_and_keeps_onnxruntimes_answers(tm
     portable = halo.compile(benchmark_models / "squeezenet.onnx", tmp_path / "p.vmfb", target_chip=PORTABLE_CHIP,
                             kernels=False)
     assert portable["kernels"] is False
-    assert b"halo_conv2d_f32_v3" not in (tmp_path / "p.vmfb").read_bytes()
+    assert b"halo_conv2d_f32_v4" not in (tmp_path / "p.vmfb").read_bytes()
     module = halo.compile_onnx(MODELS.parent / "benchmark-models" / "mlp.onnx", "local-sync",
                                target_chip=PORTABLE_CHIP, kernels=True)
     x = np.load(benchmark_models / "mlp.input.npy")

@@ -15,8 +15,8 @@
 //   than 1x1 (linalg.conv_2d_nchw_fchw; its padding, a tensor.pad before it, stays IREE's), with
 //   its bias in either form it arrives in (the importer's: the convolution starts from the
 //   broadcast bias; halo's graph rewrite's: it starts from zeros and a [1, F, 1, 1] bias is added
-//   after it) and with or without a ReLU (or, in the second form, a Clip(0, 6)) after that,
-//   becomes a dispatch calling halo_conv2d_f32_v3 with them fused (crates/halo-kernels/src/conv.rs), one
+//   after it) and with or without a ReLU or a SiLU (or, in the second form, a Clip(0, 6)) after
+//   that, becomes a dispatch calling halo_conv2d_f32_v4 with them fused (crates/halo-kernels/src/conv.rs), one
 //   workgroup per 48 output channels by as many output rows as make about 256 columns of the
 //   input's phase width. A stride-2 convolution's input is first split into its four phases;
 // - every f32 grouped convolution (linalg.conv_2d_ngchw_gfchw between the importer's split and
@@ -24,15 +24,16 @@
 //   without a bias, with a ReLU after it or not, the same way, the kernel told the groups;
 // - every f32 1x1 convolution of stride 1 or 2 on a batch of one, in the same forms, becomes a
 //   product of its filters [F, C] by its input [C, H * W] (at stride 2, its every other row and
-//   column, gathered first) through halo_matmul_f32_v1, bias (one per row) and activation fused;
-//   through halo_matmul_f32_v2 with a tensor added to its result fused too (a residual block's
-//   end, in halo's rewrite's form), and the ReLU after that sum if there is one;
+//   column, gathered first) through halo_matmul_f32_v3, bias (one per row) and activation fused,
+//   and a tensor added to its result too (a residual block's end, in halo's rewrite's form), and
+//   the ReLU after that sum if there is one;
 // - every f32 depthwise convolution of stride 1 or 2 and dilation 1 on a batch of one, with its
-//   bias (the importer's broadcast form) and with or without a ReLU or a Clip(0, 6) after it,
-//   becomes a dispatch calling halo_depthwise_conv2d_f32_v0 with all of it fused
+//   bias (the importer's broadcast form) and with or without a ReLU, a Clip(0, 6) or a SiLU
+//   after it, becomes a dispatch calling halo_depthwise_conv2d_f32_v2 with all of it fused
 //   (crates/halo-kernels/src/depthwise.rs), one workgroup per group of whole channel planes;
-//   halo_depthwise_conv2d_f32_v1 when its input comes through a pad of zeros, as many on each
-//   side, which the kernel then adds itself.
+//   when its input comes through a pad of zeros, as many on each side, the kernel adds them
+//   itself.
+// SiLU is ONNX's Sigmoid then Mul of the same value (EfficientNet's activation; @silu_input_of).
 //   The matchers are tried in four passes: the depthwise convolutions with an activation after
 //   such a pad, the other forms with an activation, then those after such a pad without one and
 //   the matmuls with a bias, then the rest.
@@ -133,7 +134,7 @@ module attributes {transform.with_named_sequence} {
       stream.return %x, %y, %c1 : index, index, index
     }
     builtin.module {
-      func.func private @halo_conv2d_f32_v3(memref<f32>, index, memref<f32>, index, memref<f32>, index,
+      func.func private @halo_conv2d_f32_v4(memref<f32>, index, memref<f32>, index, memref<f32>, index,
           memref<f32>, index, index, index, index, index, index, index, index, index, index, index, index,
           index, index, index) attributes {llvm.bareptr = true}
       func.func @halo_conv2d_tile(%xb: !stream.binding, %wb: !stream.binding, %biasb: !stream.binding,
@@ -171,7 +172,7 @@ module attributes {transform.with_named_sequence} {
         %wq, %wo2, %ws, %wt = iree_codegen.extract_strided_metadata %w : memref<?xf32> -> memref<f32>, index, index, index
         %bp, %bo, %bs, %bt = iree_codegen.extract_strided_metadata %bias : memref<?xf32> -> memref<f32>, index, index, index
         %op, %oo, %os, %ot = iree_codegen.extract_strided_metadata %o : memref<?xf32> -> memref<f32>, index, index, index
-        func.call @halo_conv2d_f32_v3(%xp, %xo, %wq, %wo2, %bp, %bo, %op, %oo, %c, %f, %hp, %wp, %kh, %kw,
+        func.call @halo_conv2d_f32_v4(%xp, %xo, %wq, %wo2, %bp, %bo, %op, %oo, %c, %f, %hp, %wp, %kh, %kw,
                                       %filter, %filters, %row, %rows, %flags, %s, %c1, %groups)
             : (memref<f32>, index, memref<f32>, index, memref<f32>, index, memref<f32>, index,
                index, index, index, index, index, index, index, index, index, index, index, index, index, index) -> ()
@@ -190,8 +191,9 @@ module attributes {transform.with_named_sequence} {
       stream.return %y, %x, %c1 : index, index, index
     }
     builtin.module {
-      func.func private @halo_matmul_f32_v1(memref<f32>, index, memref<f32>, index, memref<f32>, index,
-          memref<f32>, index, index, index, index, index, index, index, index) attributes {llvm.bareptr = true}
+      func.func private @halo_matmul_f32_v3(memref<f32>, index, memref<f32>, index, memref<f32>, index,
+          memref<f32>, index, index, index, index, index, index, index, index,
+          memref<f32>, index, index) attributes {llvm.bareptr = true}
       func.func @halo_pointwise_tile(%ab: !stream.binding, %bb: !stream.binding, %biasb: !stream.binding,
                                      %cb: !stream.binding, %m: index, %n: index, %k: index, %flags: index) {
         %c0 = arith.constant 0 : index
@@ -217,9 +219,11 @@ module attributes {transform.with_named_sequence} {
         %b_tile = arith.addi %bo, %col : index
         %bias_tile = arith.addi %biaso, %row : index
         %c_tile = affine.apply affine_map<()[s0, s1, s2, s3] -> (s0 + s1 * s2 + s3)>()[%co, %row, %ct0, %col]
-        func.call @halo_matmul_f32_v1(%ap, %a_tile, %bp, %b_tile, %biasp, %bias_tile, %cp, %c_tile, %rows, %cols, %k, %at0, %bt0, %ct0, %flags)
+        // No residual: the flags never ask for one, so its operands (`a` again) are not read.
+        func.call @halo_matmul_f32_v3(%ap, %a_tile, %bp, %b_tile, %biasp, %bias_tile, %cp, %c_tile, %rows, %cols, %k, %at0, %bt0, %ct0, %flags,
+                                      %ap, %a_tile, %at0)
             : (memref<f32>, index, memref<f32>, index, memref<f32>, index, memref<f32>, index,
-               index, index, index, index, index, index, index) -> ()
+               index, index, index, index, index, index, index, memref<f32>, index, index) -> ()
         return
       }
     }
@@ -256,7 +260,7 @@ module attributes {transform.with_named_sequence} {
   }
 
   // A 1x1 convolution that ends a residual block: @halo_pointwise_executable's tiles, the other
-  // branch [F, H * W] added with the bias (halo_matmul_f32_v2), so the convolution's result is
+  // branch [F, H * W] added with the bias (halo_matmul_f32_v3), so the convolution's result is
   // not written out and read back to be added.
   stream.executable private @halo_pointwise_residual_executable {
     stream.executable.export public @halo_pointwise_residual_tile workgroups(%m: index, %n: index) -> (index, index, index) {
@@ -266,7 +270,7 @@ module attributes {transform.with_named_sequence} {
       stream.return %y, %x, %c1 : index, index, index
     }
     builtin.module {
-      func.func private @halo_matmul_f32_v2(memref<f32>, index, memref<f32>, index, memref<f32>, index,
+      func.func private @halo_matmul_f32_v3(memref<f32>, index, memref<f32>, index, memref<f32>, index,
           memref<f32>, index, index, index, index, index, index, index, index,
           memref<f32>, index, index) attributes {llvm.bareptr = true}
       func.func @halo_pointwise_residual_tile(%ab: !stream.binding, %bb: !stream.binding, %biasb: !stream.binding,
@@ -299,7 +303,7 @@ module attributes {transform.with_named_sequence} {
         %bias_tile = arith.addi %biaso, %row : index
         %r_tile = affine.apply affine_map<()[s0, s1, s2, s3] -> (s0 + s1 * s2 + s3)>()[%ro, %row, %rt0, %col]
         %c_tile = affine.apply affine_map<()[s0, s1, s2, s3] -> (s0 + s1 * s2 + s3)>()[%co, %row, %ct0, %col]
-        func.call @halo_matmul_f32_v2(%ap, %a_tile, %bp, %b_tile, %biasp, %bias_tile, %cp, %c_tile, %rows, %cols, %k, %at0, %bt0, %ct0, %flags,
+        func.call @halo_matmul_f32_v3(%ap, %a_tile, %bp, %b_tile, %biasp, %bias_tile, %cp, %c_tile, %rows, %cols, %k, %at0, %bt0, %ct0, %flags,
                                       %rp, %r_tile, %rt0)
             : (memref<f32>, index, memref<f32>, index, memref<f32>, index, memref<f32>, index,
                index, index, index, index, index, index, index, memref<f32>, index, index) -> ()
@@ -352,9 +356,9 @@ module attributes {transform.with_named_sequence} {
       stream.return %x, %c1, %c1 : index, index, index
     }
     builtin.module {
-      func.func private @halo_depthwise_conv2d_f32_v0(memref<f32>, index, memref<f32>, index, memref<f32>, index,
+      func.func private @halo_depthwise_conv2d_f32_v2(memref<f32>, index, memref<f32>, index, memref<f32>, index,
           memref<f32>, index, index, index, index, index, index, index, index, index, index, index, index,
-          index) attributes {llvm.bareptr = true}
+          index, index, index, index, index) attributes {llvm.bareptr = true}
       func.func @halo_depthwise_tile(%xb: !stream.binding, %wb: !stream.binding, %biasb: !stream.binding,
                                      %ob: !stream.binding, %c: index, %hp: index, %wp: index,
                                      %kh: index, %kw: index, %s: index, %flags: index) {
@@ -386,10 +390,13 @@ module attributes {transform.with_named_sequence} {
         %wq, %wo2, %ws, %wt = iree_codegen.extract_strided_metadata %w : memref<?xf32> -> memref<f32>, index, index, index
         %bp, %bo, %bs, %bt = iree_codegen.extract_strided_metadata %bias : memref<?xf32> -> memref<f32>, index, index, index
         %op, %oo, %os, %ot = iree_codegen.extract_strided_metadata %o : memref<?xf32> -> memref<f32>, index, index, index
-        func.call @halo_depthwise_conv2d_f32_v0(%xp, %xo, %wq, %wo2, %bp, %bo, %op, %oo, %c, %hp, %wp, %kh, %kw,
-                                                %s, %c1, %first, %count, %c0, %ho, %flags)
+        // The input is padded already: the kernel adds no zeros.
+        func.call @halo_depthwise_conv2d_f32_v2(%xp, %xo, %wq, %wo2, %bp, %bo, %op, %oo, %c, %hp, %wp, %kh, %kw,
+                                                %s, %c1, %first, %count, %c0, %ho, %flags,
+                                                %c0, %c0, %c0, %c0)
             : (memref<f32>, index, memref<f32>, index, memref<f32>, index, memref<f32>, index,
-               index, index, index, index, index, index, index, index, index, index, index, index) -> ()
+               index, index, index, index, index, index, index, index, index, index, index, index,
+               index, index, index, index) -> ()
         return
       }
     }
@@ -426,7 +433,7 @@ module attributes {transform.with_named_sequence} {
     util.return %r4 : tensor<1x?x?x?xf32>
   }
 
-  // A depthwise convolution whose zero padding the kernel adds itself (halo_depthwise_conv2d_f32_v1):
+  // A depthwise convolution whose zero padding the kernel adds itself (halo_depthwise_conv2d_f32_v2):
   // the input arrives unpadded, and IREE never writes the padded tensor out.
   stream.executable private @halo_depthwise_padded_executable {
     stream.executable.export public @halo_depthwise_padded_tile workgroups(%c: index, %ho: index, %wo: index) -> (index, index, index) {
@@ -440,7 +447,7 @@ module attributes {transform.with_named_sequence} {
       stream.return %x, %c1, %c1 : index, index, index
     }
     builtin.module {
-      func.func private @halo_depthwise_conv2d_f32_v1(memref<f32>, index, memref<f32>, index, memref<f32>, index,
+      func.func private @halo_depthwise_conv2d_f32_v2(memref<f32>, index, memref<f32>, index, memref<f32>, index,
           memref<f32>, index, index, index, index, index, index, index, index, index, index, index, index,
           index, index, index, index, index) attributes {llvm.bareptr = true}
       func.func @halo_depthwise_padded_tile(%xb: !stream.binding, %wb: !stream.binding, %biasb: !stream.binding,
@@ -477,7 +484,7 @@ module attributes {transform.with_named_sequence} {
         %wq, %wo2, %ws, %wt = iree_codegen.extract_strided_metadata %w : memref<?xf32> -> memref<f32>, index, index, index
         %bp, %bo, %bs, %bt = iree_codegen.extract_strided_metadata %bias : memref<?xf32> -> memref<f32>, index, index, index
         %op, %oo, %os, %ot = iree_codegen.extract_strided_metadata %o : memref<?xf32> -> memref<f32>, index, index, index
-        func.call @halo_depthwise_conv2d_f32_v1(%xp, %xo, %wq, %wo2, %bp, %bo, %op, %oo, %c, %hp, %wp, %kh, %kw,
+        func.call @halo_depthwise_conv2d_f32_v2(%xp, %xo, %wq, %wo2, %bp, %bo, %op, %oo, %c, %hp, %wp, %kh, %kw,
                                                 %s, %c1, %first, %count, %c0, %ho, %flags,
                                                 %pad_h, %pad_h, %pad_w, %pad_w)
             : (memref<f32>, index, memref<f32>, index, memref<f32>, index, memref<f32>, index,
@@ -744,6 +751,60 @@ module attributes {transform.with_named_sequence} {
     transform.yield %source, %padded : !transform.any_value, !transform.any_value
   }
 
+  // The value `%mul` multiplies by its own sigmoid (SiLU as ONNX's Sigmoid then Mul arrive: an
+  // elementwise linalg.generic of 1 / (exp(-x) + 1), then one of x * that), as the operation
+  // producing that value and the product; a silenceable failure otherwise. The sigmoid's body is
+  // followed from its yield rather than matched by a DAG pattern, since the matcher cannot map
+  // the constant 1 it captures from outside.
+  transform.named_sequence @silu_input_of(%mul: !transform.any_op {transform.readonly}) -> (!transform.any_op, !transform.any_value) {
+    %factors, %product = transform.iree.match.cast_compatible_dag_from_root %mul {
+      ^bb0(%v: tensor<1x?x?x?xf32>, %gate: tensor<1x?x?x?xf32>, %init: tensor<1x?x?x?xf32>):
+        %silu = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>,
+                             affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%v, %gate : tensor<1x?x?x?xf32>, tensor<1x?x?x?xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %g: f32, %out: f32):
+            %activated = arith.mulf %in, %g : f32
+            linalg.yield %activated : f32
+        } -> tensor<1x?x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    %producer = transform.get_producer_of_operand %mul[0] : (!transform.any_op) -> !transform.any_op
+    %sigmoid = transform.get_producer_of_operand %mul[1] : (!transform.any_op) -> !transform.any_op
+    %one = transform.param.constant 1 : i64 -> !transform.param<i64>
+    // The gate: an elementwise generic of one input, that same value.
+    %elementwise = transform.structured.match ops{["linalg.generic"]} attributes {
+        indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+        iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>]}
+        in %sigmoid : (!transform.any_op) -> !transform.any_op
+    %elementwise_count = transform.num_associations %elementwise : (!transform.any_op) -> !transform.param<i64>
+    transform.match.param.cmpi eq %elementwise_count, %one : !transform.param<i64>
+    %sigmoid_input = transform.get_producer_of_operand %sigmoid[0] : (!transform.any_op) -> !transform.any_op
+    %both = transform.merge_handles deduplicate %producer, %sigmoid_input : !transform.any_op
+    %distinct = transform.num_associations %both : (!transform.any_op) -> !transform.param<i64>
+    transform.match.param.cmpi eq %distinct, %one : !transform.param<i64>
+    // Its body, from what it yields back: 1 / (exp(-x) + 1).
+    %yield = transform.structured.match ops{["linalg.yield"]} in %sigmoid : (!transform.any_op) -> !transform.any_op
+    %divide = transform.get_producer_of_operand %yield[0] : (!transform.any_op) -> !transform.any_op
+    transform.match.operation_name %divide ["arith.divf"] : !transform.any_op
+    %numerator = transform.get_producer_of_operand %divide[0] : (!transform.any_op) -> !transform.any_op
+    %sum = transform.get_producer_of_operand %divide[1] : (!transform.any_op) -> !transform.any_op
+    transform.match.operation_name %sum ["arith.addf"] : !transform.any_op
+    %exp = transform.get_producer_of_operand %sum[0] : (!transform.any_op) -> !transform.any_op
+    %addend = transform.get_producer_of_operand %sum[1] : (!transform.any_op) -> !transform.any_op
+    transform.match.operation_name %exp ["math.exp"] : !transform.any_op
+    %negate = transform.get_producer_of_operand %exp[0] : (!transform.any_op) -> !transform.any_op
+    transform.match.operation_name %negate ["arith.negf"] : !transform.any_op
+    // Both ones are the same constant once IREE has folded its duplicates.
+    %ones = transform.merge_handles deduplicate %numerator, %addend : !transform.any_op
+    %one_count = transform.num_associations %ones : (!transform.any_op) -> !transform.param<i64>
+    transform.match.param.cmpi eq %one_count, %one : !transform.param<i64>
+    %constant_one = transform.structured.match ops{["arith.constant"]} attributes {value = 1.0 : f32} in %ones : (!transform.any_op) -> !transform.any_op
+    %constant_ones = transform.num_associations %constant_one : (!transform.any_op) -> !transform.param<i64>
+    transform.match.param.cmpi eq %constant_ones, %one : !transform.param<i64>
+    transform.yield %producer, %product : !transform.any_op, !transform.any_value
+  }
+
 // halo:per-stride begin
 
   util.func private @halo_conv2d_add_relu6_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<1x?x1x1xf32>,
@@ -768,8 +829,8 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 
-  // Flags of halo_matmul_f32_v1 for a 1x1 convolution: 4 adds the bias per row, 2 applies ReLU,
-  // 8 ReLU6; of _v2, 16 adds the residual.
+  // Flags of halo_matmul_f32_v3 for a 1x1 convolution: 4 adds the bias per row, 2 applies ReLU,
+  // 8 ReLU6, 32 SiLU; 16 adds the residual.
 
   util.func private @halo_pointwise_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<?xf32>,
       %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
@@ -802,6 +863,15 @@ module attributes {transform.with_named_sequence} {
     util.return %r : tensor<1x?x?x?xf32>
   }
 
+  util.func private @halo_pointwise_silu_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<?xf32>,
+      %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %s = arith.constant STRIDE : index
+    %flags = arith.constant 36 : index
+    %r = util.call @halo_pointwise(%x, %w, %bias, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
   transform.named_sequence @call_halo_pointwise_relu_sSTRIDE(%ins: !transform.any_value {transform.readonly},
                                                    %out: !transform.any_value {transform.readonly}) {
     %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
@@ -809,6 +879,19 @@ module attributes {transform.with_named_sequence} {
     %executable = transform.util.import_symbol @halo_pointwise_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
     %helper = transform.util.import_symbol @halo_pointwise into %module if undefined : (!transform.any_op) -> !transform.any_op
     %func = transform.util.import_symbol @halo_pointwise_relu_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
+  transform.named_sequence @call_halo_pointwise_silu_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                                   %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_pointwise_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_pointwise into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_pointwise_silu_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
     transform.util.cast_and_call %func(%ins) -> %out after %root {
       transform.type_conversion.tensor.cast_shape_dynamic_dims
     } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
@@ -848,6 +931,16 @@ module attributes {transform.with_named_sequence} {
     util.return %r : tensor<1x?x?x?xf32>
   }
 
+  util.func private @halo_pointwise_add_silu_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<1x?x1x1xf32>,
+      %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %s = arith.constant STRIDE : index
+    %flags = arith.constant 36 : index
+    %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
+    %r = util.call @halo_pointwise(%x, %w, %b, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
   transform.named_sequence @call_halo_pointwise_add_relu_sSTRIDE(%ins: !transform.any_value {transform.readonly},
                                                    %out: !transform.any_value {transform.readonly}) {
     %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
@@ -855,6 +948,19 @@ module attributes {transform.with_named_sequence} {
     %executable = transform.util.import_symbol @halo_pointwise_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
     %helper = transform.util.import_symbol @halo_pointwise into %module if undefined : (!transform.any_op) -> !transform.any_op
     %func = transform.util.import_symbol @halo_pointwise_add_relu_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
+  transform.named_sequence @call_halo_pointwise_add_silu_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                                   %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_pointwise_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_pointwise into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_pointwise_add_silu_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
     transform.util.cast_and_call %func(%ins) -> %out after %root {
       transform.type_conversion.tensor.cast_shape_dynamic_dims
     } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
@@ -1071,7 +1177,7 @@ module attributes {transform.with_named_sequence} {
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
-  // Flags of halo_conv2d_f32_v3: 1 adds the bias, 2 applies ReLU, 4 ReLU6.
+  // Flags of halo_conv2d_f32_v4: 1 adds the bias, 2 applies ReLU, 4 ReLU6, 8 SiLU.
   util.func private @halo_conv2d_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<?xf32>,
                                            %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
     %flags = arith.constant 1 : index
@@ -1083,6 +1189,14 @@ module attributes {transform.with_named_sequence} {
   util.func private @halo_conv2d_relu_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<?xf32>,
                                                 %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
     %flags = arith.constant 3 : index
+    %r = util.call @halo_conv2d_flags_sSTRIDE(%x, %w, %bias, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x?x?xf32>, tensor<?xf32>, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  util.func private @halo_conv2d_silu_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<?xf32>,
+                                                %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %flags = arith.constant 9 : index
     %r = util.call @halo_conv2d_flags_sSTRIDE(%x, %w, %bias, %flags)
         : (tensor<1x?x?x?xf32>, tensor<?x?x?x?xf32>, tensor<?xf32>, index) -> tensor<1x?x?x?xf32>
     util.return %r : tensor<1x?x?x?xf32>
@@ -1100,6 +1214,15 @@ module attributes {transform.with_named_sequence} {
   util.func private @halo_conv2d_add_relu_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<1x?x1x1xf32>,
                                                     %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
     %flags = arith.constant 3 : index
+    %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
+    %r = util.call @halo_conv2d_flags_sSTRIDE(%x, %w, %b, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x?x?xf32>, tensor<?xf32>, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  util.func private @halo_conv2d_add_silu_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<1x?x1x1xf32>,
+                                                    %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %flags = arith.constant 9 : index
     %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
     %r = util.call @halo_conv2d_flags_sSTRIDE(%x, %w, %b, %flags)
         : (tensor<1x?x?x?xf32>, tensor<?x?x?x?xf32>, tensor<?xf32>, index) -> tensor<1x?x?x?xf32>
@@ -1169,6 +1292,14 @@ module attributes {transform.with_named_sequence} {
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
+  transform.named_sequence @match_pointwise_add_silu_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %producer, %outs = transform.include @silu_input_of failures(propagate) (%root)
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_value)
+    %ins, %bare = transform.include @match_pointwise_add_sSTRIDE failures(propagate) (%producer)
+        : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
   transform.named_sequence @match_pointwise_add_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
     %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
       ^bb0(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<1x?x1x1xf32>, %init: tensor<1x?x?x?xf32>):
@@ -1206,6 +1337,14 @@ module attributes {transform.with_named_sequence} {
             linalg.yield %kept : f32
         } -> tensor<1x?x?x?xf32>
     } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
+  transform.named_sequence @match_pointwise_silu_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %producer, %outs = transform.include @silu_input_of failures(propagate) (%root)
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_value)
+    %ins, %bare = transform.include @match_pointwise_sSTRIDE failures(propagate) (%producer)
+        : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
@@ -1282,6 +1421,14 @@ module attributes {transform.with_named_sequence} {
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
+  transform.named_sequence @match_conv2d_add_silu_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %producer, %outs = transform.include @silu_input_of failures(propagate) (%root)
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_value)
+    %ins, %bare = transform.include @match_conv2d_add_sSTRIDE failures(propagate) (%producer)
+        : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
   transform.named_sequence @match_conv2d_add_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
     %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
       ^bb0(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<1x?x1x1xf32>, %init: tensor<1x?x?x?xf32>):
@@ -1322,6 +1469,14 @@ module attributes {transform.with_named_sequence} {
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
+  transform.named_sequence @match_conv2d_silu_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %producer, %outs = transform.include @silu_input_of failures(propagate) (%root)
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_value)
+    %ins, %bare = transform.include @match_conv2d_sSTRIDE failures(propagate) (%producer)
+        : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
   transform.named_sequence @match_conv2d_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
     %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
       ^bb0(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<?xf32>, %init: tensor<1x?x?x?xf32>):
@@ -1339,6 +1494,19 @@ module attributes {transform.with_named_sequence} {
     %executable = transform.util.import_symbol @halo_conv2d_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
     %helper = transform.util.import_symbol @halo_conv2d_flags_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
     %func = transform.util.import_symbol @halo_conv2d_add_relu_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
+  transform.named_sequence @call_halo_conv2d_add_silu_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                                            %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_conv2d_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_conv2d_flags_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_conv2d_add_silu_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
     transform.util.cast_and_call %func(%ins) -> %out after %root {
       transform.type_conversion.tensor.cast_shape_dynamic_dims
     } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
@@ -1371,6 +1539,19 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 
+  transform.named_sequence @call_halo_conv2d_silu_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                                        %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_conv2d_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_conv2d_flags_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_conv2d_silu_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
   transform.named_sequence @call_halo_conv2d_sSTRIDE(%ins: !transform.any_value {transform.readonly},
                                                    %out: !transform.any_value {transform.readonly}) {
     %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
@@ -1384,7 +1565,7 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 
-  // Flags of halo_depthwise_conv2d_f32_v0: 1 adds the bias, 2 applies ReLU, 4 ReLU6.
+  // Flags of halo_depthwise_conv2d_f32_v2: 1 adds the bias, 2 applies ReLU, 4 ReLU6, 8 SiLU.
   util.func private @halo_depthwise_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?xf32>, %bias: tensor<?xf32>,
                                             %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
     %s = arith.constant STRIDE : index
@@ -1398,6 +1579,15 @@ module attributes {transform.with_named_sequence} {
                                                  %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
     %s = arith.constant STRIDE : index
     %flags = arith.constant 3 : index
+    %r = util.call @halo_depthwise(%x, %w, %bias, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x?xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  util.func private @halo_depthwise_silu_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?xf32>, %bias: tensor<?xf32>,
+                                                 %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %s = arith.constant STRIDE : index
+    %flags = arith.constant 9 : index
     %r = util.call @halo_depthwise(%x, %w, %bias, %s, %flags)
         : (tensor<1x?x?x?xf32>, tensor<?x?x?xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
     util.return %r : tensor<1x?x?x?xf32>
@@ -1457,6 +1647,14 @@ module attributes {transform.with_named_sequence} {
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
+  transform.named_sequence @match_depthwise_silu_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %producer, %outs = transform.include @silu_input_of failures(propagate) (%root)
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_value)
+    %ins, %bare = transform.include @match_depthwise_sSTRIDE failures(propagate) (%producer)
+        : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
   transform.named_sequence @match_depthwise_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
     %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
       ^bb0(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?xf32>, %bias: tensor<?xf32>, %init: tensor<1x?x?x?xf32>):
@@ -1493,6 +1691,19 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 
+  transform.named_sequence @call_halo_depthwise_silu_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                        %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_depthwise_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_depthwise into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_depthwise_silu_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
   transform.named_sequence @call_halo_depthwise_sSTRIDE(%ins: !transform.any_value {transform.readonly},
                                         %out: !transform.any_value {transform.readonly}) {
     %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
@@ -1519,6 +1730,15 @@ module attributes {transform.with_named_sequence} {
       %w: tensor<?x?x?xf32>, %bias: tensor<?xf32>, %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
     %s = arith.constant STRIDE : index
     %flags = arith.constant 3 : index
+    %r = util.call @halo_depthwise_padded(%x, %padded, %w, %bias, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<1x?x?x?xf32>, tensor<?x?x?xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  util.func private @halo_depthwise_padded_silu_sSTRIDE(%x: tensor<1x?x?x?xf32>, %padded: tensor<1x?x?x?xf32>,
+      %w: tensor<?x?x?xf32>, %bias: tensor<?xf32>, %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %s = arith.constant STRIDE : index
+    %flags = arith.constant 9 : index
     %r = util.call @halo_depthwise_padded(%x, %padded, %w, %bias, %s, %flags)
         : (tensor<1x?x?x?xf32>, tensor<1x?x?x?xf32>, tensor<?x?x?xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
     util.return %r : tensor<1x?x?x?xf32>
@@ -1623,6 +1843,14 @@ module attributes {transform.with_named_sequence} {
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
+  transform.named_sequence @match_depthwise_padded_silu_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %producer, %outs = transform.include @silu_input_of failures(propagate) (%root)
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_value)
+    %ins, %bare = transform.include @match_depthwise_padded_sSTRIDE failures(propagate) (%producer)
+        : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
   // Calls the kernel when @even_zero_padding_of accepts the pad; otherwise leaves the pad and the
   // convolution to the later passes.
   transform.named_sequence @call_halo_depthwise_padded_relu_sSTRIDE(%ins: !transform.any_value {transform.readonly},
@@ -1643,6 +1871,32 @@ module attributes {transform.with_named_sequence} {
         %executable = transform.util.import_symbol @halo_depthwise_padded_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
         %helper = transform.util.import_symbol @halo_depthwise_padded into %module if undefined : (!transform.any_op) -> !transform.any_op
         %func = transform.util.import_symbol @halo_depthwise_padded_relu_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+        transform.util.cast_and_call %func(%args) -> %out after %r {
+          transform.type_conversion.tensor.cast_shape_dynamic_dims
+        } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+      }
+    }
+    transform.yield
+  }
+
+  transform.named_sequence @call_halo_depthwise_padded_silu_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                        %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    // A silenceable failure inside a sequence that suppresses them goes on to the next
+    // operation; one inside a sequence that propagates them ends it, and the outer one
+    // swallows it.
+    transform.sequence %root : !transform.any_op failures(suppress) {
+    ^bb0(%outer: !transform.any_op):
+      transform.sequence %outer : !transform.any_op failures(propagate) {
+      ^bb1(%r: !transform.any_op):
+        %conv = transform.get_producer_of_operand %r[0] : (!transform.any_op) -> !transform.any_op
+        %source, %padded = transform.include @even_zero_padding_of failures(propagate) (%conv)
+            : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+        %args = transform.merge_handles %source, %padded, %ins : !transform.any_value
+        %module = transform.util.get_nearest_symbol_table %r : (!transform.any_op) -> !transform.any_op
+        %executable = transform.util.import_symbol @halo_depthwise_padded_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+        %helper = transform.util.import_symbol @halo_depthwise_padded into %module if undefined : (!transform.any_op) -> !transform.any_op
+        %func = transform.util.import_symbol @halo_depthwise_padded_silu_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
         transform.util.cast_and_call %func(%args) -> %out after %r {
           transform.type_conversion.tensor.cast_shape_dynamic_dims
         } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
@@ -2151,6 +2405,7 @@ module attributes {transform.with_named_sequence} {
 // halo:per-stride-padded-matches begin
           @match_depthwise_padded_relu6_sSTRIDE -> @call_halo_depthwise_padded_relu6_sSTRIDE,
           @match_depthwise_padded_relu_sSTRIDE -> @call_halo_depthwise_padded_relu_sSTRIDE,
+          @match_depthwise_padded_silu_sSTRIDE -> @call_halo_depthwise_padded_silu_sSTRIDE,
 // halo:per-stride-padded-matches end
         : (!transform.any_op) -> (!transform.any_op)
     }
@@ -2164,12 +2419,17 @@ module attributes {transform.with_named_sequence} {
           @match_residual_add_pointwise_relu_sSTRIDE -> @call_halo_pointwise_add_residual_relu_sSTRIDE,
           @match_depthwise_relu6_sSTRIDE -> @call_halo_depthwise_relu6_sSTRIDE,
           @match_depthwise_relu_sSTRIDE -> @call_halo_depthwise_relu_sSTRIDE,
+          @match_depthwise_silu_sSTRIDE -> @call_halo_depthwise_silu_sSTRIDE,
           @match_pointwise_add_relu6_sSTRIDE -> @call_halo_pointwise_add_relu6_sSTRIDE,
           @match_pointwise_add_relu_sSTRIDE -> @call_halo_pointwise_add_relu_sSTRIDE,
+          @match_pointwise_add_silu_sSTRIDE -> @call_halo_pointwise_add_silu_sSTRIDE,
           @match_pointwise_relu_sSTRIDE -> @call_halo_pointwise_relu_sSTRIDE,
+          @match_pointwise_silu_sSTRIDE -> @call_halo_pointwise_silu_sSTRIDE,
           @match_conv2d_add_relu6_sSTRIDE -> @call_halo_conv2d_add_relu6_sSTRIDE,
           @match_conv2d_add_relu_sSTRIDE -> @call_halo_conv2d_add_relu_sSTRIDE,
+          @match_conv2d_add_silu_sSTRIDE -> @call_halo_conv2d_add_silu_sSTRIDE,
           @match_conv2d_relu_sSTRIDE -> @call_halo_conv2d_relu_sSTRIDE,
+          @match_conv2d_silu_sSTRIDE -> @call_halo_conv2d_silu_sSTRIDE,
           @match_grouped_conv2d_add_relu_sSTRIDE -> @call_halo_grouped_conv2d_add_relu_sSTRIDE,
           @match_grouped_conv2d_relu_sSTRIDE -> @call_halo_grouped_conv2d_relu_sSTRIDE,
 // halo:per-stride-matches end
