@@ -664,12 +664,6 @@ fn a_grouped_convolution_calls_the_convolution_kernel_with_its_bias_and_relu() {
 
 #[test]
 fn a_silu_after_a_convolution_is_the_kernels_epilogue_and_a_gate_is_not_taken_for_one() {
-    let test = "a_silu_after_a_convolution_is_the_kernels_epilogue_and_a_gate_is_not_taken_for_one";
-    let Some(compiler) = real_compiler(test) else {
-        return;
-    };
-    // Sums of -5 to 5: the sigmoid's whole curve, both tails included.
-    let input = format!("1x8x9x11xf32={}", ripple(792));
     let fused = [
         ("pointwise_add_silu", 1188),
         ("pointwise_silu_s2", 360),
@@ -678,9 +672,63 @@ fn a_silu_after_a_convolution_is_the_kernels_epilogue_and_a_gate_is_not_taken_fo
         ("depthwise_silu", 792),
         ("depthwise_silu_s2", 160),
     ];
+    activations_are_the_kernels_epilogue(
+        "a_silu_after_a_convolution_is_the_kernels_epilogue_and_a_gate_is_not_taken_for_one",
+        "silu.mlir",
+        &fused,
+        ("gated", 1188),
+    );
+}
+
+#[test]
+fn a_hard_swish_after_a_convolution_is_the_kernels_epilogue_and_a_gate_is_not_taken_for_one() {
+    let fused = [
+        ("pointwise_add_hard_swish", 1188),
+        ("pointwise_hard_swish_s2", 360),
+        ("conv_add_hard_swish_s2", 360),
+        ("conv_hard_swish", 1188),
+        ("depthwise_hard_swish", 792),
+        ("depthwise_hard_swish_s2", 160),
+    ];
+    activations_are_the_kernels_epilogue(
+        "a_hard_swish_after_a_convolution_is_the_kernels_epilogue_and_a_gate_is_not_taken_for_one",
+        "hard_swish.mlir",
+        &fused,
+        ("gated", 1188),
+    );
+}
+
+#[test]
+fn a_relu_after_a_convolution_in_either_form_is_the_kernels_epilogue_and_a_minimum_is_not() {
+    let fused = [
+        ("pointwise_add_relu", 1188),
+        ("pointwise_relu_s2", 360),
+        ("conv_add_relu_s2", 360),
+        ("conv_relu", 1188),
+        ("depthwise_relu", 792),
+        ("depthwise_relu_s2", 160),
+    ];
+    activations_are_the_kernels_epilogue(
+        "a_relu_after_a_convolution_in_either_form_is_the_kernels_epilogue_and_a_minimum_is_not",
+        "relu.mlir",
+        &fused,
+        ("negative_part", 792),
+    );
+}
+
+/// Compiles `fixtures/kernels/<source>` (convolutions of 8 channels of 9x11 followed by an
+/// activation) and checks that each of `fused` gives `--portable`'s answers with nothing of
+/// IREE's code left but copies, and that `left`, which is not the activation, keeps a dispatch
+/// of its own.
+fn activations_are_the_kernels_epilogue(test: &str, source: &str, fused: &[(&str, usize)], left: (&str, usize)) {
+    let Some(compiler) = real_compiler(test) else {
+        return;
+    };
+    // Sums of -5 to 5: every bend of the activations and their tails.
+    let input = format!("1x8x9x11xf32={}", ripple(792));
     let calls: Vec<(&str, &str, usize)> = fused
         .iter()
-        .chain(&[("gated", 1188)])
+        .chain([&left])
         .map(|&(function, count)| (function, input.as_str(), count))
         .collect();
     let tiles = [
@@ -692,14 +740,14 @@ fn a_silu_after_a_convolution_is_the_kernels_epilogue_and_a_gate_is_not_taken_fo
         "halo_depthwise_tile",
         "halo_depthwise_conv2d_f32_v2",
     ];
-    let program = kernels_give_the_answers_of_iree_s_code(&compiler, ("silu.mlir", &[]), &calls, &tiles, 1e-5);
+    let program = kernels_give_the_answers_of_iree_s_code(&compiler, (source, &[]), &calls, &tiles, 1e-5);
     for (function, _) in fused {
         assert_only_copies_are_left(&program, function);
     }
-    // A product by the sigmoid of another value stays IREE's.
     assert!(
-        !dispatches_of(&program, "gated").is_empty(),
-        "@gated's gate was fused into a kernel"
+        !dispatches_of(&program, left.0).is_empty(),
+        "@{}'s activation was fused into a kernel",
+        left.0
     );
 }
 

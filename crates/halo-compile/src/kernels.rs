@@ -166,9 +166,13 @@ mod tests {
         assert_eq!(passes.len(), 4);
         let padded_relu6 = at("@match_depthwise_padded_relu6_s1 -> @call_halo_depthwise_padded_relu6_s1,");
         let padded_relu = at("@match_depthwise_padded_relu_s2 -> @call_halo_depthwise_padded_relu_s2,");
-        let padded_silu = at("@match_depthwise_padded_silu_s2 -> @call_halo_depthwise_padded_silu_s2\n");
+        let padded_silu = at("@match_depthwise_padded_silu_s2 -> @call_halo_depthwise_padded_silu_s2,");
+        let padded_hard_swish =
+            at("@match_depthwise_padded_hard_swish_s2 -> @call_halo_depthwise_padded_hard_swish_s2\n");
         let unpadded_relu6 = at("@match_depthwise_relu6_s1 -> @call_halo_depthwise_relu6_s1,");
-        assert!(padded_relu6 < passes[1] && padded_relu < passes[1] && padded_silu < passes[1]);
+        for padded in [padded_relu6, padded_relu, padded_silu, padded_hard_swish] {
+            assert!(padded < passes[1]);
+        }
         assert!(passes[1] < unpadded_relu6);
         let padded = at("@match_depthwise_padded_s1 -> @call_halo_depthwise_padded_s1,");
         let unpadded = at("@match_depthwise_s1 -> @call_halo_depthwise_s1,");
@@ -181,12 +185,19 @@ mod tests {
         let alone = at("@match_pointwise_add_s1 -> @call_halo_pointwise_add_s1,");
         assert!(passes[1] < residual_relu && residual_relu < passes[2]);
         assert!(passes[2] < residual && residual < passes[3] && passes[3] < alone);
-        // A SiLU after a convolution is taken at its product in the second pass, before the
-        // convolution alone could be.
+        // A SiLU or a hard-swish after a convolution is taken at its product in the second pass,
+        // before the convolution alone could be.
         for kind in ["pointwise_add", "pointwise", "conv2d_add", "conv2d", "depthwise"] {
-            let silu = at(&format!("@match_{kind}_silu_s1 -> @call_halo_{kind}_silu_s1,"));
             let alone = at(&format!("@match_{kind}_s1 -> @call_halo_{kind}_s1,"));
-            assert!(passes[1] < silu && silu < passes[2] && passes[3] < alone, "{kind}");
+            for activation in ["silu", "hard_swish"] {
+                let fused = at(&format!(
+                    "@match_{kind}_{activation}_s1 -> @call_halo_{kind}_{activation}_s1,"
+                ));
+                assert!(
+                    passes[1] < fused && fused < passes[2] && passes[3] < alone,
+                    "{kind}_{activation}"
+                );
+            }
         }
     }
 
@@ -234,11 +245,13 @@ mod tests {
                 format!("@match_conv2d_silu_s{stride} -> @call_halo_conv2d_silu_s{stride},"),
                 format!("util.func private @halo_pointwise_add_silu_s{stride}("),
                 format!("transform.named_sequence @call_halo_depthwise_silu_s{stride}("),
+                format!("@match_pointwise_hard_swish_s{stride} -> @call_halo_pointwise_hard_swish_s{stride},"),
+                format!("util.func private @halo_depthwise_padded_hard_swish_s{stride}("),
             ] {
                 assert_eq!(spec.matches(&name).count(), 1, "{name}");
             }
             let strided = format!("strides = dense<{stride}> : vector<2xi64>");
-            assert_eq!(spec.matches(&strided).count(), 24, "{strided}");
+            assert_eq!(spec.matches(&strided).count(), 20, "{strided}");
         }
         // Outside the per-stride parts the word stays as written, in the header's comment.
         assert_eq!(spec.matches("STRIDE").count(), 1);

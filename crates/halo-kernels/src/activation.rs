@@ -15,6 +15,9 @@ pub enum Activation {
     Relu6,
     /// `x · sigmoid(x)`: SiLU, or Swish (EfficientNet's activation; ONNX's `Sigmoid` and `Mul`).
     Silu,
+    /// `x · min(max(x + 3, 0), 6) / 6`: hard-swish (MobileNet-v3's activation; ONNX's
+    /// `HardSwish`).
+    HardSwish,
 }
 
 impl Activation {
@@ -25,6 +28,7 @@ impl Activation {
             Activation::Relu => values.iter_mut().for_each(|x| *x = x.max(0.0)),
             Activation::Relu6 => values.iter_mut().for_each(|x| *x = relu6(*x)),
             Activation::Silu => values.iter_mut().for_each(|x| *x = silu(*x)),
+            Activation::HardSwish => values.iter_mut().for_each(|x| *x = hard_swish(*x)),
         }
     }
 
@@ -38,6 +42,7 @@ impl Activation {
             Activation::Relu => pairs.for_each(|(t, &f)| *t = f.max(0.0)),
             Activation::Relu6 => pairs.for_each(|(t, &f)| *t = relu6(f)),
             Activation::Silu => pairs.for_each(|(t, &f)| *t = silu(f)),
+            Activation::HardSwish => pairs.for_each(|(t, &f)| *t = hard_swish(f)),
         }
     }
 }
@@ -56,6 +61,12 @@ fn silu(x: f32) -> f32 {
     x * (1.0 / (1.0 + (-x).exp()))
 }
 
+/// `x · relu6(x + 3) / 6`, in the order of operations of IREE's code for ONNX's `HardSwish`.
+#[inline(always)]
+fn hard_swish(x: f32) -> f32 {
+    relu6(x + 3.0) / 6.0 * x
+}
+
 #[cfg(test)]
 impl Activation {
     /// The activation of `x` in f64, the kernels' tests' definition.
@@ -65,6 +76,7 @@ impl Activation {
             Activation::Relu => x.max(0.0),
             Activation::Relu6 => x.clamp(0.0, 6.0),
             Activation::Silu => x / (1.0 + (-x).exp()),
+            Activation::HardSwish => x * (x + 3.0).clamp(0.0, 6.0) / 6.0,
         }
     }
 }

@@ -61,12 +61,15 @@ pub const MATMUL_RESIDUAL: usize = 16;
 /// `flags` bit of `halo_matmul_f32_v3`: SiLU (`x · sigmoid(x)`) on the result; not with another
 /// activation.
 pub const MATMUL_SILU: usize = 32;
+/// `flags` bit of `halo_matmul_f32_v3`: hard-swish (`x · relu6(x + 3) / 6`) on the result; not
+/// with another activation.
+pub const MATMUL_HARD_SWISH: usize = 64;
 
 /// The `flags` bits each matmul entry knows; it refuses a call with any other.
 const MATMUL_V0_FLAGS: usize = MATMUL_BIAS | MATMUL_RELU;
 const MATMUL_V1_FLAGS: usize = MATMUL_V0_FLAGS | MATMUL_BIAS_PER_ROW | MATMUL_RELU6;
 const MATMUL_V2_FLAGS: usize = MATMUL_V1_FLAGS | MATMUL_RESIDUAL;
-const MATMUL_V3_FLAGS: usize = MATMUL_V2_FLAGS | MATMUL_SILU;
+const MATMUL_V3_FLAGS: usize = MATMUL_V2_FLAGS | MATMUL_SILU | MATMUL_HARD_SWISH;
 
 /// What `halo_matmul_f32_v0` and `_v1` receive: `c = activation(a·b + bias)` for row-major f32
 /// matrices, `a` `m`x`k`, `b` `k`x`n`, `c` `m`x`n`.
@@ -102,7 +105,8 @@ pub struct MatmulParamsV0 {
     /// Elements between rows of `c`.
     pub c_stride: usize,
     /// [`MATMUL_BIAS`] and [`MATMUL_RELU`] (`_v1`: or [`MATMUL_BIAS_PER_ROW`] and
-    /// [`MATMUL_RELU6`]; `_v2`: and [`MATMUL_RESIDUAL`]; `_v3`: or [`MATMUL_SILU`]).
+    /// [`MATMUL_RELU6`]; `_v2`: and [`MATMUL_RESIDUAL`]; `_v3`: or [`MATMUL_SILU`] or
+    /// [`MATMUL_HARD_SWISH`]).
     pub flags: usize,
 }
 
@@ -197,7 +201,7 @@ pub unsafe extern "C" fn matmul_f32_v2(params: *mut c_void, context: *mut c_void
 }
 
 /// `halo_matmul_f32_v3`: [`matmul_f32_v2`] whose `flags` may also ask for SiLU
-/// ([`MATMUL_SILU`]).
+/// ([`MATMUL_SILU`]) or hard-swish ([`MATMUL_HARD_SWISH`]).
 ///
 /// # Safety
 /// As [`matmul_f32_v2`].
@@ -232,11 +236,12 @@ unsafe fn matmul_entry(
     let Some(check) = check else {
         return 1;
     };
-    let activation = match p.flags & (MATMUL_RELU | MATMUL_RELU6 | MATMUL_SILU) {
+    let activation = match p.flags & (MATMUL_RELU | MATMUL_RELU6 | MATMUL_SILU | MATMUL_HARD_SWISH) {
         0 => Activation::Identity,
         MATMUL_RELU => Activation::Relu,
         MATMUL_RELU6 => Activation::Relu6,
         MATMUL_SILU => Activation::Silu,
+        MATMUL_HARD_SWISH => Activation::HardSwish,
         _ => return 1,
     };
     let bias_len = match p.flags & (MATMUL_BIAS | MATMUL_BIAS_PER_ROW) {
@@ -300,13 +305,16 @@ pub const CONV_RELU6: usize = 4;
 /// `flags` bit of `halo_conv2d_f32_v4` and `halo_depthwise_conv2d_f32_v2`: SiLU
 /// (`x · sigmoid(x)`) on the result; not with another activation.
 pub const CONV_SILU: usize = 8;
+/// `flags` bit of `halo_conv2d_f32_v4` and `halo_depthwise_conv2d_f32_v2`: hard-swish
+/// (`x · relu6(x + 3) / 6`) on the result; not with another activation.
+pub const CONV_HARD_SWISH: usize = 16;
 
 /// The `flags` bits each convolution entry knows; it refuses a call with any other.
 const CONV_V0_FLAGS: usize = CONV_BIAS | CONV_RELU;
 const CONV_V2_FLAGS: usize = CONV_V0_FLAGS | CONV_RELU6;
-const CONV_V4_FLAGS: usize = CONV_V2_FLAGS | CONV_SILU;
+const CONV_V4_FLAGS: usize = CONV_V2_FLAGS | CONV_SILU | CONV_HARD_SWISH;
 const DEPTHWISE_V0_FLAGS: usize = CONV_BIAS | CONV_RELU | CONV_RELU6;
-const DEPTHWISE_V2_FLAGS: usize = DEPTHWISE_V0_FLAGS | CONV_SILU;
+const DEPTHWISE_V2_FLAGS: usize = DEPTHWISE_V0_FLAGS | CONV_SILU | CONV_HARD_SWISH;
 
 /// The bias and activation a convolution entry's `flags` ask for (`None` for unknown bits or
 /// two activations).
@@ -316,6 +324,7 @@ fn conv_epilogue(flags: usize, bias: &[f32]) -> Option<ConvEpilogue<'_>> {
         CONV_RELU => Activation::Relu,
         CONV_RELU6 => Activation::Relu6,
         CONV_SILU => Activation::Silu,
+        CONV_HARD_SWISH => Activation::HardSwish,
         _ => return None,
     };
     Some(ConvEpilogue {
@@ -367,7 +376,7 @@ pub struct Conv2dParamsV0 {
     /// Output rows in the tile.
     pub row_count: usize,
     /// [`CONV_BIAS`] and [`CONV_RELU`] (`_v2`, `_v3`: or [`CONV_RELU6`]; `_v4`: or
-    /// [`CONV_SILU`]).
+    /// [`CONV_SILU`] or [`CONV_HARD_SWISH`]).
     pub flags: usize,
 }
 
@@ -451,7 +460,8 @@ pub unsafe extern "C" fn conv2d_f32_v3(params: *mut c_void, context: *mut c_void
     unsafe { conv2d(p, CONV_V2_FLAGS, check) }
 }
 
-/// `halo_conv2d_f32_v4`: [`conv2d_f32_v3`] whose `flags` may also ask for SiLU ([`CONV_SILU`]).
+/// `halo_conv2d_f32_v4`: [`conv2d_f32_v3`] whose `flags` may also ask for SiLU ([`CONV_SILU`])
+/// or hard-swish ([`CONV_HARD_SWISH`]).
 ///
 /// # Safety
 /// As [`matmul_f32_v0`], for a [`Conv2dParamsV3`].
@@ -595,7 +605,8 @@ pub struct DepthwiseParamsV0 {
     pub row_begin: usize,
     /// Output rows in the tile.
     pub row_count: usize,
-    /// [`CONV_BIAS`], and [`CONV_RELU`] or [`CONV_RELU6`] (`_v2`: or [`CONV_SILU`]).
+    /// [`CONV_BIAS`], and [`CONV_RELU`] or [`CONV_RELU6`] (`_v2`: or [`CONV_SILU`] or
+    /// [`CONV_HARD_SWISH`]).
     pub flags: usize,
 }
 
@@ -649,7 +660,7 @@ pub unsafe extern "C" fn depthwise_conv2d_f32_v1(
 }
 
 /// `halo_depthwise_conv2d_f32_v2`: [`depthwise_conv2d_f32_v1`] whose `flags` may also ask for
-/// SiLU ([`CONV_SILU`]).
+/// SiLU ([`CONV_SILU`]) or hard-swish ([`CONV_HARD_SWISH`]).
 ///
 /// # Safety
 /// As [`matmul_f32_v0`], for a [`DepthwiseParamsV1`].
@@ -1216,9 +1227,21 @@ mod tests {
 
     #[test]
     fn silu_is_applied_by_the_newest_entries_and_refused_by_the_older_ones() {
+        let silu_of_2 = 2.0 / (1.0 + (-2.0f32).exp());
+        only_the_newest_entries_apply(MATMUL_SILU, CONV_SILU, silu_of_2);
+    }
+
+    #[test]
+    fn hard_swish_is_applied_by_the_newest_entries_and_refused_by_the_older_ones() {
+        // 2 · relu6(2 + 3) / 6
+        only_the_newest_entries_apply(MATMUL_HARD_SWISH, CONV_HARD_SWISH, 5.0 / 3.0);
+    }
+
+    /// Checks that the activation of the flags `matmul_flag` and `conv_flag` is refused by every
+    /// entry older than the newest of its kind, and gives `activated_2` for a sum of 2 by them.
+    fn only_the_newest_entries_apply(matmul_flag: usize, conv_flag: usize, activated_2: f32) {
         // One element, 2 · 1 before the activation (plus a bias of 0 where there is one).
         let (two, one, zero) = ([2.0f32; 3], [1.0f32; 1], [0.0f32; 3]);
-        let silu_of_2 = 2.0 / (1.0 + (-2.0f32).exp());
         let mut out = [9.0f32; 4];
         for lent in [&two[..], &one, &zero] {
             lend(lent, false);
@@ -1226,7 +1249,7 @@ mod tests {
         lend(&out, true);
 
         let mut matmul = MatmulParamsV2 {
-            v0: params(&two, &one, &zero, &mut out, [1, 1, 1], MATMUL_BIAS | MATMUL_SILU),
+            v0: params(&two, &one, &zero, &mut out, [1, 1, 1], MATMUL_BIAS | matmul_flag),
             residual: zero.as_ptr(),
             residual_offset: 0,
             residual_stride: 1,
@@ -1236,13 +1259,13 @@ mod tests {
         }
         assert_eq!(out, [9.0; 4]);
         assert_eq!(call_entry(matmul_f32_v3, &mut matmul), 0);
-        assert!((out[3] - silu_of_2).abs() < 1e-6, "matmul: {out:?}");
+        assert!((out[3] - activated_2).abs() < 1e-6, "matmul: {out:?}");
         matmul.v0.flags |= MATMUL_RELU;
         assert_eq!(call_entry(matmul_f32_v3, &mut matmul), 1, "two activations");
 
         out = [9.0; 4];
         let v0 = Conv2dParamsV0 {
-            flags: CONV_BIAS | CONV_SILU,
+            flags: CONV_BIAS | conv_flag,
             ..conv_params((&two, &one, &zero), &mut out, [1, 1, 1, 1], 1)
         };
         let mut conv = Conv2dParamsV3 {
@@ -1258,7 +1281,7 @@ mod tests {
         }
         assert_eq!(out, [9.0; 4]);
         assert_eq!(call_entry(conv2d_f32_v4, &mut conv), 0);
-        assert!((out[0] - silu_of_2).abs() < 1e-6, "conv: {out:?}");
+        assert!((out[0] - activated_2).abs() < 1e-6, "conv: {out:?}");
 
         out = [9.0; 4];
         let mut depthwise = DepthwiseParamsV1 {
@@ -1282,7 +1305,7 @@ mod tests {
                 channel_count: 1,
                 row_begin: 0,
                 row_count: 1,
-                flags: CONV_SILU,
+                flags: conv_flag,
             },
             pad_top: 0,
             pad_bottom: 0,
@@ -1294,6 +1317,6 @@ mod tests {
         }
         assert_eq!(out, [9.0; 4]);
         assert_eq!(call_entry(depthwise_conv2d_f32_v2, &mut depthwise), 0);
-        assert!((out[0] - silu_of_2).abs() < 1e-6, "depthwise: {out:?}");
+        assert!((out[0] - activated_2).abs() < 1e-6, "depthwise: {out:?}");
     }
 }

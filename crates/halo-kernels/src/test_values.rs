@@ -22,6 +22,7 @@ pub(crate) fn any_activation() -> impl Strategy<Value = Activation> {
         Just(Activation::Identity),
         Just(Activation::Relu),
         Just(Activation::Relu6),
-        Just(Activation::Silu)
+        Just(Activation::Silu),
+        Just(Activation::HardSwish)
     ]
 }

@@ -15,7 +15,7 @@
 //   than 1x1 (linalg.conv_2d_nchw_fchw; its padding, a tensor.pad before it, stays IREE's), with
 //   its bias in either form it arrives in (the importer's: the convolution starts from the
 //   broadcast bias; halo's graph rewrite's: it starts from zeros and a [1, F, 1, 1] bias is added
-//   after it) and with or without a ReLU or a SiLU (or, in the second form, a Clip(0, 6)) after
+//   after it) and with or without a ReLU, a SiLU or a hard-swish (or, in the second form, a Clip(0, 6)) after
 //   that, becomes a dispatch calling halo_conv2d_f32_v4 with them fused (crates/halo-kernels/src/conv.rs), one
 //   workgroup per 48 output channels by as many output rows as make about 256 columns of the
 //   input's phase width. A stride-2 convolution's input is first split into its four phases;
@@ -28,12 +28,14 @@
 //   and a tensor added to its result too (a residual block's end, in halo's rewrite's form), and
 //   the ReLU after that sum if there is one;
 // - every f32 depthwise convolution of stride 1 or 2 and dilation 1 on a batch of one, with its
-//   bias (the importer's broadcast form) and with or without a ReLU, a Clip(0, 6) or a SiLU
-//   after it, becomes a dispatch calling halo_depthwise_conv2d_f32_v2 with all of it fused
-//   (crates/halo-kernels/src/depthwise.rs), one workgroup per group of whole channel planes;
-//   when its input comes through a pad of zeros, as many on each side, the kernel adds them
-//   itself.
-// SiLU is ONNX's Sigmoid then Mul of the same value (EfficientNet's activation; @silu_input_of).
+//   bias (the importer's broadcast form) and with or without a ReLU, a Clip(0, 6), a SiLU or a
+//   hard-swish after it, becomes a dispatch calling halo_depthwise_conv2d_f32_v2 with all of it
+//   fused (crates/halo-kernels/src/depthwise.rs), one workgroup per group of whole channel
+//   planes; when its input comes through a pad of zeros, as many on each side, the kernel adds
+//   them itself.
+// SiLU is ONNX's Sigmoid then Mul of the same value (EfficientNet's activation; @silu_input_of),
+// hard-swish ONNX's HardSwish (MobileNet-v3's; @hard_swish_input_of), ReLU the importer's select
+// of the positive part (@relu_input_of).
 //   The matchers are tried in four passes: the depthwise convolutions with an activation after
 //   such a pad, the other forms with an activation, then those after such a pad without one and
 //   the matmuls with a bias, then the rest.
@@ -805,6 +807,130 @@ module attributes {transform.with_named_sequence} {
     transform.yield %producer, %product : !transform.any_op, !transform.any_value
   }
 
+  // The value `%relu` keeps where it is above zero, and zero elsewhere (ONNX's Relu as the
+  // importer writes it: an elementwise generic of select(x > 0, x, 0), the comparison unordered
+  // so that NaN is kept), as the operation producing that value and the result; a silenceable
+  // failure otherwise. As in @silu_input_of, the body is followed from its yield, since a DAG
+  // pattern cannot map the zero it captures from outside.
+  transform.named_sequence @relu_input_of(%relu: !transform.any_op {transform.readonly}) -> (!transform.any_op, !transform.any_value) {
+    %one = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %elementwise = transform.structured.match ops{["linalg.generic"]} attributes {
+        indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+        iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>]}
+        in %relu : (!transform.any_op) -> !transform.any_op
+    %elementwise_count = transform.num_associations %elementwise : (!transform.any_op) -> !transform.param<i64>
+    transform.match.param.cmpi eq %elementwise_count, %one : !transform.param<i64>
+    // The generic and its three: the comparison, the select and the yield.
+    %four = transform.param.constant 4 : i64 -> !transform.param<i64>
+    %all = transform.structured.match in %relu : (!transform.any_op) -> !transform.any_op
+    %all_count = transform.num_associations %all : (!transform.any_op) -> !transform.param<i64>
+    transform.match.param.cmpi eq %all_count, %four : !transform.param<i64>
+    %yield = transform.structured.match ops{["linalg.yield"]} in %relu : (!transform.any_op) -> !transform.any_op
+    %select = transform.get_producer_of_operand %yield[0] : (!transform.any_op) -> !transform.any_op
+    transform.match.operation_name %select ["arith.select"] : !transform.any_op
+    %compare = transform.get_producer_of_operand %select[0] : (!transform.any_op) -> !transform.any_op
+    %above = transform.structured.match ops{["arith.cmpf"]} attributes {predicate = 9 : i64} in %compare : (!transform.any_op) -> !transform.any_op
+    %above_count = transform.num_associations %above : (!transform.any_op) -> !transform.param<i64>
+    transform.match.param.cmpi eq %above_count, %one : !transform.param<i64>
+    // The bound compared with and the value chosen below it: one constant zero. The value
+    // compared and the value kept are then the body's argument (their producer would fail).
+    %bound = transform.get_producer_of_operand %compare[1] : (!transform.any_op) -> !transform.any_op
+    %floor = transform.get_producer_of_operand %select[2] : (!transform.any_op) -> !transform.any_op
+    %zeros = transform.merge_handles deduplicate %bound, %floor : !transform.any_op
+    %zero_count = transform.num_associations %zeros : (!transform.any_op) -> !transform.param<i64>
+    transform.match.param.cmpi eq %zero_count, %one : !transform.param<i64>
+    %zero = transform.structured.match ops{["arith.constant"]} attributes {value = 0.0 : f32} in %zeros : (!transform.any_op) -> !transform.any_op
+    %zero_constants = transform.num_associations %zero : (!transform.any_op) -> !transform.param<i64>
+    transform.match.param.cmpi eq %zero_constants, %one : !transform.param<i64>
+    %producer = transform.get_producer_of_operand %relu[0] : (!transform.any_op) -> !transform.any_op
+    %result = transform.get_result %relu[0] : (!transform.any_op) -> !transform.any_value
+    transform.yield %producer, %result : !transform.any_op, !transform.any_value
+  }
+
+  // The value `%mul` takes hard-swish of (ONNX's HardSwish as the importer writes it: x + 3,
+  // ReLU, the minimum with a 6 of its own, / 6, then the product of that gate by x, each an
+  // elementwise generic), as the operation producing that value and the product; a silenceable
+  // failure otherwise.
+  transform.named_sequence @hard_swish_input_of(%mul: !transform.any_op {transform.readonly}) -> (!transform.any_op, !transform.any_value) {
+    %factors, %product = transform.iree.match.cast_compatible_dag_from_root %mul {
+      ^bb0(%gate: tensor<1x?x?x?xf32>, %v: tensor<1x?x?x?xf32>, %init: tensor<1x?x?x?xf32>):
+        %activated = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>,
+                             affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%gate, %v : tensor<1x?x?x?xf32>, tensor<1x?x?x?xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%g: f32, %in: f32, %out: f32):
+            %scaled = arith.mulf %g, %in : f32
+            linalg.yield %scaled : f32
+        } -> tensor<1x?x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    %one = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %producer = transform.get_producer_of_operand %mul[1] : (!transform.any_op) -> !transform.any_op
+    // gate = min(relu(x + 3), 6) / 6, from its last step back.
+    %divided = transform.get_producer_of_operand %mul[0] : (!transform.any_op) -> !transform.any_op
+    %minimum, %divide, %six = transform.include @constant_step_of failures(propagate) (%divided)
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
+    transform.match.operation_name %divide ["arith.divf"] : !transform.any_op
+    %six_constant = transform.structured.match ops{["arith.constant"]} attributes {value = 6.0 : f32} in %six : (!transform.any_op) -> !transform.any_op
+    %six_count = transform.num_associations %six_constant : (!transform.any_op) -> !transform.param<i64>
+    transform.match.param.cmpi eq %six_count, %one : !transform.param<i64>
+    %bounded, %smaller = transform.iree.match.cast_compatible_dag_from_root %minimum {
+      ^bb0(%v: tensor<1x?x?x?xf32>, %bound: tensor<f32>, %init: tensor<1x?x?x?xf32>):
+        %min = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> ()>,
+                             affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%v, %bound : tensor<1x?x?x?xf32>, tensor<f32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %b: f32, %out: f32):
+            %below = arith.cmpf olt, %in, %b : f32
+            %kept = arith.select %below, %in, %b : f32
+            linalg.yield %kept : f32
+        } -> tensor<1x?x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    %bound = transform.get_producer_of_operand %minimum[1] : (!transform.any_op) -> !transform.any_op
+    %bound_six = transform.structured.match ops{["arith.constant"]} attributes {value = dense<6.0> : tensor<f32>} in %bound : (!transform.any_op) -> !transform.any_op
+    %bound_count = transform.num_associations %bound_six : (!transform.any_op) -> !transform.param<i64>
+    transform.match.param.cmpi eq %bound_count, %one : !transform.param<i64>
+    %relu = transform.get_producer_of_operand %minimum[0] : (!transform.any_op) -> !transform.any_op
+    %shifted, %relu_result = transform.include @relu_input_of failures(propagate) (%relu)
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_value)
+    %source, %add, %three = transform.include @constant_step_of failures(propagate) (%shifted)
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
+    transform.match.operation_name %add ["arith.addf"] : !transform.any_op
+    %three_constant = transform.structured.match ops{["arith.constant"]} attributes {value = 3.0 : f32} in %three : (!transform.any_op) -> !transform.any_op
+    %three_count = transform.num_associations %three_constant : (!transform.any_op) -> !transform.param<i64>
+    transform.match.param.cmpi eq %three_count, %one : !transform.param<i64>
+    // The value shifted is the one the gate multiplies.
+    %both = transform.merge_handles deduplicate %producer, %source : !transform.any_op
+    %distinct = transform.num_associations %both : (!transform.any_op) -> !transform.param<i64>
+    transform.match.param.cmpi eq %distinct, %one : !transform.param<i64>
+    transform.yield %producer, %product : !transform.any_op, !transform.any_value
+  }
+
+  // An elementwise generic of one input whose body is one arithmetic operation of its element
+  // and a constant captured from outside (x + 3, x / 6), as the operation producing its input,
+  // that operation and the constant's; a silenceable failure otherwise.
+  transform.named_sequence @constant_step_of(%step: !transform.any_op {transform.readonly})
+      -> (!transform.any_op, !transform.any_op, !transform.any_op) {
+    %one = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %elementwise = transform.structured.match ops{["linalg.generic"]} attributes {
+        indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+        iterator_types = [#linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>, #linalg.iterator_type<parallel>]}
+        in %step : (!transform.any_op) -> !transform.any_op
+    %elementwise_count = transform.num_associations %elementwise : (!transform.any_op) -> !transform.param<i64>
+    transform.match.param.cmpi eq %elementwise_count, %one : !transform.param<i64>
+    // The generic, the operation and the yield.
+    %three = transform.param.constant 3 : i64 -> !transform.param<i64>
+    %all = transform.structured.match in %step : (!transform.any_op) -> !transform.any_op
+    %all_count = transform.num_associations %all : (!transform.any_op) -> !transform.param<i64>
+    transform.match.param.cmpi eq %all_count, %three : !transform.param<i64>
+    %yield = transform.structured.match ops{["linalg.yield"]} in %step : (!transform.any_op) -> !transform.any_op
+    %operation = transform.get_producer_of_operand %yield[0] : (!transform.any_op) -> !transform.any_op
+    %constant = transform.get_producer_of_operand %operation[1] : (!transform.any_op) -> !transform.any_op
+    %input = transform.get_producer_of_operand %step[0] : (!transform.any_op) -> !transform.any_op
+    transform.yield %input, %operation, %constant : !transform.any_op, !transform.any_op, !transform.any_op
+  }
+
 // halo:per-stride begin
 
   util.func private @halo_conv2d_add_relu6_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<1x?x1x1xf32>,
@@ -830,7 +956,7 @@ module attributes {transform.with_named_sequence} {
   }
 
   // Flags of halo_matmul_f32_v3 for a 1x1 convolution: 4 adds the bias per row, 2 applies ReLU,
-  // 8 ReLU6, 32 SiLU; 16 adds the residual.
+  // 8 ReLU6, 32 SiLU, 64 hard-swish; 16 adds the residual.
 
   util.func private @halo_pointwise_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<?xf32>,
       %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
@@ -872,6 +998,15 @@ module attributes {transform.with_named_sequence} {
     util.return %r : tensor<1x?x?x?xf32>
   }
 
+  util.func private @halo_pointwise_hard_swish_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<?xf32>,
+      %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %s = arith.constant STRIDE : index
+    %flags = arith.constant 68 : index
+    %r = util.call @halo_pointwise(%x, %w, %bias, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
   transform.named_sequence @call_halo_pointwise_relu_sSTRIDE(%ins: !transform.any_value {transform.readonly},
                                                    %out: !transform.any_value {transform.readonly}) {
     %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
@@ -892,6 +1027,19 @@ module attributes {transform.with_named_sequence} {
     %executable = transform.util.import_symbol @halo_pointwise_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
     %helper = transform.util.import_symbol @halo_pointwise into %module if undefined : (!transform.any_op) -> !transform.any_op
     %func = transform.util.import_symbol @halo_pointwise_silu_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
+  transform.named_sequence @call_halo_pointwise_hard_swish_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                                   %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_pointwise_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_pointwise into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_pointwise_hard_swish_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
     transform.util.cast_and_call %func(%ins) -> %out after %root {
       transform.type_conversion.tensor.cast_shape_dynamic_dims
     } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
@@ -941,6 +1089,16 @@ module attributes {transform.with_named_sequence} {
     util.return %r : tensor<1x?x?x?xf32>
   }
 
+  util.func private @halo_pointwise_add_hard_swish_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<1x?x1x1xf32>,
+      %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %s = arith.constant STRIDE : index
+    %flags = arith.constant 68 : index
+    %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
+    %r = util.call @halo_pointwise(%x, %w, %b, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
   transform.named_sequence @call_halo_pointwise_add_relu_sSTRIDE(%ins: !transform.any_value {transform.readonly},
                                                    %out: !transform.any_value {transform.readonly}) {
     %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
@@ -961,6 +1119,19 @@ module attributes {transform.with_named_sequence} {
     %executable = transform.util.import_symbol @halo_pointwise_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
     %helper = transform.util.import_symbol @halo_pointwise into %module if undefined : (!transform.any_op) -> !transform.any_op
     %func = transform.util.import_symbol @halo_pointwise_add_silu_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
+  transform.named_sequence @call_halo_pointwise_add_hard_swish_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                                   %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_pointwise_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_pointwise into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_pointwise_add_hard_swish_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
     transform.util.cast_and_call %func(%ins) -> %out after %root {
       transform.type_conversion.tensor.cast_shape_dynamic_dims
     } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
@@ -1177,7 +1348,7 @@ module attributes {transform.with_named_sequence} {
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
-  // Flags of halo_conv2d_f32_v4: 1 adds the bias, 2 applies ReLU, 4 ReLU6, 8 SiLU.
+  // Flags of halo_conv2d_f32_v4: 1 adds the bias, 2 applies ReLU, 4 ReLU6, 8 SiLU, 16 hard-swish.
   util.func private @halo_conv2d_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<?xf32>,
                                            %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
     %flags = arith.constant 1 : index
@@ -1197,6 +1368,14 @@ module attributes {transform.with_named_sequence} {
   util.func private @halo_conv2d_silu_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<?xf32>,
                                                 %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
     %flags = arith.constant 9 : index
+    %r = util.call @halo_conv2d_flags_sSTRIDE(%x, %w, %bias, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x?x?xf32>, tensor<?xf32>, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  util.func private @halo_conv2d_hard_swish_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<?xf32>,
+                                                %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %flags = arith.constant 17 : index
     %r = util.call @halo_conv2d_flags_sSTRIDE(%x, %w, %bias, %flags)
         : (tensor<1x?x?x?xf32>, tensor<?x?x?x?xf32>, tensor<?xf32>, index) -> tensor<1x?x?x?xf32>
     util.return %r : tensor<1x?x?x?xf32>
@@ -1223,6 +1402,15 @@ module attributes {transform.with_named_sequence} {
   util.func private @halo_conv2d_add_silu_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<1x?x1x1xf32>,
                                                     %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
     %flags = arith.constant 9 : index
+    %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
+    %r = util.call @halo_conv2d_flags_sSTRIDE(%x, %w, %b, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x?x?xf32>, tensor<?xf32>, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  util.func private @halo_conv2d_add_hard_swish_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<1x?x1x1xf32>,
+                                                    %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %flags = arith.constant 17 : index
     %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
     %r = util.call @halo_conv2d_flags_sSTRIDE(%x, %w, %b, %flags)
         : (tensor<1x?x?x?xf32>, tensor<?x?x?x?xf32>, tensor<?xf32>, index) -> tensor<1x?x?x?xf32>
@@ -1300,6 +1488,14 @@ module attributes {transform.with_named_sequence} {
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
+  transform.named_sequence @match_pointwise_add_hard_swish_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %producer, %outs = transform.include @hard_swish_input_of failures(propagate) (%root)
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_value)
+    %ins, %bare = transform.include @match_pointwise_add_sSTRIDE failures(propagate) (%producer)
+        : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
   transform.named_sequence @match_pointwise_add_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
     %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
       ^bb0(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<1x?x1x1xf32>, %init: tensor<1x?x?x?xf32>):
@@ -1321,27 +1517,23 @@ module attributes {transform.with_named_sequence} {
   }
 
   transform.named_sequence @match_pointwise_relu_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
-    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
-      ^bb0(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<?xf32>, %init: tensor<1x?x?x?xf32>):
-        %zero = arith.constant 0.0 : f32
-        %biased = linalg.broadcast ins(%bias : tensor<?xf32>) outs(%init : tensor<1x?x?x?xf32>) dimensions = [0, 2, 3]
-        %conv = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
-            ins(%x, %w : tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>) outs(%biased : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
-        %relu = linalg.generic {
-            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
-            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
-            ins(%conv : tensor<1x?x?x?xf32>) outs(%init : tensor<1x?x?x?xf32>) {
-          ^bb0(%in: f32, %out: f32):
-            %positive = arith.cmpf ugt, %in, %zero : f32
-            %kept = arith.select %positive, %in, %zero : f32
-            linalg.yield %kept : f32
-        } -> tensor<1x?x?x?xf32>
-    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    %producer, %outs = transform.include @relu_input_of failures(propagate) (%root)
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_value)
+    %ins, %bare = transform.include @match_pointwise_sSTRIDE failures(propagate) (%producer)
+        : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
   transform.named_sequence @match_pointwise_silu_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
     %producer, %outs = transform.include @silu_input_of failures(propagate) (%root)
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_value)
+    %ins, %bare = transform.include @match_pointwise_sSTRIDE failures(propagate) (%producer)
+        : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
+  transform.named_sequence @match_pointwise_hard_swish_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %producer, %outs = transform.include @hard_swish_input_of failures(propagate) (%root)
         : (!transform.any_op) -> (!transform.any_op, !transform.any_value)
     %ins, %bare = transform.include @match_pointwise_sSTRIDE failures(propagate) (%producer)
         : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
@@ -1429,6 +1621,14 @@ module attributes {transform.with_named_sequence} {
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
+  transform.named_sequence @match_conv2d_add_hard_swish_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %producer, %outs = transform.include @hard_swish_input_of failures(propagate) (%root)
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_value)
+    %ins, %bare = transform.include @match_conv2d_add_sSTRIDE failures(propagate) (%producer)
+        : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
   transform.named_sequence @match_conv2d_add_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
     %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
       ^bb0(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<1x?x1x1xf32>, %init: tensor<1x?x?x?xf32>):
@@ -1450,27 +1650,23 @@ module attributes {transform.with_named_sequence} {
   }
 
   transform.named_sequence @match_conv2d_relu_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
-    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
-      ^bb0(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?x?xf32>, %bias: tensor<?xf32>, %init: tensor<1x?x?x?xf32>):
-        %zero = arith.constant 0.0 : f32
-        %biased = linalg.broadcast ins(%bias : tensor<?xf32>) outs(%init : tensor<1x?x?x?xf32>) dimensions = [0, 2, 3]
-        %conv = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
-            ins(%x, %w : tensor<1x?x?x?xf32>, tensor<?x?x?x?xf32>) outs(%biased : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
-        %relu = linalg.generic {
-            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
-            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
-            ins(%conv : tensor<1x?x?x?xf32>) outs(%init : tensor<1x?x?x?xf32>) {
-          ^bb0(%in: f32, %out: f32):
-            %positive = arith.cmpf ugt, %in, %zero : f32
-            %kept = arith.select %positive, %in, %zero : f32
-            linalg.yield %kept : f32
-        } -> tensor<1x?x?x?xf32>
-    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    %producer, %outs = transform.include @relu_input_of failures(propagate) (%root)
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_value)
+    %ins, %bare = transform.include @match_conv2d_sSTRIDE failures(propagate) (%producer)
+        : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
   transform.named_sequence @match_conv2d_silu_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
     %producer, %outs = transform.include @silu_input_of failures(propagate) (%root)
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_value)
+    %ins, %bare = transform.include @match_conv2d_sSTRIDE failures(propagate) (%producer)
+        : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
+  transform.named_sequence @match_conv2d_hard_swish_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %producer, %outs = transform.include @hard_swish_input_of failures(propagate) (%root)
         : (!transform.any_op) -> (!transform.any_op, !transform.any_value)
     %ins, %bare = transform.include @match_conv2d_sSTRIDE failures(propagate) (%producer)
         : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
@@ -1507,6 +1703,19 @@ module attributes {transform.with_named_sequence} {
     %executable = transform.util.import_symbol @halo_conv2d_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
     %helper = transform.util.import_symbol @halo_conv2d_flags_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
     %func = transform.util.import_symbol @halo_conv2d_add_silu_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
+  transform.named_sequence @call_halo_conv2d_add_hard_swish_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                                            %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_conv2d_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_conv2d_flags_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_conv2d_add_hard_swish_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
     transform.util.cast_and_call %func(%ins) -> %out after %root {
       transform.type_conversion.tensor.cast_shape_dynamic_dims
     } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
@@ -1552,6 +1761,19 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 
+  transform.named_sequence @call_halo_conv2d_hard_swish_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                                        %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_conv2d_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_conv2d_flags_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_conv2d_hard_swish_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
   transform.named_sequence @call_halo_conv2d_sSTRIDE(%ins: !transform.any_value {transform.readonly},
                                                    %out: !transform.any_value {transform.readonly}) {
     %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
@@ -1565,7 +1787,8 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 
-  // Flags of halo_depthwise_conv2d_f32_v2: 1 adds the bias, 2 applies ReLU, 4 ReLU6, 8 SiLU.
+  // Flags of halo_depthwise_conv2d_f32_v2: 1 adds the bias, 2 applies ReLU, 4 ReLU6, 8 SiLU, 16
+  // hard-swish.
   util.func private @halo_depthwise_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?xf32>, %bias: tensor<?xf32>,
                                             %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
     %s = arith.constant STRIDE : index
@@ -1588,6 +1811,15 @@ module attributes {transform.with_named_sequence} {
                                                  %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
     %s = arith.constant STRIDE : index
     %flags = arith.constant 9 : index
+    %r = util.call @halo_depthwise(%x, %w, %bias, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x?xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  util.func private @halo_depthwise_hard_swish_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?xf32>, %bias: tensor<?xf32>,
+                                                 %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %s = arith.constant STRIDE : index
+    %flags = arith.constant 17 : index
     %r = util.call @halo_depthwise(%x, %w, %bias, %s, %flags)
         : (tensor<1x?x?x?xf32>, tensor<?x?x?xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
     util.return %r : tensor<1x?x?x?xf32>
@@ -1628,27 +1860,23 @@ module attributes {transform.with_named_sequence} {
   }
 
   transform.named_sequence @match_depthwise_relu_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
-    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
-      ^bb0(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x?xf32>, %bias: tensor<?xf32>, %init: tensor<1x?x?x?xf32>):
-        %zero = arith.constant 0.0 : f32
-        %biased = linalg.broadcast ins(%bias : tensor<?xf32>) outs(%init : tensor<1x?x?x?xf32>) dimensions = [0, 2, 3]
-        %conv = linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
-            ins(%x, %w : tensor<1x?x?x?xf32>, tensor<?x?x?xf32>) outs(%biased : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
-        %relu = linalg.generic {
-            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
-            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
-            ins(%conv : tensor<1x?x?x?xf32>) outs(%init : tensor<1x?x?x?xf32>) {
-          ^bb0(%in: f32, %out: f32):
-            %positive = arith.cmpf ugt, %in, %zero : f32
-            %kept = arith.select %positive, %in, %zero : f32
-            linalg.yield %kept : f32
-        } -> tensor<1x?x?x?xf32>
-    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    %producer, %outs = transform.include @relu_input_of failures(propagate) (%root)
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_value)
+    %ins, %bare = transform.include @match_depthwise_sSTRIDE failures(propagate) (%producer)
+        : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
   transform.named_sequence @match_depthwise_silu_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
     %producer, %outs = transform.include @silu_input_of failures(propagate) (%root)
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_value)
+    %ins, %bare = transform.include @match_depthwise_sSTRIDE failures(propagate) (%producer)
+        : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
+  transform.named_sequence @match_depthwise_hard_swish_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %producer, %outs = transform.include @hard_swish_input_of failures(propagate) (%root)
         : (!transform.any_op) -> (!transform.any_op, !transform.any_value)
     %ins, %bare = transform.include @match_depthwise_sSTRIDE failures(propagate) (%producer)
         : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
@@ -1704,6 +1932,19 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 
+  transform.named_sequence @call_halo_depthwise_hard_swish_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                        %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_depthwise_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_depthwise into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_depthwise_hard_swish_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
   transform.named_sequence @call_halo_depthwise_sSTRIDE(%ins: !transform.any_value {transform.readonly},
                                         %out: !transform.any_value {transform.readonly}) {
     %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
@@ -1739,6 +1980,15 @@ module attributes {transform.with_named_sequence} {
       %w: tensor<?x?x?xf32>, %bias: tensor<?xf32>, %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
     %s = arith.constant STRIDE : index
     %flags = arith.constant 9 : index
+    %r = util.call @halo_depthwise_padded(%x, %padded, %w, %bias, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<1x?x?x?xf32>, tensor<?x?x?xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  util.func private @halo_depthwise_padded_hard_swish_sSTRIDE(%x: tensor<1x?x?x?xf32>, %padded: tensor<1x?x?x?xf32>,
+      %w: tensor<?x?x?xf32>, %bias: tensor<?xf32>, %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %s = arith.constant STRIDE : index
+    %flags = arith.constant 17 : index
     %r = util.call @halo_depthwise_padded(%x, %padded, %w, %bias, %s, %flags)
         : (tensor<1x?x?x?xf32>, tensor<1x?x?x?xf32>, tensor<?x?x?xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
     util.return %r : tensor<1x?x?x?xf32>
@@ -1817,34 +2067,23 @@ module attributes {transform.with_named_sequence} {
   // As @match_depthwise_relu_sSTRIDE, the input padded by a tensor.pad (which a matcher can only
   // name; the call checks the rest).
   transform.named_sequence @match_depthwise_padded_relu_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
-    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
-      ^bb0(%w: tensor<?x?x?xf32>, %bias: tensor<?xf32>, %init: tensor<1x?x?x?xf32>):
-        %zero = arith.constant 0.0 : f32
-        %c1 = arith.constant 1 : index
-        %source = tensor.empty(%c1, %c1, %c1) : tensor<1x?x?x?xf32>
-        %pad_value = arith.constant 0.0 : f32
-        %padded = tensor.pad %source low[0, 0, 0, 0] high[0, 0, 0, 0] {
-          ^bb1(%i: index, %j: index, %k: index, %l: index):
-            tensor.yield %pad_value : f32
-        } {match.operation_name_only} : tensor<1x?x?x?xf32> to tensor<1x?x?x?xf32>
-        %biased = linalg.broadcast ins(%bias : tensor<?xf32>) outs(%init : tensor<1x?x?x?xf32>) dimensions = [0, 2, 3]
-        %conv = linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : vector<2xi64>, strides = dense<STRIDE> : vector<2xi64>}
-            ins(%padded, %w : tensor<1x?x?x?xf32>, tensor<?x?x?xf32>) outs(%biased : tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32>
-        %relu = linalg.generic {
-            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
-            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
-            ins(%conv : tensor<1x?x?x?xf32>) outs(%init : tensor<1x?x?x?xf32>) {
-          ^bb0(%in: f32, %out: f32):
-            %positive = arith.cmpf ugt, %in, %zero : f32
-            %kept = arith.select %positive, %in, %zero : f32
-            linalg.yield %kept : f32
-        } -> tensor<1x?x?x?xf32>
-    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    %producer, %outs = transform.include @relu_input_of failures(propagate) (%root)
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_value)
+    %ins, %bare = transform.include @match_depthwise_padded_sSTRIDE failures(propagate) (%producer)
+        : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
   transform.named_sequence @match_depthwise_padded_silu_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
     %producer, %outs = transform.include @silu_input_of failures(propagate) (%root)
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_value)
+    %ins, %bare = transform.include @match_depthwise_padded_sSTRIDE failures(propagate) (%producer)
+        : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
+  transform.named_sequence @match_depthwise_padded_hard_swish_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %producer, %outs = transform.include @hard_swish_input_of failures(propagate) (%root)
         : (!transform.any_op) -> (!transform.any_op, !transform.any_value)
     %ins, %bare = transform.include @match_depthwise_padded_sSTRIDE failures(propagate) (%producer)
         : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
@@ -1897,6 +2136,32 @@ module attributes {transform.with_named_sequence} {
         %executable = transform.util.import_symbol @halo_depthwise_padded_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
         %helper = transform.util.import_symbol @halo_depthwise_padded into %module if undefined : (!transform.any_op) -> !transform.any_op
         %func = transform.util.import_symbol @halo_depthwise_padded_silu_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+        transform.util.cast_and_call %func(%args) -> %out after %r {
+          transform.type_conversion.tensor.cast_shape_dynamic_dims
+        } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+      }
+    }
+    transform.yield
+  }
+
+  transform.named_sequence @call_halo_depthwise_padded_hard_swish_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                        %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    // A silenceable failure inside a sequence that suppresses them goes on to the next
+    // operation; one inside a sequence that propagates them ends it, and the outer one
+    // swallows it.
+    transform.sequence %root : !transform.any_op failures(suppress) {
+    ^bb0(%outer: !transform.any_op):
+      transform.sequence %outer : !transform.any_op failures(propagate) {
+      ^bb1(%r: !transform.any_op):
+        %conv = transform.get_producer_of_operand %r[1] : (!transform.any_op) -> !transform.any_op
+        %source, %padded = transform.include @even_zero_padding_of failures(propagate) (%conv)
+            : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+        %args = transform.merge_handles %source, %padded, %ins : !transform.any_value
+        %module = transform.util.get_nearest_symbol_table %r : (!transform.any_op) -> !transform.any_op
+        %executable = transform.util.import_symbol @halo_depthwise_padded_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+        %helper = transform.util.import_symbol @halo_depthwise_padded into %module if undefined : (!transform.any_op) -> !transform.any_op
+        %func = transform.util.import_symbol @halo_depthwise_padded_hard_swish_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
         transform.util.cast_and_call %func(%args) -> %out after %r {
           transform.type_conversion.tensor.cast_shape_dynamic_dims
         } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
@@ -2406,6 +2671,7 @@ module attributes {transform.with_named_sequence} {
           @match_depthwise_padded_relu6_sSTRIDE -> @call_halo_depthwise_padded_relu6_sSTRIDE,
           @match_depthwise_padded_relu_sSTRIDE -> @call_halo_depthwise_padded_relu_sSTRIDE,
           @match_depthwise_padded_silu_sSTRIDE -> @call_halo_depthwise_padded_silu_sSTRIDE,
+          @match_depthwise_padded_hard_swish_sSTRIDE -> @call_halo_depthwise_padded_hard_swish_sSTRIDE,
 // halo:per-stride-padded-matches end
         : (!transform.any_op) -> (!transform.any_op)
     }
@@ -2420,16 +2686,21 @@ module attributes {transform.with_named_sequence} {
           @match_depthwise_relu6_sSTRIDE -> @call_halo_depthwise_relu6_sSTRIDE,
           @match_depthwise_relu_sSTRIDE -> @call_halo_depthwise_relu_sSTRIDE,
           @match_depthwise_silu_sSTRIDE -> @call_halo_depthwise_silu_sSTRIDE,
+          @match_depthwise_hard_swish_sSTRIDE -> @call_halo_depthwise_hard_swish_sSTRIDE,
           @match_pointwise_add_relu6_sSTRIDE -> @call_halo_pointwise_add_relu6_sSTRIDE,
           @match_pointwise_add_relu_sSTRIDE -> @call_halo_pointwise_add_relu_sSTRIDE,
           @match_pointwise_add_silu_sSTRIDE -> @call_halo_pointwise_add_silu_sSTRIDE,
+          @match_pointwise_add_hard_swish_sSTRIDE -> @call_halo_pointwise_add_hard_swish_sSTRIDE,
           @match_pointwise_relu_sSTRIDE -> @call_halo_pointwise_relu_sSTRIDE,
           @match_pointwise_silu_sSTRIDE -> @call_halo_pointwise_silu_sSTRIDE,
+          @match_pointwise_hard_swish_sSTRIDE -> @call_halo_pointwise_hard_swish_sSTRIDE,
           @match_conv2d_add_relu6_sSTRIDE -> @call_halo_conv2d_add_relu6_sSTRIDE,
           @match_conv2d_add_relu_sSTRIDE -> @call_halo_conv2d_add_relu_sSTRIDE,
           @match_conv2d_add_silu_sSTRIDE -> @call_halo_conv2d_add_silu_sSTRIDE,
+          @match_conv2d_add_hard_swish_sSTRIDE -> @call_halo_conv2d_add_hard_swish_sSTRIDE,
           @match_conv2d_relu_sSTRIDE -> @call_halo_conv2d_relu_sSTRIDE,
           @match_conv2d_silu_sSTRIDE -> @call_halo_conv2d_silu_sSTRIDE,
+          @match_conv2d_hard_swish_sSTRIDE -> @call_halo_conv2d_hard_swish_sSTRIDE,
           @match_grouped_conv2d_add_relu_sSTRIDE -> @call_halo_grouped_conv2d_add_relu_sSTRIDE,
           @match_grouped_conv2d_relu_sSTRIDE -> @call_halo_grouped_conv2d_relu_sSTRIDE,
 // halo:per-stride-matches end
