@@ -102,34 +102,48 @@ mod tests {
         out
     }
 
+    /// Calls `check(x, activation(x))` for every 997th float of either sign below 6e29 and for
+    /// `edges`, computed 16 lanes at a time.
+    fn for_sampled_floats(activation: Activation, edges: &[f32], mut check: impl FnMut(f32, f32)) {
+        let values: Vec<f32> = (0..0x7100_0000u32)
+            .step_by(997)
+            .flat_map(|bits| [f32::from_bits(bits), -f32::from_bits(bits)])
+            .chain(edges.iter().copied())
+            .collect();
+        for chunk in values.chunks(16) {
+            let mut x = [0.0f32; 16];
+            x[..chunk.len()].copy_from_slice(chunk);
+            for (&got, &x) in lanes(activation, x).iter().zip(&x) {
+                check(x, got);
+            }
+        }
+    }
+
+    /// Asserts that `got` is within `ulps` ulp of `activation`'s definition at `x`.
+    fn assert_within_ulps(activation: Activation, x: f32, got: f32, ulps: f64) {
+        let want = activation.reference(f64::from(x));
+        let ulp = f64::from(f32::EPSILON) * want.abs().max(f64::from(f32::MIN_POSITIVE));
+        assert!(
+            (f64::from(got) - want).abs() <= ulps * ulp,
+            "{activation:?}({x:e}) = {got:e}, want {want:e}"
+        );
+    }
+
     #[test]
     fn silu_is_within_4_ulp_of_its_definition_and_0_below_minus_87() {
         if !std::arch::is_x86_feature_detected!("avx512f") {
             eprintln!("skipped: SiLU on AVX-512 vectors, which this CPU does not have");
             return;
         }
-        // Every 997th float of either sign below 6e29, and the edges of the clamp.
-        let values: Vec<f32> = (0..0x7100_0000u32)
-            .step_by(997)
-            .flat_map(|bits| [f32::from_bits(bits), -f32::from_bits(bits)])
-            .chain([87.0, -87.0, 88.0, -88.0, 1e30, -1e30, f32::MAX, f32::MIN, 0.0, -0.0])
-            .collect();
-        for chunk in values.chunks(16) {
-            let mut x = [0.0f32; 16];
-            x[..chunk.len()].copy_from_slice(chunk);
-            for (&got, &x) in lanes(Activation::Silu, x).iter().zip(&x) {
-                if x < -87.0 {
-                    assert_eq!(got, 0.0, "silu({x:e})");
-                    continue;
-                }
-                let want = Activation::Silu.reference(f64::from(x));
-                let ulp = f64::from(f32::EPSILON) * want.abs().max(f64::from(f32::MIN_POSITIVE));
-                assert!(
-                    (f64::from(got) - want).abs() <= 4.0 * ulp,
-                    "silu({x:e}) = {got:e}, want {want:e}"
-                );
+        // The edges of the clamp besides the samples.
+        let edges = [87.0, -87.0, 88.0, -88.0, 1e30, -1e30, f32::MAX, f32::MIN, 0.0, -0.0];
+        for_sampled_floats(Activation::Silu, &edges, |x, got| {
+            if x < -87.0 {
+                assert_eq!(got, 0.0, "silu({x:e})");
+            } else {
+                assert_within_ulps(Activation::Silu, x, got, 4.0);
             }
-        }
+        });
     }
 
     #[test]
@@ -138,28 +152,15 @@ mod tests {
             eprintln!("skipped: hard-swish on AVX-512 vectors, which this CPU does not have");
             return;
         }
-        // Every 997th float of either sign below 6e29, the bends at -3 and 3, and a NaN.
-        let values: Vec<f32> = (0..0x7100_0000u32)
-            .step_by(997)
-            .flat_map(|bits| [f32::from_bits(bits), -f32::from_bits(bits)])
-            .chain([-3.0, 3.0, -3.000_001, 2.999_999, f32::NAN])
-            .collect();
-        for chunk in values.chunks(16) {
-            let mut x = [0.0f32; 16];
-            x[..chunk.len()].copy_from_slice(chunk);
-            for (&got, &x) in lanes(Activation::HardSwish, x).iter().zip(&x) {
-                if x.is_nan() {
-                    assert!(got.is_nan(), "hard_swish(NaN) = {got}");
-                    continue;
-                }
-                let want = Activation::HardSwish.reference(f64::from(x));
-                let ulp = f64::from(f32::EPSILON) * want.abs().max(f64::from(f32::MIN_POSITIVE));
-                assert!(
-                    (f64::from(got) - want).abs() <= 2.0 * ulp,
-                    "hard_swish({x:e}) = {got:e}, want {want:e}"
-                );
+        // The bends at -3 and 3 besides the samples, and a NaN.
+        let edges = [-3.0, 3.0, -3.000_001, 2.999_999, f32::NAN];
+        for_sampled_floats(Activation::HardSwish, &edges, |x, got| {
+            if x.is_nan() {
+                assert!(got.is_nan(), "hard_swish(NaN) = {got}");
+            } else {
+                assert_within_ulps(Activation::HardSwish, x, got, 2.0);
             }
-        }
+        });
     }
 
     #[test]
