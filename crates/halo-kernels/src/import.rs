@@ -19,8 +19,8 @@
 
 use crate::matrix::span;
 use crate::{
-    conv2d_tile, depthwise_tile, matmul, Activation, Bias, ConvEpilogue, ConvShape, DepthwiseShape, Epilogue, Matrix,
-    MatrixMut, Padding,
+    conv2d_tile, depthwise_tile, matmul, softmax_rows, Activation, Bias, ConvEpilogue, ConvShape, DepthwiseShape,
+    Epilogue, Matrix, MatrixMut, Padding,
 };
 use std::ffi::{c_int, c_void};
 use std::ops::Range;
@@ -42,6 +42,7 @@ pub const ENTRY_POINTS: &[(&str, EntryPoint)] = &[
     ("halo_depthwise_conv2d_f32_v0", depthwise_conv2d_f32_v0),
     ("halo_depthwise_conv2d_f32_v1", depthwise_conv2d_f32_v1),
     ("halo_depthwise_conv2d_f32_v2", depthwise_conv2d_f32_v2),
+    ("halo_softmax_f32_v0", softmax_f32_v0),
 ];
 
 /// `flags` bit: `bias` points at one element per output column, added to every row.
@@ -730,6 +731,57 @@ unsafe fn depthwise_entry(p: &DepthwiseParamsV0, padding: Padding, known: usize,
     c_int::from(depthwise_tile(&shape, ops.input, ops.weights, ops.output, &ops.epilogue, tile).is_err())
 }
 
+/// What `halo_softmax_f32_v0` receives: `y = softmax(scale · x)` along each of `rows` rows of
+/// `cols` elements, as [`softmax_rows`] computes it.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct SoftmaxParamsV0 {
+    /// Base of the input's binding.
+    pub x: *const f32,
+    /// First element of the input in it.
+    pub x_offset: usize,
+    /// Base of the output's binding.
+    pub y: *mut f32,
+    /// First element of the output in it.
+    pub y_offset: usize,
+    /// Rows of the input and the output.
+    pub rows: usize,
+    /// Elements a row.
+    pub cols: usize,
+    /// Elements between rows of the input.
+    pub x_stride: usize,
+    /// Elements between rows of the output.
+    pub y_stride: usize,
+    /// The scale's f32 bits in the low 32 bits (passed as an index, whose place in the packed
+    /// parameters is that of every other field).
+    pub scale_bits: usize,
+}
+
+/// `halo_softmax_f32_v0`: see [`SoftmaxParamsV0`]. Returns 0, or 1 when the call cannot be
+/// carried out (as [`matmul_f32_v0`], and scale bits past 32).
+///
+/// # Safety
+/// As [`matmul_f32_v0`], for a [`SoftmaxParamsV0`].
+pub unsafe extern "C" fn softmax_f32_v0(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
+    // SAFETY: `params` and `context` are as this entry's contract says.
+    let (p, check) = unsafe { entry_args::<SoftmaxParamsV0>(params, context) };
+    let (Some(check), Ok(scale_bits)) = (check, u32::try_from(p.scale_bits)) else {
+        return 1;
+    };
+    let (Some(x_len), Some(y_len)) = (span(p.rows, p.cols, p.x_stride), span(p.rows, p.cols, p.y_stride)) else {
+        return 1;
+    };
+    // SAFETY: forwarded from the caller: `check` vouches only for valid memory.
+    let Some(([x], y)) = (unsafe { lent(check, [(p.x, p.x_offset, x_len)], (p.y, p.y_offset, y_len)) }) else {
+        return 1;
+    };
+    let result = Matrix::new(x, p.rows, p.cols, p.x_stride).and_then(|x| {
+        let y = MatrixMut::new(y, p.rows, p.cols, p.y_stride)?;
+        softmax_rows(x, f32::from_bits(scale_bits), y)
+    });
+    c_int::from(result.is_err())
+}
+
 /// The input spans and the output span an entry point was handed, each `(base, offset, len)` in
 /// elements, as slices: `None` when a span overflows, `check` does not vouch for it (for
 /// writes, the output), or the output overlaps an input. Entry points touch nothing before this.
@@ -1223,6 +1275,47 @@ mod tests {
         // SAFETY: `entry` reads a prefix of `P` (every entry's parameters begin with those of
         // the entries before it), and the check vouches only for the live slices the test lent.
         unsafe { entry((params as *mut P).cast(), context, std::ptr::null_mut()) }
+    }
+
+    #[test]
+    fn the_softmax_entry_point_weighs_each_row_and_refuses_what_it_is_not_lent() {
+        // Two rows of 3 from element 1, 4 apart; a scale of 2; out 3 apart from element 0.
+        let x = [9.0, 0.0, 0.5, 1.0, 9.0, -1.0, -1.0, -1.0];
+        let mut y = [5.0f32; 7];
+        let mut params = SoftmaxParamsV0 {
+            x: x.as_ptr(),
+            x_offset: 1,
+            y: y.as_mut_ptr(),
+            y_offset: 0,
+            rows: 2,
+            cols: 3,
+            x_stride: 4,
+            y_stride: 3,
+            scale_bits: 2.0f32.to_bits() as usize,
+        };
+        assert_eq!(call_entry(softmax_f32_v0, &mut params), 1, "nothing lent yet");
+        assert_eq!(y, [5.0; 7]);
+        lend(&x, false);
+        lend(&y, true);
+        assert_eq!(call_entry(softmax_f32_v0, &mut params), 0);
+        let sum = 1.0 + 1.0f32.exp() + 2.0f32.exp();
+        let want = [
+            1.0 / sum,
+            1.0f32.exp() / sum,
+            2.0f32.exp() / sum,
+            1.0 / 3.0,
+            1.0 / 3.0,
+            1.0 / 3.0,
+            5.0,
+        ];
+        for (got, want) in y.iter().zip(want) {
+            assert!((got - want).abs() < 1e-6, "{y:?} against {want:?}");
+        }
+        params.rows = 3;
+        assert_eq!(call_entry(softmax_f32_v0, &mut params), 1, "a third row past the input");
+        params.rows = 2;
+        params.scale_bits = 1 << 32;
+        assert_eq!(call_entry(softmax_f32_v0, &mut params), 1, "scale bits past 32");
     }
 
     #[test]

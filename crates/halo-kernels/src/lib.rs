@@ -1,7 +1,7 @@
 //! halo's own CPU kernels, for IREE-compiled programs to call instead of the code IREE 3.13
 //! generates for the operations that dominate a model's time: matmuls ([`matmul()`]),
-//! convolutions of any group count, stride and dilation ([`conv2d_tile`]), and depthwise
-//! convolutions ([`depthwise_tile`]).
+//! convolutions of any group count, stride and dilation ([`conv2d_tile`]), depthwise
+//! convolutions ([`depthwise_tile`]), and attention's softmax ([`softmax_rows`]).
 //!
 //! Choices:
 //! - **One call computes one tile, on the calling thread.** IREE's workgroups stay the
@@ -22,7 +22,8 @@
 //! - [`import`] is the C ABI an IREE executable calls (`halo_matmul_f32_v0`, `_v1` with a bias
 //!   per row and ReLU6, `_v2` with a residual added, `_v3` with SiLU; `halo_conv2d_f32_v0` for
 //!   unit strides, `_v1` for any, `_v2` with ReLU6, `_v3` for any group count, `_v4` with SiLU;
-//!   `halo_depthwise_conv2d_f32_v0`, `_v1` adding the zero padding, `_v2` with SiLU);
+//!   `halo_depthwise_conv2d_f32_v0`, `_v1` adding the zero padding, `_v2` with SiLU;
+//!   `halo_softmax_f32_v0`);
 //!   the CPU drivers offer it to every executable they load, by name, as IREE's runtime offers a
 //!   plugin's.
 
@@ -41,6 +42,7 @@ mod depthwise;
 pub mod import;
 mod matmul;
 mod matrix;
+mod softmax;
 #[cfg(test)]
 mod test_values;
 
@@ -49,3 +51,4 @@ pub use conv::{conv2d_tile, conv2d_tile_on, ConvEpilogue, ConvShape};
 pub use depthwise::{depthwise_tile, depthwise_tile_on, DepthwisePath, DepthwiseShape, Padding};
 pub use matmul::{matmul, matmul_on, Bias, Epilogue, KernelPath};
 pub use matrix::{Matrix, MatrixMut};
+pub use softmax::{softmax_rows, softmax_rows_on};

@@ -42,8 +42,8 @@ impl Epilogue<'_> {
 pub enum KernelPath {
     /// halo's own AVX-512 kernel (x86-64 CPUs with AVX-512F).
     Avx512,
-    /// The `gemm` crate, which picks its best path for the CPU at run time (AVX2+FMA, NEON or
-    /// plain code).
+    /// Code for any CPU: for products the `gemm` crate, which picks its best path for the CPU at
+    /// run time (AVX2+FMA, NEON or plain code); plain Rust for the softmax.
     Portable,
 }
 

@@ -60,7 +60,7 @@ fn silu(x: __m512) -> __m512 {
 /// `e^t` for `|t| <= 87`.
 #[target_feature(enable = "avx512f")]
 #[inline]
-fn exp(t: __m512) -> __m512 {
+pub(crate) fn exp(t: __m512) -> __m512 {
     // ln 2 in two parts: `n · LN2_HIGH` is exact for the `n` that occur, so `r` keeps its bits.
     const LN2_HIGH: f32 = 0.693_359_4;
     const LN2_LOW: f32 = -2.121_944_4e-4;
