@@ -532,7 +532,7 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
         assert!(
             stdout.contains(
                 "halo's kernels (halo_matmul_f32_v0, halo_matmul_f32_v3, halo_conv2d_f32_v4, \
-                 halo_depthwise_conv2d_f32_v2) where they apply: this program runs \
+                 halo_depthwise_conv2d_f32_v2, halo_softmax_f32_v0) where they apply: this program runs \
                  only on halo's CPU drivers \
                  (--portable writes one that IREE's runtime runs too)"
             ),
@@ -695,6 +695,27 @@ fn a_hard_swish_after_a_convolution_is_the_kernels_epilogue_and_a_gate_is_not_ta
         "hard_swish.mlir",
         &fused,
         ("gated", 1188),
+    );
+}
+
+#[test]
+fn attention_s_scaled_softmax_calls_the_kernel_and_a_chain_shifted_by_another_maximum_does_not() {
+    let test = "attention_s_scaled_softmax_calls_the_kernel_and_a_chain_shifted_by_another_maximum_does_not";
+    let Some(compiler) = real_compiler(test) else {
+        return;
+    };
+    // Scores from -3.75 to 3.75 after the scale: weights from about e^-7.5 of a row's largest.
+    let input = format!("1x2x5x37xf32={}", ripple(370));
+    let calls = [
+        ("scaled_softmax", input.as_str(), 370),
+        ("shifted_by_another", input.as_str(), 370),
+    ];
+    let tiles = ["halo_softmax_tile", "halo_softmax_f32_v0"];
+    let program = kernels_give_the_answers_of_iree_s_code(&compiler, ("softmax.mlir", &[]), &calls, &tiles, 1e-6);
+    assert_only_copies_are_left(&program, "scaled_softmax");
+    assert!(
+        !dispatches_of(&program, "shifted_by_another").is_empty(),
+        "a softmax shifted by the maximum of other values was taken for one"
     );
 }
 

@@ -15,7 +15,7 @@ use std::path::Path;
 /// convolutions, grouped ones too (bias and activation included), into calls of
 /// `halo_conv2d_f32_v4`, and depthwise ones (bias and activation included) into calls of
 /// `halo_depthwise_conv2d_f32_v2` (the kernel adding the zero padding before them where it can),
-/// with its per-stride part still to be written out ([`kernels_spec`]).
+/// and attention's scaled softmax into calls of `halo_softmax_f32_v0`, with its per-stride part still to be written out ([`kernels_spec`]).
 const KERNELS_SPEC: &str = include_str!("kernels/kernels_spec.mlir");
 
 /// The strides of the convolutions halo's kernel takes.
@@ -27,6 +27,7 @@ pub const KERNEL_IMPORTS: &[&str] = &[
     "halo_matmul_f32_v3",
     "halo_conv2d_f32_v4",
     "halo_depthwise_conv2d_f32_v2",
+    "halo_softmax_f32_v0",
 ];
 
 /// Whether the program may call halo's kernels.

@@ -33,6 +33,9 @@
 //   fused (crates/halo-kernels/src/depthwise.rs), one workgroup per group of whole channel
 //   planes; when its input comes through a pad of zeros, as many on each side, the kernel adds
 //   them itself.
+// - attention's softmax of scaled scores (ONNX's Mul by a one-element constant, then Softmax along
+//   the last axis of [1, H, S, S]) becomes a dispatch calling halo_softmax_f32_v0
+//   (crates/halo-kernels/src/softmax.rs), one workgroup per rows of about 4096 scores.
 // SiLU is ONNX's Sigmoid then Mul of the same value (EfficientNet's activation; @silu_input_of),
 // hard-swish ONNX's HardSwish (MobileNet-v3's; @hard_swish_input_of), ReLU the importer's select
 // of the positive part (@relu_input_of).
@@ -120,6 +123,47 @@ module attributes {transform.with_named_sequence} {
         func.call @halo_matmul_f32_v0(%ap, %a_tile, %bp, %b_tile, %bp, %b_tile, %cp, %c_tile, %rows, %cols, %k, %at1, %bt1, %ct1, %flags)
             : (memref<f32>, index, memref<f32>, index, memref<f32>, index, memref<f32>, index,
                index, index, index, index, index, index, index) -> ()
+        return
+      }
+    }
+  }
+
+  // Attention's softmax (halo_softmax_f32_v0): one workgroup per as many rows as make about 4096
+  // elements.
+  stream.executable private @halo_softmax_executable {
+    stream.executable.export public @halo_softmax_tile workgroups(%rows: index, %cols: index) -> (index, index, index) {
+      %c1 = arith.constant 1 : index
+      %c4096 = arith.constant 4096 : index
+      %width = arith.maxui %cols, %c1 : index
+      %fit = arith.divui %c4096, %width : index
+      %per = arith.maxui %fit, %c1 : index
+      %x = arith.ceildivui %rows, %per : index
+      stream.return %x, %c1, %c1 : index, index, index
+    }
+    builtin.module {
+      func.func private @halo_softmax_f32_v0(memref<f32>, index, memref<f32>, index, index, index, index, index, index)
+          attributes {llvm.bareptr = true}
+      func.func @halo_softmax_tile(%xb: !stream.binding, %yb: !stream.binding, %rows: index, %cols: index, %scale: index) {
+        %c0 = arith.constant 0 : index
+        %c1 = arith.constant 1 : index
+        %c4096 = arith.constant 4096 : index
+        %width = arith.maxui %cols, %c1 : index
+        %fit = arith.divui %c4096, %width : index
+        %per = arith.maxui %fit, %c1 : index
+        %id = stream.dispatch.workgroup.id[0] : index
+        %first = arith.muli %id, %per : index
+        %left = arith.subi %rows, %first : index
+        %count = arith.minui %per, %left : index
+        %x = stream.binding.subspan %xb[%c0] : !stream.binding -> memref<?x?xf32>{%rows, %cols}
+        %y = stream.binding.subspan %yb[%c0] : !stream.binding -> memref<?x?xf32>{%rows, %cols}
+        %xp, %xo, %xs0, %xs1, %xt0, %xt1 = iree_codegen.extract_strided_metadata %x
+            : memref<?x?xf32> -> memref<f32>, index, index, index, index, index
+        %yp, %yo, %ys0, %ys1, %yt0, %yt1 = iree_codegen.extract_strided_metadata %y
+            : memref<?x?xf32> -> memref<f32>, index, index, index, index, index
+        %x_tile = affine.apply affine_map<()[s0, s1, s2] -> (s0 + s1 * s2)>()[%xo, %first, %xt0]
+        %y_tile = affine.apply affine_map<()[s0, s1, s2] -> (s0 + s1 * s2)>()[%yo, %first, %yt0]
+        func.call @halo_softmax_f32_v0(%xp, %x_tile, %yp, %y_tile, %count, %cols, %xt0, %yt0, %scale)
+            : (memref<f32>, index, memref<f32>, index, index, index, index, index, index) -> ()
         return
       }
     }
@@ -632,6 +676,152 @@ module attributes {transform.with_named_sequence} {
     %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
     %executable = transform.util.import_symbol @halo_batch_matmul_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
     %func = transform.util.import_symbol @halo_batch_matmul into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
+  // softmax(scale · scores) along the last dimension of [1, H, S, S] (attention's weights), the
+  // scale's bits passed as an index (halo_softmax_f32_v0).
+  util.func private @halo_scaled_softmax(%scores: tensor<1x?x?x?xf32>, %scale: tensor<1xf32>) -> tensor<1x?x?x?xf32> {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %heads = tensor.dim %scores, %c1 : tensor<1x?x?x?xf32>
+    %queries = tensor.dim %scores, %c2 : tensor<1x?x?x?xf32>
+    %cols = tensor.dim %scores, %c3 : tensor<1x?x?x?xf32>
+    %rows = arith.muli %heads, %queries : index
+    %flat = tensor.collapse_shape %scores [[0, 1, 2], [3]] : tensor<1x?x?x?xf32> into tensor<?x?xf32>
+    %s = tensor.extract %scale[%c0] : tensor<1xf32>
+    %bits = arith.bitcast %s : f32 to i32
+    %scale_bits = arith.index_castui %bits : i32 to index
+    %weights = flow.dispatch @halo_softmax_executable::@halo_softmax_tile[%rows, %cols](%flat, %rows, %cols, %scale_bits)
+        : (tensor<?x?xf32>{%rows, %cols}, index, index, index) -> tensor<?x?xf32>{%rows, %cols}
+    %r = tensor.expand_shape %weights [[0, 1, 2], [3]] output_shape [1, %heads, %queries, %cols]
+        : tensor<?x?xf32> into tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  // ONNX's Softmax along the last axis of [1, H, S, S] after a Mul by a one-element constant, as
+  // the importer writes them: the product, the row maximum (with the index of its place, which
+  // nothing reads), the difference, its exponential, the row sum and the quotient, each a generic
+  // of its own. From the quotient back, each step checked to take the one before; the scores
+  // and the scale, and the quotient; a silenceable failure otherwise.
+  transform.named_sequence @match_scaled_softmax(%divide: !transform.any_op {transform.readonly})
+      -> (!transform.any_value, !transform.any_value, !transform.any_value) {
+    %one = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %quotient_ins, %quotient = transform.iree.match.cast_compatible_dag_from_root %divide {
+      ^bb0(%e: tensor<1x?x?x?xf32>, %total: tensor<1x?x?x1xf32>, %init: tensor<1x?x?x?xf32>):
+        %q = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, 0)>,
+                             affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%e, %total : tensor<1x?x?x?xf32>, tensor<1x?x?x1xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %t: f32, %out: f32):
+            %d = arith.divf %in, %t : f32
+            linalg.yield %d : f32
+        } -> tensor<1x?x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    %sum = transform.get_producer_of_operand %divide[1] : (!transform.any_op) -> !transform.any_op
+    %sum_ins, %sum_result = transform.iree.match.cast_compatible_dag_from_root %sum {
+      ^bb0(%e: tensor<1x?x?x?xf32>, %init: tensor<1x?x?x1xf32>):
+        %zero = arith.constant 0.0 : f32
+        %zeros = linalg.fill ins(%zero : f32) outs(%init : tensor<1x?x?x1xf32>) -> tensor<1x?x?x1xf32>
+        %s = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, 0)>],
+            iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+            ins(%e : tensor<1x?x?x?xf32>) outs(%zeros : tensor<1x?x?x1xf32>) {
+          ^bb0(%in: f32, %out: f32):
+            %a = arith.addf %in, %out : f32
+            linalg.yield %a : f32
+        } -> tensor<1x?x?x1xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    // The sum is of the exponentials divided.
+    %exp = transform.get_producer_of_operand %divide[0] : (!transform.any_op) -> !transform.any_op
+    %summed = transform.get_producer_of_operand %sum[0] : (!transform.any_op) -> !transform.any_op
+    %exps = transform.merge_handles deduplicate %exp, %summed : !transform.any_op
+    %exp_count = transform.num_associations %exps : (!transform.any_op) -> !transform.param<i64>
+    transform.match.param.cmpi eq %exp_count, %one : !transform.param<i64>
+    %exp_ins, %exp_result = transform.iree.match.cast_compatible_dag_from_root %exp {
+      ^bb0(%t: tensor<1x?x?x?xf32>, %init: tensor<1x?x?x?xf32>):
+        %e = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%t : tensor<1x?x?x?xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %out: f32):
+            %x = math.exp %in : f32
+            linalg.yield %x : f32
+        } -> tensor<1x?x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    %subtract = transform.get_producer_of_operand %exp[0] : (!transform.any_op) -> !transform.any_op
+    %sub_ins, %sub_result = transform.iree.match.cast_compatible_dag_from_root %subtract {
+      ^bb0(%v: tensor<1x?x?x?xf32>, %m: tensor<1x?x?x1xf32>, %init: tensor<1x?x?x?xf32>):
+        %d = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, 0)>,
+                             affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%v, %m : tensor<1x?x?x?xf32>, tensor<1x?x?x1xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %mx: f32, %out: f32):
+            %x = arith.subf %in, %mx : f32
+            linalg.yield %x : f32
+        } -> tensor<1x?x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    // What is subtracted is the maximum of what it is subtracted from.
+    %expand = transform.get_producer_of_operand %subtract[1] : (!transform.any_op) -> !transform.any_op
+    transform.match.operation_name %expand ["tensor.expand_shape"] : !transform.any_op
+    %max = transform.get_producer_of_operand %expand[0] : (!transform.any_op) -> !transform.any_op
+    %max_ins, %max_results = transform.iree.match.cast_compatible_dag_from_root %max {
+      ^bb0(%v: tensor<1x?x?x?xf32>, %init: tensor<1x?x?xf32>, %index_init: tensor<1x?x?xi64>):
+        %lowest = arith.constant 0xFF800000 : f32
+        %first = arith.constant 0 : i64
+        %lows = linalg.fill ins(%lowest : f32) outs(%init : tensor<1x?x?xf32>) -> tensor<1x?x?xf32>
+        %firsts = linalg.fill ins(%first : i64) outs(%index_init : tensor<1x?x?xi64>) -> tensor<1x?x?xi64>
+        %m:2 = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>,
+                             affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>],
+            iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+            ins(%v : tensor<1x?x?x?xf32>) outs(%lows, %firsts : tensor<1x?x?xf32>, tensor<1x?x?xi64>) {
+          ^bb0(%in: f32, %out: f32, %at: i64):
+            %i = linalg.index 3 : index
+            %i64 = arith.index_cast %i : index to i64
+            %larger = arith.maximumf %in, %out : f32
+            %above = arith.cmpf ogt, %in, %out : f32
+            %place = arith.select %above, %i64, %at : i64
+            linalg.yield %larger, %place : f32, i64
+        } -> (tensor<1x?x?xf32>, tensor<1x?x?xi64>)
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    %subtracted_from = transform.get_producer_of_operand %subtract[0] : (!transform.any_op) -> !transform.any_op
+    %maximized = transform.get_producer_of_operand %max[0] : (!transform.any_op) -> !transform.any_op
+    %scaled = transform.merge_handles deduplicate %subtracted_from, %maximized : !transform.any_op
+    %scaled_count = transform.num_associations %scaled : (!transform.any_op) -> !transform.param<i64>
+    transform.match.param.cmpi eq %scaled_count, %one : !transform.param<i64>
+    %scale_ins, %scale_result = transform.iree.match.cast_compatible_dag_from_root %scaled {
+      ^bb0(%scores: tensor<1x?x?x?xf32>, %scale: tensor<1xf32>, %init: tensor<1x?x?x?xf32>):
+        %p = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (0)>,
+                             affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%scores, %scale : tensor<1x?x?x?xf32>, tensor<1xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %s: f32, %out: f32):
+            %x = arith.mulf %in, %s : f32
+            linalg.yield %x : f32
+        } -> tensor<1x?x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    %scores = transform.get_operand %scaled[0] : (!transform.any_op) -> !transform.any_value
+    %scale = transform.get_operand %scaled[1] : (!transform.any_op) -> !transform.any_value
+    transform.yield %scores, %scale, %quotient : !transform.any_value, !transform.any_value, !transform.any_value
+  }
+
+  transform.named_sequence @call_halo_scaled_softmax(%scores: !transform.any_value {transform.readonly},
+                                                     %scale: !transform.any_value {transform.readonly},
+                                                     %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_softmax_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_scaled_softmax into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %ins = transform.merge_handles %scores, %scale : !transform.any_value
     transform.util.cast_and_call %func(%ins) -> %out after %root {
       transform.type_conversion.tensor.cast_shape_dynamic_dims
     } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
@@ -2737,7 +2927,8 @@ module attributes {transform.with_named_sequence} {
 // halo:per-stride-plain-matches end
           @match_matmul -> @call_halo_matmul,
           @match_batch1_matmul -> @call_halo_batch1_matmul,
-          @match_batch_matmul -> @call_halo_batch_matmul
+          @match_batch_matmul -> @call_halo_batch_matmul,
+          @match_scaled_softmax -> @call_halo_scaled_softmax
         : (!transform.any_op) -> (!transform.any_op)
     }
     transform.apply_dce to %module : !transform.any_op
