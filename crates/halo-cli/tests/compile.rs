@@ -494,14 +494,21 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
         (halo(&args, &[("HALO_IREE_COMPILE", &compiler)]), vmfb)
     };
     // The encoder's projections are MatMuls of [1, tokens, K] by [K, N], which arrive as batch
-    // matmuls of one batch against a broadcast matrix; its attention's are batch matmuls, which
-    // have a dispatch of their own.
+    // matmuls of one batch against a broadcast matrix (the feed-forward layer's GELU fused); its
+    // attention's are batch matmuls, which have a dispatch of their own, and a scaled softmax.
     let models = [
         // Every dense layer's bias and ReLU fused into the product.
-        ("mlp", &["halo_matmul_f32_v0", "halo_dense_tile"][..]),
+        ("mlp", &["halo_matmul_f32_v4", "halo_dense_tile"][..]),
         (
             "encoder",
-            &["halo_matmul_f32_v0", "halo_dense_tile", "halo_batch_matmul_tile"],
+            &[
+                "halo_matmul_f32_v4",
+                "halo_dense_tile",
+                "halo_matmul_f32_v0",
+                "halo_batch_matmul_tile",
+                "halo_softmax_f32_v0",
+                "halo_softmax_tile",
+            ],
         ),
         ("squeezenet", &["halo_conv2d_f32_v4", "halo_pointwise_tile"]),
         (
@@ -531,7 +538,7 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
         );
         assert!(
             stdout.contains(
-                "halo's kernels (halo_matmul_f32_v0, halo_matmul_f32_v3, halo_conv2d_f32_v4, \
+                "halo's kernels (halo_matmul_f32_v0, halo_matmul_f32_v3, halo_matmul_f32_v4, halo_conv2d_f32_v4, \
                  halo_depthwise_conv2d_f32_v2, halo_softmax_f32_v0) where they apply: this program runs \
                  only on halo's CPU drivers \
                  (--portable writes one that IREE's runtime runs too)"
@@ -695,6 +702,27 @@ fn a_hard_swish_after_a_convolution_is_the_kernels_epilogue_and_a_gate_is_not_ta
         "hard_swish.mlir",
         &fused,
         ("gated", 1188),
+    );
+}
+
+#[test]
+fn gelu_after_a_transformer_s_projection_is_the_dense_kernel_s_epilogue_and_another_erf_is_not() {
+    let test = "gelu_after_a_transformer_s_projection_is_the_dense_kernel_s_epilogue_and_another_erf_is_not";
+    let Some(compiler) = real_compiler(test) else {
+        return;
+    };
+    // Sums of 70 products up to about ±10 in another order: GELU's bend, and both of erf's fits.
+    let input = format!("1x5x70xf32={}", ripple(350));
+    let calls = [
+        ("projection_gelu", input.as_str(), 1000),
+        ("erf_of_half", input.as_str(), 1000),
+    ];
+    let tiles = ["halo_dense_tile", "halo_matmul_f32_v4"];
+    let program = kernels_give_the_answers_of_iree_s_code(&compiler, ("gelu.mlir", &[]), &calls, &tiles, 1e-4);
+    assert_only_copies_are_left(&program, "projection_gelu");
+    assert!(
+        !dispatches_of(&program, "erf_of_half").is_empty(),
+        "erf(x / 2) was taken for GELU's erf(x / √2)"
     );
 }
 

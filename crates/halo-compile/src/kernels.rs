@@ -10,7 +10,8 @@ use crate::target::{Target, TargetKind};
 use halo_hal::{Error, Result};
 use std::path::Path;
 
-/// The spec that turns f32 matmuls into calls of `halo_matmul_f32_v0`, 1x1 convolutions (bias,
+/// The spec that turns f32 matmuls into calls of `halo_matmul_f32_v0` (`_v4` with a bias and
+/// an activation: ReLU, or GELU after a transformer's projection), 1x1 convolutions (bias,
 /// activation and a residual sum included) into calls of `halo_matmul_f32_v3`, other
 /// convolutions, grouped ones too (bias and activation included), into calls of
 /// `halo_conv2d_f32_v4`, and depthwise ones (bias and activation included) into calls of
@@ -25,6 +26,7 @@ const STRIDES: [usize; 2] = [1, 2];
 pub const KERNEL_IMPORTS: &[&str] = &[
     "halo_matmul_f32_v0",
     "halo_matmul_f32_v3",
+    "halo_matmul_f32_v4",
     "halo_conv2d_f32_v4",
     "halo_depthwise_conv2d_f32_v2",
     "halo_softmax_f32_v0",

@@ -34,6 +34,7 @@ pub const ENTRY_POINTS: &[(&str, EntryPoint)] = &[
     ("halo_matmul_f32_v1", matmul_f32_v1),
     ("halo_matmul_f32_v2", matmul_f32_v2),
     ("halo_matmul_f32_v3", matmul_f32_v3),
+    ("halo_matmul_f32_v4", matmul_f32_v4),
     ("halo_conv2d_f32_v0", conv2d_f32_v0),
     ("halo_conv2d_f32_v1", conv2d_f32_v1),
     ("halo_conv2d_f32_v2", conv2d_f32_v2),
@@ -65,12 +66,16 @@ pub const MATMUL_SILU: usize = 32;
 /// `flags` bit of `halo_matmul_f32_v3`: hard-swish (`x · relu6(x + 3) / 6`) on the result; not
 /// with another activation.
 pub const MATMUL_HARD_SWISH: usize = 64;
+/// `flags` bit of `halo_matmul_f32_v4`: GELU (`x · (1 + erf(x / √2)) / 2`) on the result; not
+/// with another activation.
+pub const MATMUL_GELU: usize = 128;
 
 /// The `flags` bits each matmul entry knows; it refuses a call with any other.
 const MATMUL_V0_FLAGS: usize = MATMUL_BIAS | MATMUL_RELU;
 const MATMUL_V1_FLAGS: usize = MATMUL_V0_FLAGS | MATMUL_BIAS_PER_ROW | MATMUL_RELU6;
 const MATMUL_V2_FLAGS: usize = MATMUL_V1_FLAGS | MATMUL_RESIDUAL;
 const MATMUL_V3_FLAGS: usize = MATMUL_V2_FLAGS | MATMUL_SILU | MATMUL_HARD_SWISH;
+const MATMUL_V4_FLAGS: usize = MATMUL_V3_FLAGS | MATMUL_GELU;
 
 /// What `halo_matmul_f32_v0` and `_v1` receive: `c = activation(a·b + bias)` for row-major f32
 /// matrices, `a` `m`x`k`, `b` `k`x`n`, `c` `m`x`n`.
@@ -107,11 +112,11 @@ pub struct MatmulParamsV0 {
     pub c_stride: usize,
     /// [`MATMUL_BIAS`] and [`MATMUL_RELU`] (`_v1`: or [`MATMUL_BIAS_PER_ROW`] and
     /// [`MATMUL_RELU6`]; `_v2`: and [`MATMUL_RESIDUAL`]; `_v3`: or [`MATMUL_SILU`] or
-    /// [`MATMUL_HARD_SWISH`]).
+    /// [`MATMUL_HARD_SWISH`]; `_v4`: or [`MATMUL_GELU`]).
     pub flags: usize,
 }
 
-/// What `halo_matmul_f32_v2` and `_v3` receive: [`MatmulParamsV0`]'s fields, then an `m`x`n` matrix added
+/// What `halo_matmul_f32_v2`, `_v3` and `_v4` receive: [`MatmulParamsV0`]'s fields, then an `m`x`n` matrix added
 /// to the product with the bias ([`MATMUL_RESIDUAL`]): the other branch of a residual connection.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -211,6 +216,16 @@ pub unsafe extern "C" fn matmul_f32_v3(params: *mut c_void, context: *mut c_void
     unsafe { matmul_with_residual(params, context, MATMUL_V3_FLAGS) }
 }
 
+/// `halo_matmul_f32_v4`: [`matmul_f32_v3`] whose `flags` may also ask for GELU
+/// ([`MATMUL_GELU`]).
+///
+/// # Safety
+/// As [`matmul_f32_v2`].
+pub unsafe extern "C" fn matmul_f32_v4(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
+    // SAFETY: forwarded from the caller.
+    unsafe { matmul_with_residual(params, context, MATMUL_V4_FLAGS) }
+}
+
 /// The entries that take a [`MatmulParamsV2`], knowing the flags `known`.
 ///
 /// # Safety
@@ -237,12 +252,14 @@ unsafe fn matmul_entry(
     let Some(check) = check else {
         return 1;
     };
-    let activation = match p.flags & (MATMUL_RELU | MATMUL_RELU6 | MATMUL_SILU | MATMUL_HARD_SWISH) {
+    let activations = MATMUL_RELU | MATMUL_RELU6 | MATMUL_SILU | MATMUL_HARD_SWISH | MATMUL_GELU;
+    let activation = match p.flags & activations {
         0 => Activation::Identity,
         MATMUL_RELU => Activation::Relu,
         MATMUL_RELU6 => Activation::Relu6,
         MATMUL_SILU => Activation::Silu,
         MATMUL_HARD_SWISH => Activation::HardSwish,
+        MATMUL_GELU => Activation::Gelu,
         _ => return 1,
     };
     let bias_len = match p.flags & (MATMUL_BIAS | MATMUL_BIAS_PER_ROW) {
@@ -1332,6 +1349,40 @@ mod tests {
 
     /// Checks that the activation of the flags `matmul_flag` and `conv_flag` is refused by every
     /// entry older than the newest of its kind, and gives `activated_2` for a sum of 2 by them.
+    #[test]
+    fn gelu_is_applied_by_the_v4_matmul_entry_and_refused_by_the_older_ones() {
+        // One element, 2 · 1 before the activation, then a residual of -2.5: GELU(-0.5).
+        let (two, one, zero, residual) = ([2.0f32; 3], [1.0f32; 1], [0.0f32; 3], [-2.5f32; 1]);
+        let mut out = [9.0f32; 4];
+        for lent in [&two[..], &one, &zero, &residual] {
+            lend(lent, false);
+        }
+        lend(&out, true);
+        let mut matmul = MatmulParamsV2 {
+            v0: params(
+                &two,
+                &one,
+                &zero,
+                &mut out,
+                [1, 1, 1],
+                MATMUL_BIAS | MATMUL_RESIDUAL | MATMUL_GELU,
+            ),
+            residual: residual.as_ptr(),
+            residual_offset: 0,
+            residual_stride: 1,
+        };
+        for old in [matmul_f32_v0, matmul_f32_v1, matmul_f32_v2, matmul_f32_v3] {
+            assert_eq!(call_entry(old, &mut matmul), 1);
+        }
+        assert_eq!(out, [9.0; 4]);
+        assert_eq!(call_entry(matmul_f32_v4, &mut matmul), 0);
+        // -0.5 · (1 + erf(-0.5 / √2)) / 2
+        let want = -0.154_268_77;
+        assert!((out[3] - want).abs() < 1e-6, "{out:?}");
+        matmul.v0.flags |= MATMUL_SILU;
+        assert_eq!(call_entry(matmul_f32_v4, &mut matmul), 1, "two activations");
+    }
+
     fn only_the_newest_entries_apply(matmul_flag: usize, conv_flag: usize, activated_2: f32) {
         // One element, 2 · 1 before the activation (plus a bias of 0 where there is one).
         let (two, one, zero) = ([2.0f32; 3], [1.0f32; 1], [0.0f32; 3]);

@@ -23,6 +23,7 @@ pub(crate) fn any_activation() -> impl Strategy<Value = Activation> {
         Just(Activation::Relu),
         Just(Activation::Relu6),
         Just(Activation::Silu),
-        Just(Activation::HardSwish)
+        Just(Activation::HardSwish),
+        Just(Activation::Gelu)
     ]
 }

@@ -2617,8 +2617,8 @@ module attributes {transform.with_named_sequence} {
   }
 // halo:per-stride end
 
-  // A matmul with its bias (one per column) and ReLU or none: the matmul's 48 x 192 tiles, the
-  // bias and activation fused (`halo_matmul_f32_v0`'s flags). The weights come packed by
+  // A matmul with its bias (one per column) and ReLU, GELU or none: the matmul's 48 x 192 tiles,
+  // the bias and activation fused (`halo_matmul_f32_v4`'s flags: 1 the bias, 2 ReLU, 128 GELU). The weights come packed by
   // @halo_dense: each workgroup's columns lie together, K rows of 192 (of what is left past the
   // last whole 192 for the last workgroup), so a tile reads one contiguous block instead of K
   // rows a whole matrix width apart (which at 4 KiB apart also fall into the same cache sets).
@@ -2630,8 +2630,9 @@ module attributes {transform.with_named_sequence} {
       stream.return %y, %x, %c1 : index, index, index
     }
     builtin.module {
-      func.func private @halo_matmul_f32_v0(memref<f32>, index, memref<f32>, index, memref<f32>, index,
-          memref<f32>, index, index, index, index, index, index, index, index) attributes {llvm.bareptr = true}
+      func.func private @halo_matmul_f32_v4(memref<f32>, index, memref<f32>, index, memref<f32>, index,
+          memref<f32>, index, index, index, index, index, index, index, index,
+          memref<f32>, index, index) attributes {llvm.bareptr = true}
       func.func @halo_dense_tile(%ab: !stream.binding, %bb: !stream.binding, %biasb: !stream.binding,
                                  %cb: !stream.binding, %m: index, %n: index, %k: index, %flags: index) {
         %c0 = arith.constant 0 : index
@@ -2658,9 +2659,11 @@ module attributes {transform.with_named_sequence} {
         %b_tile = affine.apply affine_map<()[s0, s1, s2] -> (s0 + s1 * s2 * 192)>()[%bo, %id, %k]
         %bias_tile = arith.addi %biaso, %col : index
         %c_tile = affine.apply affine_map<()[s0, s1, s2, s3] -> (s0 + s1 * s2 + s3)>()[%co, %row, %ct0, %col]
-        func.call @halo_matmul_f32_v0(%ap, %a_tile, %bp, %b_tile, %biasp, %bias_tile, %cp, %c_tile, %rows, %cols, %k, %at0, %cols, %ct0, %flags)
+        // No residual: the flags never ask for one, so its operands (`a` again) are not read.
+        func.call @halo_matmul_f32_v4(%ap, %a_tile, %bp, %b_tile, %biasp, %bias_tile, %cp, %c_tile, %rows, %cols, %k, %at0, %cols, %ct0, %flags,
+                                      %ap, %a_tile, %at0)
             : (memref<f32>, index, memref<f32>, index, memref<f32>, index, memref<f32>, index,
-               index, index, index, index, index, index, index) -> ()
+               index, index, index, index, index, index, index, memref<f32>, index, index) -> ()
         return
       }
     }
@@ -2842,6 +2845,136 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 
+  // ONNX's MatMul of a [1, M, K] tensor by a [K, N] one, Add of a bias per column, then GELU: a
+  // transformer's feed-forward layer.
+  transform.named_sequence @match_batch1_matmul_add_gelu(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %producer, %outs = transform.include @gelu_input_of failures(propagate) (%root)
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_value)
+    %ins, %bare = transform.include @match_batch1_matmul_add failures(propagate) (%producer)
+        : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
+  util.func private @halo_batch1_matmul_add_gelu(%lhs: tensor<1x?x?xf32>, %w: tensor<?x?xf32>, %w_init: tensor<1x?x?xf32>,
+                                                 %bias: tensor<?xf32>, %init: tensor<1x?x?xf32>) -> tensor<1x?x?xf32> {
+    %c1 = arith.constant 1 : index
+    %flags = arith.constant 129 : index
+    %m = tensor.dim %lhs, %c1 : tensor<1x?x?xf32>
+    %n = tensor.dim %w, %c1 : tensor<?x?xf32>
+    %lhs2 = tensor.collapse_shape %lhs [[0, 1], [2]] : tensor<1x?x?xf32> into tensor<?x?xf32>
+    %r = util.call @halo_dense(%lhs2, %w, %bias, %flags) : (tensor<?x?xf32>, tensor<?x?xf32>, tensor<?xf32>, index) -> tensor<?x?xf32>
+    %r3 = tensor.expand_shape %r [[0, 1], [2]] output_shape [1, %m, %n] : tensor<?x?xf32> into tensor<1x?x?xf32>
+    util.return %r3 : tensor<1x?x?xf32>
+  }
+
+  transform.named_sequence @call_halo_batch1_matmul_add_gelu(%ins: !transform.any_value {transform.readonly},
+                                                             %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_dense_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_dense into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_batch1_matmul_add_gelu into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
+  // The value of [1, M, N] that `%half` takes GELU of (as the importer writes the Mul by 1/√2, Erf,
+  // Add of 1, Mul by the value and Mul by 0.5 that torch exports for it, each an elementwise
+  // generic, the constants one-element tensors), as the operation producing that value and the
+  // result; a silenceable failure otherwise.
+  transform.named_sequence @gelu_input_of(%half: !transform.any_op {transform.readonly}) -> (!transform.any_op, !transform.any_value) {
+    %one = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %half_constant = transform.include @scalar_product_of failures(propagate) (%half) : (!transform.any_op) -> !transform.any_op
+    %halves = transform.structured.match ops{["arith.constant"]} attributes {value = dense<0.5> : tensor<1xf32>} in %half_constant : (!transform.any_op) -> !transform.any_op
+    %half_count = transform.num_associations %halves : (!transform.any_op) -> !transform.param<i64>
+    transform.match.param.cmpi eq %half_count, %one : !transform.param<i64>
+    %result = transform.get_result %half[0] : (!transform.any_op) -> !transform.any_value
+    // x · (erf + 1)
+    %halved = transform.get_producer_of_operand %half[0] : (!transform.any_op) -> !transform.any_op
+    %factors, %gated = transform.iree.match.cast_compatible_dag_from_root %halved {
+      ^bb0(%v: tensor<1x?x?xf32>, %gate: tensor<1x?x?xf32>, %init: tensor<1x?x?xf32>):
+        %p = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>,
+                             affine_map<(d0, d1, d2) -> (d0, d1, d2)>],
+            iterator_types = ["parallel", "parallel", "parallel"]}
+            ins(%v, %gate : tensor<1x?x?xf32>, tensor<1x?x?xf32>) outs(%init : tensor<1x?x?xf32>) {
+          ^bb0(%in: f32, %g: f32, %out: f32):
+            %x = arith.mulf %in, %g : f32
+            linalg.yield %x : f32
+        } -> tensor<1x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    %producer = transform.get_producer_of_operand %halved[0] : (!transform.any_op) -> !transform.any_op
+    // erf + 1
+    %plus_one = transform.get_producer_of_operand %halved[1] : (!transform.any_op) -> !transform.any_op
+    %one_constant = transform.include @scalar_sum_of failures(propagate) (%plus_one) : (!transform.any_op) -> !transform.any_op
+    %ones = transform.structured.match ops{["arith.constant"]} attributes {value = dense<1.0> : tensor<1xf32>} in %one_constant : (!transform.any_op) -> !transform.any_op
+    %one_count = transform.num_associations %ones : (!transform.any_op) -> !transform.param<i64>
+    transform.match.param.cmpi eq %one_count, %one : !transform.param<i64>
+    // erf(x · (1/√2))
+    %erf = transform.get_producer_of_operand %plus_one[0] : (!transform.any_op) -> !transform.any_op
+    %erf_ins, %erf_result = transform.iree.match.cast_compatible_dag_from_root %erf {
+      ^bb0(%t: tensor<1x?x?xf32>, %init: tensor<1x?x?xf32>):
+        %e = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>],
+            iterator_types = ["parallel", "parallel", "parallel"]}
+            ins(%t : tensor<1x?x?xf32>) outs(%init : tensor<1x?x?xf32>) {
+          ^bb0(%in: f32, %out: f32):
+            %x = math.erf %in : f32
+            linalg.yield %x : f32
+        } -> tensor<1x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    %scaled = transform.get_producer_of_operand %erf[0] : (!transform.any_op) -> !transform.any_op
+    %root_half_constant = transform.include @scalar_product_of failures(propagate) (%scaled) : (!transform.any_op) -> !transform.any_op
+    %root_halves = transform.structured.match ops{["arith.constant"]} attributes {value = dense<0.707106769> : tensor<1xf32>} in %root_half_constant : (!transform.any_op) -> !transform.any_op
+    %root_half_count = transform.num_associations %root_halves : (!transform.any_op) -> !transform.param<i64>
+    transform.match.param.cmpi eq %root_half_count, %one : !transform.param<i64>
+    // The value scaled is the one the gate multiplies.
+    %source = transform.get_producer_of_operand %scaled[0] : (!transform.any_op) -> !transform.any_op
+    %both = transform.merge_handles deduplicate %producer, %source : !transform.any_op
+    %distinct = transform.num_associations %both : (!transform.any_op) -> !transform.param<i64>
+    transform.match.param.cmpi eq %distinct, %one : !transform.param<i64>
+    transform.yield %producer, %result : !transform.any_op, !transform.any_value
+  }
+
+  // The operation producing the one-element tensor that `%step` multiplies a [1, M, N] value by,
+  // element by element; a silenceable failure when `%step` is not that product.
+  transform.named_sequence @scalar_product_of(%step: !transform.any_op {transform.readonly}) -> !transform.any_op {
+    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %step {
+      ^bb0(%v: tensor<1x?x?xf32>, %c: tensor<1xf32>, %init: tensor<1x?x?xf32>):
+        %p = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (0)>,
+                             affine_map<(d0, d1, d2) -> (d0, d1, d2)>],
+            iterator_types = ["parallel", "parallel", "parallel"]}
+            ins(%v, %c : tensor<1x?x?xf32>, tensor<1xf32>) outs(%init : tensor<1x?x?xf32>) {
+          ^bb0(%in: f32, %s: f32, %out: f32):
+            %x = arith.mulf %in, %s : f32
+            linalg.yield %x : f32
+        } -> tensor<1x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    %constant = transform.get_producer_of_operand %step[1] : (!transform.any_op) -> !transform.any_op
+    transform.yield %constant : !transform.any_op
+  }
+
+  // As @scalar_product_of, for a sum.
+  transform.named_sequence @scalar_sum_of(%step: !transform.any_op {transform.readonly}) -> !transform.any_op {
+    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %step {
+      ^bb0(%v: tensor<1x?x?xf32>, %c: tensor<1xf32>, %init: tensor<1x?x?xf32>):
+        %p = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (0)>,
+                             affine_map<(d0, d1, d2) -> (d0, d1, d2)>],
+            iterator_types = ["parallel", "parallel", "parallel"]}
+            ins(%v, %c : tensor<1x?x?xf32>, tensor<1xf32>) outs(%init : tensor<1x?x?xf32>) {
+          ^bb0(%in: f32, %s: f32, %out: f32):
+            %x = arith.addf %in, %s : f32
+            linalg.yield %x : f32
+        } -> tensor<1x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    %constant = transform.get_producer_of_operand %step[1] : (!transform.any_op) -> !transform.any_op
+    transform.yield %constant : !transform.any_op
+  }
+
   // Four passes: foreach_match tries the matchers on each operation in order of the function,
   // so in one pass a convolution or matmul would be taken alone before the activation or bias
   // after it is reached, and an operation whose call declines it is not tried again in the same
@@ -2894,7 +3027,8 @@ module attributes {transform.with_named_sequence} {
           @match_grouped_conv2d_add_relu_sSTRIDE -> @call_halo_grouped_conv2d_add_relu_sSTRIDE,
           @match_grouped_conv2d_relu_sSTRIDE -> @call_halo_grouped_conv2d_relu_sSTRIDE,
 // halo:per-stride-matches end
-          @match_matmul_add_relu -> @call_halo_matmul_add_relu
+          @match_matmul_add_relu -> @call_halo_matmul_add_relu,
+          @match_batch1_matmul_add_gelu -> @call_halo_batch1_matmul_add_gelu
         : (!transform.any_op) -> (!transform.any_op)
     }
     transform.apply_dce to %module : !transform.any_op
