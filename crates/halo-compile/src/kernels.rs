@@ -152,11 +152,15 @@ mod tests {
             assert_eq!(spec.matches(name).count(), 1, "{name}");
             spec.find(name).unwrap()
         };
-        let with_relu = at("@match_matmul_add_relu -> @call_halo_matmul_add_relu\n");
+        let with_relu = at("@match_matmul_add_relu -> @call_halo_matmul_add_relu,");
+        let with_gelu = at("@match_batch1_matmul_add_gelu -> @call_halo_batch1_matmul_add_gelu\n");
         let with_bias = at("@match_matmul_add -> @call_halo_matmul_add,");
         let projection = at("@match_batch1_matmul_add -> @call_halo_batch1_matmul_add\n");
         let bare = at("@match_matmul -> @call_halo_matmul,");
+        let softmax = at("@match_scaled_softmax -> @call_halo_scaled_softmax\n");
         assert!(with_relu < with_bias && with_bias < bare && projection < bare);
+        assert!(with_gelu < projection, "GELU's projection would be taken without it");
+        assert!(bare < softmax);
         // A padded depthwise convolution with its activation is tried first, in a pass of its
         // own: one the kernel declines is left for the unpadded forms of the next. Without an
         // activation it is tried after those (before, it would be taken alone and its activation
