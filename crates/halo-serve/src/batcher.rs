@@ -8,8 +8,10 @@
 //!
 //! Each request queues its inputs here and a turn on the model's computing threads; the turn
 //! takes the oldest waiting request with those that can join it, so a request answered by
-//! another's call finds its own turn withdrawn, and one left behind (another shape) keeps its
-//! turn and never blocks the rest.
+//! another's call leaves its own turn to serve whoever waits then (or return at once), and one
+//! left behind (another shape, or too many rows to join) is taken by a later turn and never
+//! blocks the rest. Turns are never withdrawn: then the turns still to run always number at least
+//! the requests waiting.
 
 use crate::model::{InputTensor, OutputTensor};
 use halo_hal::{Error, Result};

@@ -65,6 +65,8 @@ const WITHDRAWN: u8 = 2;
 pub struct Ticket<T> {
     stage: Arc<AtomicU8>,
     result: oneshot::Receiver<T>,
+    /// Whether dropping the ticket withdraws a call not yet started (see [`Ticket::keep_queued`]).
+    withdraw_on_drop: bool,
 }
 
 impl<T> Ticket<T> {
@@ -75,6 +77,12 @@ impl<T> Ticket<T> {
         self.stage
             .compare_exchange(QUEUED, WITHDRAWN, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
+    }
+
+    /// Lets the call run in its turn even after the ticket is dropped, for a call whose work
+    /// is not its submitter's alone (a batching model's turn serves whoever waits).
+    pub fn keep_queued(mut self) {
+        self.withdraw_on_drop = false;
     }
 
     /// The call's result.
@@ -92,7 +100,9 @@ impl<T> Ticket<T> {
 impl<T> Drop for Ticket<T> {
     fn drop(&mut self) {
         // Nobody waits for a call that has not started (its client went): it need not run.
-        self.withdraw();
+        if self.withdraw_on_drop {
+            self.withdraw();
+        }
     }
 }
 
@@ -144,7 +154,11 @@ impl ComputeThreads {
         if let Some(index) = start_one {
             self.start_thread(index)?;
         }
-        Ok(Ticket { stage, result })
+        Ok(Ticket {
+            stage,
+            result,
+            withdraw_on_drop: true,
+        })
     }
 
     /// How long every one of the `limit` threads has been running the call it runs now: zero
@@ -330,6 +344,18 @@ mod tests {
         let mut after = threads.submit(|| ()).unwrap();
         block_on(after.result()).unwrap();
         assert_eq!(ran.load(Ordering::Acquire), 0);
+    }
+
+    #[test]
+    fn a_call_kept_queued_runs_after_its_ticket_is_dropped() {
+        let threads = ComputeThreads::new("test", 1);
+        let (release, _running) = occupy(&threads);
+        let (ran, has_run) = mpsc::channel();
+        threads.submit(move || ran.send(()).unwrap()).unwrap().keep_queued();
+        release.send(()).unwrap();
+        has_run
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the call kept queued ran");
     }
 
     #[test]

@@ -430,8 +430,13 @@ impl Model {
         }
         let (place, answer) = batches.push(key, rows, (inputs, number), Box::new(admission));
         let model = self.clone();
-        // Withdrawn when this request is answered, if it has not started: another turn did the work.
-        let _turn = self.compute.submit(move || model.run_batch())?;
+        // Never withdrawn, even once another turn has answered this request: a turn serves the
+        // oldest waiting request, not its own, so withdrawing this one could leave a request
+        // that an earlier turn passed over (it did not fit) with no turn left to take it (two
+        // requests pushed in one order and their turns submitted in the other hung a client).
+        // With every turn run, the turns still to run always number at least the requests
+        // waiting; a turn finding none waiting returns at once.
+        self.compute.submit(move || model.run_batch())?.keep_queued();
         let answer = match deadline {
             None => answer.await,
             Some(deadline) => match tokio::time::timeout_at(deadline.into(), answer).await {
