@@ -138,14 +138,15 @@ impl<'a> PreparedDispatch<'a> {
         self.executable.as_any().downcast_ref().expect("checked in prepare")
     }
 
-    /// The export's measured cost per workgroup, if known.
+    /// The measured cost per workgroup of the export with this dispatch's push constants, if
+    /// known.
     pub fn workgroup_ns(&self) -> Option<u64> {
-        self.local().workgroup_ns(self.export)
+        self.local().workgroup_ns(self.export, &self.constants)
     }
 
     /// Records a timed run of `workgroups` workgroups of this dispatch.
     pub fn record_time(&self, workgroups: u64, elapsed_ns: u64) {
-        self.local().record_workgroup_time(self.export, workgroups, elapsed_ns);
+        (self.local()).record_workgroup_time(self.export, &self.constants, workgroups, elapsed_ns);
     }
 
     /// The export's name, for traces.

@@ -1,10 +1,10 @@
 //! CPU executables: a loaded executable library wrapped as a HAL executable, and its cache.
 
 use crate::library::{self, HostImport, Library};
+use crate::workgroup_cost::WorkgroupCosts;
 use halo_hal::executable::check_export_ordinal;
 use halo_hal::{Executable, ExecutableCache, ExecutableParams, ExportInfo, Result};
 use std::any::Any;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// An executable library prepared for the CPU drivers.
@@ -13,8 +13,8 @@ pub struct LocalExecutable {
     library: Library,
     exports: Vec<ExportInfo>,
     local_memory_sizes: Vec<u32>,
-    /// Measured nanoseconds per workgroup of each export (0 until measured), for scheduling.
-    workgroup_ns: Vec<AtomicU64>,
+    /// Measured nanoseconds per workgroup of each export, by push constants, for scheduling.
+    workgroup_ns: Vec<WorkgroupCosts>,
 }
 
 impl LocalExecutable {
@@ -33,7 +33,7 @@ impl LocalExecutable {
             });
             local_memory_sizes.push(attrs.local_memory_bytes);
         }
-        let workgroup_ns = exports.iter().map(|_| AtomicU64::new(0)).collect();
+        let workgroup_ns = exports.iter().map(|_| WorkgroupCosts::default()).collect();
         Ok(LocalExecutable {
             format: params.format.to_string(),
             library,
@@ -53,22 +53,16 @@ impl LocalExecutable {
         &self.exports[ordinal as usize]
     }
 
-    /// Measured cost of one workgroup of export `ordinal`, if any run was timed.
-    pub(crate) fn workgroup_ns(&self, ordinal: u32) -> Option<u64> {
-        Some(self.workgroup_ns[ordinal as usize].load(Ordering::Relaxed)).filter(|ns| *ns > 0)
+    /// Measured cost of one workgroup of export `ordinal` run with `constants`, if such a run
+    /// was timed.
+    pub(crate) fn workgroup_ns(&self, ordinal: u32, constants: &[u32]) -> Option<u64> {
+        self.workgroup_ns[ordinal as usize].get(constants)
     }
 
-    /// Folds a timed run of `workgroups` workgroups into the export's cost estimate.
-    pub(crate) fn record_workgroup_time(&self, ordinal: u32, workgroups: u64, elapsed_ns: u64) {
-        if workgroups == 0 {
-            return;
-        }
-        let sample = (elapsed_ns / workgroups).max(1);
-        let slot = &self.workgroup_ns[ordinal as usize];
-        let old = slot.load(Ordering::Relaxed);
-        // An exponential average: recent runs dominate, one outlier does not.
-        let new = if old == 0 { sample } else { (old * 3 + sample) / 4 };
-        slot.store(new.max(1), Ordering::Relaxed);
+    /// Folds a timed run of `workgroups` workgroups of export `ordinal` with `constants` into
+    /// its cost estimate.
+    pub(crate) fn record_workgroup_time(&self, ordinal: u32, constants: &[u32], workgroups: u64, elapsed_ns: u64) {
+        self.workgroup_ns[ordinal as usize].record(constants, workgroups, elapsed_ns);
     }
 
     /// Workgroup-local scratch bytes export `ordinal` needs.

@@ -37,3 +37,4 @@ pub mod native_faults;
 mod system_library;
 #[cfg(guarded_calls)]
 mod thread_pointer;
+mod workgroup_cost;
