@@ -76,6 +76,13 @@ impl Shape for Few {
     const V: usize = 12;
 }
 
+/// Up to this many columns a product of [`Few`]'s rows takes [`Narrow`]: [`Few`] sums all 12 of
+/// its vectors a row whether they hold columns or not. `examples/matmul_rate`, GFLOP/s from cache
+/// / from memory, [`Few`] against [`Narrow`]: 1x10x1024 (a classifier's last layer) 2.8 / 2.7
+/// against 15.7 / 7.0, 1x48x1024 12.4 / 7.9 against 50.8 / 8.8; from 64 columns on [`Narrow`]'s
+/// strips read `b` from memory slower (1x64x1024: 8.0 against 5.3).
+const FEW_MIN_COLUMNS: usize = 48;
+
 /// Which micro tile suits a product of `m` rows by `n` columns.
 #[derive(Clone, Copy)]
 enum Choice {
@@ -85,10 +92,11 @@ enum Choice {
 }
 
 impl Choice {
-    /// The shape for an `m` x `n` product: [`Few`] up to its rows, else the one of [`Wide`] and
-    /// [`Narrow`] that wastes fewer lanes.
+    /// The shape for an `m` x `n` product: [`Few`] up to its rows when it has more than
+    /// [`FEW_MIN_COLUMNS`] columns, else the one of [`Wide`] and [`Narrow`] that wastes fewer
+    /// lanes.
     fn of(m: usize, n: usize) -> Choice {
-        if m <= Few::MR {
+        if m <= Few::MR && n > FEW_MIN_COLUMNS {
             Choice::Few
         } else if waste(m, n, Wide::MR, Wide::NR) < waste(m, n, Narrow::MR, Narrow::NR) {
             Choice::Wide
