@@ -707,43 +707,48 @@ fn a_hard_swish_after_a_convolution_is_the_kernels_epilogue_and_a_gate_is_not_ta
 
 #[test]
 fn gelu_after_a_transformer_s_projection_is_the_dense_kernel_s_epilogue_and_another_erf_is_not() {
-    let test = "gelu_after_a_transformer_s_projection_is_the_dense_kernel_s_epilogue_and_another_erf_is_not";
-    let Some(compiler) = real_compiler(test) else {
-        return;
-    };
     // Sums of 70 products up to about ±10 in another order: GELU's bend, and both of erf's fits.
-    let input = format!("1x5x70xf32={}", ripple(350));
-    let calls = [
-        ("projection_gelu", input.as_str(), 1000),
-        ("erf_of_half", input.as_str(), 1000),
-    ];
-    let tiles = ["halo_dense_tile", "halo_matmul_f32_v4"];
-    let program = kernels_give_the_answers_of_iree_s_code(&compiler, ("gelu.mlir", &[]), &calls, &tiles, 1e-4);
-    assert_only_copies_are_left(&program, "projection_gelu");
-    assert!(
-        !dispatches_of(&program, "erf_of_half").is_empty(),
-        "erf(x / 2) was taken for GELU's erf(x / √2)"
+    one_taken_and_one_left(
+        "gelu_after_a_transformer_s_projection_is_the_dense_kernel_s_epilogue_and_another_erf_is_not",
+        ("gelu.mlir", &format!("1x5x70xf32={}", ripple(350)), 1000),
+        ("projection_gelu", "erf_of_half"),
+        &["halo_dense_tile", "halo_matmul_f32_v4"],
+        1e-4,
     );
 }
 
 #[test]
 fn attention_s_scaled_softmax_calls_the_kernel_and_a_chain_shifted_by_another_maximum_does_not() {
-    let test = "attention_s_scaled_softmax_calls_the_kernel_and_a_chain_shifted_by_another_maximum_does_not";
+    // Scores from -3.75 to 3.75 after the scale: weights from about e^-7.5 of a row's largest.
+    one_taken_and_one_left(
+        "attention_s_scaled_softmax_calls_the_kernel_and_a_chain_shifted_by_another_maximum_does_not",
+        ("softmax.mlir", &format!("1x2x5x37xf32={}", ripple(370)), 370),
+        ("scaled_softmax", "shifted_by_another"),
+        &["halo_softmax_tile", "halo_softmax_f32_v0"],
+        1e-6,
+    );
+}
+
+/// Compiles `fixtures/kernels/<source>` with halo's kernels and with `--portable`, checks that
+/// both functions give the same `elements` answers for `input` from both programs within
+/// `tolerance`, that the program calls each of `tiles`, that `taken` keeps nothing of IREE's code
+/// but copies, and that `left` (a lookalike of what the kernel takes) keeps a dispatch of its own.
+fn one_taken_and_one_left(
+    test: &str,
+    (source, input, elements): (&str, &str, usize),
+    (taken, left): (&str, &str),
+    tiles: &[&str],
+    tolerance: f64,
+) {
     let Some(compiler) = real_compiler(test) else {
         return;
     };
-    // Scores from -3.75 to 3.75 after the scale: weights from about e^-7.5 of a row's largest.
-    let input = format!("1x2x5x37xf32={}", ripple(370));
-    let calls = [
-        ("scaled_softmax", input.as_str(), 370),
-        ("shifted_by_another", input.as_str(), 370),
-    ];
-    let tiles = ["halo_softmax_tile", "halo_softmax_f32_v0"];
-    let program = kernels_give_the_answers_of_iree_s_code(&compiler, ("softmax.mlir", &[]), &calls, &tiles, 1e-6);
-    assert_only_copies_are_left(&program, "scaled_softmax");
+    let calls = [(taken, input, elements), (left, input, elements)];
+    let program = kernels_give_the_answers_of_iree_s_code(&compiler, (source, &[]), &calls, tiles, tolerance);
+    assert_only_copies_are_left(&program, taken);
     assert!(
-        !dispatches_of(&program, "shifted_by_another").is_empty(),
-        "a softmax shifted by the maximum of other values was taken for one"
+        !dispatches_of(&program, left).is_empty(),
+        "@{left} was taken by a kernel"
     );
 }
 
