@@ -7,6 +7,7 @@
 use crate::dispatch_memory::{while_running, RunningDispatch};
 use crate::executable::LocalExecutable;
 use crate::library::abi::{DispatchStateV0, WorkgroupStateV0};
+use crate::workgroup_cost::CostKey;
 use halo_hal::{
     downcast, Binding, Buffer, DispatchCommand, Error, Executable, MemoryAccess, Result, ResultExt, WorkgroupCount,
 };
@@ -31,6 +32,8 @@ pub struct PreparedDispatch<'a> {
     workgroup_count: [u32; 3],
     local_memory_size: u32,
     constants: SmallVec<[u32; 16]>,
+    /// Where the export's cost with these constants is kept.
+    cost_key: CostKey,
     binding_ptrs: SmallVec<[*mut c_void; 8]>,
     binding_lengths: SmallVec<[usize; 8]>,
     /// Bit `i`: binding `i` allows writes ([`crate::dispatch_memory`]).
@@ -126,6 +129,7 @@ impl<'a> PreparedDispatch<'a> {
             workgroup_count,
             local_memory_size: local.local_memory_size(command.export),
             constants: SmallVec::from_slice(&command.constants),
+            cost_key: CostKey::of(&command.constants),
             binding_ptrs,
             binding_lengths,
             writable,
@@ -141,12 +145,13 @@ impl<'a> PreparedDispatch<'a> {
     /// The measured cost per workgroup of the export with this dispatch's push constants, if
     /// known.
     pub fn workgroup_ns(&self) -> Option<u64> {
-        self.local().workgroup_ns(self.export, &self.constants)
+        self.local().workgroup_ns(self.export, self.cost_key)
     }
 
     /// Records a timed run of `workgroups` workgroups of this dispatch.
     pub fn record_time(&self, workgroups: u64, elapsed_ns: u64) {
-        (self.local()).record_workgroup_time(self.export, &self.constants, workgroups, elapsed_ns);
+        self.local()
+            .record_workgroup_time(self.export, self.cost_key, workgroups, elapsed_ns);
     }
 
     /// The export's name, for traces.

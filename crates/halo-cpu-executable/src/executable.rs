@@ -1,7 +1,7 @@
 //! CPU executables: a loaded executable library wrapped as a HAL executable, and its cache.
 
 use crate::library::{self, HostImport, Library};
-use crate::workgroup_cost::WorkgroupCosts;
+use crate::workgroup_cost::{CostKey, WorkgroupCosts};
 use halo_hal::executable::check_export_ordinal;
 use halo_hal::{Executable, ExecutableCache, ExecutableParams, ExportInfo, Result};
 use std::any::Any;
@@ -53,16 +53,16 @@ impl LocalExecutable {
         &self.exports[ordinal as usize]
     }
 
-    /// Measured cost of one workgroup of export `ordinal` run with `constants`, if such a run
-    /// was timed.
-    pub(crate) fn workgroup_ns(&self, ordinal: u32, constants: &[u32]) -> Option<u64> {
-        self.workgroup_ns[ordinal as usize].get(constants)
+    /// Measured cost of one workgroup of export `ordinal` run with the constants of `key`, if
+    /// such a run was timed.
+    pub(crate) fn workgroup_ns(&self, ordinal: u32, key: CostKey) -> Option<u64> {
+        self.workgroup_ns[ordinal as usize].get(key)
     }
 
-    /// Folds a timed run of `workgroups` workgroups of export `ordinal` with `constants` into
-    /// its cost estimate.
-    pub(crate) fn record_workgroup_time(&self, ordinal: u32, constants: &[u32], workgroups: u64, elapsed_ns: u64) {
-        self.workgroup_ns[ordinal as usize].record(constants, workgroups, elapsed_ns);
+    /// Folds a timed run of `workgroups` workgroups of export `ordinal` with the constants of
+    /// `key` into its cost estimate.
+    pub(crate) fn record_workgroup_time(&self, ordinal: u32, key: CostKey, workgroups: u64, elapsed_ns: u64) {
+        self.workgroup_ns[ordinal as usize].record(key, workgroups, elapsed_ns);
     }
 
     /// Workgroup-local scratch bytes export `ordinal` needs.

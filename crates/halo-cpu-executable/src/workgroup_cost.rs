@@ -23,39 +23,52 @@ impl Default for WorkgroupCosts {
     }
 }
 
-/// The slot and tag of a set of push constants: FNV-1a over them, then mixed so that every bit
-/// of the constants reaches the low bits that pick the slot (a product alone carries changes
-/// only upward: sizes of 64 and 1024 would share every slot).
-fn place(constants: &[u32]) -> (usize, u64) {
-    let hash = constants.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &c| {
-        (h ^ u64::from(c)).wrapping_mul(0x0000_0100_0000_01b3)
-    });
-    let mixed = (hash ^ (hash >> 31)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    let mixed = mixed ^ (mixed >> 29);
-    ((mixed % SLOTS as u64) as usize, mixed >> COST_BITS)
+/// Where a set of push constants keeps its cost: a slot and the tag that tells it from the other
+/// constants sharing that slot. Computed once per prepared dispatch, not per run of its
+/// workgroups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CostKey {
+    slot: usize,
+    tag: u64,
+}
+
+impl CostKey {
+    /// The key of `constants`: FNV-1a over them, then mixed so that every bit of the constants
+    /// reaches the low bits that pick the slot (a product alone carries changes only upward:
+    /// sizes of 64 and 1024 would share every slot).
+    pub(crate) fn of(constants: &[u32]) -> CostKey {
+        let hash = constants.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &c| {
+            (h ^ u64::from(c)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+        let mixed = (hash ^ (hash >> 31)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        let mixed = mixed ^ (mixed >> 29);
+        CostKey {
+            slot: (mixed % SLOTS as u64) as usize,
+            tag: mixed >> COST_BITS,
+        }
+    }
 }
 
 impl WorkgroupCosts {
-    /// The cost of one workgroup run with `constants`, if one was measured.
-    pub(crate) fn get(&self, constants: &[u32]) -> Option<u64> {
-        let (slot, tag) = place(constants);
-        let value = self.0[slot].load(Ordering::Relaxed);
-        (value >> COST_BITS == tag && value & COST_MASK != 0).then_some(value & COST_MASK)
+    /// The cost of one workgroup run with the constants of `key`, if one was measured.
+    pub(crate) fn get(&self, key: CostKey) -> Option<u64> {
+        let value = self.0[key.slot].load(Ordering::Relaxed);
+        (value >> COST_BITS == key.tag && value & COST_MASK != 0).then_some(value & COST_MASK)
     }
 
-    /// Folds a run of `workgroups` workgroups with `constants` that took `elapsed_ns` into the
-    /// estimate: an exponential average, so recent runs dominate and one outlier does not.
-    pub(crate) fn record(&self, constants: &[u32], workgroups: u64, elapsed_ns: u64) {
+    /// Folds a run of `workgroups` workgroups with the constants of `key` that took
+    /// `elapsed_ns` into the estimate: an exponential average, so recent runs dominate and one
+    /// outlier does not.
+    pub(crate) fn record(&self, key: CostKey, workgroups: u64, elapsed_ns: u64) {
         if workgroups == 0 {
             return;
         }
         let sample = (elapsed_ns / workgroups).clamp(1, COST_MASK);
-        let new = match self.get(constants) {
+        let new = match self.get(key) {
             Some(old) => (old * 3 + sample) / 4,
             None => sample,
         };
-        let (slot, tag) = place(constants);
-        self.0[slot].store((tag << COST_BITS) | new.max(1), Ordering::Relaxed);
+        self.0[key.slot].store((key.tag << COST_BITS) | new.max(1), Ordering::Relaxed);
     }
 }
 
@@ -66,31 +79,35 @@ mod tests {
     #[test]
     fn each_set_of_constants_has_its_own_average() {
         let costs = WorkgroupCosts::default();
-        assert_eq!(costs.get(&[1, 64, 1024]), None);
-        costs.record(&[1, 64, 1024], 6, 9_000);
-        costs.record(&[1, 1024, 1024], 6, 66_000);
-        assert_eq!(costs.get(&[1, 64, 1024]), Some(1_500));
-        assert_eq!(costs.get(&[1, 1024, 1024]), Some(11_000));
-        costs.record(&[1, 64, 1024], 1, 3_500);
-        assert_eq!(costs.get(&[1, 64, 1024]), Some(2_000), "(3 · 1500 + 3500) / 4");
-        assert_eq!(costs.get(&[]), None, "no constants are a shape of their own");
-        costs.record(&[], 2, 0);
-        assert_eq!(costs.get(&[]), Some(1), "a measured cost is never 0");
+        let (small, large, none) = (
+            CostKey::of(&[1, 64, 1024]),
+            CostKey::of(&[1, 1024, 1024]),
+            CostKey::of(&[]),
+        );
+        assert_eq!(costs.get(small), None);
+        costs.record(small, 6, 9_000);
+        costs.record(large, 6, 66_000);
+        assert_eq!(costs.get(small), Some(1_500));
+        assert_eq!(costs.get(large), Some(11_000));
+        costs.record(small, 1, 3_500);
+        assert_eq!(costs.get(small), Some(2_000), "(3 · 1500 + 3500) / 4");
+        assert_eq!(costs.get(none), None, "no constants are a shape of their own");
+        costs.record(none, 2, 0);
+        assert_eq!(costs.get(none), Some(1), "a measured cost is never 0");
     }
 
     #[test]
     fn a_shape_sharing_a_slot_replaces_the_one_there_without_borrowing_its_cost() {
         let costs = WorkgroupCosts::default();
-        let first = [7u32];
-        let (slot, _) = place(&first);
+        let first = CostKey::of(&[7]);
         let other = (0..10_000u32)
-            .map(|c| [c])
-            .find(|c| *c != first && place(c).0 == slot)
+            .map(|c| CostKey::of(&[c]))
+            .find(|key| *key != first && key.slot == first.slot)
             .expect("some constants share the slot");
-        costs.record(&first, 1, 5_000);
-        assert_eq!(costs.get(&other), None);
-        costs.record(&other, 1, 80_000);
-        assert_eq!(costs.get(&other), Some(80_000));
-        assert_eq!(costs.get(&first), None, "its slot was taken");
+        costs.record(first, 1, 5_000);
+        assert_eq!(costs.get(other), None);
+        costs.record(other, 1, 80_000);
+        assert_eq!(costs.get(other), Some(80_000));
+        assert_eq!(costs.get(first), None, "its slot was taken");
     }
 }
