@@ -116,8 +116,9 @@ pub struct MatmulParamsV0 {
     pub flags: usize,
 }
 
-/// What `halo_matmul_f32_v2`, `_v3` and `_v4` receive: [`MatmulParamsV0`]'s fields, then an `m`x`n` matrix added
-/// to the product with the bias ([`MATMUL_RESIDUAL`]): the other branch of a residual connection.
+/// What `halo_matmul_f32_v2`, `_v3` and `_v4` receive: [`MatmulParamsV0`]'s fields, then an
+/// `m`x`n` matrix added to the product with the bias ([`MATMUL_RESIDUAL`]): the other branch of a
+/// residual connection.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct MatmulParamsV2 {

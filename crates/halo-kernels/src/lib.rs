@@ -16,15 +16,14 @@
 //!   runs ResNet-50's and ViT-S's product shapes at 110-135 GFLOP/s on one core from cache,
 //!   `gemm` at 80-100 ([`KernelPath`], `examples/matmul_rate`).
 //! - **Epilogues are fused** the way onnxruntime fuses them: a bias (per column, per row, or per
-//!   filter), a residual sum (matmuls) and an activation (ReLU, ReLU6, SiLU, hard-swish, GELU) applied to each output
-//!   tile while it is still in registers on the AVX-512 path, in cache on the others
-//!   ([`Epilogue`], [`ConvEpilogue`]).
+//!   filter), a residual sum (matmuls) and an activation (ReLU, ReLU6, SiLU, hard-swish, GELU)
+//!   applied to each output tile while it is still in registers on the AVX-512 path, in cache on
+//!   the others ([`Epilogue`], [`ConvEpilogue`]).
 //! - [`import`] is the C ABI an IREE executable calls (`halo_matmul_f32_v0`, `_v1` with a bias
 //!   per row and ReLU6, `_v2` with a residual added, `_v3` with SiLU and hard-swish, `_v4` with
-//!   GELU; `halo_conv2d_f32_v0` for
-//!   unit strides, `_v1` for any, `_v2` with ReLU6, `_v3` for any group count, `_v4` with SiLU;
-//!   `halo_depthwise_conv2d_f32_v0`, `_v1` adding the zero padding, `_v2` with SiLU;
-//!   `halo_softmax_f32_v0`);
+//!   GELU; `halo_conv2d_f32_v0` for unit strides, `_v1` for any, `_v2` with ReLU6, `_v3` for any
+//!   group count, `_v4` with SiLU and hard-swish; `halo_depthwise_conv2d_f32_v0`, `_v1` adding
+//!   the zero padding, `_v2` with SiLU and hard-swish; `halo_softmax_f32_v0`);
 //!   the CPU drivers offer it to every executable they load, by name, as IREE's runtime offers a
 //!   plugin's.
 
