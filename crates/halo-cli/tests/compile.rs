@@ -629,17 +629,59 @@ fn a_1x1_convolution_summed_with_another_tensor_gets_the_sum_from_the_kernel() {
     };
     // A residual read at the wrong place shows in the answers.
     let input = format!("1x8x5x6xf32={}", ripple(240));
-    let calls = [("sum_relu", input.as_str(), 240), ("sum", input.as_str(), 240)];
+    let calls = [
+        ("sum_relu", input.as_str(), 240),
+        ("sum", input.as_str(), 240),
+        ("chained", input.as_str(), 240),
+    ];
     let tiles = ["halo_pointwise_residual_tile"];
     let program =
         kernels_give_the_answers_of_iree_s_code(&compiler, ("residual_pointwise.mlir", &[]), &calls, &tiles, 1e-5);
-    for function in ["sum_relu", "sum"] {
+    for function in ["sum_relu", "sum", "chained"] {
         let own = format!("{function}_dispatch");
         assert!(
             !program.windows(own.len()).any(|w| w == own.as_bytes()),
             "@{function} has dispatches besides the kernel's"
         );
     }
+    // A convolution whose result is read twice is not fused into the sum, which would compute it
+    // a second time there.
+    let chained = kernel_dispatches_of(&compiler, "residual_pointwise.mlir", "chained");
+    assert_eq!(
+        chained,
+        ["halo_pointwise_executable", "halo_pointwise_residual_executable"],
+        "@chained's kernel dispatches"
+    );
+}
+
+/// The executables of halo's kernels that `function` of `fixtures/kernels/<source>` dispatches,
+/// in order, from the program `halo compile` gives IREE's compiler before it partitions it.
+fn kernel_dispatches_of(compiler: &Path, source: &str, function: &str) -> Vec<String> {
+    let out = tempfile::tempdir().unwrap();
+    let text = out.path().join("preprocessed.mlir");
+    let source = repo().join("fixtures/kernels").join(source);
+    let args = [
+        "compile",
+        source.to_str().unwrap(),
+        "-o",
+        text.to_str().unwrap(),
+        "--",
+        "--compile-to=preprocessing",
+    ];
+    let output = halo(&args, &[("HALO_IREE_COMPILE", compiler)]);
+    assert!(output.status.success(), "{output:?}");
+    let text = std::fs::read_to_string(&text).unwrap();
+    let start = text
+        .find(&format!("@{function}("))
+        .expect("the function is in the program");
+    let body = &text[start..];
+    let body = &body[..body.find("\n  }").unwrap_or(body.len())];
+    body.match_indices("flow.dispatch @")
+        .map(|(at, found)| {
+            let name = &body[at + found.len()..];
+            name[..name.find("::").unwrap_or(0)].to_string()
+        })
+        .collect()
 }
 
 #[test]

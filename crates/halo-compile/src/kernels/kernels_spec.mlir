@@ -25,8 +25,9 @@
 // - every f32 1x1 convolution of stride 1 or 2 on a batch of one, in the same forms, becomes a
 //   product of its filters [F, C] by its input [C, H * W] (at stride 2, its every other row and
 //   column, gathered first) through halo_matmul_f32_v3, bias (one per row) and activation fused,
-//   and a tensor added to its result too (a residual block's end, in halo's rewrite's form), and
-//   the ReLU after that sum if there is one;
+//   and a tensor added to its result too (a residual block's end, in halo's rewrite's form, when
+//   the sum is the convolution's only reader: @read_once), and the ReLU after that sum if there
+//   is one;
 // - every f32 depthwise convolution of stride 1 or 2 and dilation 1 on a batch of one, with its
 //   bias (the importer's broadcast form) and with or without a ReLU, a Clip(0, 6), a SiLU or a
 //   hard-swish after it, becomes a dispatch calling halo_depthwise_conv2d_f32_v2 with all of it
@@ -997,6 +998,18 @@ module attributes {transform.with_named_sequence} {
     transform.yield %producer, %product : !transform.any_op, !transform.any_value
   }
 
+  // Succeeds when the first result of `%op` has one reader: a convolution fused into the sum
+  // that reads it is computed inside the sum's dispatch, so one whose result is read elsewhere
+  // too (a block's output that is both the next block's input and the other term of its sum, as
+  // in EfficientNet and MobileNet) would be computed twice.
+  transform.named_sequence @read_once(%op: !transform.any_op {transform.readonly}) {
+    %readers = transform.get_consumers_of_result %op[0] : (!transform.any_op) -> !transform.any_op
+    %count = transform.num_associations %readers : (!transform.any_op) -> !transform.param<i64>
+    %one = transform.param.constant 1 : i64 -> !transform.param<i64>
+    transform.match.param.cmpi eq %count, %one : !transform.param<i64>
+    transform.yield
+  }
+
   // The value `%relu` keeps where it is above zero, and zero elsewhere (ONNX's Relu as the
   // importer writes it: an elementwise generic of select(x > 0, x, 0), the comparison unordered
   // so that NaN is kept), as the operation producing that value and the result; a silenceable
@@ -1436,6 +1449,9 @@ module attributes {transform.with_named_sequence} {
             linalg.yield %kept : f32
         } -> tensor<1x?x?x?xf32>
     } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    %sum = transform.get_producer_of_operand %root[0] : (!transform.any_op) -> !transform.any_op
+    %fused = transform.get_producer_of_operand %sum[0] : (!transform.any_op) -> !transform.any_op
+    transform.include @read_once failures(propagate) (%fused) : (!transform.any_op) -> ()
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
@@ -1475,6 +1491,9 @@ module attributes {transform.with_named_sequence} {
             linalg.yield %kept : f32
         } -> tensor<1x?x?x?xf32>
     } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    %sum = transform.get_producer_of_operand %root[0] : (!transform.any_op) -> !transform.any_op
+    %fused = transform.get_producer_of_operand %sum[1] : (!transform.any_op) -> !transform.any_op
+    transform.include @read_once failures(propagate) (%fused) : (!transform.any_op) -> ()
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
@@ -1505,6 +1524,8 @@ module attributes {transform.with_named_sequence} {
             linalg.yield %added : f32
         } -> tensor<1x?x?x?xf32>
     } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    %fused = transform.get_producer_of_operand %root[0] : (!transform.any_op) -> !transform.any_op
+    transform.include @read_once failures(propagate) (%fused) : (!transform.any_op) -> ()
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
@@ -1535,6 +1556,8 @@ module attributes {transform.with_named_sequence} {
             linalg.yield %added : f32
         } -> tensor<1x?x?x?xf32>
     } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    %fused = transform.get_producer_of_operand %root[1] : (!transform.any_op) -> !transform.any_op
+    transform.include @read_once failures(propagate) (%fused) : (!transform.any_op) -> ()
     transform.yield %ins, %outs : !transform.any_value, !transform.any_value
   }
 
