@@ -524,7 +524,7 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
                 "halo_depthwise_padded_tile",
                 "halo_pointwise_tile",
                 "halo_pointwise_residual_tile",
-                "halo_matmul_f32_v3",
+                "halo_matmul_f32_v5",
             ],
         ),
     ];
@@ -538,7 +538,7 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
         );
         assert!(
             stdout.contains(
-                "halo's kernels (halo_matmul_f32_v0, halo_matmul_f32_v3, halo_matmul_f32_v4, halo_conv2d_f32_v4, \
+                "halo's kernels (halo_matmul_f32_v0, halo_matmul_f32_v4, halo_matmul_f32_v5, halo_conv2d_f32_v4, \
                  halo_depthwise_conv2d_f32_v2, halo_softmax_f32_v0) where they apply: this program runs \
                  only on halo's CPU drivers \
                  (--portable writes one that IREE's runtime runs too)"
@@ -646,17 +646,54 @@ fn a_1x1_convolution_summed_with_another_tensor_gets_the_sum_from_the_kernel() {
     }
     // A convolution whose result is read twice is not fused into the sum, which would compute it
     // a second time there.
-    let chained = kernel_dispatches_of(&compiler, "residual_pointwise.mlir", "chained");
+    let text = preprocessed(&compiler, "residual_pointwise.mlir");
     assert_eq!(
-        chained,
+        kernel_dispatches(function_body(&text, "chained")),
         ["halo_pointwise_executable", "halo_pointwise_residual_executable"],
         "@chained's kernel dispatches"
     );
 }
 
-/// The executables of halo's kernels that `function` of `fixtures/kernels/<source>` dispatches,
-/// in order, from the program `halo compile` gives IREE's compiler before it partitions it.
-fn kernel_dispatches_of(compiler: &Path, source: &str, function: &str) -> Vec<String> {
+#[test]
+fn a_squeeze_and_excitations_weights_scale_the_filters_of_the_1x1_convolution_after_them() {
+    let test = "a_squeeze_and_excitations_weights_scale_the_filters_of_the_1x1_convolution_after_them";
+    let Some(compiler) = real_compiler(test) else {
+        return;
+    };
+    // A weight applied to the wrong channel, or not at all, shows in the answers.
+    let input = format!("1x8x5x6xf32={}", ripple(240));
+    let calls = [
+        ("excited", input.as_str(), 240),
+        ("excited_sum", input.as_str(), 240),
+        ("row_scaled", input.as_str(), 240),
+    ];
+    let tiles = ["halo_pointwise_tile", "halo_pointwise_residual_tile"];
+    // The filters scaled before the product round differently from the image scaled before it,
+    // and the answers are printed to six digits (values up to about 4).
+    kernels_give_the_answers_of_iree_s_code(&compiler, ("residual_pointwise.mlir", &[]), &calls, &tiles, 1e-4);
+    let text = preprocessed(&compiler, "residual_pointwise.mlir");
+    let cases = [
+        ("excited", "halo_pointwise_executable", false),
+        ("excited_sum", "halo_pointwise_residual_executable", false),
+        ("row_scaled", "halo_pointwise_executable", true),
+    ];
+    for (function, kernel, scaled_by_iree) in cases {
+        let body = function_body(&text, function);
+        assert_eq!(kernel_dispatches(body), [kernel], "@{function}'s kernel dispatches");
+        // IREE's code computes the scaled image only where the kernel cannot take the scale.
+        let writes_image = body.lines().any(|line| {
+            line.contains("linalg.generic")
+                && line
+                    .split_once("outs(")
+                    .is_some_and(|(_, outs)| outs.contains("tensor<1x8x5x6xf32>"))
+        });
+        assert_eq!(writes_image, scaled_by_iree, "@{function} computes x · s itself");
+    }
+}
+
+/// `fixtures/kernels/<source>` as `halo compile` gives it to IREE's compiler's later phases,
+/// halo's kernels in place, before IREE partitions it into dispatches of its own.
+fn preprocessed(compiler: &Path, source: &str) -> String {
     let out = tempfile::tempdir().unwrap();
     let text = out.path().join("preprocessed.mlir");
     let source = repo().join("fixtures/kernels").join(source);
@@ -670,16 +707,24 @@ fn kernel_dispatches_of(compiler: &Path, source: &str, function: &str) -> Vec<St
     ];
     let output = halo(&args, &[("HALO_IREE_COMPILE", compiler)]);
     assert!(output.status.success(), "{output:?}");
-    let text = std::fs::read_to_string(&text).unwrap();
+    std::fs::read_to_string(&text).unwrap()
+}
+
+/// The body of `function` in the printed program `text`.
+fn function_body<'t>(text: &'t str, function: &str) -> &'t str {
     let start = text
         .find(&format!("@{function}("))
         .expect("the function is in the program");
     let body = &text[start..];
-    let body = &body[..body.find("\n  }").unwrap_or(body.len())];
+    &body[..body.find("\n  }").unwrap_or(body.len())]
+}
+
+/// The executables of halo's kernels that a function's `body` dispatches, in order.
+fn kernel_dispatches(body: &str) -> Vec<&str> {
     body.match_indices("flow.dispatch @")
         .map(|(at, found)| {
             let name = &body[at + found.len()..];
-            name[..name.find("::").unwrap_or(0)].to_string()
+            &name[..name.find("::").unwrap_or(0)]
         })
         .collect()
 }
@@ -829,7 +874,7 @@ fn activations_are_the_kernels_epilogue(test: &str, source: &str, fused: &[(&str
         .collect();
     let tiles = [
         "halo_pointwise_tile",
-        "halo_matmul_f32_v3",
+        "halo_matmul_f32_v5",
         "halo_conv2d_tile",
         "halo_conv2d_f32_v4",
         "halo_depthwise_padded_tile",

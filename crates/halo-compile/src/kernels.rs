@@ -25,8 +25,8 @@ const STRIDES: [usize; 2] = [1, 2];
 /// The imports a program compiled with [`KernelUse::HaloKernels`] may call.
 pub const KERNEL_IMPORTS: &[&str] = &[
     "halo_matmul_f32_v0",
-    "halo_matmul_f32_v3",
     "halo_matmul_f32_v4",
+    "halo_matmul_f32_v5",
     "halo_conv2d_f32_v4",
     "halo_depthwise_conv2d_f32_v2",
     "halo_softmax_f32_v0",
@@ -192,6 +192,12 @@ mod tests {
         let alone = at("@match_pointwise_add_s1 -> @call_halo_pointwise_add_s1,");
         assert!(passes[1] < residual_relu && residual_relu < passes[2]);
         assert!(passes[2] < residual && residual < passes[3] && passes[3] < alone);
+        // A 1x1 convolution of a squeeze-and-excitation's product is tried as one before it is
+        // taken as a convolution of whatever it reads, in each of those passes.
+        let excited_residual = at("@match_se_pointwise_add_residual_s1 -> @call_halo_se_pointwise_add_residual_s1,");
+        let excited_alone = at("@match_se_pointwise_add_s1 -> @call_halo_se_pointwise_add_s1,");
+        assert!(passes[2] < excited_residual && excited_residual < residual);
+        assert!(passes[3] < excited_alone && excited_alone < alone);
         // A SiLU or a hard-swish after a convolution is taken at its product in the second pass,
         // before the convolution alone could be.
         for kind in ["pointwise_add", "pointwise", "conv2d_add", "conv2d", "depthwise"] {

@@ -35,6 +35,7 @@ pub const ENTRY_POINTS: &[(&str, EntryPoint)] = &[
     ("halo_matmul_f32_v2", matmul_f32_v2),
     ("halo_matmul_f32_v3", matmul_f32_v3),
     ("halo_matmul_f32_v4", matmul_f32_v4),
+    ("halo_matmul_f32_v5", matmul_f32_v5),
     ("halo_conv2d_f32_v0", conv2d_f32_v0),
     ("halo_conv2d_f32_v1", conv2d_f32_v1),
     ("halo_conv2d_f32_v2", conv2d_f32_v2),
@@ -69,6 +70,11 @@ pub const MATMUL_HARD_SWISH: usize = 64;
 /// `flags` bit of `halo_matmul_f32_v4`: GELU (`x · (1 + erf(x / √2)) / 2`) on the result; not
 /// with another activation.
 pub const MATMUL_GELU: usize = 128;
+/// `flags` bit of `halo_matmul_f32_v5`: `a`'s columns are multiplied by the `k` elements of the
+/// scale ([`MatmulParamsV5`]) first, which is `b`'s rows multiplied by them: a
+/// squeeze-and-excitation's channel weights, applied by the 1x1 convolution after it (to its
+/// filters' rows, in cache) instead of by a pass over the whole input.
+pub const MATMUL_SCALE_INNER: usize = 256;
 
 /// The `flags` bits each matmul entry knows; it refuses a call with any other.
 const MATMUL_V0_FLAGS: usize = MATMUL_BIAS | MATMUL_RELU;
@@ -76,6 +82,7 @@ const MATMUL_V1_FLAGS: usize = MATMUL_V0_FLAGS | MATMUL_BIAS_PER_ROW | MATMUL_RE
 const MATMUL_V2_FLAGS: usize = MATMUL_V1_FLAGS | MATMUL_RESIDUAL;
 const MATMUL_V3_FLAGS: usize = MATMUL_V2_FLAGS | MATMUL_SILU | MATMUL_HARD_SWISH;
 const MATMUL_V4_FLAGS: usize = MATMUL_V3_FLAGS | MATMUL_GELU;
+const MATMUL_V5_FLAGS: usize = MATMUL_V4_FLAGS | MATMUL_SCALE_INNER;
 
 /// What `halo_matmul_f32_v0` and `_v1` receive: `c = activation(a·b + bias)` for row-major f32
 /// matrices, `a` `m`x`k`, `b` `k`x`n`, `c` `m`x`n`.
@@ -112,7 +119,7 @@ pub struct MatmulParamsV0 {
     pub c_stride: usize,
     /// [`MATMUL_BIAS`] and [`MATMUL_RELU`] (`_v1`: or [`MATMUL_BIAS_PER_ROW`] and
     /// [`MATMUL_RELU6`]; `_v2`: and [`MATMUL_RESIDUAL`]; `_v3`: or [`MATMUL_SILU`] or
-    /// [`MATMUL_HARD_SWISH`]; `_v4`: or [`MATMUL_GELU`]).
+    /// [`MATMUL_HARD_SWISH`]; `_v4`: or [`MATMUL_GELU`]; `_v5`: and [`MATMUL_SCALE_INNER`]).
     pub flags: usize,
 }
 
@@ -130,6 +137,19 @@ pub struct MatmulParamsV2 {
     pub residual_offset: usize,
     /// Elements between rows of the residual.
     pub residual_stride: usize,
+}
+
+/// What `halo_matmul_f32_v5` receives: [`MatmulParamsV2`]'s fields, then `k` elements by which
+/// `a`'s columns are multiplied ([`MATMUL_SCALE_INNER`]).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct MatmulParamsV5 {
+    /// The product, its bias, output, flags and residual.
+    pub v2: MatmulParamsV2,
+    /// Base of the scale's binding (read only with [`MATMUL_SCALE_INNER`]).
+    pub scale: *const f32,
+    /// First element of the scale in it.
+    pub scale_offset: usize,
 }
 
 /// What every entry point's `context` points at: how it learns that the memory a kernel handed
@@ -182,7 +202,7 @@ pub unsafe extern "C" fn matmul_f32_v0(params: *mut c_void, context: *mut c_void
     // SAFETY: `params` and `context` are as this entry's contract says.
     let (p, check) = unsafe { entry_args::<MatmulParamsV0>(params, context) };
     // SAFETY: forwarded from the caller.
-    unsafe { matmul_entry(p, None, MATMUL_V0_FLAGS, check) }
+    unsafe { matmul_entry(p, MatmulExtras::default(), MATMUL_V0_FLAGS, check) }
 }
 
 /// `halo_matmul_f32_v1`: [`matmul_f32_v0`] whose `flags` may also ask for a bias per row
@@ -194,7 +214,7 @@ pub unsafe extern "C" fn matmul_f32_v1(params: *mut c_void, context: *mut c_void
     // SAFETY: `params` and `context` are as this entry's contract says.
     let (p, check) = unsafe { entry_args::<MatmulParamsV0>(params, context) };
     // SAFETY: forwarded from the caller.
-    unsafe { matmul_entry(p, None, MATMUL_V1_FLAGS, check) }
+    unsafe { matmul_entry(p, MatmulExtras::default(), MATMUL_V1_FLAGS, check) }
 }
 
 /// `halo_matmul_f32_v2`: [`matmul_f32_v1`] whose `flags` may also ask for a residual
@@ -227,6 +247,22 @@ pub unsafe extern "C" fn matmul_f32_v4(params: *mut c_void, context: *mut c_void
     unsafe { matmul_with_residual(params, context, MATMUL_V4_FLAGS) }
 }
 
+/// `halo_matmul_f32_v5`: [`matmul_f32_v4`] whose `flags` may also ask for `a`'s columns to be
+/// scaled ([`MATMUL_SCALE_INNER`]); see [`MatmulParamsV5`].
+///
+/// # Safety
+/// As [`matmul_f32_v0`], `params` pointing at a [`MatmulParamsV5`].
+pub unsafe extern "C" fn matmul_f32_v5(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
+    // SAFETY: `params` and `context` are as this entry's contract says.
+    let (p, check) = unsafe { entry_args::<MatmulParamsV5>(params, context) };
+    let extras = MatmulExtras {
+        scale: (p.v2.v0.flags & MATMUL_SCALE_INNER != 0).then_some((p.scale, p.scale_offset)),
+        ..MatmulExtras::of(&p.v2)
+    };
+    // SAFETY: forwarded from the caller.
+    unsafe { matmul_entry(p.v2.v0, extras, MATMUL_V5_FLAGS, check) }
+}
+
 /// The entries that take a [`MatmulParamsV2`], knowing the flags `known`.
 ///
 /// # Safety
@@ -234,22 +270,42 @@ pub unsafe extern "C" fn matmul_f32_v4(params: *mut c_void, context: *mut c_void
 unsafe fn matmul_with_residual(params: *mut c_void, context: *mut c_void, known: usize) -> c_int {
     // SAFETY: `params` and `context` are as the entry's contract says.
     let (p, check) = unsafe { entry_args::<MatmulParamsV2>(params, context) };
-    let residual = (p.v0.flags & MATMUL_RESIDUAL != 0).then_some((p.residual, p.residual_offset, p.residual_stride));
     // SAFETY: forwarded from the caller.
-    unsafe { matmul_entry(p.v0, residual, known, check) }
+    unsafe { matmul_entry(p.v0, MatmulExtras::of(&p), known, check) }
 }
 
-/// The matmul entries' work, once their parameters are read: `residual` is `(base, offset,
-/// row stride)` when the flags ask for one; flags outside `known` are refused.
+/// The operands newer matmul entries take besides [`MatmulParamsV0`]'s, each present only when
+/// the flags ask for it.
+#[derive(Default)]
+struct MatmulExtras {
+    /// `(base, offset, row stride)` of the residual ([`MATMUL_RESIDUAL`]).
+    residual: Option<(*const f32, usize, usize)>,
+    /// `(base, offset)` of the scale of `a`'s columns ([`MATMUL_SCALE_INNER`]).
+    scale: Option<(*const f32, usize)>,
+}
+
+impl MatmulExtras {
+    /// The residual of `p`, when its flags ask for one.
+    fn of(p: &MatmulParamsV2) -> MatmulExtras {
+        MatmulExtras {
+            residual: (p.v0.flags & MATMUL_RESIDUAL != 0).then_some((p.residual, p.residual_offset, p.residual_stride)),
+            scale: None,
+        }
+    }
+}
+
+thread_local! {
+    /// Each thread's copy of `a` with its columns scaled ([`MATMUL_SCALE_INNER`]): a workgroup's
+    /// rows of a 1x1 convolution's filters, reused from one call to the next.
+    static SCALED_A: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The matmul entries' work, once their parameters are read; flags outside `known`, and flags
+/// that disagree with the `extras` given, are refused.
 ///
 /// # Safety
 /// As [`matmul_f32_v0`]: `check` vouches only for memory valid for the access asked.
-unsafe fn matmul_entry(
-    p: MatmulParamsV0,
-    residual: Option<(*const f32, usize, usize)>,
-    known: usize,
-    check: Option<&MemoryCheck>,
-) -> c_int {
+unsafe fn matmul_entry(p: MatmulParamsV0, extras: MatmulExtras, known: usize, check: Option<&MemoryCheck>) -> c_int {
     let Some(check) = check else {
         return 1;
     };
@@ -269,13 +325,20 @@ unsafe fn matmul_entry(
         MATMUL_BIAS_PER_ROW => p.m,
         _ => return 1,
     };
-    if p.flags & !known != 0 || (p.flags & MATMUL_RESIDUAL != 0) != residual.is_some() {
+    if p.flags & !known != 0
+        || (p.flags & MATMUL_RESIDUAL != 0) != extras.residual.is_some()
+        || (p.flags & MATMUL_SCALE_INNER != 0) != extras.scale.is_some()
+    {
         return 1;
     }
-    // An absent residual is an empty span of `a`, which the check vouches for with `a`.
-    let (residual, residual_offset, residual_stride, residual_rows) = match residual {
+    // An absent residual or scale is an empty span of `a`, which the check vouches for with `a`.
+    let (residual, residual_offset, residual_stride, residual_rows) = match extras.residual {
         Some((base, offset, stride)) => (base, offset, stride, p.m),
         None => (p.a, p.a_offset, 0, 0),
+    };
+    let (scale, scale_offset, scale_len) = match extras.scale {
+        Some((base, offset)) => (base, offset, p.k),
+        None => (p.a, p.a_offset, 0),
     };
     let (Some(a_len), Some(b_len), Some(c_len), Some(residual_len)) = (
         span(p.m, p.k, p.a_stride),
@@ -290,12 +353,46 @@ unsafe fn matmul_entry(
         (p.b, p.b_offset, b_len),
         (p.bias, p.bias_offset, bias_len),
         (residual, residual_offset, residual_len),
+        (scale, scale_offset, scale_len),
     ];
     // SAFETY: forwarded from the caller: `check` vouches only for valid memory.
-    let Some(([a, b, bias, residual], c)) = (unsafe { lent(check, inputs, (p.c, p.c_offset, c_len)) }) else {
+    let Some(([a, b, bias, residual, scale], c)) = (unsafe { lent(check, inputs, (p.c, p.c_offset, c_len)) }) else {
         return 1;
     };
-    let result = Matrix::new(a, p.m, p.k, p.a_stride).and_then(|a| {
+    let result = match extras.scale {
+        None => matmul_lent(&p, activation, [a, b, bias, residual], residual_stride, c),
+        Some(_) => SCALED_A.with_borrow_mut(|scratch| {
+            let a = scaled_columns(Matrix::new(a, p.m, p.k, p.a_stride)?, scale, scratch)?;
+            let p = MatmulParamsV0 { a_stride: p.k, ..p };
+            matmul_lent(&p, activation, [a, b, bias, residual], residual_stride, c)
+        }),
+    };
+    c_int::from(result.is_err())
+}
+
+/// `a` with each of its columns multiplied by its element of `scale`, in `scratch` (grown only
+/// where the allocator agrees: a size it refuses is an error, not an abort).
+fn scaled_columns<'s>(a: Matrix<'_>, scale: &[f32], scratch: &'s mut Vec<f32>) -> halo_hal::Result<&'s [f32]> {
+    let len = a.rows() * a.cols();
+    scratch.clear();
+    scratch.try_reserve(len).map_err(|_| {
+        halo_hal::Error::resource_exhausted(format!("{len} floats for the filters of a scaled 1x1 convolution"))
+    })?;
+    for row in 0..a.rows() {
+        scratch.extend(a.row(row).iter().zip(scale).map(|(x, s)| x * s));
+    }
+    Ok(scratch)
+}
+
+/// The product of the slices [`matmul_entry`] was lent, with `activation` after it.
+fn matmul_lent(
+    p: &MatmulParamsV0,
+    activation: Activation,
+    [a, b, bias, residual]: [&[f32]; 4],
+    residual_stride: usize,
+    c: &mut [f32],
+) -> halo_hal::Result<()> {
+    Matrix::new(a, p.m, p.k, p.a_stride).and_then(|a| {
         let b = Matrix::new(b, p.k, p.n, p.b_stride)?;
         let epilogue = Epilogue {
             bias: match p.flags & (MATMUL_BIAS | MATMUL_BIAS_PER_ROW) {
@@ -310,8 +407,7 @@ unsafe fn matmul_entry(
             activation,
         };
         matmul(a, b, MatrixMut::new(c, p.m, p.n, p.c_stride)?, &epilogue)
-    });
-    c_int::from(result.is_err())
+    })
 }
 
 /// `flags` bit of the convolution entries: `bias` points at one element per filter.
@@ -1382,6 +1478,49 @@ mod tests {
         assert!((out[3] - want).abs() < 1e-6, "{out:?}");
         matmul.v0.flags |= MATMUL_SILU;
         assert_eq!(call_entry(matmul_f32_v4, &mut matmul), 1, "two activations");
+    }
+
+    #[test]
+    fn the_v5_entry_scales_the_columns_of_a_by_the_scale_it_is_lent_and_older_entries_refuse_to() {
+        // a = [[1, 2], [3, 4]] after one element, its columns scaled by [2, -1] from element 1:
+        // [[2, -2], [6, -4]]; times b = [[1, 0, -1], [0, 1, 1]], plus a bias per row (0.5, -10).
+        let a = [9.0, 1.0, 2.0, 3.0, 4.0];
+        let b = [1.0, 0.0, -1.0, 0.0, 1.0, 1.0];
+        let bias = [7.0, 7.0, 0.5, -10.0, 0.0];
+        let scale = [5.0, 2.0, -1.0];
+        let mut c = [99.0f32; 9];
+        for input in [&a[..], &b, &bias] {
+            lend(input, false);
+        }
+        lend(&c, true);
+        let flags = MATMUL_BIAS_PER_ROW | MATMUL_SCALE_INNER;
+        let mut v5 = MatmulParamsV5 {
+            v2: MatmulParamsV2 {
+                v0: params(&a, &b, &bias, &mut c, [2, 3, 2], flags),
+                residual: a.as_ptr(),
+                residual_offset: 0,
+                residual_stride: 0,
+            },
+            scale: scale.as_ptr(),
+            scale_offset: 1,
+        };
+        assert_eq!(call_entry(matmul_f32_v5, &mut v5), 1, "the scale is not lent");
+        lend(&scale, false);
+        for old in [matmul_f32_v2, matmul_f32_v3, matmul_f32_v4] {
+            assert_eq!(call_entry(old, &mut v5), 1, "an older entry has no scale");
+        }
+        assert_eq!(c, [99.0; 9]);
+        assert_eq!(call_entry(matmul_f32_v5, &mut v5), 0);
+        assert_eq!(c, [99.0, 99.0, 99.0, 2.5, -1.5, -3.5, -4.0, -14.0, -20.0]);
+        // Without the flag the scale is not read, and a is as it is.
+        v5.v2.v0.flags = MATMUL_BIAS_PER_ROW;
+        v5.scale_offset = usize::MAX;
+        assert_eq!(call_entry(matmul_f32_v5, &mut v5), 0);
+        assert_eq!(c, [99.0, 99.0, 99.0, 1.5, 2.5, 1.5, -7.0, -6.0, -9.0]);
+        // A scale running past its binding (k elements from element 2 of 3) is refused.
+        v5.v2.v0.flags = flags;
+        v5.scale_offset = 2;
+        assert_eq!(call_entry(matmul_f32_v5, &mut v5), 1);
     }
 
     fn only_the_newest_entries_apply(matmul_flag: usize, conv_flag: usize, activated_2: f32) {

@@ -24,10 +24,12 @@
 //   without a bias, with a ReLU after it or not, the same way, the kernel told the groups;
 // - every f32 1x1 convolution of stride 1 or 2 on a batch of one, in the same forms, becomes a
 //   product of its filters [F, C] by its input [C, H * W] (at stride 2, its every other row and
-//   column, gathered first) through halo_matmul_f32_v3, bias (one per row) and activation fused,
+//   column, gathered first) through halo_matmul_f32_v5, bias (one per row) and activation fused,
 //   and a tensor added to its result too (a residual block's end, in halo's rewrite's form, when
 //   the sum is the convolution's only reader: @read_once), and the ReLU after that sum if there
-//   is one;
+//   is one. Where its input is a squeeze-and-excitation's product x · s (in halo's rewrite's form,
+//   with or without the residual), the kernel takes x and s, and scales its filters' columns by s
+//   (EfficientNet-B0 and MobileNet-v3 no longer write and read back each scaled image);
 // - every f32 depthwise convolution of stride 1 or 2 and dilation 1 on a batch of one, with its
 //   bias (the importer's broadcast form) and with or without a ReLU, a Clip(0, 6), a SiLU or a
 //   hard-swish after it, becomes a dispatch calling halo_depthwise_conv2d_f32_v2 with all of it
@@ -238,11 +240,12 @@ module attributes {transform.with_named_sequence} {
       stream.return %y, %x, %c1 : index, index, index
     }
     builtin.module {
-      func.func private @halo_matmul_f32_v3(memref<f32>, index, memref<f32>, index, memref<f32>, index,
+      func.func private @halo_matmul_f32_v5(memref<f32>, index, memref<f32>, index, memref<f32>, index,
           memref<f32>, index, index, index, index, index, index, index, index,
-          memref<f32>, index, index) attributes {llvm.bareptr = true}
+          memref<f32>, index, index, memref<f32>, index) attributes {llvm.bareptr = true}
       func.func @halo_pointwise_tile(%ab: !stream.binding, %bb: !stream.binding, %biasb: !stream.binding,
-                                     %cb: !stream.binding, %m: index, %n: index, %k: index, %flags: index) {
+                                     %sb: !stream.binding, %cb: !stream.binding, %m: index, %n: index, %k: index,
+                                     %flags: index, %scale_len: index) {
         %c0 = arith.constant 0 : index
         %id = stream.dispatch.workgroup.id[1] : index
         %idy = stream.dispatch.workgroup.id[0] : index
@@ -253,12 +256,15 @@ module attributes {transform.with_named_sequence} {
         %a = stream.binding.subspan %ab[%c0] : !stream.binding -> memref<?x?xf32>{%m, %k}
         %b = stream.binding.subspan %bb[%c0] : !stream.binding -> memref<?x?xf32>{%k, %n}
         %bias = stream.binding.subspan %biasb[%c0] : !stream.binding -> memref<?xf32>{%m}
+        %scale = stream.binding.subspan %sb[%c0] : !stream.binding -> memref<?xf32>{%scale_len}
         %c = stream.binding.subspan %cb[%c0] : !stream.binding -> memref<?x?xf32>{%m, %n}
         %ap, %ao, %as0, %as1, %at0, %at1 = iree_codegen.extract_strided_metadata %a
             : memref<?x?xf32> -> memref<f32>, index, index, index, index, index
         %bp, %bo, %bs0, %bs1, %bt0, %bt1 = iree_codegen.extract_strided_metadata %b
             : memref<?x?xf32> -> memref<f32>, index, index, index, index, index
         %biasp, %biaso, %biass, %biast = iree_codegen.extract_strided_metadata %bias
+            : memref<?xf32> -> memref<f32>, index, index, index
+        %scalep, %scaleo, %scales, %scalet = iree_codegen.extract_strided_metadata %scale
             : memref<?xf32> -> memref<f32>, index, index, index
         %cp, %co, %cs0, %cs1, %ct0, %ct1 = iree_codegen.extract_strided_metadata %c
             : memref<?x?xf32> -> memref<f32>, index, index, index, index, index
@@ -267,10 +273,10 @@ module attributes {transform.with_named_sequence} {
         %bias_tile = arith.addi %biaso, %row : index
         %c_tile = affine.apply affine_map<()[s0, s1, s2, s3] -> (s0 + s1 * s2 + s3)>()[%co, %row, %ct0, %col]
         // No residual: the flags never ask for one, so its operands (`a` again) are not read.
-        func.call @halo_matmul_f32_v3(%ap, %a_tile, %bp, %b_tile, %biasp, %bias_tile, %cp, %c_tile, %rows, %cols, %k, %at0, %bt0, %ct0, %flags,
-                                      %ap, %a_tile, %at0)
+        func.call @halo_matmul_f32_v5(%ap, %a_tile, %bp, %b_tile, %biasp, %bias_tile, %cp, %c_tile, %rows, %cols, %k, %at0, %bt0, %ct0, %flags,
+                                      %ap, %a_tile, %at0, %scalep, %scaleo)
             : (memref<f32>, index, memref<f32>, index, memref<f32>, index, memref<f32>, index,
-               index, index, index, index, index, index, index, memref<f32>, index, index) -> ()
+               index, index, index, index, index, index, index, memref<f32>, index, index, memref<f32>, index) -> ()
         return
       }
     }
@@ -279,7 +285,7 @@ module attributes {transform.with_named_sequence} {
   // A 1x1 convolution of stride %s: the input's every %s-th row and column first (for stride 1,
   // the input itself), then the product.
   util.func private @halo_pointwise(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<?xf32>,
-                                    %s: index, %flags: index) -> tensor<1x?x?x?xf32> {
+                                    %scale: tensor<?xf32>, %s: index, %flags: index) -> tensor<1x?x?x?xf32> {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c2 = arith.constant 2 : index
@@ -299,15 +305,16 @@ module attributes {transform.with_named_sequence} {
         : tensor<1x?x?x?xf32> to tensor<1x?x?x?xf32>
     %b = tensor.collapse_shape %strided [[0, 1], [2, 3]] : tensor<1x?x?x?xf32> into tensor<?x?xf32>
     %a = tensor.collapse_shape %w [[0], [1, 2, 3]] : tensor<?x?x1x1xf32> into tensor<?x?xf32>
-    %r = flow.dispatch @halo_pointwise_executable::@halo_pointwise_tile[%f, %n](%a, %b, %bias, %f, %n, %c, %flags)
-        : (tensor<?x?xf32>{%f, %c}, tensor<?x?xf32>{%c, %n}, tensor<?xf32>{%f}, index, index, index, index)
+    %scale_len = tensor.dim %scale, %c0 : tensor<?xf32>
+    %r = flow.dispatch @halo_pointwise_executable::@halo_pointwise_tile[%f, %n](%a, %b, %bias, %scale, %f, %n, %c, %flags, %scale_len)
+        : (tensor<?x?xf32>{%f, %c}, tensor<?x?xf32>{%c, %n}, tensor<?xf32>{%f}, tensor<?xf32>{%scale_len}, index, index, index, index, index)
           -> tensor<?x?xf32>{%f, %n}
     %r4 = tensor.expand_shape %r [[0, 1], [2, 3]] output_shape [1, %f, %ho, %wo] : tensor<?x?xf32> into tensor<1x?x?x?xf32>
     util.return %r4 : tensor<1x?x?x?xf32>
   }
 
   // A 1x1 convolution that ends a residual block: @halo_pointwise_executable's tiles, the other
-  // branch [F, H * W] added with the bias (halo_matmul_f32_v3), so the convolution's result is
+  // branch [F, H * W] added with the bias (halo_matmul_f32_v5), so the convolution's result is
   // not written out and read back to be added.
   stream.executable private @halo_pointwise_residual_executable {
     stream.executable.export public @halo_pointwise_residual_tile workgroups(%m: index, %n: index) -> (index, index, index) {
@@ -317,12 +324,12 @@ module attributes {transform.with_named_sequence} {
       stream.return %y, %x, %c1 : index, index, index
     }
     builtin.module {
-      func.func private @halo_matmul_f32_v3(memref<f32>, index, memref<f32>, index, memref<f32>, index,
+      func.func private @halo_matmul_f32_v5(memref<f32>, index, memref<f32>, index, memref<f32>, index,
           memref<f32>, index, index, index, index, index, index, index, index,
-          memref<f32>, index, index) attributes {llvm.bareptr = true}
+          memref<f32>, index, index, memref<f32>, index) attributes {llvm.bareptr = true}
       func.func @halo_pointwise_residual_tile(%ab: !stream.binding, %bb: !stream.binding, %biasb: !stream.binding,
-                                              %rb: !stream.binding, %cb: !stream.binding,
-                                              %m: index, %n: index, %k: index, %flags: index) {
+                                              %sb: !stream.binding, %rb: !stream.binding, %cb: !stream.binding,
+                                              %m: index, %n: index, %k: index, %flags: index, %scale_len: index) {
         %c0 = arith.constant 0 : index
         %id = stream.dispatch.workgroup.id[1] : index
         %idy = stream.dispatch.workgroup.id[0] : index
@@ -333,6 +340,7 @@ module attributes {transform.with_named_sequence} {
         %a = stream.binding.subspan %ab[%c0] : !stream.binding -> memref<?x?xf32>{%m, %k}
         %b = stream.binding.subspan %bb[%c0] : !stream.binding -> memref<?x?xf32>{%k, %n}
         %bias = stream.binding.subspan %biasb[%c0] : !stream.binding -> memref<?xf32>{%m}
+        %scale = stream.binding.subspan %sb[%c0] : !stream.binding -> memref<?xf32>{%scale_len}
         %r = stream.binding.subspan %rb[%c0] : !stream.binding -> memref<?x?xf32>{%m, %n}
         %c = stream.binding.subspan %cb[%c0] : !stream.binding -> memref<?x?xf32>{%m, %n}
         %ap, %ao, %as0, %as1, %at0, %at1 = iree_codegen.extract_strided_metadata %a
@@ -340,6 +348,8 @@ module attributes {transform.with_named_sequence} {
         %bp, %bo, %bs0, %bs1, %bt0, %bt1 = iree_codegen.extract_strided_metadata %b
             : memref<?x?xf32> -> memref<f32>, index, index, index, index, index
         %biasp, %biaso, %biass, %biast = iree_codegen.extract_strided_metadata %bias
+            : memref<?xf32> -> memref<f32>, index, index, index
+        %scalep, %scaleo, %scales, %scalet = iree_codegen.extract_strided_metadata %scale
             : memref<?xf32> -> memref<f32>, index, index, index
         %rp, %ro, %rs0, %rs1, %rt0, %rt1 = iree_codegen.extract_strided_metadata %r
             : memref<?x?xf32> -> memref<f32>, index, index, index, index, index
@@ -350,10 +360,10 @@ module attributes {transform.with_named_sequence} {
         %bias_tile = arith.addi %biaso, %row : index
         %r_tile = affine.apply affine_map<()[s0, s1, s2, s3] -> (s0 + s1 * s2 + s3)>()[%ro, %row, %rt0, %col]
         %c_tile = affine.apply affine_map<()[s0, s1, s2, s3] -> (s0 + s1 * s2 + s3)>()[%co, %row, %ct0, %col]
-        func.call @halo_matmul_f32_v3(%ap, %a_tile, %bp, %b_tile, %biasp, %bias_tile, %cp, %c_tile, %rows, %cols, %k, %at0, %bt0, %ct0, %flags,
-                                      %rp, %r_tile, %rt0)
+        func.call @halo_matmul_f32_v5(%ap, %a_tile, %bp, %b_tile, %biasp, %bias_tile, %cp, %c_tile, %rows, %cols, %k, %at0, %bt0, %ct0, %flags,
+                                      %rp, %r_tile, %rt0, %scalep, %scaleo)
             : (memref<f32>, index, memref<f32>, index, memref<f32>, index, memref<f32>, index,
-               index, index, index, index, index, index, index, memref<f32>, index, index) -> ()
+               index, index, index, index, index, index, index, memref<f32>, index, index, memref<f32>, index) -> ()
         return
       }
     }
@@ -361,7 +371,8 @@ module attributes {transform.with_named_sequence} {
 
   // @halo_pointwise with `%res` (the convolution's output size) added with the bias.
   util.func private @halo_pointwise_residual(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<?xf32>,
-                                             %res: tensor<1x?x?x?xf32>, %s: index, %flags: index) -> tensor<1x?x?x?xf32> {
+                                             %scale: tensor<?xf32>, %res: tensor<1x?x?x?xf32>, %s: index, %flags: index)
+      -> tensor<1x?x?x?xf32> {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c2 = arith.constant 2 : index
@@ -382,8 +393,9 @@ module attributes {transform.with_named_sequence} {
     %b = tensor.collapse_shape %strided [[0, 1], [2, 3]] : tensor<1x?x?x?xf32> into tensor<?x?xf32>
     %a = tensor.collapse_shape %w [[0], [1, 2, 3]] : tensor<?x?x1x1xf32> into tensor<?x?xf32>
     %r = tensor.collapse_shape %res [[0, 1], [2, 3]] : tensor<1x?x?x?xf32> into tensor<?x?xf32>
-    %o = flow.dispatch @halo_pointwise_residual_executable::@halo_pointwise_residual_tile[%f, %n](%a, %b, %bias, %r, %f, %n, %c, %flags)
-        : (tensor<?x?xf32>{%f, %c}, tensor<?x?xf32>{%c, %n}, tensor<?xf32>{%f}, tensor<?x?xf32>{%f, %n}, index, index, index, index)
+    %scale_len = tensor.dim %scale, %c0 : tensor<?xf32>
+    %o = flow.dispatch @halo_pointwise_residual_executable::@halo_pointwise_residual_tile[%f, %n](%a, %b, %bias, %scale, %r, %f, %n, %c, %flags, %scale_len)
+        : (tensor<?x?xf32>{%f, %c}, tensor<?x?xf32>{%c, %n}, tensor<?xf32>{%f}, tensor<?xf32>{%scale_len}, tensor<?x?xf32>{%f, %n}, index, index, index, index, index)
           -> tensor<?x?xf32>{%f, %n}
     %o4 = tensor.expand_shape %o [[0, 1], [2, 3]] output_shape [1, %f, %ho, %wo] : tensor<?x?xf32> into tensor<1x?x?x?xf32>
     util.return %o4 : tensor<1x?x?x?xf32>
@@ -998,6 +1010,29 @@ module attributes {transform.with_named_sequence} {
     transform.yield %producer, %product : !transform.any_op, !transform.any_value
   }
 
+  // The operands of a squeeze-and-excitation's product x · s (an image [1, C, H, W] by its
+  // channels' weights [1, C, 1, 1], in that order, as torch exports EfficientNet's and
+  // MobileNet-v3's Mul) that 1x1 convolution `%conv` reads: x and s, one handle.
+  transform.named_sequence @se_scaled_input_of(%conv: !transform.any_op {transform.readonly}) -> !transform.any_value {
+    %mul = transform.get_producer_of_operand %conv[0] : (!transform.any_op) -> !transform.any_op
+    %ins, %out = transform.iree.match.cast_compatible_dag_from_root %mul {
+      ^bb0(%x: tensor<1x?x?x?xf32>, %se: tensor<1x?x1x1xf32>, %init: tensor<1x?x?x?xf32>):
+        %scaled = linalg.generic {
+            indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>,
+                             affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+            iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+            ins(%x, %se : tensor<1x?x?x?xf32>, tensor<1x?x1x1xf32>) outs(%init : tensor<1x?x?x?xf32>) {
+          ^bb0(%in: f32, %weight: f32, %o: f32):
+            %product = arith.mulf %in, %weight : f32
+            linalg.yield %product : f32
+        } -> tensor<1x?x?x?xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    %x = transform.get_operand %mul[0] : (!transform.any_op) -> !transform.any_value
+    %se = transform.get_operand %mul[1] : (!transform.any_op) -> !transform.any_value
+    %both = transform.merge_handles %x, %se : !transform.any_value
+    transform.yield %both : !transform.any_value
+  }
+
   // Succeeds when the first result of `%op` has one reader: a convolution fused into the sum
   // that reads it is computed inside the sum's dispatch, so one whose result is read elsewhere
   // too (a block's output that is both the next block's input and the other term of its sum, as
@@ -1158,15 +1193,16 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 
-  // Flags of halo_matmul_f32_v3 for a 1x1 convolution: 4 adds the bias per row, 2 applies ReLU,
-  // 8 ReLU6, 32 SiLU, 64 hard-swish; 16 adds the residual.
+  // Flags of halo_matmul_f32_v5 for a 1x1 convolution: 4 adds the bias per row, 2 applies ReLU,
+  // 8 ReLU6, 32 SiLU, 64 hard-swish; 16 adds the residual; 256 scales the filters' columns. The
+  // calls without a scale pass the bias in its place, which the kernel then does not read.
 
   util.func private @halo_pointwise_sSTRIDE(%x: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<?xf32>,
       %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
     %s = arith.constant STRIDE : index
     %flags = arith.constant 4 : index
-    %r = util.call @halo_pointwise(%x, %w, %bias, %s, %flags)
-        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    %r = util.call @halo_pointwise(%x, %w, %bias, %bias, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
     util.return %r : tensor<1x?x?x?xf32>
   }
 
@@ -1187,8 +1223,8 @@ module attributes {transform.with_named_sequence} {
       %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
     %s = arith.constant STRIDE : index
     %flags = arith.constant 6 : index
-    %r = util.call @halo_pointwise(%x, %w, %bias, %s, %flags)
-        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    %r = util.call @halo_pointwise(%x, %w, %bias, %bias, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
     util.return %r : tensor<1x?x?x?xf32>
   }
 
@@ -1196,8 +1232,8 @@ module attributes {transform.with_named_sequence} {
       %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
     %s = arith.constant STRIDE : index
     %flags = arith.constant 36 : index
-    %r = util.call @halo_pointwise(%x, %w, %bias, %s, %flags)
-        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    %r = util.call @halo_pointwise(%x, %w, %bias, %bias, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
     util.return %r : tensor<1x?x?x?xf32>
   }
 
@@ -1205,8 +1241,8 @@ module attributes {transform.with_named_sequence} {
       %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
     %s = arith.constant STRIDE : index
     %flags = arith.constant 68 : index
-    %r = util.call @halo_pointwise(%x, %w, %bias, %s, %flags)
-        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    %r = util.call @halo_pointwise(%x, %w, %bias, %bias, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
     util.return %r : tensor<1x?x?x?xf32>
   }
 
@@ -1254,8 +1290,8 @@ module attributes {transform.with_named_sequence} {
     %s = arith.constant STRIDE : index
     %flags = arith.constant 4 : index
     %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
-    %r = util.call @halo_pointwise(%x, %w, %b, %s, %flags)
-        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    %r = util.call @halo_pointwise(%x, %w, %b, %b, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
     util.return %r : tensor<1x?x?x?xf32>
   }
 
@@ -1277,8 +1313,8 @@ module attributes {transform.with_named_sequence} {
     %s = arith.constant STRIDE : index
     %flags = arith.constant 6 : index
     %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
-    %r = util.call @halo_pointwise(%x, %w, %b, %s, %flags)
-        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    %r = util.call @halo_pointwise(%x, %w, %b, %b, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
     util.return %r : tensor<1x?x?x?xf32>
   }
 
@@ -1287,8 +1323,8 @@ module attributes {transform.with_named_sequence} {
     %s = arith.constant STRIDE : index
     %flags = arith.constant 36 : index
     %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
-    %r = util.call @halo_pointwise(%x, %w, %b, %s, %flags)
-        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    %r = util.call @halo_pointwise(%x, %w, %b, %b, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
     util.return %r : tensor<1x?x?x?xf32>
   }
 
@@ -1297,8 +1333,8 @@ module attributes {transform.with_named_sequence} {
     %s = arith.constant STRIDE : index
     %flags = arith.constant 68 : index
     %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
-    %r = util.call @halo_pointwise(%x, %w, %b, %s, %flags)
-        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    %r = util.call @halo_pointwise(%x, %w, %b, %b, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
     util.return %r : tensor<1x?x?x?xf32>
   }
 
@@ -1346,8 +1382,8 @@ module attributes {transform.with_named_sequence} {
     %s = arith.constant STRIDE : index
     %flags = arith.constant 12 : index
     %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
-    %r = util.call @halo_pointwise(%x, %w, %b, %s, %flags)
-        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    %r = util.call @halo_pointwise(%x, %w, %b, %b, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
     util.return %r : tensor<1x?x?x?xf32>
   }
 
@@ -1372,8 +1408,9 @@ module attributes {transform.with_named_sequence} {
     %s = arith.constant STRIDE : index
     %flags = arith.constant 22 : index
     %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
-    %r = util.call @halo_pointwise_residual(%x, %w, %b, %res, %s, %flags)
-        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, tensor<1x?x?x?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    %r = util.call @halo_pointwise_residual(%x, %w, %b, %b, %res, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, tensor<?xf32>, tensor<1x?x?x?xf32>, index, index)
+          -> tensor<1x?x?x?xf32>
     util.return %r : tensor<1x?x?x?xf32>
   }
 
@@ -1395,8 +1432,9 @@ module attributes {transform.with_named_sequence} {
     %s = arith.constant STRIDE : index
     %flags = arith.constant 20 : index
     %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
-    %r = util.call @halo_pointwise_residual(%x, %w, %b, %res, %s, %flags)
-        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, tensor<1x?x?x?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    %r = util.call @halo_pointwise_residual(%x, %w, %b, %b, %res, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, tensor<?xf32>, tensor<1x?x?x?xf32>, index, index)
+          -> tensor<1x?x?x?xf32>
     util.return %r : tensor<1x?x?x?xf32>
   }
 
@@ -1407,6 +1445,92 @@ module attributes {transform.with_named_sequence} {
     %executable = transform.util.import_symbol @halo_pointwise_residual_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
     %helper = transform.util.import_symbol @halo_pointwise_residual into %module if undefined : (!transform.any_op) -> !transform.any_op
     %func = transform.util.import_symbol @halo_pointwise_add_residual_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
+  // A 1x1 convolution (halo's rewrite's form) of an image whose channels a squeeze-and-excitation
+  // scaled: the kernel scales the filters' columns instead (flag 256), so the scaled image is
+  // never written. Flags 260: the bias per row and the scale; 276: and the residual.
+  util.func private @halo_se_pointwise_add_sSTRIDE(%x: tensor<1x?x?x?xf32>, %se: tensor<1x?x1x1xf32>,
+      %scaled: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<1x?x1x1xf32>,
+      %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %s = arith.constant STRIDE : index
+    %flags = arith.constant 260 : index
+    %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
+    %scale = tensor.collapse_shape %se [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
+    %r = util.call @halo_pointwise(%x, %w, %b, %scale, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, tensor<?xf32>, index, index) -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  util.func private @halo_se_pointwise_add_residual_sSTRIDE(%x: tensor<1x?x?x?xf32>, %se: tensor<1x?x1x1xf32>,
+      %scaled: tensor<1x?x?x?xf32>, %w: tensor<?x?x1x1xf32>, %bias: tensor<1x?x1x1xf32>,
+      %res: tensor<1x?x?x?xf32>, %init: tensor<1x?x?x?xf32>) -> tensor<1x?x?x?xf32> {
+    %s = arith.constant STRIDE : index
+    %flags = arith.constant 276 : index
+    %b = tensor.collapse_shape %bias [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
+    %scale = tensor.collapse_shape %se [[0, 1, 2, 3]] : tensor<1x?x1x1xf32> into tensor<?xf32>
+    %r = util.call @halo_pointwise_residual(%x, %w, %b, %scale, %res, %s, %flags)
+        : (tensor<1x?x?x?xf32>, tensor<?x?x1x1xf32>, tensor<?xf32>, tensor<?xf32>, tensor<1x?x?x?xf32>, index, index)
+          -> tensor<1x?x?x?xf32>
+    util.return %r : tensor<1x?x?x?xf32>
+  }
+
+  // @match_pointwise_add_sSTRIDE of a squeeze-and-excitation's product: x and s, then its operands.
+  transform.named_sequence @match_se_pointwise_add_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %ins, %outs = transform.include @match_pointwise_add_sSTRIDE failures(propagate) (%root)
+        : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    %product = transform.get_producer_of_operand %root[0] : (!transform.any_op) -> !transform.any_op
+    %se = transform.include @se_scaled_input_of failures(propagate) (%product) : (!transform.any_op) -> !transform.any_value
+    %all = transform.merge_handles %se, %ins : !transform.any_value
+    transform.yield %all, %outs : !transform.any_value, !transform.any_value
+  }
+
+  // @match_pointwise_add_residual_sSTRIDE and @match_residual_add_pointwise_sSTRIDE of a
+  // squeeze-and-excitation's product: x and s, then their operands.
+  transform.named_sequence @match_se_pointwise_add_residual_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %ins, %outs = transform.include @match_pointwise_add_residual_sSTRIDE failures(propagate) (%root)
+        : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    %biased = transform.get_producer_of_operand %root[0] : (!transform.any_op) -> !transform.any_op
+    %product = transform.get_producer_of_operand %biased[0] : (!transform.any_op) -> !transform.any_op
+    %se = transform.include @se_scaled_input_of failures(propagate) (%product) : (!transform.any_op) -> !transform.any_value
+    %all = transform.merge_handles %se, %ins : !transform.any_value
+    transform.yield %all, %outs : !transform.any_value, !transform.any_value
+  }
+
+  transform.named_sequence @match_se_residual_add_pointwise_sSTRIDE(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %ins, %outs = transform.include @match_residual_add_pointwise_sSTRIDE failures(propagate) (%root)
+        : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    %biased = transform.get_producer_of_operand %root[1] : (!transform.any_op) -> !transform.any_op
+    %product = transform.get_producer_of_operand %biased[0] : (!transform.any_op) -> !transform.any_op
+    %se = transform.include @se_scaled_input_of failures(propagate) (%product) : (!transform.any_op) -> !transform.any_value
+    %all = transform.merge_handles %se, %ins : !transform.any_value
+    transform.yield %all, %outs : !transform.any_value, !transform.any_value
+  }
+
+  transform.named_sequence @call_halo_se_pointwise_add_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                                   %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_pointwise_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_pointwise into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_se_pointwise_add_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
+  transform.named_sequence @call_halo_se_pointwise_add_residual_sSTRIDE(%ins: !transform.any_value {transform.readonly},
+                                                   %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_pointwise_residual_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %helper = transform.util.import_symbol @halo_pointwise_residual into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_se_pointwise_add_residual_sSTRIDE into %module if undefined : (!transform.any_op) -> !transform.any_op
     transform.util.cast_and_call %func(%ins) -> %out after %root {
       transform.type_conversion.tensor.cast_shape_dynamic_dims
     } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
@@ -3060,6 +3184,8 @@ module attributes {transform.with_named_sequence} {
       ^bb1(%func: !transform.any_op):
         transform.foreach_match in %func
 // halo:per-stride-later-matches begin
+          @match_se_pointwise_add_residual_sSTRIDE -> @call_halo_se_pointwise_add_residual_sSTRIDE,
+          @match_se_residual_add_pointwise_sSTRIDE -> @call_halo_se_pointwise_add_residual_sSTRIDE,
           @match_pointwise_add_residual_sSTRIDE -> @call_halo_pointwise_add_residual_sSTRIDE,
           @match_residual_add_pointwise_sSTRIDE -> @call_halo_pointwise_add_residual_sSTRIDE,
           @match_depthwise_padded_sSTRIDE -> @call_halo_depthwise_padded_sSTRIDE,
@@ -3076,6 +3202,7 @@ module attributes {transform.with_named_sequence} {
         transform.foreach_match in %func
 // halo:per-stride-plain-matches begin
           @match_depthwise_sSTRIDE -> @call_halo_depthwise_sSTRIDE,
+          @match_se_pointwise_add_sSTRIDE -> @call_halo_se_pointwise_add_sSTRIDE,
           @match_pointwise_add_sSTRIDE -> @call_halo_pointwise_add_sSTRIDE,
           @match_pointwise_sSTRIDE -> @call_halo_pointwise_sSTRIDE,
           @match_conv2d_add_sSTRIDE -> @call_halo_conv2d_add_sSTRIDE,
