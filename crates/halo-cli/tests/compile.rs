@@ -730,6 +730,29 @@ fn kernel_dispatches(body: &str) -> Vec<&str> {
 }
 
 #[test]
+fn a_few_columns_past_a_kernel_tile_are_the_last_tiles_and_every_column_is_computed_once() {
+    let test = "a_few_columns_past_a_kernel_tile_are_the_last_tiles_and_every_column_is_computed_once";
+    let Some(compiler) = real_compiler(test) else {
+        return;
+    };
+    let inputs = [
+        ("pointwise_196", format!("1x4x14x14xf32={}", ripple(784)), 1568),
+        ("pointwise_241", format!("1x4x1x241xf32={}", ripple(964)), 1928),
+        ("matmul_200", format!("5x24xf32={}", ripple(120)), 1000),
+        ("batch_matmul_197", format!("2x5x24xf32={}", ripple(240)), 1970),
+    ];
+    let calls: Vec<(&str, &str, usize)> = inputs
+        .iter()
+        .map(|(function, input, count)| (*function, input.as_str(), *count))
+        .collect();
+    let tiles = ["halo_pointwise_tile", "halo_matmul_tile", "halo_batch_matmul_tile"];
+    let program = kernels_give_the_answers_of_iree_s_code(&compiler, ("tail_columns.mlir", &[]), &calls, &tiles, 1e-5);
+    for (function, _, _) in &inputs {
+        assert_only_copies_are_left(&program, function);
+    }
+}
+
+#[test]
 fn a_grouped_convolution_calls_the_convolution_kernel_with_its_bias_and_relu() {
     let test = "a_grouped_convolution_calls_the_convolution_kernel_with_its_bias_and_relu";
     let Some(compiler) = real_compiler(test) else {

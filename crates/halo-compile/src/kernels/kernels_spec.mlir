@@ -7,7 +7,12 @@
 //   weights, read from memory) is read once and reused from cache. A bias added per column after
 //   it, and a ReLU after that, are fused (the kernel's flags), in a pass of their own before the
 //   plain matmuls. Measured on ViT-S/16 (2 cores): 70.0 ms a call with IREE's code, 62.0 with
-//   one workgroup per 48 x 192 taken a column strip at a time, 58.6 a row strip at a time;
+//   one workgroup per 48 x 192 taken a column strip at a time, 58.6 a row strip at a time. The
+//   last column strip also takes up to 48 columns past its 192 (a 14x14 image's 196, attention's
+//   197 tokens), which as a workgroup of their own ran at a tenth of the kernel's rate and read
+//   their rows of `a` again (matmul_rate, one 48-row strip from memory: 48x192x96 plus 48x4x96
+//   40.2 us, 48x196x96 36.4; with K = 576 201.6 against 185.6). The dense layers' packed
+//   weights keep whole strips of 192;
 // - every f32 batch matmul that starts from zeros (attention's products of queries and keys, and
 //   of weights and values) too, with the batch as the grid's third dimension (ViT-S/16: 58.4 to
 //   57.0 ms);
@@ -52,7 +57,7 @@
 module attributes {transform.with_named_sequence} {
   stream.executable private @halo_matmul_executable {
     stream.executable.export public @halo_matmul_tile workgroups(%m: index, %n: index) -> (index, index, index) {
-      %x = affine.apply affine_map<()[s0] -> (s0 ceildiv 192)>()[%n]
+      %x = affine.max affine_map<()[s0] -> (1, (s0 - 48) ceildiv 192)>()[%n]
       %y = affine.apply affine_map<()[s0] -> (s0 ceildiv 48)>()[%m]
       %c1 = arith.constant 1 : index
       stream.return %y, %x, %c1 : index, index, index
@@ -66,7 +71,12 @@ module attributes {transform.with_named_sequence} {
         %id = stream.dispatch.workgroup.id[1] : index
         %idy = stream.dispatch.workgroup.id[0] : index
         %col = affine.apply affine_map<()[s0] -> (s0 * 192)>()[%id]
-        %cols = affine.min affine_map<()[s0, s1] -> (192, s1 - s0 * 192)>()[%id, %n]
+        %col_tiles = affine.max affine_map<()[s0] -> (1, (s0 - 48) ceildiv 192)>()[%n]
+        %last_col_tile = affine.apply affine_map<()[s0] -> (s0 - 1)>()[%col_tiles]
+        %is_last_col_tile = arith.cmpi eq, %id, %last_col_tile : index
+        %cols_left = affine.apply affine_map<()[s0, s1] -> (s1 - s0 * 192)>()[%id, %n]
+        %c192_cols = arith.constant 192 : index
+        %cols = arith.select %is_last_col_tile, %cols_left, %c192_cols : index
         %row = affine.apply affine_map<()[s0] -> (s0 * 48)>()[%idy]
         %rows = affine.min affine_map<()[s0, s1] -> (48, s1 - s0 * 48)>()[%idy, %m]
         %a = stream.binding.subspan %ab[%c0] : !stream.binding -> memref<?x?xf32>{%m, %k}
@@ -93,7 +103,7 @@ module attributes {transform.with_named_sequence} {
   // A batch of matmuls (attention's heads): the grid's third dimension is the batch.
   stream.executable private @halo_batch_matmul_executable {
     stream.executable.export public @halo_batch_matmul_tile workgroups(%batch: index, %m: index, %n: index) -> (index, index, index) {
-      %x = affine.apply affine_map<()[s0] -> (s0 ceildiv 192)>()[%n]
+      %x = affine.max affine_map<()[s0] -> (1, (s0 - 48) ceildiv 192)>()[%n]
       %y = affine.apply affine_map<()[s0] -> (s0 ceildiv 48)>()[%m]
       stream.return %y, %x, %batch : index, index, index
     }
@@ -107,7 +117,12 @@ module attributes {transform.with_named_sequence} {
         %id = stream.dispatch.workgroup.id[1] : index
         %idz = stream.dispatch.workgroup.id[2] : index
         %col = affine.apply affine_map<()[s0] -> (s0 * 192)>()[%id]
-        %cols = affine.min affine_map<()[s0, s1] -> (192, s1 - s0 * 192)>()[%id, %n]
+        %col_tiles = affine.max affine_map<()[s0] -> (1, (s0 - 48) ceildiv 192)>()[%n]
+        %last_col_tile = affine.apply affine_map<()[s0] -> (s0 - 1)>()[%col_tiles]
+        %is_last_col_tile = arith.cmpi eq, %id, %last_col_tile : index
+        %cols_left = affine.apply affine_map<()[s0, s1] -> (s1 - s0 * 192)>()[%id, %n]
+        %c192_cols = arith.constant 192 : index
+        %cols = arith.select %is_last_col_tile, %cols_left, %c192_cols : index
         %row = affine.apply affine_map<()[s0] -> (s0 * 48)>()[%idy]
         %rows = affine.min affine_map<()[s0, s1] -> (48, s1 - s0 * 48)>()[%idy, %m]
         %a = stream.binding.subspan %ab[%c0] : !stream.binding -> memref<?x?x?xf32>{%batch, %m, %k}
@@ -234,7 +249,7 @@ module attributes {transform.with_named_sequence} {
   // 48 x 192 tiles, with the bias (one per row) and activation fused.
   stream.executable private @halo_pointwise_executable {
     stream.executable.export public @halo_pointwise_tile workgroups(%m: index, %n: index) -> (index, index, index) {
-      %x = affine.apply affine_map<()[s0] -> (s0 ceildiv 192)>()[%n]
+      %x = affine.max affine_map<()[s0] -> (1, (s0 - 48) ceildiv 192)>()[%n]
       %y = affine.apply affine_map<()[s0] -> (s0 ceildiv 48)>()[%m]
       %c1 = arith.constant 1 : index
       stream.return %y, %x, %c1 : index, index, index
@@ -250,7 +265,12 @@ module attributes {transform.with_named_sequence} {
         %id = stream.dispatch.workgroup.id[1] : index
         %idy = stream.dispatch.workgroup.id[0] : index
         %col = affine.apply affine_map<()[s0] -> (s0 * 192)>()[%id]
-        %cols = affine.min affine_map<()[s0, s1] -> (192, s1 - s0 * 192)>()[%id, %n]
+        %col_tiles = affine.max affine_map<()[s0] -> (1, (s0 - 48) ceildiv 192)>()[%n]
+        %last_col_tile = affine.apply affine_map<()[s0] -> (s0 - 1)>()[%col_tiles]
+        %is_last_col_tile = arith.cmpi eq, %id, %last_col_tile : index
+        %cols_left = affine.apply affine_map<()[s0, s1] -> (s1 - s0 * 192)>()[%id, %n]
+        %c192_cols = arith.constant 192 : index
+        %cols = arith.select %is_last_col_tile, %cols_left, %c192_cols : index
         %row = affine.apply affine_map<()[s0] -> (s0 * 48)>()[%idy]
         %rows = affine.min affine_map<()[s0, s1] -> (48, s1 - s0 * 48)>()[%idy, %m]
         %a = stream.binding.subspan %ab[%c0] : !stream.binding -> memref<?x?xf32>{%m, %k}
@@ -318,7 +338,7 @@ module attributes {transform.with_named_sequence} {
   // not written out and read back to be added.
   stream.executable private @halo_pointwise_residual_executable {
     stream.executable.export public @halo_pointwise_residual_tile workgroups(%m: index, %n: index) -> (index, index, index) {
-      %x = affine.apply affine_map<()[s0] -> (s0 ceildiv 192)>()[%n]
+      %x = affine.max affine_map<()[s0] -> (1, (s0 - 48) ceildiv 192)>()[%n]
       %y = affine.apply affine_map<()[s0] -> (s0 ceildiv 48)>()[%m]
       %c1 = arith.constant 1 : index
       stream.return %y, %x, %c1 : index, index, index
@@ -334,7 +354,12 @@ module attributes {transform.with_named_sequence} {
         %id = stream.dispatch.workgroup.id[1] : index
         %idy = stream.dispatch.workgroup.id[0] : index
         %col = affine.apply affine_map<()[s0] -> (s0 * 192)>()[%id]
-        %cols = affine.min affine_map<()[s0, s1] -> (192, s1 - s0 * 192)>()[%id, %n]
+        %col_tiles = affine.max affine_map<()[s0] -> (1, (s0 - 48) ceildiv 192)>()[%n]
+        %last_col_tile = affine.apply affine_map<()[s0] -> (s0 - 1)>()[%col_tiles]
+        %is_last_col_tile = arith.cmpi eq, %id, %last_col_tile : index
+        %cols_left = affine.apply affine_map<()[s0, s1] -> (s1 - s0 * 192)>()[%id, %n]
+        %c192_cols = arith.constant 192 : index
+        %cols = arith.select %is_last_col_tile, %cols_left, %c192_cols : index
         %row = affine.apply affine_map<()[s0] -> (s0 * 48)>()[%idy]
         %rows = affine.min affine_map<()[s0, s1] -> (48, s1 - s0 * 48)>()[%idy, %m]
         %a = stream.binding.subspan %ab[%c0] : !stream.binding -> memref<?x?xf32>{%m, %k}
