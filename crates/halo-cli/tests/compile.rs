@@ -516,7 +516,8 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
             &["halo_depthwise_conv2d_f32_v2", "halo_depthwise_padded_tile"],
         ),
         // ReLU6 fused into each kind of convolution: the stem, the depthwise and the 1x1 ones;
-        // a block's sum with its input into the 1x1 convolution that ends it.
+        // a block's sum with its input into the 1x1 convolution that ends it; the global
+        // average pool's sum before the classifier.
         (
             "mobilenet_v2",
             &[
@@ -525,6 +526,7 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
                 "halo_pointwise_tile",
                 "halo_pointwise_residual_tile",
                 "halo_matmul_f32_v5",
+                "halo_row_sums_tile",
             ],
         ),
     ];
@@ -539,7 +541,8 @@ fn a_model_compiled_with_halos_kernels_calls_them_and_gives_onnxruntimes_answers
         assert!(
             stdout.contains(
                 "halo's kernels (halo_matmul_f32_v0, halo_matmul_f32_v4, halo_matmul_f32_v5, halo_conv2d_f32_v4, \
-                 halo_depthwise_conv2d_f32_v2, halo_softmax_f32_v0) where they apply: this program runs \
+                 halo_depthwise_conv2d_f32_v2, halo_softmax_f32_v0, halo_row_sums_f32_v0) where they apply: \
+                 this program runs \
                  only on halo's CPU drivers \
                  (--portable writes one that IREE's runtime runs too)"
             ),
@@ -750,6 +753,24 @@ fn a_few_columns_past_a_kernel_tile_are_the_last_tiles_and_every_column_is_compu
     for (function, _, _) in &inputs {
         assert_only_copies_are_left(&program, function);
     }
+}
+
+#[test]
+fn a_global_average_pools_sum_is_the_row_sums_kernels_and_a_windowed_pool_is_not() {
+    let test = "a_global_average_pools_sum_is_the_row_sums_kernels_and_a_windowed_pool_is_not";
+    let Some(compiler) = real_compiler(test) else {
+        return;
+    };
+    // A channel summed into another's place, or a plane summed short, shows in the answers.
+    let input = format!("1x8x5x6xf32={}", ripple(240));
+    let calls = [("global_mean", input.as_str(), 8), ("window_sum", input.as_str(), 48)];
+    let tiles = ["halo_row_sums_tile", "halo_row_sums_f32_v0"];
+    kernels_give_the_answers_of_iree_s_code(&compiler, ("global_pool.mlir", &[]), &calls, &tiles, 1e-5);
+    let text = preprocessed(&compiler, "global_pool.mlir");
+    let taken = kernel_dispatches(function_body(&text, "global_mean"));
+    assert_eq!(taken, ["halo_row_sums_executable"], "@global_mean's kernel dispatches");
+    let left = kernel_dispatches(function_body(&text, "window_sum"));
+    assert!(left.is_empty(), "@window_sum calls {left:?}");
 }
 
 #[test]

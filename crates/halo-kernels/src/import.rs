@@ -19,8 +19,8 @@
 
 use crate::matrix::span;
 use crate::{
-    conv2d_tile, depthwise_tile, matmul, softmax_rows, Activation, Bias, ConvEpilogue, ConvShape, DepthwiseShape,
-    Epilogue, Matrix, MatrixMut, Padding,
+    conv2d_tile, depthwise_tile, matmul, row_sums, softmax_rows, Activation, Bias, ConvEpilogue, ConvShape,
+    DepthwiseShape, Epilogue, Matrix, MatrixMut, Padding,
 };
 use std::ffi::{c_int, c_void};
 use std::ops::Range;
@@ -45,6 +45,7 @@ pub const ENTRY_POINTS: &[(&str, EntryPoint)] = &[
     ("halo_depthwise_conv2d_f32_v1", depthwise_conv2d_f32_v1),
     ("halo_depthwise_conv2d_f32_v2", depthwise_conv2d_f32_v2),
     ("halo_softmax_f32_v0", softmax_f32_v0),
+    ("halo_row_sums_f32_v0", row_sums_f32_v0),
 ];
 
 /// `flags` bit: `bias` points at one element per output column, added to every row.
@@ -896,6 +897,47 @@ pub unsafe extern "C" fn softmax_f32_v0(params: *mut c_void, context: *mut c_voi
     c_int::from(result.is_err())
 }
 
+/// What `halo_row_sums_f32_v0` receives: the sums of `rows` rows of `cols` elements each (a global
+/// average pool's, over a `[C, H * W]` image), as [`row_sums`] computes them.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct RowSumsParamsV0 {
+    /// Base of the input's binding.
+    pub x: *const f32,
+    /// First element of the input in it.
+    pub x_offset: usize,
+    /// Base of the sums' binding.
+    pub sums: *mut f32,
+    /// First sum in it.
+    pub sums_offset: usize,
+    /// Rows of the input, and sums.
+    pub rows: usize,
+    /// Elements a row.
+    pub cols: usize,
+    /// Elements between rows of the input.
+    pub x_stride: usize,
+}
+
+/// `halo_row_sums_f32_v0`: see [`RowSumsParamsV0`]. Returns 0, or 1 when the call cannot be
+/// carried out (as [`matmul_f32_v0`]).
+///
+/// # Safety
+/// As [`matmul_f32_v0`], for a [`RowSumsParamsV0`].
+pub unsafe extern "C" fn row_sums_f32_v0(params: *mut c_void, context: *mut c_void, _reserved: *mut c_void) -> c_int {
+    // SAFETY: `params` and `context` are as this entry's contract says.
+    let (p, check) = unsafe { entry_args::<RowSumsParamsV0>(params, context) };
+    let (Some(check), Some(x_len)) = (check, span(p.rows, p.cols, p.x_stride)) else {
+        return 1;
+    };
+    // SAFETY: forwarded from the caller: `check` vouches only for valid memory.
+    let Some(([x], sums)) = (unsafe { lent(check, [(p.x, p.x_offset, x_len)], (p.sums, p.sums_offset, p.rows)) })
+    else {
+        return 1;
+    };
+    let result = Matrix::new(x, p.rows, p.cols, p.x_stride).and_then(|x| row_sums(x, sums));
+    c_int::from(result.is_err())
+}
+
 /// The input spans and the output span an entry point was handed, each `(base, offset, len)` in
 /// elements, as slices: `None` when a span overflows, `check` does not vouch for it (for
 /// writes, the output), or the output overlaps an input. Entry points touch nothing before this.
@@ -1430,6 +1472,37 @@ mod tests {
         params.rows = 2;
         params.scale_bits = 1 << 32;
         assert_eq!(call_entry(softmax_f32_v0, &mut params), 1, "scale bits past 32");
+    }
+
+    #[test]
+    fn the_row_sums_entry_sums_the_rows_it_is_lent_into_the_sums_it_is_lent() {
+        // Two rows of 3 from element 1, rows 4 apart: [1, 2, 3] and [5, 6, 7]; sums from element 1.
+        let x = [9.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0];
+        let mut sums = [99.0f32; 3];
+        lend(&x, false);
+        let mut params = RowSumsParamsV0 {
+            x: x.as_ptr(),
+            x_offset: 1,
+            sums: sums.as_mut_ptr(),
+            sums_offset: 1,
+            rows: 2,
+            cols: 3,
+            x_stride: 4,
+        };
+        assert_eq!(call_entry(row_sums_f32_v0, &mut params), 1, "the sums are not lent");
+        lend(&sums, true);
+        assert_eq!(call_entry(row_sums_f32_v0, &mut params), 0);
+        assert_eq!(sums, [99.0, 6.0, 18.0]);
+        params.rows = 3;
+        assert_eq!(
+            call_entry(row_sums_f32_v0, &mut params),
+            1,
+            "a third row past the input"
+        );
+        params.rows = 2;
+        params.sums_offset = 2;
+        assert_eq!(call_entry(row_sums_f32_v0, &mut params), 1, "sums past their binding");
+        assert_eq!(sums, [99.0, 6.0, 18.0]);
     }
 
     #[test]

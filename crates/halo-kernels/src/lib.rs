@@ -1,7 +1,8 @@
 //! halo's own CPU kernels, for IREE-compiled programs to call instead of the code IREE 3.13
 //! generates for the operations that dominate a model's time: matmuls ([`matmul()`]),
 //! convolutions of any group count, stride and dilation ([`conv2d_tile`]), depthwise
-//! convolutions ([`depthwise_tile`]), and attention's softmax ([`softmax_rows`]).
+//! convolutions ([`depthwise_tile`]), attention's softmax ([`softmax_rows`]) and global pools'
+//! sums ([`row_sums`]).
 //!
 //! Choices:
 //! - **One call computes one tile, on the calling thread.** IREE's workgroups stay the
@@ -21,9 +22,10 @@
 //!   the others ([`Epilogue`], [`ConvEpilogue`]).
 //! - [`import`] is the C ABI an IREE executable calls (`halo_matmul_f32_v0`, `_v1` with a bias
 //!   per row and ReLU6, `_v2` with a residual added, `_v3` with SiLU and hard-swish, `_v4` with
-//!   GELU; `halo_conv2d_f32_v0` for unit strides, `_v1` for any, `_v2` with ReLU6, `_v3` for any
+//!   GELU, `_v5` with `a`'s columns scaled; `halo_conv2d_f32_v0` for unit strides, `_v1` for any, `_v2` with ReLU6, `_v3` for any
 //!   group count, `_v4` with SiLU and hard-swish; `halo_depthwise_conv2d_f32_v0`, `_v1` adding
-//!   the zero padding, `_v2` with SiLU and hard-swish; `halo_softmax_f32_v0`);
+//!   the zero padding, `_v2` with SiLU and hard-swish; `halo_softmax_f32_v0`;
+//!   `halo_row_sums_f32_v0`);
 //!   the CPU drivers offer it to every executable they load, by name, as IREE's runtime offers a
 //!   plugin's.
 
@@ -42,6 +44,7 @@ mod depthwise;
 pub mod import;
 mod matmul;
 mod matrix;
+mod row_sums;
 mod softmax;
 #[cfg(test)]
 mod test_values;
@@ -51,4 +54,5 @@ pub use conv::{conv2d_tile, conv2d_tile_on, ConvEpilogue, ConvShape};
 pub use depthwise::{depthwise_tile, depthwise_tile_on, DepthwisePath, DepthwiseShape, Padding};
 pub use matmul::{matmul, matmul_on, Bias, Epilogue, KernelPath};
 pub use matrix::{Matrix, MatrixMut};
+pub use row_sums::row_sums;
 pub use softmax::{softmax_rows, softmax_rows_on};

@@ -41,6 +41,10 @@
 //   fused (crates/halo-kernels/src/depthwise.rs), one workgroup per group of whole channel
 //   planes; when its input comes through a pad of zeros, as many on each side, the kernel adds
 //   them itself.
+// - every f32 global sum pool of a batch of one (ONNX's GlobalAveragePool before its division:
+//   linalg.pooling_nchw_sum from zeros to a 1x1 output) becomes a dispatch calling
+//   halo_row_sums_f32_v0 (crates/halo-kernels/src/row_sums.rs) over the image as [C, H * W], one
+//   workgroup per channels of about 16384 elements;
 // - attention's softmax of scaled scores (ONNX's Mul by a one-element constant, then Softmax along
 //   the last axis of [1, H, S, S]) becomes a dispatch calling halo_softmax_f32_v0
 //   (crates/halo-kernels/src/softmax.rs), one workgroup per rows of about 4096 scores.
@@ -182,6 +186,47 @@ module attributes {transform.with_named_sequence} {
         %y_tile = affine.apply affine_map<()[s0, s1, s2] -> (s0 + s1 * s2)>()[%yo, %first, %yt0]
         func.call @halo_softmax_f32_v0(%xp, %x_tile, %yp, %y_tile, %count, %cols, %xt0, %yt0, %scale)
             : (memref<f32>, index, memref<f32>, index, index, index, index, index, index) -> ()
+        return
+      }
+    }
+  }
+
+  // The sums of a global pool (halo_row_sums_f32_v0): one workgroup per as many channels as make
+  // about 16384 elements.
+  stream.executable private @halo_row_sums_executable {
+    stream.executable.export public @halo_row_sums_tile workgroups(%rows: index, %cols: index) -> (index, index, index) {
+      %c1 = arith.constant 1 : index
+      %c16384 = arith.constant 16384 : index
+      %width = arith.maxui %cols, %c1 : index
+      %fit = arith.divui %c16384, %width : index
+      %per = arith.maxui %fit, %c1 : index
+      %x = arith.ceildivui %rows, %per : index
+      stream.return %x, %c1, %c1 : index, index, index
+    }
+    builtin.module {
+      func.func private @halo_row_sums_f32_v0(memref<f32>, index, memref<f32>, index, index, index, index)
+          attributes {llvm.bareptr = true}
+      func.func @halo_row_sums_tile(%xb: !stream.binding, %sb: !stream.binding, %rows: index, %cols: index) {
+        %c0 = arith.constant 0 : index
+        %c1 = arith.constant 1 : index
+        %c16384 = arith.constant 16384 : index
+        %width = arith.maxui %cols, %c1 : index
+        %fit = arith.divui %c16384, %width : index
+        %per = arith.maxui %fit, %c1 : index
+        %id = stream.dispatch.workgroup.id[0] : index
+        %first = arith.muli %id, %per : index
+        %left = arith.subi %rows, %first : index
+        %count = arith.minui %per, %left : index
+        %x = stream.binding.subspan %xb[%c0] : !stream.binding -> memref<?x?xf32>{%rows, %cols}
+        %s = stream.binding.subspan %sb[%c0] : !stream.binding -> memref<?xf32>{%rows}
+        %xp, %xo, %xs0, %xs1, %xt0, %xt1 = iree_codegen.extract_strided_metadata %x
+            : memref<?x?xf32> -> memref<f32>, index, index, index, index, index
+        %sp, %so, %ss, %st = iree_codegen.extract_strided_metadata %s
+            : memref<?xf32> -> memref<f32>, index, index, index
+        %x_tile = affine.apply affine_map<()[s0, s1, s2] -> (s0 + s1 * s2)>()[%xo, %first, %xt0]
+        %s_tile = arith.addi %so, %first : index
+        func.call @halo_row_sums_f32_v0(%xp, %x_tile, %sp, %s_tile, %count, %cols, %xt0)
+            : (memref<f32>, index, memref<f32>, index, index, index, index) -> ()
         return
       }
     }
@@ -860,6 +905,49 @@ module attributes {transform.with_named_sequence} {
     %executable = transform.util.import_symbol @halo_softmax_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
     %func = transform.util.import_symbol @halo_scaled_softmax into %module if undefined : (!transform.any_op) -> !transform.any_op
     %ins = transform.merge_handles %scores, %scale : !transform.any_value
+    transform.util.cast_and_call %func(%ins) -> %out after %root {
+      transform.type_conversion.tensor.cast_shape_dynamic_dims
+    } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+
+  // A global sum pool: each channel's whole plane summed (ONNX's GlobalAveragePool keeps its
+  // division by the plane's size after it, in IREE's code).
+  util.func private @halo_global_sum(%x: tensor<1x?x?x?xf32>, %window: tensor<?x?xf32>,
+                                     %init: tensor<1x?x1x1xf32>) -> tensor<1x?x1x1xf32> {
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c = tensor.dim %x, %c1 : tensor<1x?x?x?xf32>
+    %h = tensor.dim %x, %c2 : tensor<1x?x?x?xf32>
+    %w = tensor.dim %x, %c3 : tensor<1x?x?x?xf32>
+    %n = affine.apply affine_map<()[s0, s1] -> (s0 * s1)>()[%h, %w]
+    %flat = tensor.collapse_shape %x [[0, 1], [2, 3]] : tensor<1x?x?x?xf32> into tensor<?x?xf32>
+    %sums = flow.dispatch @halo_row_sums_executable::@halo_row_sums_tile[%c, %n](%flat, %c, %n)
+        : (tensor<?x?xf32>{%c, %n}, index, index) -> tensor<?xf32>{%c}
+    %pooled = tensor.expand_shape %sums [[0, 1, 2, 3]] output_shape [1, %c, 1, 1] : tensor<?xf32> into tensor<1x?x1x1xf32>
+    util.return %pooled : tensor<1x?x1x1xf32>
+  }
+
+  // A sum pool of a batch of one from zeros whose output is 1x1 at stride 1, so its window is
+  // the whole image: ONNX's GlobalAveragePool before its division, as the importer writes it.
+  transform.named_sequence @match_global_sum(%root: !transform.any_op {transform.readonly}) -> (!transform.any_value, !transform.any_value) {
+    %ins, %outs = transform.iree.match.cast_compatible_dag_from_root %root {
+      ^bb0(%x: tensor<1x?x?x?xf32>, %window: tensor<?x?xf32>, %init: tensor<1x?x1x1xf32>):
+        %zero = arith.constant 0.0 : f32
+        %zeros = linalg.fill ins(%zero : f32) outs(%init : tensor<1x?x1x1xf32>) -> tensor<1x?x1x1xf32>
+        %sum = linalg.pooling_nchw_sum {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+            ins(%x, %window : tensor<1x?x?x?xf32>, tensor<?x?xf32>) outs(%zeros : tensor<1x?x1x1xf32>) -> tensor<1x?x1x1xf32>
+    } : (!transform.any_op) -> (!transform.any_value, !transform.any_value)
+    transform.yield %ins, %outs : !transform.any_value, !transform.any_value
+  }
+
+  transform.named_sequence @call_halo_global_sum(%ins: !transform.any_value {transform.readonly},
+                                                 %out: !transform.any_value {transform.readonly}) {
+    %root = transform.get_defining_op %out : (!transform.any_value) -> !transform.any_op
+    %module = transform.util.get_nearest_symbol_table %root : (!transform.any_op) -> !transform.any_op
+    %executable = transform.util.import_symbol @halo_row_sums_executable into %module if undefined : (!transform.any_op) -> !transform.any_op
+    %func = transform.util.import_symbol @halo_global_sum into %module if undefined : (!transform.any_op) -> !transform.any_op
     transform.util.cast_and_call %func(%ins) -> %out after %root {
       transform.type_conversion.tensor.cast_shape_dynamic_dims
     } : (!transform.any_op, !transform.any_value, !transform.any_value, !transform.any_op) -> !transform.any_op
@@ -3237,7 +3325,8 @@ module attributes {transform.with_named_sequence} {
           @match_matmul -> @call_halo_matmul,
           @match_batch1_matmul -> @call_halo_batch1_matmul,
           @match_batch_matmul -> @call_halo_batch_matmul,
-          @match_scaled_softmax -> @call_halo_scaled_softmax
+          @match_scaled_softmax -> @call_halo_scaled_softmax,
+          @match_global_sum -> @call_halo_global_sum
         : (!transform.any_op) -> (!transform.any_op)
     }
     transform.apply_dce to %module : !transform.any_op
