@@ -137,17 +137,18 @@ impl Job<'_> {
         let mut done = 0;
         while done < len {
             let count = (len - done).min(16 * FLAT_VECTORS);
+            let first = rows.start * wp + done;
             // SAFETY: forwarded from the caller (AVX-512F, stride 1); `done + count <= len`.
             let sums = unsafe {
                 match count.div_ceil(16) {
-                    1 => self.flat_sums::<1>(plane, taps, bias, rows.start * wp + done, count),
-                    2 => self.flat_sums::<2>(plane, taps, bias, rows.start * wp + done, count),
-                    3 => self.flat_sums::<3>(plane, taps, bias, rows.start * wp + done, count),
-                    4 => self.flat_sums::<4>(plane, taps, bias, rows.start * wp + done, count),
-                    5 => self.flat_sums::<5>(plane, taps, bias, rows.start * wp + done, count),
-                    6 => self.flat_sums::<6>(plane, taps, bias, rows.start * wp + done, count),
-                    7 => self.flat_sums::<7>(plane, taps, bias, rows.start * wp + done, count),
-                    _ => self.flat_sums::<8>(plane, taps, bias, rows.start * wp + done, count),
+                    1 => self.flat_sums::<1>(plane, taps, bias, first, count),
+                    2 => self.flat_sums::<2>(plane, taps, bias, first, count),
+                    3 => self.flat_sums::<3>(plane, taps, bias, first, count),
+                    4 => self.flat_sums::<4>(plane, taps, bias, first, count),
+                    5 => self.flat_sums::<5>(plane, taps, bias, first, count),
+                    6 => self.flat_sums::<6>(plane, taps, bias, first, count),
+                    7 => self.flat_sums::<7>(plane, taps, bias, first, count),
+                    _ => self.flat_sums::<8>(plane, taps, bias, first, count),
                 }
             };
             // The run's rows that meet these positions, each its output columns only.
