@@ -641,10 +641,10 @@ fn a_1x1_convolution_summed_with_another_tensor_gets_the_sum_from_the_kernel() {
     let program =
         kernels_give_the_answers_of_iree_s_code(&compiler, ("residual_pointwise.mlir", &[]), &calls, &tiles, 1e-5);
     for function in ["sum_relu", "sum", "chained"] {
-        let own = format!("{function}_dispatch");
+        let own = dispatches_of(&program, function);
         assert!(
-            !program.windows(own.len()).any(|w| w == own.as_bytes()),
-            "@{function} has dispatches besides the kernel's"
+            own.is_empty(),
+            "@{function} has dispatches besides the kernel's: {own:?}"
         );
     }
     // A convolution whose result is read twice is not fused into the sum, which would compute it
