@@ -11,12 +11,14 @@ use halo_hal::{Error, Result};
 use std::path::Path;
 
 /// The spec that turns f32 matmuls into calls of `halo_matmul_f32_v0` (`_v4` when a bias follows,
-/// with a ReLU or, after a transformer's projection, GELU), 1x1 convolutions (bias, activation
-/// and a residual sum included) into calls of `halo_matmul_f32_v3`, other convolutions, grouped
-/// ones too (bias and activation included), into calls of `halo_conv2d_f32_v4`, depthwise ones
-/// (bias and activation included) into calls of `halo_depthwise_conv2d_f32_v2` (the kernel adding
-/// the zero padding before them where it can), and attention's scaled softmax into calls of
-/// `halo_softmax_f32_v0`, with its per-stride part still to be written out ([`kernels_spec`]).
+/// with a ReLU or, after a transformer's projection, GELU), 1x1 convolutions (bias, activation,
+/// a residual sum and a squeeze-and-excitation's scale included) into calls of
+/// `halo_matmul_f32_v5`, other convolutions, grouped ones too (bias and activation included), into
+/// calls of `halo_conv2d_f32_v4`, depthwise ones (bias and activation included) into calls of
+/// `halo_depthwise_conv2d_f32_v2` (the kernel adding the zero padding before them where it can),
+/// attention's scaled softmax into calls of `halo_softmax_f32_v0` and global pools' sums into
+/// calls of `halo_row_sums_f32_v0`, with its per-stride part still to be written out
+/// ([`kernels_spec`]).
 const KERNELS_SPEC: &str = include_str!("kernels/kernels_spec.mlir");
 
 /// The strides of the convolutions halo's kernel takes.

@@ -22,12 +22,11 @@
 //!   the others ([`Epilogue`], [`ConvEpilogue`]).
 //! - [`import`] is the C ABI an IREE executable calls (`halo_matmul_f32_v0`, `_v1` with a bias
 //!   per row and ReLU6, `_v2` with a residual added, `_v3` with SiLU and hard-swish, `_v4` with
-//!   GELU, `_v5` with `a`'s columns scaled; `halo_conv2d_f32_v0` for unit strides, `_v1` for any, `_v2` with ReLU6, `_v3` for any
-//!   group count, `_v4` with SiLU and hard-swish; `halo_depthwise_conv2d_f32_v0`, `_v1` adding
-//!   the zero padding, `_v2` with SiLU and hard-swish; `halo_softmax_f32_v0`;
-//!   `halo_row_sums_f32_v0`);
-//!   the CPU drivers offer it to every executable they load, by name, as IREE's runtime offers a
-//!   plugin's.
+//!   GELU, `_v5` with `a`'s columns scaled; `halo_conv2d_f32_v0` for unit strides, `_v1` for
+//!   any, `_v2` with ReLU6, `_v3` for any group count, `_v4` with SiLU and hard-swish;
+//!   `halo_depthwise_conv2d_f32_v0`, `_v1` adding the zero padding, `_v2` with SiLU and
+//!   hard-swish; `halo_softmax_f32_v0`; `halo_row_sums_f32_v0`); the CPU drivers offer it to
+//!   every executable they load, by name, as IREE's runtime offers a plugin's.
 
 #![warn(missing_docs)]
 #![deny(
